@@ -1,0 +1,49 @@
+# ethos: `make demo` on a fresh machine, `make test` for the whole suite.
+VENV ?= .venv
+PYTHON ?= python3
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+
+.PHONY: install run demo test unit lint format typecheck bench all clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+run: install  ## the consolidation daemon on the embedded database
+	$(BIN)/ethos migrate
+	$(BIN)/ethos daemon
+
+demo: install  ## a short walk through simulated days on the embedded database
+	$(BIN)/ethos migrate
+	$(BIN)/ethos demo
+
+test: install lint
+	$(BIN)/pytest -q
+
+unit: install
+	$(BIN)/pytest -q tests/unit
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: install
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+typecheck: install
+	$(BIN)/mypy
+
+bench: install  ## ROWS=1000000 VECTORS=100000 by default; smaller: make bench ROWS=100000
+	$(BIN)/python bench/bench.py --rows $(or $(ROWS),1000000) --vectors $(or $(VECTORS),100000)
+
+all: lint typecheck test
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache .mypy_cache

@@ -1,0 +1,226 @@
+"""The `ethos` command. Each subcommand is a small function over the Engine API;
+errors become one line on stderr and a non-zero exit code."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import Awaitable, Callable
+from datetime import datetime
+from typing import Any
+
+import asyncpg
+
+from ethos import db, logs
+from ethos.engine import Engine
+from ethos.errors import EthosError, InputError
+from ethos.inputs import parse_time
+from ethos.schema import MEMORY_TABLES, table_spec
+from ethos.settings import Settings, load_settings
+
+Command = Callable[[argparse.Namespace, Settings], Awaitable[int]]
+TABLE_CHOICES = [s.name for s in MEMORY_TABLES] + [s.alias for s in MEMORY_TABLES]
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> Any:  # one line, exit 2, like every other bad input
+        print(f"ethos: error: {message}", file=sys.stderr)
+        sys.exit(2)
+
+
+def _time(name: str) -> Callable[[str], datetime]:
+    def parse(value: str) -> datetime:
+        try:
+            return parse_time(value, name)
+        except InputError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return parse
+
+
+def _table(value: str) -> str:
+    try:
+        return table_spec(value).name
+    except InputError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def emit(args: argparse.Namespace, data: dict[str, Any], text: str) -> None:
+    print(json.dumps(data, default=str) if getattr(args, "json", False) else text)
+
+
+# --- commands -------------------------------------------------------------------------
+
+
+async def cmd_migrate(args: argparse.Namespace, settings: Settings) -> int:
+    url = await db.resolve_url(settings)
+    conn = await db.connect(url, settings.database.connect_timeout_seconds)
+    try:
+        await db.check_server(conn)
+    finally:
+        await conn.close()
+    # Alembic runs its own event loop: give it a thread.
+    await asyncio.to_thread(db.migrate, settings, url)
+    print("database is at the latest schema")
+    return 0
+
+
+async def cmd_db_url(args: argparse.Namespace, settings: Settings) -> int:
+    print(await db.resolve_url(settings))
+    return 0
+
+
+async def cmd_db_stop(args: argparse.Namespace, settings: Settings) -> int:
+    if settings.database.url:
+        raise InputError("database.url is set: ethos does not stop a server it did not start")
+    stopped = db.stop_embedded(settings.data_dir)
+    print(
+        f"embedded PostgreSQL {'stopped' if stopped else 'was not running'} ({settings.data_dir})"
+    )
+    return 0
+
+
+async def cmd_add(args: argparse.Namespace, settings: Settings) -> int:
+    fields = {
+        "salience": args.salience,
+        "emotional_tone": args.emotional_tone,
+        "confidence": args.confidence,
+        "embedding": args.embedding,
+        "source_type": args.source_type,
+        "source_id": args.source_id,
+        "created_at": args.created_at,
+        "expires_at": args.expires_at,
+        "pinned": args.pinned,
+        "metadata": json.loads(args.metadata) if args.metadata else {},
+    }
+    async with Engine(settings) as engine:
+        new_id = await engine.add(
+            args.table,
+            agent_id=args.agent,
+            content=args.content,
+            **{k: v for k, v in fields.items() if v is not None},
+        )
+    emit(args, {"id": str(new_id)}, str(new_id))
+    return 0
+
+
+async def cmd_sweep(args: argparse.Namespace, settings: Settings) -> int:
+    async with Engine(settings) as engine:
+        tables = args.table or None
+        progress = None
+        if sys.stderr.isatty() and not args.json:
+            progress = await _progress_bar(engine, tables, args.agent)
+        report = await engine.sweep(
+            now=args.now, tables=tables, agent=args.agent, dry_run=args.dry_run, progress=progress
+        )
+        if progress is not None:
+            print(file=sys.stderr)
+    prefix = "dry run, nothing written:" if args.dry_run else "swept"
+    emit(args, report.as_dict(), f"{prefix} {report.summary()} at {report.now.isoformat()}")
+    return 0
+
+
+async def _progress_bar(
+    engine: Engine, tables: list[str] | None, agent: str | None
+) -> Callable[[str, int], None]:
+    names = tables or [s.name for s in MEMORY_TABLES]
+    totals = {name: await engine.store.count_live(table_spec(name), agent) for name in names}
+
+    def show(table: str, scanned: int) -> None:
+        total = max(totals[table], 1)
+        filled = min(30, 30 * scanned // total)
+        bar = "#" * filled + "." * (30 - filled)
+        print(f"\r{table:<16} [{bar}] {scanned}/{totals[table]}", end="", file=sys.stderr)
+
+    return show
+
+
+async def cmd_explain(args: argparse.Namespace, settings: Settings) -> int:
+    async with Engine(settings) as engine:
+        info = await engine.explain(args.table, args.id, now=args.now)
+    text = "\n".join(f"{key:>18}: {value}" for key, value in info.items())
+    emit(args, info, text)
+    return 0
+
+
+# --- parser ---------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="ethos", description="A PostgreSQL-native memory decay engine.")
+    parser.add_argument("--config", help="config file (default: $ETHOS_CONFIG or ./ethos.toml)")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    def command(name: str, func: Command, help: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help, description=help)
+        p.set_defaults(func=func)
+        return p
+
+    command("migrate", cmd_migrate, "bring the database schema up to date (alembic upgrade head)")
+
+    dbp = sub.add_parser("db", help="the embedded PostgreSQL")
+    dbsub = dbp.add_subparsers(dest="db_command", required=True, parser_class=_Parser)
+    dbsub.add_parser("url", help="print a libpq URI (psql accepts it)").set_defaults(
+        func=cmd_db_url
+    )
+    dbsub.add_parser("stop", help="stop the embedded server").set_defaults(func=cmd_db_stop)
+
+    p = command("add", cmd_add, "add one memory and print its id")
+    p.add_argument("table", type=_table, metavar="episode|fact|vector")
+    p.add_argument("--agent", required=True)
+    p.add_argument("--content", required=True)
+    p.add_argument("--salience", type=float)
+    p.add_argument("--emotional-tone", type=float)
+    p.add_argument("--confidence", type=float)
+    p.add_argument("--embedding", help="a JSON array of numbers")
+    p.add_argument("--source-type", type=_table)
+    p.add_argument("--source-id")
+    p.add_argument("--created-at", type=_time("created-at"))
+    p.add_argument("--expires-at", type=_time("expires-at"))
+    p.add_argument("--pinned", action="store_true", default=None)
+    p.add_argument("--metadata", help="a JSON object")
+    p.add_argument("--json", action="store_true")
+
+    p = command("sweep", cmd_sweep, "decay and prune, now or at --now")
+    p.add_argument("--now", type=_time("now"))
+    p.add_argument("--table", type=_table, action="append", help="repeatable; default: all")
+    p.add_argument("--agent")
+    p.add_argument("--dry-run", action="store_true")
+    p.add_argument("--json", action="store_true")
+
+    p = command("explain", cmd_explain, "why a memory has its salience, and when it fades out")
+    p.add_argument("table", type=_table)
+    p.add_argument("id")
+    p.add_argument("--now", type=_time("now"))
+    p.add_argument("--json", action="store_true")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        settings = load_settings(args.config)
+        logs.configure(settings.logging)
+        code: int = asyncio.run(args.func(args, settings))
+        return code
+    except EthosError as exc:
+        return _fail(str(exc))
+    except json.JSONDecodeError as exc:
+        return _fail(f"invalid JSON: {exc}")
+    except asyncpg.PostgresError as exc:
+        return _fail(f"database: {exc}")
+    except (OSError, TimeoutError) as exc:
+        return _fail(f"database unreachable: {exc}")
+    except KeyboardInterrupt:
+        return 130
+
+
+def _fail(message: str) -> int:
+    print(f"ethos: error: {message.splitlines()[0] if message else 'failed'}", file=sys.stderr)
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,103 @@
+"""The Python API: an Engine opened from settings, used as an async context manager.
+
+async with Engine(load_settings()) as engine:
+    memory_id = await engine.add("episode", agent_id="a1", content="met Ada", emotional_tone=0.8)
+    report = await engine.sweep()
+    print(await engine.explain("episode", memory_id))
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+from datetime import datetime
+from types import TracebackType
+from typing import Any
+
+import asyncpg
+
+from ethos import db
+from ethos.explain import explain
+from ethos.inputs import MemoryInput, aware, parse_id
+from ethos.schema import MEMORY_TABLES, TableSpec, table_spec
+from ethos.settings import Settings, load_settings
+from ethos.store import Store
+from ethos.sweep import Progress, SweepReport, run_sweep
+
+
+class Engine:
+    """Connects on enter, closes on exit. One engine serves many concurrent tasks."""
+
+    def __init__(self, settings: Settings | None = None, *, url: str | None = None) -> None:
+        self.settings = settings or load_settings()
+        self._url = url
+        self._pool: asyncpg.Pool | None = None
+
+    async def __aenter__(self) -> Engine:
+        url = self._url or await db.resolve_url(self.settings)
+        self._pool = await db.create_pool(self.settings, url, init=Store.init_connection)
+        self.url = url
+        self.store = Store(self._pool)
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        if self._pool is not None:
+            await self._pool.close()
+            self._pool = None
+
+    async def add(
+        self, table: str | TableSpec, *, agent_id: str, content: str, **fields: Any
+    ) -> uuid.UUID:
+        """Insert one memory; see MemoryInput for the fields each table accepts."""
+        memory = MemoryInput.build(
+            table, self.settings.embedding.dimension, agent_id=agent_id, content=content, **fields
+        )
+        return await self.store.insert(memory)
+
+    async def sweep(
+        self,
+        *,
+        now: datetime | None = None,
+        tables: Iterable[str | TableSpec] | None = None,
+        agent: str | None = None,
+        dry_run: bool = False,
+        trigger: str = "manual",
+        progress: Progress | None = None,
+    ) -> SweepReport:
+        specs = _specs(tables)
+        return await run_sweep(
+            self.store,
+            self.settings,
+            now=aware(now, "now") if now else None,
+            tables=specs,
+            agent=agent,
+            dry_run=dry_run,
+            trigger=trigger,
+            progress=progress,
+        )
+
+    async def explain(
+        self, table: str | TableSpec, memory_id: str | uuid.UUID, *, now: datetime | None = None
+    ) -> dict[str, Any]:
+        spec = table if isinstance(table, TableSpec) else table_spec(table)
+        row = await self.store.fetch(spec, parse_id(memory_id))
+        at = aware(now, "now") if now else await self.store.now()
+        return explain(spec, row, at, self.settings.decay_params)
+
+    async def now(self) -> datetime:
+        """The database's clock."""
+        return await self.store.now()
+
+
+def _specs(tables: Iterable[str | TableSpec] | None) -> tuple[TableSpec, ...]:
+    if tables is None:
+        return MEMORY_TABLES
+    return tuple(t if isinstance(t, TableSpec) else table_spec(t) for t in tables)

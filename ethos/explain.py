@@ -1,0 +1,72 @@
+"""Why a memory has the salience it has, and when it will be forgotten. Pure: it reads a
+row (any mapping of its columns) and computes with ethos.decay."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from ethos import decay
+from ethos.decay import DecayParams, MemoryState
+from ethos.schema import TableSpec
+
+
+def memory_state(
+    spec: TableSpec, row: Mapping[str, Any], *, confidence: bool = False
+) -> MemoryState:
+    """The curve of a row: of its salience, or (facts) of its confidence."""
+    return MemoryState(
+        strength=row["confidence_strength"] if confidence else row["strength"],
+        anchor_at=row["anchor_at"],
+        created_at=row["created_at"],
+        retrieval_count=row["retrieval_count"],
+        emotion=row[spec.emotion_column] if spec.emotion_column and not confidence else 0.0,
+        pinned=row["pinned"],
+    )
+
+
+def explain(
+    spec: TableSpec, row: Mapping[str, Any], now: datetime, p: DecayParams
+) -> dict[str, Any]:
+    state = memory_state(spec, row)
+    frequency_boost, emotional_boost = decay.boosts(state, now, p)
+    t_days = max(decay.days_between(state.anchor_at, now), 0.0)
+    tau = decay.tau_days(state.retrieval_count, p)
+    # Facts are forgotten on their confidence; vectors also when they expire.
+    deciding = memory_state(spec, row, confidence=True) if spec.has_confidence else state
+    prunes_at = None if row["pruned"] else decay.prunes_at(deciding, now, p)
+    expires_at = row.get("expires_at") if spec.has_expiry else None
+    if expires_at is not None and not state.pinned and not row["pruned"]:
+        prunes_at = min(prunes_at, expires_at) if prunes_at else expires_at
+    result: dict[str, Any] = {
+        "table": spec.name,
+        "id": str(row["id"]),
+        "agent_id": row["agent_id"],
+        "now": now.isoformat(),
+        "salience": decay.salience(state, now, p),
+        "stored_salience": row["salience"],
+        "strength": state.strength,
+        "anchor_at": state.anchor_at.isoformat(),
+        "retrieval_count": state.retrieval_count,
+        "t_days": t_days,
+        "days_alive": max(decay.days_between(state.created_at, now), 1.0),
+        "tau_days": tau,
+        "frequency": decay.frequency(state, now),
+        "decay_factor": 1.0 if state.pinned else math.exp(max(-t_days / tau, decay.MIN_EXPONENT)),
+        "frequency_boost": frequency_boost,
+        "emotional_boost": emotional_boost,
+        "prune_threshold": p.prune_threshold,
+        "pinned": state.pinned,
+        "pruned": row["pruned"],
+        "pruned_at": row["pruned_at"].isoformat() if row["pruned_at"] else None,
+        "prune_reason": row["prune_reason"],
+        "prunes_at": prunes_at.isoformat() if prunes_at else None,
+    }
+    if spec.has_confidence:
+        result["confidence"] = decay.salience(deciding, now, p)
+        result["stored_confidence"] = row["confidence"]
+    if spec.has_expiry:
+        result["expires_at"] = expires_at.isoformat() if expires_at else None
+    return result

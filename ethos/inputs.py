@@ -1,0 +1,154 @@
+"""Checks on what callers hand ethos. Each failure is one line, raised before any write."""
+
+from __future__ import annotations
+
+import json
+import math
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from ethos.errors import InputError
+from ethos.schema import EPISODES, FACTS, VECTORS, TableSpec, table_spec
+
+
+def parse_time(value: str, name: str = "time") -> datetime:
+    """ISO-8601 with a time zone; a naive or malformed value is an error."""
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        raise InputError(
+            f"bad {name} {value!r}: expected ISO-8601, e.g. 2026-01-31T12:00:00+00:00"
+        ) from None
+    if parsed.tzinfo is None:
+        raise InputError(f"bad {name} {value!r}: add a time zone, e.g. +00:00 or Z")
+    return parsed
+
+
+def aware(value: datetime, name: str = "time") -> datetime:
+    if value.tzinfo is None:
+        raise InputError(f"bad {name} {value.isoformat()!r}: a datetime needs a time zone")
+    return value
+
+
+def parse_id(value: str | uuid.UUID) -> uuid.UUID:
+    if isinstance(value, uuid.UUID):
+        return value
+    try:
+        return uuid.UUID(value)
+    except ValueError:
+        raise InputError(f"bad id {value!r}: expected a UUID") from None
+
+
+def unit_interval(name: str, value: float) -> float:
+    if not isinstance(value, int | float) or not 0 <= value <= 1:  # NaN fails too
+        raise InputError(f"{name} must be between 0 and 1 (got {value!r})")
+    return float(value)
+
+
+def embedding(values: Any, dimension: int) -> list[float]:
+    """A list of `dimension` finite numbers."""
+    if isinstance(values, str):
+        try:
+            values = json.loads(values)
+        except json.JSONDecodeError:
+            raise InputError("embedding is not valid JSON: expected an array of numbers") from None
+    if not isinstance(values, Sequence) or isinstance(values, str) or not values:
+        raise InputError("embedding must be a non-empty array of numbers")
+    if any(isinstance(v, bool) or not isinstance(v, int | float) for v in values):
+        raise InputError("embedding must contain numbers only")
+    if len(values) != dimension:
+        raise InputError(
+            f"embedding has {len(values)} dimensions, expected {dimension} (embedding.dimension)"
+        )
+    if not all(math.isfinite(v) for v in values):
+        raise InputError("embedding contains NaN or infinity")
+    return [float(v) for v in values]
+
+
+def vector_literal(values: Sequence[float]) -> str:
+    """pgvector's text form."""
+    return "[" + ",".join(repr(float(v)) for v in values) + "]"
+
+
+@dataclass
+class MemoryInput:
+    """A memory to add, checked against its table's columns."""
+
+    table: TableSpec
+    agent_id: str
+    content: str
+    salience: float | None = None
+    emotional_tone: float | None = None
+    confidence: float | None = None
+    embedding: list[float] | None = None
+    source_type: str | None = None
+    source_id: uuid.UUID | None = None
+    created_at: datetime | None = None
+    expires_at: datetime | None = None
+    pinned: bool = False
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def build(cls, table: str | TableSpec, dimension: int, **values: Any) -> MemoryInput:
+        spec = table if isinstance(table, TableSpec) else table_spec(table)
+        memory = cls(table=spec, **values)
+        memory._check(dimension)
+        return memory
+
+    def _check(self, dimension: int) -> None:
+        if not isinstance(self.agent_id, str) or not self.agent_id.strip():
+            raise InputError("agent_id is required and must not be empty")
+        if not isinstance(self.content, str):
+            raise InputError("content must be text")
+        only = {
+            "emotional_tone": EPISODES,
+            "confidence": FACTS,
+            "embedding": VECTORS,
+            "expires_at": VECTORS,
+            "source_type": VECTORS,
+            "source_id": VECTORS,
+        }
+        for name, owner in only.items():
+            if getattr(self, name) is not None and self.table is not owner:
+                raise InputError(f"{name} applies to {owner.name} only, not {self.table.name}")
+        for name in ("salience", "emotional_tone", "confidence"):
+            if getattr(self, name) is not None:
+                unit_interval(name, getattr(self, name))
+        if self.table is VECTORS:
+            if self.embedding is None:
+                raise InputError("memory_vectors needs an embedding")
+            self.embedding = embedding(self.embedding, dimension)
+        if (self.source_type is None) != (self.source_id is None):
+            raise InputError("source_type and source_id go together")
+        if self.source_type is not None:
+            source = table_spec(self.source_type)
+            if source is VECTORS:
+                raise InputError("a vector's source must be an episode or a fact")
+            self.source_type = source.name
+            self.source_id = parse_id(self.source_id)  # type: ignore[arg-type]
+        for name in ("created_at", "expires_at"):
+            if getattr(self, name) is not None:
+                aware(getattr(self, name), name)
+        if not isinstance(self.metadata, dict):
+            raise InputError("metadata must be a JSON object")
+
+    def columns(self) -> dict[str, Any]:
+        """The columns to insert; what is left out takes the table's default."""
+        values: dict[str, Any] = {
+            "agent_id": self.agent_id,
+            "content": self.content,
+            "salience": self.salience,
+            "emotional_tone": self.emotional_tone,
+            "confidence": self.confidence,
+            "embedding": vector_literal(self.embedding) if self.embedding else None,
+            "source_type": self.source_type,
+            "source_id": self.source_id,
+            "created_at": self.created_at,
+            "expires_at": self.expires_at,
+            "pinned": self.pinned,
+            "metadata": json.dumps(self.metadata),
+        }
+        return {name: value for name, value in values.items() if value is not None}

@@ -1,0 +1,124 @@
+"""The tables ethos keeps, as SQLAlchemy metadata (what Alembic compares against),
+and the closed set of memory tables the rest of ethos is allowed to name in SQL."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pgvector.sqlalchemy import Vector
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Column,
+    DateTime,
+    Float,
+    Integer,
+    MetaData,
+    Table,
+    Text,
+    text,
+)
+from sqlalchemy.dialects.postgresql import JSONB, UUID
+
+from ethos.errors import InputError
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """What sets one memory table apart from the others."""
+
+    name: str
+    alias: str
+    emotion_column: str | None = None  # E in the formula; 0 where there is none
+    has_confidence: bool = False  # semantic_facts: pruned on confidence, not salience
+    has_expiry: bool = False  # memory_vectors: expires_at prunes regardless of salience
+
+
+VECTORS = TableSpec("memory_vectors", "vector", has_expiry=True)
+EPISODES = TableSpec("episodic_traces", "episode", emotion_column="emotional_tone")
+FACTS = TableSpec("semantic_facts", "fact", has_confidence=True)
+MEMORY_TABLES: tuple[TableSpec, ...] = (VECTORS, EPISODES, FACTS)
+_BY_NAME = {spec.name: spec for spec in MEMORY_TABLES} | {s.alias: s for s in MEMORY_TABLES}
+
+
+def table_spec(name: str) -> TableSpec:
+    """Resolve a table name or alias (vector, episode, fact); anything else is an error."""
+    try:
+        return _BY_NAME[name]
+    except KeyError:
+        names = ", ".join(f"{s.name} ({s.alias})" for s in MEMORY_TABLES)
+        raise InputError(f"unknown table {name!r}: use one of {names}") from None
+
+
+def _memory_columns() -> list[Column[object]]:
+    now = text("now()")
+    return [
+        Column(
+            "id", UUID(as_uuid=True), primary_key=True, server_default=text("gen_random_uuid()")
+        ),
+        Column("agent_id", Text, nullable=False),
+        Column("content", Text, nullable=False),
+        Column("salience", Float, nullable=False, server_default=text("1.0")),
+        # The state the curve starts from: strength S at anchor t0 (filled from
+        # salience/created_at by a trigger when an insert leaves them out).
+        Column("strength", Float, nullable=False),
+        Column("anchor_at", DateTime(timezone=True), nullable=False),
+        Column("retrieval_count", Integer, nullable=False, server_default=text("0")),
+        Column("last_retrieved_at", DateTime(timezone=True)),
+        Column("created_at", DateTime(timezone=True), nullable=False, server_default=now),
+        Column("pruned", Boolean, nullable=False, server_default=text("false")),
+        Column("pruned_at", DateTime(timezone=True)),
+        Column("prune_reason", Text),
+        Column("pinned", Boolean, nullable=False, server_default=text("false")),
+        Column("metadata", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
+    ]
+
+
+def build_metadata(dimension: int) -> MetaData:
+    """The declared schema; the embedding dimension comes from settings."""
+    metadata = MetaData()
+    Table(
+        "memory_vectors",
+        metadata,
+        *_memory_columns(),
+        Column("embedding", Vector(dimension), nullable=False),
+        Column("expires_at", DateTime(timezone=True)),
+        Column("source_type", Text),
+        Column("source_id", UUID(as_uuid=True)),
+    )
+    Table(
+        "episodic_traces",
+        metadata,
+        *_memory_columns(),
+        Column("emotional_tone", Float, nullable=False, server_default=text("0")),
+    )
+    Table(
+        "semantic_facts",
+        metadata,
+        *_memory_columns(),
+        Column("confidence", Float, nullable=False, server_default=text("1.0")),
+        Column("confidence_strength", Float, nullable=False),
+    )
+    Table(
+        "sweep_runs",
+        metadata,
+        Column("id", BigInteger, primary_key=True),
+        Column("trigger", Text, nullable=False),
+        Column("status", Text, nullable=False),
+        Column("started_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),
+        Column("finished_at", DateTime(timezone=True)),
+        Column("swept_at", DateTime(timezone=True), nullable=False),
+        Column("agent_id", Text),
+        Column("scanned", BigInteger, nullable=False, server_default=text("0")),
+        Column("updated", BigInteger, nullable=False, server_default=text("0")),
+        Column("pruned", BigInteger, nullable=False, server_default=text("0")),
+        Column("tables", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
+        Column("error", Text),
+    )
+    Table(
+        "retrieval_activity",
+        metadata,
+        Column("id", Boolean, primary_key=True, server_default=text("true")),
+        Column("last_retrieval_at", DateTime(timezone=True), nullable=False),
+    )
+    return metadata

@@ -1,0 +1,168 @@
+"""The real `ethos` command in a subprocess, configured through the environment."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import asyncpg
+import pytest
+
+from ethos.db import _pgserver
+from tests.conftest import run_cli
+
+EMBEDDING = json.dumps([0.01] * 384)
+
+
+def psql(url: str, sql: str) -> str:
+    binary = _pgserver().utils.POSTGRES_VERSIONS[18] / "psql"
+    return subprocess.run(
+        [str(binary), url, "-XAtc", sql], capture_output=True, text=True, check=True
+    ).stdout
+
+
+def one_line_error(result: subprocess.CompletedProcess[str]) -> str:
+    assert result.returncode != 0
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    return lines[0]
+
+
+def test_embedded_database_from_any_folder(tmp_path: Path) -> None:
+    """No URL configured: ethos starts its own PostgreSQL in the data dir and migrates it."""
+    env = {"ETHOS_DATABASE__DATA_DIR": str(tmp_path / "pgdata")}
+    try:
+        first = run_cli("migrate", env=env, cwd=tmp_path)
+        assert first.returncode == 0, first.stderr
+        url = run_cli("db", "url", env=env, cwd=tmp_path).stdout.strip()
+        before = psql(url, "SELECT version_num FROM alembic_version")
+        second = run_cli("migrate", env=env, cwd=tmp_path)
+        assert second.returncode == 0, second.stderr
+        assert psql(url, "SELECT version_num FROM alembic_version") == before
+        columns = psql(
+            url,
+            "SELECT table_name || '.' || column_name FROM information_schema.columns"
+            " WHERE table_schema = 'public'",
+        ).split()
+        for table in ("memory_vectors", "episodic_traces", "semantic_facts"):
+            for column in [
+                "id",
+                "agent_id",
+                "content",
+                "salience",
+                "retrieval_count",
+                "last_retrieved_at",
+                "created_at",
+                "pruned",
+                "pruned_at",
+                "prune_reason",
+                "pinned",
+                "metadata",
+            ]:
+                assert f"{table}.{column}" in columns
+        for column in (
+            "memory_vectors.embedding",
+            "memory_vectors.expires_at",
+            "memory_vectors.source_type",
+            "memory_vectors.source_id",
+            "episodic_traces.emotional_tone",
+            "semantic_facts.confidence",
+        ):
+            assert column in columns
+        assert psql(url, "SELECT extversion FROM pg_extension WHERE extname = 'vector'").startswith(
+            "0.8"
+        )
+        assert "USING hnsw (embedding vector_cosine_ops)" in psql(
+            url, "SELECT indexdef FROM pg_indexes WHERE tablename = 'memory_vectors'"
+        )
+    finally:
+        stop = run_cli("db", "stop", env=env, cwd=tmp_path)
+    assert stop.returncode == 0 and "stopped" in stop.stdout
+
+
+def test_bad_setting_is_one_line_naming_the_key(tmp_path: Path) -> None:
+    result = run_cli("migrate", env={"ETHOS_DECAY__BASE_TAU_DAYS": "-1"}, cwd=tmp_path)
+    assert "decay.base_tau_days" in one_line_error(result)
+
+
+def test_bad_config_file_names_the_file(tmp_path: Path) -> None:
+    config = tmp_path / "custom.toml"
+    config.write_text("[decay]\nprune_threshold = 1.5\n")
+    line = one_line_error(run_cli("--config", str(config), "sweep", cwd=tmp_path))
+    assert str(config) in line and "decay.prune_threshold" in line
+
+
+async def test_add_and_bad_input(database_url: str, conn: asyncpg.Connection) -> None:
+    env = {"ETHOS_DATABASE__URL": database_url}
+    added = run_cli("add", "episode", "--agent", "a1", "--content", "met Ada", "--json", env=env)
+    assert added.returncode == 0, added.stderr
+    episode = json.loads(added.stdout)["id"]
+    vector = run_cli(
+        "add", "vector", "--agent", "a1", "--content", "v", "--embedding", EMBEDDING,
+        "--source-type", "episode", "--source-id", episode, env=env,
+    )  # fmt: skip
+    assert vector.returncode == 0, vector.stderr
+    bad = {
+        "3 dimensions, expected 384": ["vector", "--embedding", "[1, 2, 3]"],
+        "NaN": ["vector", "--embedding", json.dumps([0.0] * 383 + [float("nan")])],
+        "salience must be between 0 and 1": ["episode", "--salience", "1.5"],
+        "unknown table": ["memories"],
+        "bad created-at": ["episode", "--created-at", "last tuesday"],
+        "no episodic_traces row": [
+            "vector", "--embedding", EMBEDDING, "--source-type", "episode",
+            "--source-id", "00000000-0000-0000-0000-000000000001",
+        ],
+    }  # fmt: skip
+    for message, args in bad.items():
+        result = run_cli("add", *args[:1], "--agent", "a1", "--content", "x", *args[1:], env=env)
+        assert message in one_line_error(result)
+    assert "--agent" in one_line_error(run_cli("add", "episode", "--content", "x", env=env))
+    counts = [
+        await conn.fetchval(f"SELECT count(*) FROM {t}")
+        for t in ("episodic_traces", "memory_vectors", "semantic_facts")
+    ]
+    assert counts == [1, 1, 0]
+
+
+async def test_sweep_and_explain_json(database_url: str) -> None:
+    env = {"ETHOS_DATABASE__URL": database_url}
+    added = run_cli(
+        "add", "episode", "--agent", "a", "--content", "x",
+        "--created-at", "2026-01-01T00:00:00Z", "--json", env=env,
+    )  # fmt: skip
+    memory = json.loads(added.stdout)["id"]
+    dry = run_cli("sweep", "--now", "2026-01-22T00:00:00Z", "--dry-run", "--json", env=env)
+    assert json.loads(dry.stdout)["tables"]["episodic_traces"] == {
+        "scanned": 1,
+        "updated": 1,
+        "pruned": 1,
+    }
+    swept = json.loads(run_cli("sweep", "--now", "2026-01-22T00:00:00Z", "--json", env=env).stdout)
+    assert swept["dry_run"] is False and swept["now"] == "2026-01-22T00:00:00+00:00"
+    assert set(swept["tables"]) == {"memory_vectors", "episodic_traces", "semantic_facts"}
+    assert swept["tables"]["episodic_traces"]["pruned"] == 1
+    explained = run_cli(
+        "explain", "episode", memory, "--now", "2026-01-10T00:00:00Z", "--json", env=env
+    )
+    info = json.loads(explained.stdout)
+    for key in [
+        "table",
+        "id",
+        "salience",
+        "t_days",
+        "days_alive",
+        "tau_days",
+        "frequency",
+        "decay_factor",
+        "frequency_boost",
+        "emotional_boost",
+        "pinned",
+        "pruned",
+        "prunes_at",
+    ]:
+        assert key in info
+    assert info["t_days"] == pytest.approx(9.0) and info["pruned"] is True
+    unknown = run_cli("explain", "episode", "00000000-0000-0000-0000-000000000009", env=env)
+    assert "no episodic_traces row" in one_line_error(unknown)

@@ -1,0 +1,305 @@
+"""Sweeps on a real PostgreSQL: the SQL math equals the Python math, any cadence gives
+the same values, and every row is reached."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from datetime import UTC, datetime, timedelta
+
+import asyncpg
+import pytest
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
+
+from ethos import decay
+from ethos.engine import Engine
+from ethos.explain import memory_state
+from ethos.schema import MEMORY_TABLES, TableSpec
+from ethos.settings import DatabaseSettings, DecaySettings, Settings
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+ZERO_VECTOR = "array_fill(0.1::real, ARRAY[384])::vector"
+
+
+def days(n: float) -> datetime:
+    return T0 + timedelta(days=n)
+
+
+async def seed_random(conn: asyncpg.Connection, per_table: int, agent: str = "a") -> None:
+    """Rows with random state: strength, anchor after creation, retrievals, emotion."""
+    common = """
+        $1, 'seed ' || g, random(), $2::timestamptz - random() * interval '60 days',
+        (random() * 12)::int, random() < 0.05"""
+    await conn.execute(
+        f"""
+        INSERT INTO episodic_traces (agent_id, content, salience, created_at, retrieval_count,
+                                     pinned, emotional_tone)
+        SELECT {common}, random() FROM generate_series(1, {per_table}) g""",
+        agent,
+        T0,
+    )
+    await conn.execute(
+        f"""
+        INSERT INTO semantic_facts (agent_id, content, salience, created_at, retrieval_count,
+                                    pinned, confidence)
+        SELECT {common}, random() FROM generate_series(1, {per_table}) g""",
+        agent,
+        T0,
+    )
+    await conn.execute(
+        f"""
+        INSERT INTO memory_vectors (agent_id, content, salience, created_at, retrieval_count,
+                                    pinned, embedding)
+        SELECT {common}, {ZERO_VECTOR} FROM generate_series(1, {per_table}) g""",
+        agent,
+        T0,
+    )
+    # Anchors somewhere between creation and T0, as after a retrieval.
+    for spec in MEMORY_TABLES:
+        await conn.execute(
+            f"UPDATE {spec.name}"
+            " SET anchor_at = created_at + random() * ($1::timestamptz - created_at)",
+            T0,
+        )
+
+
+async def test_sql_and_python_formulas_agree(engine: Engine, conn: asyncpg.Connection) -> None:
+    await seed_random(conn, 1500)
+    p = engine.settings.decay_params
+    checked = 0
+    for spec in MEMORY_TABLES:
+        emotion = spec.emotion_column or "0"
+        rows = await conn.fetch(
+            f"""SELECT *, ethos_salience(strength, anchor_at, created_at, retrieval_count,
+                        {emotion}, pinned, $1, $2, $3, $4, $5, $6) AS sql_salience
+                FROM {spec.name}""",
+            days(3),
+            *p.sql_args(),
+        )
+        for row in rows:
+            expected = decay.salience(memory_state(spec, row), days(3), p)
+            assert row["sql_salience"] == pytest.approx(expected, abs=1e-9)
+            checked += 1
+    assert checked == 4500
+
+
+async def test_plain_episode_alive_at_20_9_days_pruned_at_21(engine: Engine) -> None:
+    memory = await engine.add("episode", agent_id="a", content="x", created_at=T0)
+    await engine.sweep(now=days(20.9))
+    alive = await engine.explain("episode", memory, now=days(20.9))
+    assert not alive["pruned"]
+    report = await engine.sweep(now=days(21.0))
+    assert report.tables["episodic_traces"].pruned == 1
+    gone = await engine.explain("episode", memory, now=days(21.0))
+    assert gone["pruned"] and gone["prune_reason"] == "decay"
+    assert gone["pruned_at"] == days(21.0).isoformat()
+    assert alive["prunes_at"] == "2026-01-21T23:16:59+00:00"  # 7·ln 20 days, to the second
+
+
+async def test_expired_vectors_are_pruned_and_pinned_rows_survive(engine: Engine) -> None:
+    embedding = [0.1] * 384
+    expiring = await engine.add(
+        "vector",
+        agent_id="a",
+        content="x",
+        embedding=embedding,
+        created_at=T0,
+        expires_at=days(1),
+    )
+    pinned = await engine.add(
+        "episode", agent_id="a", content="p", created_at=T0, pinned=True, salience=0.02
+    )
+    pinned_expiring = await engine.add(
+        "vector",
+        agent_id="a",
+        content="y",
+        embedding=embedding,
+        created_at=T0,
+        expires_at=days(1),
+        pinned=True,
+    )
+    await engine.sweep(now=days(0.5))
+    assert not (await engine.explain("vector", expiring, now=days(0.5)))["pruned"]
+    await engine.sweep(now=days(365))
+    info = await engine.explain("vector", expiring, now=days(365))
+    assert (info["pruned"], info["prune_reason"]) == (True, "expired")
+    for table, memory in (("episode", pinned), ("vector", pinned_expiring)):
+        kept = await engine.explain(table, memory, now=days(365))
+        assert not kept["pruned"] and kept["prunes_at"] is None
+
+
+async def test_facts_are_pruned_on_confidence(engine: Engine) -> None:
+    weak = await engine.add("fact", agent_id="a", content="w", confidence=0.06, created_at=T0)
+    strong = await engine.add("fact", agent_id="a", content="s", salience=0.06, created_at=T0)
+    await engine.sweep(now=days(2))
+    assert (await engine.explain("fact", weak, now=days(2)))["pruned"]
+    survivor = await engine.explain("fact", strong, now=days(2))
+    assert not survivor["pruned"] and survivor["salience"] < 0.05
+
+
+async def test_a_sweep_reaches_every_row_across_many_batches(
+    database_url: str, conn: asyncpg.Connection
+) -> None:
+    settings = Settings(
+        database=DatabaseSettings(url=database_url), decay=DecaySettings(batch_size=7)
+    )
+    await seed_random(conn, 100)
+    async with Engine(settings) as engine:
+        report = await engine.sweep(now=days(20_000))
+    for spec in MEMORY_TABLES:
+        counts = report.tables[spec.name]
+        assert counts.scanned == 100
+        pinned = await conn.fetchval(f"SELECT count(*) FROM {spec.name} WHERE pinned")
+        assert counts.pruned == 100 - pinned  # 55 years prune every unpinned row
+    rows = await conn.fetchval("SELECT count(*) FROM sweep_runs WHERE status = 'completed'")
+    assert rows == 1
+
+
+async def test_second_sweep_at_the_same_now_writes_nothing(
+    engine: Engine, conn: asyncpg.Connection
+) -> None:
+    await seed_random(conn, 200)
+    first = await engine.sweep(now=days(5))
+    assert first.totals()[1] > 0
+    versions = await conn.fetch("SELECT id, xmin::text FROM episodic_traces ORDER BY id")
+    second = await engine.sweep(now=days(5))
+    assert second.totals()[1:] == (0, 0)
+    assert await conn.fetch("SELECT id, xmin::text FROM episodic_traces ORDER BY id") == versions
+
+
+async def test_dry_run_counts_and_writes_nothing(engine: Engine, conn: asyncpg.Connection) -> None:
+    await seed_random(conn, 50)
+    before = await conn.fetch("SELECT id, xmin::text FROM semantic_facts ORDER BY id")
+    runs = await conn.fetchval("SELECT count(*) FROM sweep_runs")
+    dry = await engine.sweep(now=days(30), dry_run=True)
+    assert await conn.fetch("SELECT id, xmin::text FROM semantic_facts ORDER BY id") == before
+    assert await conn.fetchval("SELECT count(*) FROM sweep_runs") == runs
+    real = await engine.sweep(now=days(30))
+    assert real.tables == dry.tables
+
+
+async def stored_and_true(
+    conn: asyncpg.Connection, engine: Engine, agent: str, at: datetime
+) -> list[tuple]:
+    p = engine.settings.decay_params
+    result = []
+    for spec in MEMORY_TABLES:
+        for row in await conn.fetch(
+            f"SELECT * FROM {spec.name} WHERE agent_id = $1 ORDER BY content", agent
+        ):
+            deciding = memory_state(spec, row, confidence=spec.has_confidence)
+            result.append(
+                (
+                    spec.name,
+                    row["content"],
+                    row["pruned"],
+                    row["confidence"] if spec.has_confidence else row["salience"],
+                    decay.salience(deciding, at, p),
+                    row["pruned_at"],
+                    deciding,
+                )
+            )
+    return result
+
+
+async def test_hourly_for_30_days_equals_one_sweep_at_the_end(
+    engine: Engine, conn: asyncpg.Connection
+) -> None:
+    await seed_random(conn, 40, agent="hourly")
+    for spec in MEMORY_TABLES:  # the same rows again, for the other agent
+        await conn.execute(
+            f"""INSERT INTO {spec.name} (agent_id, content, salience, strength, anchor_at,
+                    created_at, retrieval_count, pinned, {_extra(spec)})
+                SELECT 'once', content, salience, strength, anchor_at,
+                       created_at, retrieval_count, pinned, {_extra(spec)}
+                FROM {spec.name} WHERE agent_id = 'hourly'"""
+        )
+    end = days(30)
+    for hour in range(0, 30 * 24 + 1):
+        await engine.sweep(now=T0 + timedelta(hours=hour), agent="hourly")
+    await engine.sweep(now=end, agent="once")
+    tolerance = engine.settings.decay.refresh_tolerance
+    hourly = await stored_and_true(conn, engine, "hourly", end)
+    once = await stored_and_true(conn, engine, "once", end)
+    assert len(hourly) == len(once) == 120
+    p = engine.settings.decay_params
+    for h, o in zip(hourly, once, strict=True):
+        assert h[:3] == o[:3]  # same row, same pruned verdict
+        assert h[4] == pytest.approx(o[4], abs=1e-9)  # same true value
+        if not h[2]:
+            assert h[3] == pytest.approx(h[4], rel=tolerance)
+            assert o[3] == pytest.approx(o[4], rel=tolerance)
+        else:
+            # pruned in the first hourly sweep after the moment the curve crossed the threshold
+            crossing = decay.prunes_at(h[6], T0, p)
+            assert crossing is not None
+            assert timedelta(0) <= h[5] - max(crossing, T0) < timedelta(hours=1)
+
+
+def _extra(spec: TableSpec) -> str:
+    return {
+        "memory_vectors": "embedding, expires_at",
+        "episodic_traces": "emotional_tone",
+        "semantic_facts": "confidence, confidence_strength",
+    }[spec.name]
+
+
+@hsettings(
+    max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.lists(st.floats(min_value=0, max_value=40), min_size=1, max_size=6), st.floats(0, 40))
+async def test_any_sweep_sequence_ends_in_the_true_state(
+    engine: Engine, conn: asyncpg.Connection, moments: list[float], end: float
+) -> None:
+    for spec in MEMORY_TABLES:
+        await conn.execute(f"TRUNCATE {spec.name}")
+    await seed_random(conn, 30)
+    end = max([end, *moments])
+    for moment in sorted(moments):
+        await engine.sweep(now=days(moment))
+    await engine.sweep(now=days(end))
+    p = engine.settings.decay_params
+    for _, _, pruned, stored, true, _, state in await stored_and_true(conn, engine, "a", days(end)):
+        assert pruned == (not state.pinned and decay.is_pruned(true, p))
+        if not pruned:
+            assert stored == pytest.approx(true, rel=engine.settings.decay.refresh_tolerance)
+
+
+async def test_a_concurrent_update_is_never_overwritten_by_a_batch(
+    engine: Engine, conn: asyncpg.Connection
+) -> None:
+    memory = await engine.add("episode", agent_id="a", content="x", created_at=T0)
+    other = await asyncpg.connect(engine.url)
+    try:
+        async with other.transaction():
+            # An LTP-like write holds the row while the sweep's batch reaches it.
+            await other.execute(
+                "UPDATE episodic_traces SET strength = 0.9, anchor_at = $2, salience = 0.9,"
+                " retrieval_count = 1 WHERE id = $1",
+                memory,
+                days(10),
+            )
+            sweep = asyncio.create_task(engine.sweep(now=days(10)))
+            await asyncio.sleep(0.3)
+            assert not sweep.done()  # waits on the row lock, for one batch at most
+        report = await sweep
+    finally:
+        await other.close()
+    row = await conn.fetchrow(
+        "SELECT salience, strength, retrieval_count FROM episodic_traces WHERE id = $1", memory
+    )
+    assert (row["salience"], row["strength"], row["retrieval_count"]) == (0.9, 0.9, 1)
+    assert report.tables["episodic_traces"].updated == 0
+
+
+async def test_sweep_run_is_recorded(engine: Engine, conn: asyncpg.Connection) -> None:
+    await seed_random(conn, 10)
+    report = await engine.sweep(now=days(50), tables=["episode"])
+    run = await conn.fetchrow("SELECT * FROM sweep_runs WHERE id = $1", report.run_id)
+    assert run["status"] == "completed" and run["trigger"] == "manual"
+    assert run["swept_at"] == days(50)
+    assert run["scanned"] == 10 and run["finished_at"] is not None
+    assert set(report.tables) == {"episodic_traces"}
+    assert math.isclose(run["pruned"], report.totals()[2])
