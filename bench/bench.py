@@ -1,0 +1,204 @@
+"""ethos benchmarks: figures and ratios against baselines measured in the same run.
+
+    python bench/bench.py [--rows 1000000] [--vectors 100000] [--data-dir DIR]
+
+Runs on its own embedded PostgreSQL (default .ethos/bench-pgdata) in a fresh database.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import asyncpg
+
+from ethos import db, decay, logs
+from ethos.engine import Engine
+from ethos.explain import memory_state
+from ethos.queries import salience_expr
+from ethos.schema import EPISODES, MEMORY_TABLES
+from ethos.settings import DatabaseSettings, LoggingSettings, Settings
+
+T0 = datetime(2026, 6, 1, tzinfo=UTC)
+BENCH_DB = "ethos_bench"
+
+
+def rate(rows: int, seconds: float) -> float:
+    return rows / seconds if seconds > 0 else float("inf")
+
+
+async def timed(label: str, work: Callable[[], Awaitable[int]]) -> tuple[int, float]:
+    started = time.perf_counter()
+    rows = await work()
+    elapsed = time.perf_counter() - started
+    print(f"  {label:<58} {rows:>9,} rows {elapsed:8.2f} s {rate(rows, elapsed):>11,.0f} rows/s")
+    return rows, elapsed
+
+
+async def load(conn: asyncpg.Connection, rows: int, vectors: int, dimension: int) -> None:
+    """Rows created over the 10 days before T0 with a few retrievals each. The stored
+    salience starts at 0 (the strength at 0.5..1), so the first sweep changes every row."""
+    share = (rows - vectors) // 2
+    common = """'agent-' || (g % 50), 'memory ' || g, 0.0, 0.5 + random() / 2,
+                $1::timestamptz - random() * interval '10 days', (random() * 5)::int"""
+    await conn.execute(
+        f"""INSERT INTO episodic_traces (agent_id, content, salience, strength, created_at,
+                                                   retrieval_count, emotional_tone)
+            SELECT {common}, random() FROM generate_series(1, {share}) g""",
+        T0,
+    )
+    await conn.execute(
+        f"""INSERT INTO semantic_facts (agent_id, content, salience, strength, created_at,
+                                        retrieval_count, confidence)
+            SELECT {common}, 0.5 + random() / 2
+            FROM generate_series(1, {rows - vectors - share}) g""",
+        T0,
+    )
+    # The HNSW index is built once after the load, as a bulk load should.
+    await conn.execute("DROP INDEX memory_vectors_embedding_hnsw")
+    await conn.execute(
+        f"""INSERT INTO memory_vectors (agent_id, content, salience, strength, created_at,
+                                        retrieval_count, embedding)
+            SELECT {common},
+                   (SELECT array_agg(random() - 0.5)::vector
+                    FROM generate_series(1, {dimension}) d WHERE g > 0)
+            FROM generate_series(1, {vectors}) g""",
+        T0,
+    )
+
+
+async def vacuum(conn: asyncpg.Connection) -> None:
+    for spec in MEMORY_TABLES:
+        await conn.execute(f"VACUUM (ANALYZE) {spec.name}")
+
+
+async def single_update(conn: asyncpg.Connection, settings: Settings, now: datetime) -> int:
+    """(b) PostgreSQL's own limit: one UPDATE per table with the same formula."""
+    total = 0
+    for spec in MEMORY_TABLES:
+        status = await conn.execute(
+            f"UPDATE {spec.name} AS m SET salience = {salience_expr(spec)} WHERE NOT m.pruned",
+            now,
+            *settings.decay_params.sql_args(),
+        )
+        total += int(status.split()[-1])
+    return total
+
+
+async def client_side(
+    conn: asyncpg.Connection, settings: Settings, now: datetime, sample: int, bulk: bool
+) -> int:
+    """(c) the runbook engine's sweep: 500 rows into Python, one awaited UPDATE per row;
+    (c′) the same with one UPDATE … FROM unnest(…) per batch."""
+    p = settings.decay_params
+    after = uuid.UUID(int=0)
+    done = 0
+    while done < sample:
+        rows = await conn.fetch(
+            "SELECT * FROM episodic_traces WHERE NOT pruned AND id > $1 ORDER BY id LIMIT 500",
+            after,
+        )
+        if not rows:
+            break
+        values = [decay.salience(memory_state(EPISODES, r), now, p) for r in rows]
+        ids = [r["id"] for r in rows]
+        if bulk:
+            await conn.execute(
+                """UPDATE episodic_traces AS m SET salience = v.s
+                   FROM unnest($1::uuid[], $2::float8[]) AS v(id, s) WHERE m.id = v.id""",
+                ids,
+                values,
+            )
+        else:
+            for memory_id, value in zip(ids, values, strict=True):
+                await conn.execute(
+                    "UPDATE episodic_traces SET salience = $2 WHERE id = $1", memory_id, value
+                )
+        done += len(rows)
+        after = ids[-1]
+    return done
+
+
+async def sweep_bench(engine: Engine, conn: asyncpg.Connection, rows: int) -> dict[str, float]:
+    settings = engine.settings
+    results: dict[str, float] = {}
+
+    async def sweep_at(now: datetime) -> int:
+        return (await engine.sweep(now=now)).totals()[0]
+
+    print(f"\nDecay sweep over {rows:,} rows (batch {settings.decay.batch_size})")
+    await vacuum(conn)
+    n, s = await timed(
+        "(a) full sweep, every row changes", lambda: sweep_at(T0 + timedelta(days=1))
+    )
+    results["a"] = rate(n, s)
+    n, s = await timed("(d) second sweep at the same now", lambda: sweep_at(T0 + timedelta(days=1)))
+    results["d"] = rate(n, s)
+    report = await engine.sweep(now=T0 + timedelta(days=1, minutes=15))
+    scanned, written, _ = report.totals()
+    results["e_written_share"] = written / scanned
+    print(
+        f"  (e) sweep 15 simulated minutes later: wrote {written:,} of {scanned:,} rows"
+        f" ({written / scanned:.2%}) in {report.duration_ms / 1000:.2f} s"
+    )
+    await vacuum(conn)
+    now_b = T0 + timedelta(days=2)
+    n, s = await timed(
+        "(b) one UPDATE per table, same formula", lambda: single_update(conn, settings, now_b)
+    )
+    results["b"] = rate(n, s)
+    await vacuum(conn)
+    now_c = T0 + timedelta(days=3)
+    n, s = await timed(
+        "(c) naive: 500 rows into Python, one UPDATE per row",
+        lambda: client_side(conn, settings, now_c, 20_000, bulk=False),
+    )
+    results["c"] = rate(n, s)
+    n, s = await timed(
+        "(c') 500 rows into Python, one UPDATE ... FROM unnest per batch",
+        lambda: client_side(conn, settings, now_c + timedelta(days=1), 50_000, bulk=True),
+    )
+    results["c2"] = rate(n, s)
+    print("\n  ratios (goal)")
+    print(f"    (a)/(b)  = {results['a'] / results['b']:6.2f}   (>= 0.6)")
+    print(f"    (a)/(c)  = {results['a'] / results['c']:6.1f}   (>= 20)")
+    print(f"    (a)/(c') = {results['a'] / results['c2']:6.2f}   (>= 1.1)")
+    print(f"    (d)/(a)  = {results['d'] / results['a']:6.2f}   (>= 2)")
+    print(f"    (e) wrote {results['e_written_share']:.2%} of rows   (< 5%)")
+    return results
+
+
+async def main(args: argparse.Namespace) -> None:
+    logs.configure(LoggingSettings(level="warning"))
+    data_dir = Path.cwd() / args.data_dir
+    admin = db.embedded_uri(data_dir, "postgres")
+    conn = await asyncpg.connect(admin)
+    await conn.execute(f"DROP DATABASE IF EXISTS {BENCH_DB} WITH (FORCE)")
+    await conn.execute(f"CREATE DATABASE {BENCH_DB}")
+    await conn.close()
+    url = db.embedded_uri(data_dir, BENCH_DB)
+    settings = Settings(database=DatabaseSettings(url=url))
+    await asyncio.to_thread(db.migrate, settings, url)
+    async with Engine(settings) as engine:
+        conn = await asyncpg.connect(url)
+        try:
+            started = time.perf_counter()
+            await load(conn, args.rows, args.vectors, settings.embedding.dimension)
+            elapsed = time.perf_counter() - started
+            print(f"loaded {args.rows:,} rows ({args.vectors:,} vectors) in {elapsed:.1f} s")
+            await sweep_bench(engine, conn, args.rows)
+        finally:
+            await conn.close()
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--vectors", type=int, default=100_000)
+    parser.add_argument("--data-dir", default=".ethos/bench-pgdata")
+    asyncio.run(main(parser.parse_args()))
