@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import random
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -137,8 +138,10 @@ async def sweep_bench(engine: Engine, conn: asyncpg.Connection, rows: int) -> di
         "(a) full sweep, every row changes", lambda: sweep_at(T0 + timedelta(days=1))
     )
     results["a"] = rate(n, s)
+    await vacuum(conn)
     n, s = await timed("(d) second sweep at the same now", lambda: sweep_at(T0 + timedelta(days=1)))
     results["d"] = rate(n, s)
+    await vacuum(conn)
     report = await engine.sweep(now=T0 + timedelta(days=1, minutes=15))
     scanned, written, _ = report.totals()
     results["e_written_share"] = written / scanned
@@ -173,6 +176,78 @@ async def sweep_bench(engine: Engine, conn: asyncpg.Connection, rows: int) -> di
     return results
 
 
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+async def search_latencies(
+    engine: Engine, queries: list[list[float]]
+) -> tuple[list[float], list[float]]:
+    """Latencies in ms with LTP off and on, alternating query by query so that both
+    see the same cache and background state."""
+    off: list[float] = []
+    on: list[float] = []
+    now = T0 + timedelta(days=1)
+    for i, query in enumerate(queries):
+        record = i % 2 == 1
+        started = time.perf_counter()
+        await engine.search(f"agent-{i % 50}", query, k=10, now=now, record=record)
+        (on if record else off).append((time.perf_counter() - started) * 1000)
+    return off, on
+
+
+async def retrieval_bench(
+    engine: Engine, conn: asyncpg.Connection, searches: int
+) -> dict[str, float]:
+    dimension = engine.settings.embedding.dimension
+    rng = random.Random(1)
+    queries = [[rng.uniform(-0.5, 0.5) for _ in range(dimension)] for _ in range(searches)]
+    results: dict[str, float] = {}
+    print(f"\nSearch: {searches:,} queries, k=10, 50 agents (p50 / p99 in ms)")
+    await search_latencies(engine, queries[:100])  # warm the cache
+    off, on = await search_latencies(engine, queries)
+    await engine.ltp.drain(60)
+    for label, values in (("LTP off", off), ("LTP on", on)):
+        print(
+            f"  {label:<8} p50 {percentile(values, 0.5):6.2f}   p99 {percentile(values, 0.99):6.2f}"
+        )
+    results["p50_ratio"] = percentile(on, 0.5) / percentile(off, 0.5)
+    results["p99_on"] = percentile(on, 0.99)
+    print(f"  LTP adds {results['p50_ratio'] - 1:+.1%} to p50 (goal < 10%)")
+    print(f"  p99 with LTP {results['p99_on']:.2f} ms (goal < 20)")
+
+    ids = [
+        r["id"]
+        for r in await conn.fetch("SELECT id FROM episodic_traces WHERE NOT pruned LIMIT 20000")
+    ]
+    at = T0 + timedelta(days=1)
+    picks = [rng.choice(ids) for _ in range(200_000)]
+    applied_before = engine.ltp.stats.applied
+
+    async def buffered() -> int:
+        for start in range(0, len(picks), 100):
+            await engine.record_retrieval(EPISODES, picks[start : start + 100], now=at)
+        await engine.ltp.drain(120)
+        return engine.ltp.stats.applied - applied_before
+
+    async def one_by_one() -> int:
+        for memory_id in picks[:5000]:
+            await engine.store.apply_retrievals(
+                {(EPISODES.name, memory_id): {at: 1}}, engine.settings
+            )
+        return 5000
+
+    print("\nLTP throughput")
+    n, s = await timed("buffered, coalesced, set-based flushes", buffered)
+    results["ltp_buffered"] = rate(n, s)
+    n, s = await timed("one UPDATE per retrieval", one_by_one)
+    results["ltp_single"] = rate(n, s)
+    ratio = results["ltp_buffered"] / results["ltp_single"]
+    print(f"  buffered / one-by-one = {ratio:.1f}x (goal >= 10x, and >= 20,000 retrievals/s)")
+    return results
+
+
 async def main(args: argparse.Namespace) -> None:
     logs.configure(LoggingSettings(level="warning"))
     data_dir = Path.cwd() / args.data_dir
@@ -191,7 +266,13 @@ async def main(args: argparse.Namespace) -> None:
             await load(conn, args.rows, args.vectors, settings.embedding.dimension)
             elapsed = time.perf_counter() - started
             print(f"loaded {args.rows:,} rows ({args.vectors:,} vectors) in {elapsed:.1f} s")
-            await sweep_bench(engine, conn, args.rows)
+            started = time.perf_counter()
+            await engine.store.build_vector_index(settings.database.index_build_memory)
+            elapsed = time.perf_counter() - started
+            print(f"built the HNSW index over {args.vectors:,} vectors in {elapsed:.1f} s")
+            if not args.skip_sweep:
+                await sweep_bench(engine, conn, args.rows)
+            await retrieval_bench(engine, conn, args.searches)
         finally:
             await conn.close()
 
@@ -200,5 +281,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--vectors", type=int, default=100_000)
+    parser.add_argument("--searches", type=int, default=2000)
+    parser.add_argument("--skip-sweep", action="store_true")
     parser.add_argument("--data-dir", default=".ethos/bench-pgdata")
     asyncio.run(main(parser.parse_args()))

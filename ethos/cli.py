@@ -145,6 +145,42 @@ async def cmd_explain(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+async def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
+    async with Engine(settings) as engine:
+        hits = await engine.search(args.agent, args.embedding, k=args.k, now=args.now)
+    # The engine is closed: the LTP of these hits has been applied (or counted as dropped).
+    stats = engine.ltp.stats
+    lines = [
+        f"{h.score:.4f}  sim {h.similarity:.4f}  sal {h.salience:.4f}  {h.id}  {h.content}"
+        for h in hits
+    ]
+    emit(
+        args,
+        {"hits": [h.as_dict() for h in hits], "ltp": stats.as_dict()},
+        "\n".join(lines) or "no hits",
+    )
+    return _ltp_exit(stats.dropped)
+
+
+async def cmd_record_retrieval(args: argparse.Namespace, settings: Settings) -> int:
+    async with Engine(settings) as engine:
+        await engine.record_retrieval(args.table, args.ids, now=args.now)
+    stats = engine.ltp.stats
+    text = (
+        f"{stats.applied} applied, {stats.skipped} skipped (unknown or pruned),"
+        f" {stats.reinforced} sources reinforced, {stats.dropped} dropped"
+    )
+    emit(args, {"table": args.table, **stats.as_dict()}, text)
+    return _ltp_exit(stats.dropped)
+
+
+def _ltp_exit(dropped: int) -> int:
+    if dropped:
+        print(f"ethos: error: {dropped} retrievals could not be applied", file=sys.stderr)
+        return 1
+    return 0
+
+
 # --- parser ---------------------------------------------------------------------------
 
 
@@ -193,6 +229,19 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("explain", cmd_explain, "why a memory has its salience, and when it fades out")
     p.add_argument("table", type=_table)
     p.add_argument("id")
+    p.add_argument("--now", type=_time("now"))
+    p.add_argument("--json", action="store_true")
+
+    p = command("search", cmd_search, "nearest live vectors of an agent, ranked by score")
+    p.add_argument("--agent", required=True)
+    p.add_argument("--embedding", required=True, help="a JSON array of numbers")
+    p.add_argument("-k", type=int, default=10)
+    p.add_argument("--now", type=_time("now"))
+    p.add_argument("--json", action="store_true")
+
+    p = command("record-retrieval", cmd_record_retrieval, "strengthen memories read by other means")
+    p.add_argument("table", type=_table)
+    p.add_argument("ids", nargs="+", metavar="ID")
     p.add_argument("--now", type=_time("now"))
     p.add_argument("--json", action="store_true")
     return parser

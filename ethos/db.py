@@ -41,7 +41,10 @@ def embedded_uri(data_dir: Path, database: str = EMBEDDED_DATABASE) -> str:
     inter-process lock and reuses a server that is already running.
     """
     data_dir.parent.mkdir(parents=True, exist_ok=True)
-    server = _pgserver().get_server(data_dir, cleanup_mode=None)
+    server = _pgserver().get_server(data_dir, cleanup_mode=None, start=False)
+    # pgserver caches one handle per data dir; start() also revives a server that was
+    # stopped since (`ethos db stop`, a crash) and is a no-op when it runs.
+    server.start()
     return str(server.get_uri(database=database))
 
 
@@ -116,6 +119,7 @@ async def create_pool(
     settings: Settings,
     url: str,
     init: Callable[[asyncpg.Connection], Awaitable[None]] | None = None,
+    server_settings: dict[str, str] | None = None,
 ) -> asyncpg.Pool:
     conn = await connect(url, settings.database.connect_timeout_seconds)
     try:
@@ -128,6 +132,7 @@ async def create_pool(
         max_size=settings.database.pool_max_size,
         timeout=settings.database.connect_timeout_seconds,
         init=init,
+        server_settings=server_settings,
     )
     log.debug("pool_open", url=redact(url))
     return pool

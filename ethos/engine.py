@@ -9,16 +9,18 @@ async with Engine(load_settings()) as engine:
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable
-from datetime import datetime
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any
 
 import asyncpg
 
-from ethos import db
+from ethos import db, queries
 from ethos.explain import explain
 from ethos.inputs import MemoryInput, aware, parse_id
+from ethos.ltp import LtpBuffer
+from ethos.retrieval import Hit, search
 from ethos.schema import MEMORY_TABLES, TableSpec, table_spec
 from ethos.settings import Settings, load_settings
 from ethos.store import Store
@@ -35,9 +37,16 @@ class Engine:
 
     async def __aenter__(self) -> Engine:
         url = self._url or await db.resolve_url(self.settings)
-        self._pool = await db.create_pool(self.settings, url, init=Store.init_connection)
+        self._pool = await db.create_pool(
+            self.settings,
+            url,
+            init=Store.init_connection,
+            server_settings=queries.search_server_settings(self.settings.search.candidates),
+        )
         self.url = url
         self.store = Store(self._pool)
+        self.ltp = LtpBuffer(self.store, self.settings)
+        self.ltp.start()
         return self
 
     async def __aexit__(
@@ -49,7 +58,9 @@ class Engine:
         await self.close()
 
     async def close(self) -> None:
+        """Apply the buffered LTP, then close the pool."""
         if self._pool is not None:
+            await self.ltp.close()
             await self._pool.close()
             self._pool = None
 
@@ -91,6 +102,42 @@ class Engine:
         row = await self.store.fetch(spec, parse_id(memory_id))
         at = aware(now, "now") if now else await self.store.now()
         return explain(spec, row, at, self.settings.decay_params)
+
+    async def search(
+        self,
+        agent_id: str,
+        embedding: Sequence[float],
+        k: int = 10,
+        *,
+        now: datetime | None = None,
+        record: bool = True,
+    ) -> list[Hit]:
+        """Nearest live vectors of agent_id, ranked by similarity × salience^weight.
+
+        Returns at once; the hits' LTP is buffered (record=False: not recorded).
+        """
+        return await search(
+            self.store,
+            self.ltp if record else None,
+            self.settings,
+            agent=agent_id,
+            embedding=embedding,
+            k=k,
+            now=aware(now, "now") if now else datetime.now(UTC),
+        )
+
+    async def record_retrieval(
+        self,
+        table: str | TableSpec,
+        ids: Iterable[str | uuid.UUID],
+        *,
+        now: datetime | None = None,
+    ) -> None:
+        """Schedule LTP for memories an agent read by other means; a repeated id counts
+        as repeated retrievals. Applied in the background, and at the latest on close."""
+        spec = table if isinstance(table, TableSpec) else table_spec(table)
+        parsed = [parse_id(i) for i in ids]
+        await self.ltp.record(spec, parsed, aware(now, "now") if now else datetime.now(UTC))
 
     async def now(self) -> datetime:
         """The database's clock."""

@@ -68,8 +68,10 @@ def embedding(values: Any, dimension: int) -> list[float]:
     return [float(v) for v in values]
 
 
-def vector_literal(values: Sequence[float]) -> str:
+def vector_literal(values: Sequence[float] | str) -> str:
     """pgvector's text form."""
+    if isinstance(values, str):
+        return values
     return "[" + ",".join(repr(float(v)) for v in values) + "]"
 
 
@@ -143,7 +145,7 @@ class MemoryInput:
             "salience": self.salience,
             "emotional_tone": self.emotional_tone,
             "confidence": self.confidence,
-            "embedding": vector_literal(self.embedding) if self.embedding else None,
+            "embedding": self.embedding,
             "source_type": self.source_type,
             "source_id": self.source_id,
             "created_at": self.created_at,

@@ -7,7 +7,7 @@ salience expressions below take them as $2..$6, with the sweep's `now` as $1.
 
 from __future__ import annotations
 
-from ethos.schema import TableSpec
+from ethos.schema import VECTORS, TableSpec
 
 DECAY_ARGS = "$2, $3, $4, $5, $6"
 NIL_ID = "00000000-0000-0000-0000-000000000000"
@@ -28,16 +28,23 @@ def confidence_expr(at: str = "$1", alias: str = "m") -> str:
     )
 
 
-def build_sweep_batch_query(spec: TableSpec, *, by_agent: bool, dry_run: bool) -> str:
+def build_sweep_batch_query(
+    spec: TableSpec, *, by_agent: bool, dry_run: bool, batch_size: int
+) -> str:
     """One keyset batch of a sweep, in one statement.
 
     $1 now, $2..$6 decay parameters, $7 prune threshold, $8 refresh tolerance,
-    $9 the last id of the previous batch, $10 batch size, $11 agent (when by_agent).
+    $9 the last id of the previous batch, $10 agent (when by_agent).
 
-    The new values are computed from each row's current state; the UPDATE applies only
-    where the row version (xmin) is still the one computed from, so a retrieval's LTP
-    committed in between is never overwritten (its own write set the salience already).
-    Only rows that drift past the tolerance, or that get pruned, are written.
+    The batch size is written into the text (a validated integer from settings): the
+    sweep runs on generic plans, and a LIMIT the planner can see keeps the UPDATE a
+    nested loop of TID lookups instead of a hash join over the whole table.
+
+    The new values are computed from each row's current state; the UPDATE finds each row
+    by its physical address (ctid) and applies only where the row version is still the
+    one computed from, so a retrieval's LTP committed in between is never overwritten
+    (its own write set the salience already; the next sweep refreshes it). Only rows
+    that drift past the tolerance, or that get pruned, are written.
     """
     confidence = f", {confidence_expr()} AS confidence, m.confidence AS stored_confidence"
     prune_value = "confidence" if spec.has_confidence else "salience"
@@ -46,7 +53,7 @@ def build_sweep_batch_query(spec: TableSpec, *, by_agent: bool, dry_run: bool) -
     if spec.has_confidence:
         drift += " OR abs(confidence - stored_confidence) > $8 * confidence"
     set_confidence = "confidence = due.confidence," if spec.has_confidence else ""
-    agent = "AND m.agent_id = $11" if by_agent else ""
+    agent = "AND m.agent_id = $10" if by_agent else ""
     if dry_run:
         written = "SELECT due.reason FROM due"
     else:
@@ -57,25 +64,26 @@ def build_sweep_batch_query(spec: TableSpec, *, by_agent: bool, dry_run: bool) -
             pruned_at = CASE WHEN due.reason IS NOT NULL THEN $1::timestamptz END,
             prune_reason = due.reason
         FROM due
-        WHERE m.id = due.id AND m.xmin = due.row_version
+        WHERE m.ctid = due.row_ctid AND m.xmin = due.row_version
         RETURNING due.reason"""
     return f"""
     WITH batch AS (
-        SELECT id, row_version, salience, stored_salience
+        SELECT id, row_ctid, row_version, salience, stored_salience
                {", confidence, stored_confidence" if spec.has_confidence else ""},
                CASE WHEN pinned THEN NULL
                     {expired}
                     WHEN {prune_value} < $7 THEN 'decay'
                END AS reason
         FROM (
-            SELECT m.id, m.xmin AS row_version, m.pinned, m.salience AS stored_salience,
+            SELECT m.id, m.ctid AS row_ctid, m.xmin AS row_version, m.pinned,
+                   m.salience AS stored_salience,
                    {"m.expires_at," if spec.has_expiry else ""}
                    {salience_expr(spec)} AS salience
                    {confidence if spec.has_confidence else ""}
             FROM {spec.name} AS m
             WHERE NOT m.pruned AND m.id > $9 {agent}
             ORDER BY m.id
-            LIMIT $10
+            LIMIT {int(batch_size)}
         ) AS m
     ),
     due AS (
@@ -95,11 +103,8 @@ def build_count_live_query(spec: TableSpec, *, by_agent: bool) -> str:
 
 
 def build_insert_query(spec: TableSpec, columns: list[str]) -> str:
-    """columns come from inputs.MemoryInput, a fixed set; the embedding goes in as text."""
-    values = ", ".join(
-        f"${i}::text::vector" if name == "embedding" else f"${i}"
-        for i, name in enumerate(columns, start=1)
-    )
+    """columns come from inputs.MemoryInput, a fixed set."""
+    values = ", ".join(f"${i}" for i in range(1, len(columns) + 1))
     return f"INSERT INTO {spec.name} ({', '.join(columns)}) VALUES ({values}) RETURNING id"
 
 
@@ -108,6 +113,8 @@ def build_fetch_memory_query(spec: TableSpec) -> str:
 
 
 DATABASE_NOW = "SELECT now()"
+
+SWEEP_SESSION = "SET synchronous_commit = off; SET plan_cache_mode = force_generic_plan"
 
 START_SWEEP_RUN = """
 INSERT INTO sweep_runs (trigger, status, swept_at, agent_id)
@@ -121,3 +128,94 @@ SET status = $2, finished_at = clock_timestamp(),
     scanned = $3, updated = $4, pruned = $5, tables = $6::jsonb, error = $7
 WHERE id = $1
 """
+
+
+def build_ltp_query(spec: TableSpec) -> str:
+    """One round of retrievals on spec's table: each id at most once, with its count n
+    and moment `at`. Computed from the row's current state inside the UPDATE, so a
+    concurrent sweep batch cannot lose it.
+
+    $1 boost, $2..$6 decay parameters, $7 ids, $8 counts, $9 moments,
+    $10 confidence bonus (facts only).
+
+    strength ← min(1, strength at `at` × boost^n), the anchor moves to `at`; that equals
+    n retrievals applied one after another at that moment.
+    """
+    strength = (
+        "least(1.0, ethos_strength_at(m.strength, m.anchor_at, m.retrieval_count, m.pinned,"
+        " h.at, $2, $3, $4) * power($1::float8, h.n))"
+    )
+    emotion = f"m.{spec.emotion_column}" if spec.emotion_column else "0"
+    fact_columns = ""
+    if spec.has_confidence:
+        confidence = (
+            "least(1.0, ethos_strength_at(m.confidence_strength, m.anchor_at, m.retrieval_count,"
+            " m.pinned, h.at, $2, $3, $4) + $10::float8 * h.n)"
+        )
+        fact_columns = f"""
+        confidence_strength = {confidence},
+        confidence = ethos_salience({confidence}, h.at, m.created_at,
+                                    m.retrieval_count + h.n, 0, m.pinned, h.at, {DECAY_ARGS}),"""
+    source = ", m.source_type, m.source_id" if spec.has_expiry else ""
+    return f"""
+    UPDATE {spec.name} AS m
+    SET strength = {strength},{fact_columns}
+        salience = ethos_salience({strength}, h.at, m.created_at, m.retrieval_count + h.n,
+                                  {emotion}, m.pinned, h.at, {DECAY_ARGS}),
+        retrieval_count = m.retrieval_count + h.n,
+        anchor_at = greatest(m.anchor_at, h.at),
+        last_retrieved_at = greatest(m.last_retrieved_at, h.at)
+    FROM unnest($7::uuid[], $8::int[], $9::timestamptz[]) AS h(id, n, at)
+    WHERE m.id = h.id AND NOT m.pruned
+    RETURNING m.id, h.n, h.at{source}
+    """
+
+
+# Index builds get more memory than the server's default 64MB: HNSW builds are ~4x
+# faster with 1GB. `SET` takes no bind parameter; the value is a validated setting.
+INDEX_BUILD_MEMORY = "SET maintenance_work_mem = '{memory}'"
+
+BUILD_VECTOR_INDEX = """
+CREATE INDEX IF NOT EXISTS memory_vectors_embedding_hnsw ON memory_vectors
+    USING hnsw (embedding vector_cosine_ops) WHERE NOT pruned
+"""
+
+REINDEX_VECTOR_INDEX = "REINDEX INDEX memory_vectors_embedding_hnsw"
+
+TOUCH_RETRIEVAL_ACTIVITY = """
+INSERT INTO retrieval_activity (id, last_retrieval_at) VALUES (true, now())
+ON CONFLICT (id) DO UPDATE
+SET last_retrieval_at = greatest(retrieval_activity.last_retrieval_at, excluded.last_retrieval_at)
+"""
+
+# The nearest live vectors of one agent through the HNSW index, then re-ranked by
+# similarity × salience^weight. $1 now, $2..$6 decay parameters, $7 agent, $8 query
+# vector, $9 candidates taken from the index, $10 k, $11 salience weight.
+SEARCH_VECTORS = f"""
+WITH candidates AS MATERIALIZED (
+    SELECT m.*, m.embedding <=> $8::vector AS distance
+    FROM memory_vectors AS m
+    WHERE m.agent_id = $7 AND NOT m.pruned AND (m.expires_at IS NULL OR m.expires_at > $1)
+    ORDER BY m.embedding <=> $8::vector
+    LIMIT $9
+),
+ranked AS (
+    SELECT c.id, c.content, c.metadata, c.source_type, c.source_id,
+           1 - c.distance AS similarity,
+           {salience_expr(VECTORS, alias="c")} AS salience
+    FROM candidates AS c
+)
+SELECT r.*, r.similarity * power(r.salience, $11::float8) AS score,
+       coalesce(e.content, f.content) AS source_content
+FROM ranked AS r
+LEFT JOIN episodic_traces AS e ON r.source_type = 'episodic_traces' AND e.id = r.source_id
+LEFT JOIN semantic_facts AS f ON r.source_type = 'semantic_facts' AND f.id = r.source_id
+ORDER BY score DESC, r.id
+LIMIT $10
+"""
+
+
+def search_server_settings(candidates: int) -> dict[str, str]:
+    """pgvector settings for every pooled connection: enough candidates for the re-rank,
+    and iterative scans (pgvector >= 0.8) so an agent filter still fills them."""
+    return {"hnsw.ef_search": str(max(40, candidates)), "hnsw.iterative_scan": "relaxed_order"}

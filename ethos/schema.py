@@ -53,9 +53,7 @@ def table_spec(name: str) -> TableSpec:
 def _memory_columns() -> list[Column[object]]:
     now = text("now()")
     return [
-        Column(
-            "id", UUID(as_uuid=True), primary_key=True, server_default=text("gen_random_uuid()")
-        ),
+        Column("id", UUID(as_uuid=True), primary_key=True, server_default=text("ethos_uuid_v7()")),
         Column("agent_id", Text, nullable=False),
         Column("content", Text, nullable=False),
         Column("salience", Float, nullable=False, server_default=text("1.0")),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections import defaultdict
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -11,12 +12,28 @@ from datetime import datetime
 from typing import Any
 
 import asyncpg
+import structlog
 
 from ethos import queries
 from ethos.decay import DecayParams
 from ethos.errors import DatabaseError, NotFoundError
-from ethos.inputs import MemoryInput
-from ethos.schema import TableSpec, table_spec
+from ethos.inputs import MemoryInput, vector_literal
+from ethos.schema import MEMORY_TABLES, TableSpec, table_spec
+from ethos.settings import Settings
+
+log = structlog.get_logger("ethos.store")
+
+
+# Buffered retrievals: (table, id) -> {moment: count}.
+Pending = dict[tuple[str, uuid.UUID], dict[datetime, int]]
+Rows = dict[uuid.UUID, dict[datetime, int]]
+
+
+@dataclass
+class LtpResult:
+    applied: int = 0  # retrievals written to the rows asked for
+    skipped: int = 0  # retrievals of unknown or pruned rows
+    reinforced: int = 0  # source episodes and facts strengthened through their vectors
 
 
 @dataclass(frozen=True)
@@ -31,7 +48,7 @@ async def _init_connection(conn: asyncpg.Connection) -> None:
     """pgvector's text form both ways, so no binary codec (or numpy) is needed."""
     try:
         await conn.set_type_codec(
-            "vector", encoder=str, decoder=_parse_vector, schema="public", format="text"
+            "vector", encoder=vector_literal, decoder=_parse_vector, schema="public", format="text"
         )
     except ValueError:
         raise DatabaseError("the database has no ethos schema: run `ethos migrate` first") from None
@@ -50,6 +67,17 @@ class Store:
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[asyncpg.Connection]:
         async with self.pool.acquire() as conn, conn.transaction():
+            yield conn
+
+    @asynccontextmanager
+    async def sweep_session(self) -> AsyncIterator[asyncpg.Connection]:
+        """A connection for one sweep. Its batches commit asynchronously: they only
+        materialize values that the next sweep recomputes from the stored state, so a
+        crash can cost a few batches of refresh but never correctness, and no batch
+        waits for a WAL flush. Generic plans spare re-planning every batch.
+        (The pool resets these settings when the connection goes back.)"""
+        async with self.pool.acquire() as conn:
+            await conn.execute(queries.SWEEP_SESSION)
             yield conn
 
     async def now(self) -> datetime:
@@ -83,6 +111,7 @@ class Store:
 
     async def sweep_batch(
         self,
+        conn: asyncpg.Connection,
         spec: TableSpec,
         *,
         now: datetime,
@@ -93,19 +122,110 @@ class Store:
         agent: str | None,
         dry_run: bool,
     ) -> BatchResult:
-        query = queries.build_sweep_batch_query(spec, by_agent=agent is not None, dry_run=dry_run)
+        query = queries.build_sweep_batch_query(
+            spec, by_agent=agent is not None, dry_run=dry_run, batch_size=limit
+        )
         args: list[Any] = [
             now,
             *params.sql_args(),
             params.prune_threshold,
             tolerance,
             after or uuid.UUID(queries.NIL_ID),
-            limit,
         ]
         if agent is not None:
             args.append(agent)
-        row = await self.pool.fetchrow(query, *args)
+        row = await conn.fetchrow(query, *args)
         return BatchResult(row["last_id"], row["scanned"], row["updated"], row["pruned"])
+
+    async def apply_retrievals(self, pending: Pending, settings: Settings) -> LtpResult:
+        """Apply buffered retrievals in one transaction: vectors first (their hits also
+        reinforce the episode or fact they embed), then episodes and facts."""
+        by_table: dict[str, Rows] = defaultdict(dict)
+        for (table, memory_id), moments in pending.items():
+            by_table[table][memory_id] = moments
+        sources: dict[str, Rows] = defaultdict(lambda: defaultdict(lambda: defaultdict(int)))
+        result = LtpResult()
+        async with self.transaction() as conn:
+            for spec in MEMORY_TABLES:
+                asked = by_table.get(spec.name, {})
+                returned = await self._apply_rounds(conn, spec, asked, settings)
+                applied = sum(row["n"] for row in returned)
+                result.applied += applied
+                asked_total = sum(sum(m.values()) for m in asked.values())
+                if applied < asked_total:
+                    result.skipped += asked_total - applied
+                    found = {row["id"] for row in returned}
+                    missing = [str(i) for i in asked if i not in found]
+                    log.warning("ltp_skipped", table=spec.name, count=len(missing), ids=missing[:5])
+                if spec.has_expiry:
+                    for row in returned:
+                        if row["source_id"] is not None:
+                            sources[row["source_type"]][row["source_id"]][row["at"]] += row["n"]
+                reinforced = await self._apply_rounds(
+                    conn, spec, sources.get(spec.name, {}), settings
+                )
+                result.reinforced += sum(row["n"] for row in reinforced)
+            if result.applied:
+                await conn.execute(queries.TOUCH_RETRIEVAL_ACTIVITY)
+        return result
+
+    async def _apply_rounds(
+        self, conn: asyncpg.Connection, spec: TableSpec, rows: Rows, settings: Settings
+    ) -> list[asyncpg.Record]:
+        """Round i holds the i-th moment of every row, so a row retrieved at several
+        moments is strengthened in time order, exactly as one retrieval after another."""
+        if not rows:
+            return []
+        ltp = settings.ltp
+        boost = {"memory_vectors": ltp.vector_boost, "episodic_traces": ltp.episode_boost}.get(
+            spec.name, ltp.fact_boost
+        )
+        extra = [ltp.fact_confidence_bonus] if spec.has_confidence else []
+        query = queries.build_ltp_query(spec)
+        # Rows are locked in id order, as sweep batches lock them, to keep deadlocks rare.
+        ordered = {i: sorted(moments.items()) for i, moments in sorted(rows.items())}
+        returned: list[asyncpg.Record] = []
+        for depth in range(max(len(m) for m in ordered.values())):
+            level = [(i, m[depth]) for i, m in ordered.items() if depth < len(m)]
+            returned += await conn.fetch(
+                query,
+                boost,
+                *settings.decay_params.sql_args(),
+                [memory_id for memory_id, _ in level],
+                [count for _, (_, count) in level],
+                [at for _, (at, _) in level],
+                *extra,
+            )
+        return returned
+
+    async def search(
+        self,
+        *,
+        agent: str,
+        embedding: list[float],
+        k: int,
+        now: datetime,
+        settings: Settings,
+    ) -> list[asyncpg.Record]:
+        rows: list[asyncpg.Record] = await self.pool.fetch(
+            queries.SEARCH_VECTORS,
+            now,
+            *settings.decay_params.sql_args(),
+            agent,
+            embedding,
+            max(settings.search.candidates, k),
+            k,
+            settings.search.salience_weight,
+        )
+        return rows
+
+    async def build_vector_index(self, memory: str, *, rebuild: bool = False) -> None:
+        """Build (or rebuild) the HNSW index with `memory` of maintenance_work_mem."""
+        async with self.pool.acquire() as conn:
+            await conn.execute(queries.INDEX_BUILD_MEMORY.format(memory=memory))
+            await conn.execute(
+                queries.REINDEX_VECTOR_INDEX if rebuild else queries.BUILD_VECTOR_INDEX
+            )
 
     async def start_sweep_run(self, trigger: str, now: datetime, agent: str | None) -> int:
         run_id: int = await self.pool.fetchval(queries.START_SWEEP_RUN, trigger, now, agent)

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
 
+import asyncpg
 import structlog
 
 from ethos.schema import EPISODES, FACTS, MEMORY_TABLES, VECTORS, TableSpec
@@ -21,6 +22,9 @@ from ethos.settings import Settings
 from ethos.store import Store
 
 log = structlog.get_logger("ethos.sweep")
+
+# A batch that loses a deadlock is tried again this often before the sweep gives up.
+BATCH_ATTEMPTS = 3
 
 # Called after each batch with (table, rows scanned so far in that table).
 Progress = Callable[[str, int], None]
@@ -92,12 +96,15 @@ async def run_sweep(
     report.run_id = run_id
     error: str | None = None
     try:
-        for spec in tables:
-            counts = report.tables.setdefault(spec.name, TableCounts())
-            await _sweep_table(store, settings, spec, now, agent, dry_run, counts, stop, progress)
-            if stop is not None and stop.is_set():
-                report.status = "interrupted"
-                break
+        async with store.sweep_session() as conn:
+            for spec in tables:
+                counts = report.tables.setdefault(spec.name, TableCounts())
+                await _sweep_table(
+                    conn, store, settings, spec, now, agent, dry_run, counts, stop, progress
+                )
+                if stop is not None and stop.is_set():
+                    report.status = "interrupted"
+                    break
     except BaseException as exc:
         report.status = "failed" if not isinstance(exc, asyncio.CancelledError) else "interrupted"
         error = f"{type(exc).__name__}: {exc}"
@@ -120,6 +127,7 @@ async def run_sweep(
 
 
 async def _sweep_table(
+    conn: asyncpg.Connection,
     store: Store,
     settings: Settings,
     spec: TableSpec,
@@ -133,16 +141,25 @@ async def _sweep_table(
     after = None
     limit = settings.decay.batch_size
     while stop is None or not stop.is_set():
-        batch = await store.sweep_batch(
-            spec,
-            now=now,
-            params=settings.decay_params,
-            tolerance=settings.decay.refresh_tolerance,
-            after=after,
-            limit=limit,
-            agent=agent,
-            dry_run=dry_run,
-        )
+        for attempt in range(1, BATCH_ATTEMPTS + 1):
+            try:
+                batch = await store.sweep_batch(
+                    conn,
+                    spec,
+                    now=now,
+                    params=settings.decay_params,
+                    tolerance=settings.decay.refresh_tolerance,
+                    after=after,
+                    limit=limit,
+                    agent=agent,
+                    dry_run=dry_run,
+                )
+                break
+            except asyncpg.TransactionRollbackError as exc:
+                # A deadlock with a concurrent LTP write: the batch rolled back whole.
+                if attempt == BATCH_ATTEMPTS:
+                    raise
+                log.warning("decay_sweep_batch_retry", table=spec.name, error=str(exc))
         counts.scanned += batch.scanned
         counts.updated += batch.updated
         counts.pruned += batch.pruned

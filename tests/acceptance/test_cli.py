@@ -166,3 +166,52 @@ async def test_sweep_and_explain_json(database_url: str) -> None:
     assert info["t_days"] == pytest.approx(9.0) and info["pruned"] is True
     unknown = run_cli("explain", "episode", "00000000-0000-0000-0000-000000000009", env=env)
     assert "no episodic_traces row" in one_line_error(unknown)
+
+
+async def test_search_then_exit_applies_ltp(database_url: str, conn: asyncpg.Connection) -> None:
+    env = {"ETHOS_DATABASE__URL": database_url}
+    added = run_cli(
+        "add", "vector", "--agent", "a", "--content", "v", "--embedding", EMBEDDING, "--json",
+        env=env,
+    )  # fmt: skip
+    memory = json.loads(added.stdout)["id"]
+    result = run_cli(
+        "search", "--agent", "a", "--embedding", EMBEDDING, "-k", "3", "--json", env=env
+    )
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout)
+    assert [hit["id"] for hit in out["hits"]] == [memory]
+    assert out["ltp"]["applied"] == 1
+    count = await conn.fetchval(
+        "SELECT retrieval_count FROM memory_vectors WHERE id = $1::uuid", memory
+    )
+    assert count == 1
+    assert "k must be a positive integer" in one_line_error(
+        run_cli("search", "--agent", "a", "--embedding", EMBEDDING, "-k", "0", env=env)
+    )
+    assert "expected 384" in one_line_error(
+        run_cli("search", "--agent", "a", "--embedding", "[1, 2]", env=env)
+    )
+
+
+async def test_record_retrieval_counts_repeats_and_unknown_ids(
+    database_url: str, conn: asyncpg.Connection
+) -> None:
+    env = {"ETHOS_DATABASE__URL": database_url}
+    fact = json.loads(
+        run_cli("add", "fact", "--agent", "a", "--content", "f", "--json", env=env).stdout
+    )["id"]
+    unknown = "00000000-0000-0000-0000-0000000000aa"
+    result = run_cli(
+        "record-retrieval", "fact", fact, fact, unknown, "--now", "2026-12-01T00:00:00Z", "--json",
+        env=env,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    stats = json.loads(result.stdout)
+    assert (stats["applied"], stats["skipped"], stats["dropped"]) == (2, 1, 0)
+    assert "ltp_skipped" in result.stderr
+    count = await conn.fetchval(
+        "SELECT retrieval_count FROM semantic_facts WHERE id = $1::uuid", fact
+    )
+    assert count == 2
+    assert "bad id" in one_line_error(run_cli("record-retrieval", "fact", "nope", env=env))

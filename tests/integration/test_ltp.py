@@ -1,0 +1,296 @@
+"""Retrieval and long-term potentiation on a real PostgreSQL."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import random
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import asyncpg
+import pytest
+
+from ethos import db, decay
+from ethos.engine import Engine
+from ethos.errors import InputError
+from ethos.explain import memory_state
+from ethos.schema import EPISODES
+from ethos.settings import DatabaseSettings, LtpSettings, SearchSettings, Settings
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def days(n: float) -> datetime:
+    return T0 + timedelta(days=n)
+
+
+def unit(seed: int, dimension: int = 384) -> list[float]:
+    rng = random.Random(seed)
+    values = [rng.gauss(0, 1) for _ in range(dimension)]
+    norm = math.sqrt(sum(v * v for v in values))
+    return [v / norm for v in values]
+
+
+async def fetch(conn: asyncpg.Connection, table: str, memory_id: uuid.UUID) -> asyncpg.Record:
+    return await conn.fetchrow(f"SELECT * FROM {table} WHERE id = $1", memory_id)
+
+
+async def test_ltp_rules_per_table(engine: Engine, conn: asyncpg.Connection) -> None:
+    p = engine.settings.decay_params
+    episode = await engine.add("episode", agent_id="a", content="e", created_at=T0, salience=0.5)
+    fact = await engine.add(
+        "fact", agent_id="a", content="f", created_at=T0, salience=0.5, confidence=0.5
+    )
+    vector = await engine.add(
+        "vector", agent_id="a", content="v", created_at=T0, salience=0.5, embedding=unit(1),
+        source_type="episode", source_id=episode,
+    )  # fmt: skip
+    await engine.record_retrieval("episode", [episode], now=days(2))
+    await engine.record_retrieval("fact", [fact, fact], now=days(2))
+    await engine.record_retrieval("vector", [vector], now=days(3))
+    await engine.ltp.drain(5)
+    decayed_2 = 0.5 * math.exp(-2 / 7)
+
+    e = await fetch(conn, "episodic_traces", episode)
+    # the episode: its own retrieval at day 2, then again through its vector at day 3
+    after_own = min(1.0, decayed_2 * 1.1)
+    through_vector = after_own * math.exp(-1 / decay.tau_days(1, p)) * 1.1
+    assert e["strength"] == pytest.approx(through_vector, rel=1e-9)
+    assert (e["retrieval_count"], e["anchor_at"], e["last_retrieved_at"]) == (2, days(3), days(3))
+    f = await fetch(conn, "semantic_facts", fact)
+    assert f["retrieval_count"] == 2
+    assert f["strength"] == pytest.approx(decayed_2 * 1.1**2, rel=1e-9)
+    assert f["confidence_strength"] == pytest.approx(decayed_2 + 0.04, rel=1e-9)
+    v = await fetch(conn, "memory_vectors", vector)
+    assert v["strength"] == pytest.approx(0.5 * math.exp(-3 / 7) * 1.05, rel=1e-9)
+    # the stored salience is the value at the retrieval, from the new state
+    state = memory_state(EPISODES, e)
+    assert e["salience"] == pytest.approx(decay.salience(state, days(3), p), rel=1e-9)
+    assert engine.ltp.stats.applied == 4 and engine.ltp.stats.reinforced == 1
+
+
+async def test_coalesced_moments_equal_sequential_retrievals(
+    engine: Engine, conn: asyncpg.Connection
+) -> None:
+    p = engine.settings.decay_params
+    memory = await engine.add("episode", agent_id="a", content="e", created_at=T0, salience=0.4)
+    moments = [days(1), days(3), days(1), days(2), days(3), days(3)]
+    for at in moments:
+        await engine.record_retrieval("episode", [memory], now=at)
+    await engine.ltp.drain(5)
+    row = await fetch(conn, "episodic_traces", memory)
+    state = decay.MemoryState(strength=0.4, anchor_at=T0, created_at=T0)
+    for at in sorted(moments):
+        strength = decay.ltp_strength(state, at, p, 1.1, 1)
+        state = decay.MemoryState(
+            strength=strength, anchor_at=at, created_at=T0,
+            retrieval_count=state.retrieval_count + 1,
+        )  # fmt: skip
+    assert row["retrieval_count"] == 6
+    assert row["strength"] == pytest.approx(state.strength, rel=1e-9)
+
+
+async def test_pruned_and_unknown_ids_change_nothing(
+    engine: Engine, conn: asyncpg.Connection
+) -> None:
+    memory = await engine.add("episode", agent_id="a", content="e", created_at=T0)
+    await engine.sweep(now=days(30))
+    before = await fetch(conn, "episodic_traces", memory)
+    assert before["pruned"]
+    await engine.record_retrieval("episode", [memory, uuid.uuid4()], now=days(31))
+    await engine.ltp.drain(5)
+    assert await fetch(conn, "episodic_traces", memory) == before
+    assert engine.ltp.stats.skipped == 2 and engine.ltp.stats.applied == 0
+
+
+async def test_concurrent_retrievals_during_sweeps_are_all_applied(
+    database_url: str, conn: asyncpg.Connection
+) -> None:
+    settings = Settings(
+        database=DatabaseSettings(url=database_url, pool_max_size=8),
+        ltp=LtpSettings(flush_interval_seconds=0.01, flush_max_rows=200),
+    )
+    p = settings.decay_params
+    ids = [
+        r["id"]
+        for r in await conn.fetch(
+            """INSERT INTO episodic_traces (agent_id, content, salience, created_at)
+               SELECT 'a', 'm' || g, 0.3 + random() / 2, $1 FROM generate_series(1, 500) g
+               RETURNING id""",
+            T0,
+        )
+    ]
+    before = {r["id"]: r for r in await conn.fetch("SELECT * FROM episodic_traces")}
+    at = days(2)
+    rng = random.Random(7)
+    plan = [[rng.choice(ids) for _ in range(500)] for _ in range(20)]  # 20 × 500 = 10,000
+    async with Engine(settings) as engine:
+        sweeping = True
+
+        async def sweeps() -> int:
+            count = 0
+            while sweeping:
+                await engine.sweep(now=at)
+                count += 1
+            return count
+
+        async def agent(picks: list[uuid.UUID]) -> None:
+            for start in range(0, len(picks), 25):
+                await engine.record_retrieval("episode", picks[start : start + 25], now=at)
+                await asyncio.sleep(0)
+
+        sweeper = asyncio.create_task(sweeps())
+        await asyncio.gather(*(agent(picks) for picks in plan))
+        await engine.ltp.drain(30)
+        sweeping = False
+        assert await sweeper > 0
+    after = {r["id"]: r for r in await conn.fetch("SELECT * FROM episodic_traces")}
+    assert sum(r["retrieval_count"] for r in after.values()) == 10_000
+    hits: dict[uuid.UUID, int] = {}
+    for picks in plan:
+        for memory_id in picks:
+            hits[memory_id] = hits.get(memory_id, 0) + 1
+    for memory_id, n in hits.items():
+        state = memory_state(EPISODES, before[memory_id])
+        assert after[memory_id]["retrieval_count"] == n
+        assert after[memory_id]["strength"] == pytest.approx(
+            decay.ltp_strength(state, at, p, 1.1, n), rel=1e-9
+        )
+
+
+def mix(a: list[float], b: list[float]) -> list[float]:
+    """Halfway between two unit vectors: cosine similarity ≈ 0.7 to each."""
+    return [x + y for x, y in zip(a, b, strict=True)]
+
+
+async def test_search_ranks_by_similarity_times_salience(engine: Engine) -> None:
+    query = unit(10)
+    faded = await engine.add(
+        "vector", agent_id="a", content="faded", embedding=query, created_at=T0
+    )
+    fresh = await engine.add(
+        "vector", agent_id="a", content="fresh", embedding=mix(query, unit(12)), created_at=days(19)
+    )
+    await engine.add("vector", agent_id="b", content="other agent", embedding=query)
+    hits = await engine.search("a", query, k=5, now=days(20), record=False)
+    assert [h.id for h in hits] == [fresh, faded]  # the exact match has faded to ~0.06
+    assert hits[1].similarity == pytest.approx(1.0) and hits[1].salience < 0.1
+    assert hits[0].similarity == pytest.approx(0.7, abs=0.1)
+    for hit in hits:
+        assert hit.score == pytest.approx(hit.similarity * hit.salience)
+
+
+async def test_search_with_salience_weight_zero_is_pure_similarity(database_url: str) -> None:
+    settings = Settings(
+        database=DatabaseSettings(url=database_url), search=SearchSettings(salience_weight=0)
+    )
+    async with Engine(settings) as engine:
+        query = unit(20)
+        close = await engine.add(
+            "vector", agent_id="a", content="close", embedding=query, created_at=T0, salience=0.06
+        )
+        await engine.add("vector", agent_id="a", content="far", embedding=unit(21), created_at=T0)
+        hits = await engine.search("a", query, k=2, now=days(0.1), record=False)
+        assert hits[0].id == close and hits[0].score == pytest.approx(hits[0].similarity)
+
+
+async def test_search_returns_source_and_schedules_ltp(
+    engine: Engine, conn: asyncpg.Connection
+) -> None:
+    episode = await engine.add("episode", agent_id="a", content="the party", created_at=T0)
+    vector = await engine.add(
+        "vector", agent_id="a", content="v", embedding=unit(30), created_at=T0,
+        source_type="episodic_traces", source_id=episode,
+    )  # fmt: skip
+    hits = await engine.search("a", unit(30), k=3, now=days(1))
+    assert hits[0].as_dict()["source"] == {
+        "table": "episodic_traces",
+        "id": str(episode),
+        "content": "the party",
+    }
+    assert engine.ltp.backlog == 1  # scheduled, not yet written
+    await engine.ltp.drain(5)
+    for table, memory_id in (("memory_vectors", vector), ("episodic_traces", episode)):
+        assert (await fetch(conn, table, memory_id))["retrieval_count"] == 1
+
+
+@pytest.mark.parametrize(
+    ("embedding", "k", "message"),
+    [
+        ([0.1] * 3, 5, "3 dimensions"),
+        ([math.nan] * 384, 5, "NaN"),
+        ([], 5, "non-empty"),
+        ([0.1] * 384, 0, "k must be a positive integer"),
+        ([0.1] * 384, -3, "k must be a positive integer"),
+    ],
+)
+async def test_search_bad_input(
+    engine: Engine, embedding: list[float], k: int, message: str
+) -> None:
+    with pytest.raises(InputError, match=message):
+        await engine.search("a", embedding, k=k)
+    assert engine.ltp.stats.recorded == 0
+
+
+async def test_search_uses_the_hnsw_index(engine: Engine, conn: asyncpg.Connection) -> None:
+    await conn.execute(
+        """INSERT INTO memory_vectors (agent_id, content, embedding)
+           SELECT 'agent-' || (g % 4), 'v' || g,
+                  (SELECT array_agg(random() - 0.5)::vector
+                   FROM generate_series(1, 384) WHERE g > 0)
+           FROM generate_series(1, 3000) g"""
+    )
+    await conn.execute("ANALYZE memory_vectors")
+    from ethos import queries
+
+    async with engine.store.pool.acquire() as pooled:
+        plan = await pooled.fetchval(
+            "EXPLAIN (FORMAT JSON) " + queries.SEARCH_VECTORS,
+            days(1), *engine.settings.decay_params.sql_args(), "agent-1", unit(40), 40, 10, 1.0,
+        )  # fmt: skip
+    assert '"Index Name": "memory_vectors_embedding_hnsw"' in plan
+
+
+async def test_full_buffer_waits_then_drops_and_counts(database_url: str) -> None:
+    settings = Settings(
+        database=DatabaseSettings(url=database_url),
+        ltp=LtpSettings(buffer_capacity=3, full_wait_seconds=0, flush_interval_seconds=60),
+    )
+    async with Engine(settings) as engine:
+        await engine.record_retrieval("episode", [uuid.uuid4()] * 3, now=T0)
+        await engine.record_retrieval("episode", [uuid.uuid4()], now=T0)
+        assert engine.ltp.stats.dropped == 1 and engine.ltp.backlog == 3
+
+
+async def test_ltp_survives_the_database_going_away(tmp_path: Path) -> None:
+    data_dir = tmp_path / "pg"
+    url = db.embedded_uri(data_dir, "postgres")
+    settings = Settings(
+        database=DatabaseSettings(url=url, connect_timeout_seconds=2),
+        ltp=LtpSettings(
+            flush_interval_seconds=0.05, retry_max_seconds=0.5, close_timeout_seconds=30
+        ),
+    )
+    await asyncio.to_thread(db.migrate, settings, url)
+    try:
+        async with Engine(settings) as engine:
+            memory = await engine.add("episode", agent_id="a", content="e", created_at=T0)
+            db.stop_embedded(data_dir)
+            await engine.record_retrieval("episode", [memory, memory], now=days(1))
+            await asyncio.sleep(1.5)
+            assert engine.ltp.backlog == 2 and engine.ltp.stats.failed_flushes > 0
+            db.embedded_uri(data_dir)
+            await engine.ltp.drain(20)
+            assert engine.ltp.backlog == 0 and engine.ltp.stats.applied == 2
+        conn = await asyncpg.connect(url)
+        try:
+            count = await conn.fetchval(
+                "SELECT retrieval_count FROM episodic_traces WHERE id = $1", memory
+            )
+        finally:
+            await conn.close()
+        assert count == 2
+    finally:
+        db.stop_embedded(data_dir)
