@@ -41,11 +41,13 @@ async def timed(label: str, work: Callable[[], Awaitable[int]]) -> tuple[int, fl
     return rows, elapsed
 
 
-async def load(conn: asyncpg.Connection, rows: int, vectors: int, dimension: int) -> None:
+async def load(
+    conn: asyncpg.Connection, rows: int, vectors: int, dimension: int, agents: int
+) -> None:
     """Rows created over the 10 days before T0 with a few retrievals each. The stored
     salience starts at 0 (the strength at 0.5..1), so the first sweep changes every row."""
     share = (rows - vectors) // 2
-    common = """'agent-' || (g % 50), 'memory ' || g, 0.0, 0.5 + random() / 2,
+    common = f"""'agent-' || (g % {agents}), 'memory ' || g, 0.0, 0.5 + random() / 2,
                 $1::timestamptz - random() * interval '10 days', (random() * 5)::int"""
     await conn.execute(
         f"""INSERT INTO episodic_traces (agent_id, content, salience, strength, created_at,
@@ -182,7 +184,7 @@ def percentile(values: list[float], q: float) -> float:
 
 
 async def search_latencies(
-    engine: Engine, queries: list[list[float]]
+    engine: Engine, queries: list[list[float]], agents: int
 ) -> tuple[list[float], list[float]]:
     """Latencies in ms with LTP off and on, alternating query by query so that both
     see the same cache and background state."""
@@ -192,21 +194,21 @@ async def search_latencies(
     for i, query in enumerate(queries):
         record = i % 2 == 1
         started = time.perf_counter()
-        await engine.search(f"agent-{i % 50}", query, k=10, now=now, record=record)
+        await engine.search(f"agent-{i % agents}", query, k=10, now=now, record=record)
         (on if record else off).append((time.perf_counter() - started) * 1000)
     return off, on
 
 
 async def retrieval_bench(
-    engine: Engine, conn: asyncpg.Connection, searches: int
+    engine: Engine, conn: asyncpg.Connection, searches: int, agents: int
 ) -> dict[str, float]:
     dimension = engine.settings.embedding.dimension
     rng = random.Random(1)
     queries = [[rng.uniform(-0.5, 0.5) for _ in range(dimension)] for _ in range(searches)]
     results: dict[str, float] = {}
-    print(f"\nSearch: {searches:,} queries, k=10, 50 agents (p50 / p99 in ms)")
-    await search_latencies(engine, queries[:100])  # warm the cache
-    off, on = await search_latencies(engine, queries)
+    print(f"\nSearch: {searches:,} queries, k=10, {agents} agents (p50 / p99 in ms)")
+    await search_latencies(engine, queries[:100], agents)  # warm the cache
+    off, on = await search_latencies(engine, queries, agents)
     await engine.ltp.drain(60)
     for label, values in (("LTP off", off), ("LTP on", on)):
         print(
@@ -263,7 +265,7 @@ async def main(args: argparse.Namespace) -> None:
         conn = await asyncpg.connect(url)
         try:
             started = time.perf_counter()
-            await load(conn, args.rows, args.vectors, settings.embedding.dimension)
+            await load(conn, args.rows, args.vectors, settings.embedding.dimension, args.agents)
             elapsed = time.perf_counter() - started
             print(f"loaded {args.rows:,} rows ({args.vectors:,} vectors) in {elapsed:.1f} s")
             started = time.perf_counter()
@@ -272,7 +274,7 @@ async def main(args: argparse.Namespace) -> None:
             print(f"built the HNSW index over {args.vectors:,} vectors in {elapsed:.1f} s")
             if not args.skip_sweep:
                 await sweep_bench(engine, conn, args.rows)
-            await retrieval_bench(engine, conn, args.searches)
+            await retrieval_bench(engine, conn, args.searches, args.agents)
         finally:
             await conn.close()
 
@@ -282,6 +284,9 @@ if __name__ == "__main__":
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--vectors", type=int, default=100_000)
     parser.add_argument("--searches", type=int, default=2000)
+    parser.add_argument(
+        "--agents", type=int, default=10, help="memories spread over this many agents"
+    )
     parser.add_argument("--skip-sweep", action="store_true")
     parser.add_argument("--data-dir", default=".ethos/bench-pgdata")
     asyncio.run(main(parser.parse_args()))

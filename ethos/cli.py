@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 from collections.abc import Awaitable, Callable
 from datetime import datetime
@@ -14,11 +15,13 @@ from typing import Any
 import asyncpg
 
 from ethos import db, logs
+from ethos.daemon import Daemon
 from ethos.engine import Engine
 from ethos.errors import EthosError, InputError
 from ethos.inputs import parse_time
 from ethos.schema import MEMORY_TABLES, table_spec
 from ethos.settings import Settings, load_settings
+from ethos.signals import on_stop
 
 Command = Callable[[argparse.Namespace, Settings], Awaitable[int]]
 TABLE_CHOICES = [s.name for s in MEMORY_TABLES] + [s.alias for s in MEMORY_TABLES]
@@ -181,6 +184,58 @@ def _ltp_exit(dropped: int) -> int:
     return 0
 
 
+async def cmd_daemon(args: argparse.Namespace, settings: Settings) -> int:
+    daemon = Daemon(settings)
+    stop = asyncio.Event()
+    with on_stop(stop.set):
+        task = asyncio.create_task(daemon.run(stop))
+        stopping = asyncio.create_task(stop.wait())
+        await asyncio.wait({task, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        if not task.done():
+            timeout = settings.consolidation.shutdown_timeout_seconds
+            try:
+                await asyncio.wait_for(asyncio.shield(task), timeout)
+            except TimeoutError:
+                print(f"ethos: error: daemon did not stop within {timeout}s", file=sys.stderr)
+                os._exit(1)
+        stopping.cancel()
+        task.result()
+    return 0
+
+
+async def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
+    c = settings.consolidation
+    async with Engine(settings) as engine:
+        status = await engine.status(3 * max(c.heartbeat_seconds, c.standby_poll_seconds))
+    emit(args, status, _status_text(status))
+    return 0
+
+
+def _status_text(status: dict[str, Any]) -> str:
+    lines = [f"daemons: {len(status['daemons'])}"]
+    for d in status["daemons"]:
+        lock = ", holds the sweep lock" if d["holds_sweep_lock"] else ""
+        due = (
+            f", next sweep due {d['next_sweep_due']:%Y-%m-%d %H:%M:%S%z}"
+            if d["next_sweep_due"]
+            else ""
+        )
+        lines.append(
+            f"  {d['id']} ({d['role']}{lock}), heartbeat {d['heartbeat_at']:%H:%M:%S%z}{due},"
+            f" LTP backlog {d['ltp_backlog']}, dropped {d['ltp_dropped']}"
+        )
+    last = status["last_sweep"]
+    if last:
+        lines.append(
+            f"last sweep: #{last['id']} {last['status']} ({last['trigger']}) started"
+            f" {last['started_at']:%Y-%m-%d %H:%M:%S%z}, {last['duration_ms'] or 0:.0f} ms,"
+            f" {last['scanned']} scanned, {last['updated']} updated, {last['pruned']} pruned"
+        )
+    else:
+        lines.append("last sweep: none yet")
+    return "\n".join(lines)
+
+
 # --- parser ---------------------------------------------------------------------------
 
 
@@ -230,6 +285,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("table", type=_table)
     p.add_argument("id")
     p.add_argument("--now", type=_time("now"))
+    p.add_argument("--json", action="store_true")
+
+    command("daemon", cmd_daemon, "run the consolidation daemon until SIGTERM or SIGINT")
+    p = command("status", cmd_status, "daemons, the sweep lock, the last and next sweep, LTP")
     p.add_argument("--json", action="store_true")
 
     p = command("search", cmd_search, "nearest live vectors of an agent, ranked by score")

@@ -8,6 +8,7 @@ async with Engine(load_settings()) as engine:
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
@@ -81,8 +82,12 @@ class Engine:
         agent: str | None = None,
         dry_run: bool = False,
         trigger: str = "manual",
+        daemon_id: str | None = None,
+        stop: asyncio.Event | None = None,
         progress: Progress | None = None,
     ) -> SweepReport:
+        """Decay and prune at `now` (the database's clock by default). A set `stop`
+        ends the sweep at the next batch boundary."""
         specs = _specs(tables)
         return await run_sweep(
             self.store,
@@ -92,6 +97,8 @@ class Engine:
             agent=agent,
             dry_run=dry_run,
             trigger=trigger,
+            daemon_id=daemon_id,
+            stop=stop,
             progress=progress,
         )
 
@@ -138,6 +145,13 @@ class Engine:
         spec = table if isinstance(table, TableSpec) else table_spec(table)
         parsed = [parse_id(i) for i in ids]
         await self.ltp.record(spec, parsed, aware(now, "now") if now else datetime.now(UTC))
+
+    async def status(self, alive_seconds: float) -> dict[str, Any]:
+        """Daemons with a heartbeat in the last alive_seconds, who holds the sweep lock,
+        the last sweep; and this engine's own LTP counters."""
+        status = await self.store.status(alive_seconds)
+        status["ltp"] = {"backlog": self.ltp.backlog, **self.ltp.stats.as_dict()}
+        return status
 
     async def now(self) -> datetime:
         """The database's clock."""

@@ -117,8 +117,8 @@ DATABASE_NOW = "SELECT now()"
 SWEEP_SESSION = "SET synchronous_commit = off; SET plan_cache_mode = force_generic_plan"
 
 START_SWEEP_RUN = """
-INSERT INTO sweep_runs (trigger, status, swept_at, agent_id)
-VALUES ($1, 'running', $2, $3)
+INSERT INTO sweep_runs (trigger, status, swept_at, agent_id, daemon_id)
+VALUES ($1, 'running', $2, $3, $4)
 RETURNING id
 """
 
@@ -219,3 +219,59 @@ def search_server_settings(candidates: int) -> dict[str, str]:
     """pgvector settings for every pooled connection: enough candidates for the re-rank,
     and iterative scans (pgvector >= 0.8) so an agent filter still fills them."""
     return {"hnsw.ef_search": str(max(40, candidates)), "hnsw.iterative_scan": "relaxed_order"}
+
+
+# --- the daemon ---------------------------------------------------------------------
+
+# One sweeper at a time, across processes and hosts: a session-level advisory lock,
+# released by PostgreSQL when its connection ends (kill -9 included).
+SWEEP_LOCK_KEY = 0x45_54_48_4F_01
+TRY_SWEEP_LOCK = "SELECT pg_try_advisory_lock($1)"
+PING = "SELECT 1"
+
+# Idle: no retrieval recorded (by any process) for $1 seconds.
+IS_IDLE = """
+SELECT coalesce(max(last_retrieval_at) < now() - make_interval(secs => $1), true)
+FROM retrieval_activity
+"""
+
+# When the next sweep is due: an interval after the last one that did not fail.
+LAST_SWEEP_FINISHED = """
+SELECT max(coalesce(finished_at, started_at)) FROM sweep_runs WHERE status <> 'failed'
+"""
+
+DAEMON_HEARTBEAT = """
+INSERT INTO daemons (id, host, pid, role, lock_backend_pid, next_sweep_due,
+                     ltp_backlog, ltp_dropped)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+ON CONFLICT (id) DO UPDATE
+SET heartbeat_at = now(), role = excluded.role, lock_backend_pid = excluded.lock_backend_pid,
+    next_sweep_due = excluded.next_sweep_due, ltp_backlog = excluded.ltp_backlog,
+    ltp_dropped = excluded.ltp_dropped
+"""
+
+DAEMON_STOPPED = "UPDATE daemons SET stopped_at = now(), role = 'standby' WHERE id = $1"
+
+# --- status -------------------------------------------------------------------------
+
+# Daemons whose heartbeat is recent ($1 seconds), and whether each holds the sweep lock
+# now (seen in pg_locks, so a dead holder is never reported).
+STATUS_DAEMONS = """
+SELECT d.id, d.host, d.pid, d.role, d.started_at, d.heartbeat_at, d.next_sweep_due,
+       d.ltp_backlog, d.ltp_dropped,
+       EXISTS (
+           SELECT 1 FROM pg_locks AS l
+           WHERE l.locktype = 'advisory' AND l.granted AND l.pid = d.lock_backend_pid
+             AND ((l.classid::bigint << 32) | l.objid::bigint) = $2
+       ) AS holds_sweep_lock
+FROM daemons AS d
+WHERE d.stopped_at IS NULL AND d.heartbeat_at > now() - make_interval(secs => $1)
+ORDER BY d.started_at
+"""
+
+STATUS_LAST_SWEEP = """
+SELECT id, trigger, status, started_at, finished_at, swept_at, scanned, updated, pruned,
+       tables, daemon_id,
+       round(extract(epoch FROM finished_at - started_at) * 1000) AS duration_ms
+FROM sweep_runs ORDER BY started_at DESC LIMIT 1
+"""

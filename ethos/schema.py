@@ -112,6 +112,24 @@ def build_metadata(dimension: int) -> MetaData:
         Column("pruned", BigInteger, nullable=False, server_default=text("0")),
         Column("tables", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
         Column("error", Text),
+        Column("daemon_id", Text),
+    )
+    Table(
+        "daemons",
+        metadata,
+        Column("id", Text, primary_key=True),
+        Column("host", Text, nullable=False),
+        Column("pid", Integer, nullable=False),
+        Column("started_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),
+        Column(
+            "heartbeat_at", DateTime(timezone=True), nullable=False, server_default=text("now()")
+        ),
+        Column("stopped_at", DateTime(timezone=True)),
+        Column("role", Text, nullable=False),
+        Column("lock_backend_pid", Integer),
+        Column("next_sweep_due", DateTime(timezone=True)),
+        Column("ltp_backlog", BigInteger, nullable=False, server_default=text("0")),
+        Column("ltp_dropped", BigInteger, nullable=False, server_default=text("0")),
     )
     Table(
         "retrieval_activity",

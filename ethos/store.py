@@ -227,8 +227,12 @@ class Store:
                 queries.REINDEX_VECTOR_INDEX if rebuild else queries.BUILD_VECTOR_INDEX
             )
 
-    async def start_sweep_run(self, trigger: str, now: datetime, agent: str | None) -> int:
-        run_id: int = await self.pool.fetchval(queries.START_SWEEP_RUN, trigger, now, agent)
+    async def start_sweep_run(
+        self, trigger: str, now: datetime, agent: str | None, daemon_id: str | None
+    ) -> int:
+        run_id: int = await self.pool.fetchval(
+            queries.START_SWEEP_RUN, trigger, now, agent, daemon_id
+        )
         return run_id
 
     async def finish_sweep_run(
@@ -243,3 +247,61 @@ class Store:
         await self.pool.execute(
             queries.FINISH_SWEEP_RUN, run_id, status, *totals, json.dumps(tables), error
         )
+
+    # --- the daemon -------------------------------------------------------------------
+
+    @staticmethod
+    async def try_sweep_lock(conn: asyncpg.Connection) -> bool:
+        """Take the sweep lock on conn (a dedicated connection: the lock lives as long
+        as its session)."""
+        held: bool = await conn.fetchval(queries.TRY_SWEEP_LOCK, queries.SWEEP_LOCK_KEY)
+        return held
+
+    @staticmethod
+    async def ping(conn: asyncpg.Connection) -> None:
+        await conn.fetchval(queries.PING)
+
+    async def is_idle(self, idle_seconds: float) -> bool:
+        idle: bool = await self.pool.fetchval(queries.IS_IDLE, idle_seconds)
+        return idle
+
+    async def last_sweep_finished(self) -> datetime | None:
+        value: datetime | None = await self.pool.fetchval(queries.LAST_SWEEP_FINISHED)
+        return value
+
+    async def heartbeat(
+        self,
+        daemon_id: str,
+        *,
+        host: str,
+        pid: int,
+        role: str,
+        lock_backend_pid: int | None,
+        next_sweep_due: datetime | None,
+        ltp_backlog: int,
+        ltp_dropped: int,
+    ) -> None:
+        await self.pool.execute(
+            queries.DAEMON_HEARTBEAT,
+            daemon_id,
+            host,
+            pid,
+            role,
+            lock_backend_pid,
+            next_sweep_due,
+            ltp_backlog,
+            ltp_dropped,
+        )
+
+    async def daemon_stopped(self, daemon_id: str) -> None:
+        await self.pool.execute(queries.DAEMON_STOPPED, daemon_id)
+
+    async def status(self, alive_seconds: float) -> dict[str, Any]:
+        daemons = await self.pool.fetch(
+            queries.STATUS_DAEMONS, alive_seconds, queries.SWEEP_LOCK_KEY
+        )
+        last = await self.pool.fetchrow(queries.STATUS_LAST_SWEEP)
+        return {
+            "daemons": [dict(row) for row in daemons],
+            "last_sweep": dict(last) if last else None,
+        }

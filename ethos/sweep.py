@@ -81,6 +81,7 @@ async def run_sweep(
     agent: str | None = None,
     dry_run: bool = False,
     trigger: str = "manual",
+    daemon_id: str | None = None,
     stop: asyncio.Event | None = None,
     progress: Progress | None = None,
 ) -> SweepReport:
@@ -92,7 +93,7 @@ async def run_sweep(
     now = now or await store.now()
     report = SweepReport(now=now, dry_run=dry_run)
     started = time.monotonic()
-    run_id = None if dry_run else await store.start_sweep_run(trigger, now, agent)
+    run_id = None if dry_run else await store.start_sweep_run(trigger, now, agent, daemon_id)
     report.run_id = run_id
     error: str | None = None
     try:

@@ -1,0 +1,40 @@
+"""Signal handling, installed at the edge (the CLI) only; tests run the loop without it."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+import structlog
+
+log = structlog.get_logger("ethos.signals")
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+@contextmanager
+def on_stop(callback: Callable[[], None]) -> Iterator[None]:
+    """The first SIGTERM or SIGINT calls `callback` (a graceful stop); a second one
+    exits at once. The previous handlers are restored on exit."""
+    loop = asyncio.get_running_loop()
+    received: list[int] = []
+
+    def handle(signum: int) -> None:
+        received.append(signum)
+        name = signal.Signals(signum).name
+        if len(received) > 1:
+            log.warning("stop_forced", signal=name)
+            os._exit(128 + signum)
+        log.info("stop_requested", signal=name)
+        callback()
+
+    for sig in STOP_SIGNALS:
+        loop.add_signal_handler(sig, handle, sig)
+    try:
+        yield
+    finally:
+        for sig in STOP_SIGNALS:
+            loop.remove_signal_handler(sig)

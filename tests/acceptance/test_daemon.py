@@ -1,0 +1,217 @@
+"""The daemon as a real process against the real embedded PostgreSQL."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import asyncpg
+import pytest
+
+from ethos import db
+from ethos.engine import Engine
+from ethos.settings import DatabaseSettings, LtpSettings, Settings
+
+FAST = {
+    "ETHOS_CONSOLIDATION__INTERVAL_SECONDS": "1",
+    "ETHOS_CONSOLIDATION__JITTER": "0.05",
+    "ETHOS_CONSOLIDATION__IDLE_SECONDS": "0",
+    "ETHOS_CONSOLIDATION__HEARTBEAT_SECONDS": "0.2",
+    "ETHOS_CONSOLIDATION__STANDBY_POLL_SECONDS": "0.3",
+    "ETHOS_CONSOLIDATION__RETRY_MAX_SECONDS": "1",
+    "ETHOS_LOGGING__FORMAT": "json",
+}
+
+
+class DaemonProcess:
+    def __init__(self, url: str, log_dir: Path, name: str, **env: str) -> None:
+        self.log_path = log_dir / f"{name}.log"
+        self._log = self.log_path.open("w")
+        self.process = subprocess.Popen(
+            [str(Path(sys.executable).parent / "ethos"), "daemon"],
+            env={**os.environ, **FAST, "ETHOS_DATABASE__URL": url, **env},
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+        )
+
+    def log(self) -> str:
+        return self.log_path.read_text()
+
+    def stop(self, sig: int = signal.SIGTERM, wait_seconds: float = 15) -> tuple[int, float]:
+        started = time.monotonic()
+        self.process.send_signal(sig)
+        code = self.process.wait(wait_seconds)
+        self._log.close()
+        return code, time.monotonic() - started
+
+    def kill(self) -> None:
+        """SIGKILL: no goodbye."""
+        self.process.kill()
+        self.process.wait()
+        self._log.close()
+
+
+@pytest.fixture
+def daemons(tmp_path: Path) -> Iterator[list[DaemonProcess]]:
+    started: list[DaemonProcess] = []
+    yield started
+    for daemon in started:
+        if daemon.process.poll() is None:
+            daemon.kill()
+
+
+async def wait_for(
+    conn: asyncpg.Connection, query: str, *args: object, within: float = 15
+) -> object:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        value = await conn.fetchval(query, *args)
+        if value:
+            return value
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"timed out waiting for: {query}")
+
+
+async def test_daemon_sweeps_every_interval(
+    database_url: str, conn: asyncpg.Connection, daemons: list[DaemonProcess], tmp_path: Path
+) -> None:
+    daemons.append(DaemonProcess(database_url, tmp_path, "d1"))
+    await wait_for(
+        conn,
+        "SELECT count(*) >= 3 FROM sweep_runs WHERE trigger = 'daemon' AND status = 'completed'",
+    )
+    code, seconds = daemons[0].stop()
+    assert code == 0 and seconds < 10
+    assert '"decay_sweep_complete"' in daemons[0].log()
+    assert await conn.fetchval("SELECT count(*) FROM daemons WHERE stopped_at IS NOT NULL") == 1
+
+
+async def test_one_sweeper_at_a_time_and_takeover_after_kill_9(
+    database_url: str, conn: asyncpg.Connection, daemons: list[DaemonProcess], tmp_path: Path
+) -> None:
+    daemons += [DaemonProcess(database_url, tmp_path, f"d{i}") for i in (1, 2)]
+    await wait_for(conn, "SELECT count(*) >= 4 FROM sweep_runs WHERE trigger = 'daemon'")
+    sweepers = await conn.fetch("SELECT DISTINCT daemon_id FROM sweep_runs")
+    assert len(sweepers) == 1
+    leader_id = sweepers[0]["daemon_id"]
+    leader = next(d for d in daemons if f":{d.process.pid}:" in leader_id)
+    standby = next(d for d in daemons if d is not leader)
+    killed_at = datetime.now(UTC)
+    leader.kill()  # the lock goes with its connection
+    took_over = await wait_for(
+        conn,
+        "SELECT min(started_at) FROM sweep_runs WHERE daemon_id <> $1 AND started_at > $2",
+        leader_id,
+        killed_at,
+        within=10,
+    )
+    # within one standby poll plus one interval (and some slack for a busy machine)
+    assert (took_over - killed_at).total_seconds() < 4  # type: ignore[operator]
+    assert len(await conn.fetch("SELECT DISTINCT daemon_id FROM sweep_runs")) == 2
+    code, _ = standby.stop()
+    assert code == 0
+
+
+async def test_sigterm_during_a_long_sweep_exits_cleanly_with_whole_batches(
+    database_url: str, conn: asyncpg.Connection, daemons: list[DaemonProcess], tmp_path: Path
+) -> None:
+    await conn.execute(
+        """INSERT INTO episodic_traces (agent_id, content, salience, strength)
+           SELECT 'a', 'm' || g, 0, 0.9 FROM generate_series(1, 200000) g"""
+    )
+    daemons.append(
+        DaemonProcess(
+            database_url,
+            tmp_path,
+            "d1",
+            ETHOS_CONSOLIDATION__INTERVAL_SECONDS="3600",
+            ETHOS_DECAY__BATCH_SIZE="100",
+        )
+    )
+    await wait_for(conn, "SELECT count(*) FROM episodic_traces WHERE salience > 0", within=20)
+    code, seconds = daemons[0].stop()
+    assert code == 0 and seconds < 10
+    run = await conn.fetchrow("SELECT * FROM sweep_runs WHERE trigger = 'daemon'")
+    assert run["status"] == "interrupted"
+    refreshed = await conn.fetchval("SELECT count(*) FROM episodic_traces WHERE salience > 0")
+    assert 0 < refreshed < 200_000
+    assert refreshed == run["updated"]  # the audit row counts exactly the committed batches
+    assert refreshed % 100 == 0  # and they were whole
+
+
+async def test_daemon_outlives_a_database_outage(
+    tmp_path: Path, daemons: list[DaemonProcess]
+) -> None:
+    data_dir = tmp_path / "pg"
+    url = db.embedded_uri(data_dir, "postgres")
+    await asyncio.to_thread(db.migrate, Settings(), url)
+    try:
+        daemons.append(DaemonProcess(url, tmp_path, "d1"))
+        conn = await asyncpg.connect(url)
+        await wait_for(conn, "SELECT count(*) >= 1 FROM sweep_runs WHERE status = 'completed'")
+        await conn.close()
+        db.stop_embedded(data_dir)
+        await asyncio.sleep(10)
+        assert daemons[0].process.poll() is None
+        db.embedded_uri(data_dir)
+        restarted = datetime.now(UTC)
+        conn = await asyncpg.connect(url)
+        await wait_for(
+            conn,
+            "SELECT count(*) FROM sweep_runs WHERE status = 'completed' AND started_at > $1",
+            restarted,
+            within=10,
+        )
+        await conn.close()
+        code, _ = daemons[0].stop()
+        assert code == 0
+        warnings = daemons[0].log().count('"daemon_database_unavailable"')
+        assert 1 <= warnings <= 20  # backoff: no flood
+    finally:
+        db.stop_embedded(data_dir)
+
+
+async def test_a_busy_system_still_sweeps_within_max_defer(
+    database_url: str, conn: asyncpg.Connection, daemons: list[DaemonProcess], tmp_path: Path
+) -> None:
+    memory = await conn.fetchval(
+        "INSERT INTO episodic_traces (agent_id, content) VALUES ('a', 'x') RETURNING id"
+    )
+    settings = Settings(
+        database=DatabaseSettings(url=database_url), ltp=LtpSettings(flush_interval_seconds=0.05)
+    )
+    async with Engine(settings) as engine:
+        await engine.record_retrieval("episode", [memory])
+        await engine.ltp.drain(5)
+        daemons.append(
+            DaemonProcess(
+                database_url,
+                tmp_path,
+                "d1",
+                ETHOS_CONSOLIDATION__IDLE_SECONDS="30",
+                ETHOS_CONSOLIDATION__MAX_DEFER_SECONDS="2",
+            )
+        )
+        deadline = time.monotonic() + 9
+        while time.monotonic() < deadline:  # never idle: a retrieval every 0.2 s
+            await engine.record_retrieval("episode", [memory])
+            await asyncio.sleep(0.2)
+    code, _ = daemons[0].stop()
+    assert code == 0
+    starts = [
+        r["started_at"] for r in await conn.fetch("SELECT started_at FROM sweep_runs ORDER BY 1")
+    ]
+    assert len(starts) >= 2
+    gaps = [(b - a).total_seconds() for a, b in itertools.pairwise(starts)]
+    # due every ~1 s, deferred while busy, but never more than max_defer (2 s) past due
+    assert max(gaps) < 1.05 + 2 + 0.6
+    assert min(gaps) > 2  # and it did defer: the system was never idle
+    assert '"decay_sweep_deferred"' in daemons[0].log()
