@@ -9,16 +9,21 @@ import json
 import os
 import sys
 from collections.abc import Awaitable, Callable
+from dataclasses import asdict
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import asyncpg
 
 from ethos import db, logs
+from ethos.curve import curve_table, plot
 from ethos.daemon import Daemon
+from ethos.demo import run_demo
 from ethos.engine import Engine
 from ethos.errors import EthosError, InputError
-from ethos.inputs import parse_time
+from ethos.inputs import parse_id, parse_time
+from ethos.recovery import REASONS, Selector
 from ethos.schema import MEMORY_TABLES, table_spec
 from ethos.settings import Settings, load_settings
 from ethos.signals import on_stop
@@ -236,6 +241,121 @@ def _status_text(status: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+async def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
+    async with Engine(settings) as engine:
+        stats = await engine.stats(args.agent)
+    emit(args, stats, _stats_text(stats))
+    return 0
+
+
+def _table_text(title: str, rows: list[dict[str, Any]], columns: list[str]) -> list[str]:
+    """A plain aligned table."""
+    if not rows:
+        return [f"{title}: none"]
+    cells = [[_cell(row[c]) for c in columns] for row in rows]
+    widths = [max(len(c), *(len(r[i]) for r in cells)) for i, c in enumerate(columns)]
+    line = "  ".join
+    return [
+        f"{title}:",
+        "  " + line(c.ljust(w) for c, w in zip(columns, widths, strict=True)),
+        *("  " + line(v.ljust(w) for v, w in zip(r, widths, strict=True)) for r in cells),
+    ]
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.4f}" if value < 10 else f"{value:,.0f}"
+    if isinstance(value, datetime):
+        return f"{value:%Y-%m-%d %H:%M:%S}"
+    text = str(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _stats_text(stats: dict[str, list[dict[str, Any]]]) -> str:
+    sections = [
+        ("memories", stats["counts"], ["table_name", "live", "pruned", "pinned"]),
+        (
+            "average salience by age (live)",
+            stats["salience_by_age"],
+            ["table_name", "age_bucket", "avg_salience", "count"],
+        ),
+        ("at risk (near the prune threshold)", stats["at_risk"], ["table_name", "count"]),
+        (
+            "most retrieved",
+            stats["most_retrieved"],
+            ["table_name", "content", "retrieval_count", "salience"],
+        ),
+        (
+            "recent sweeps",
+            stats["recent_sweeps"],
+            [
+                "id",
+                "trigger",
+                "status",
+                "started_at",
+                "scanned",
+                "updated",
+                "pruned",
+                "rows_per_second",
+            ],
+        ),
+        ("LTP in daemons", stats["ltp"], ["daemon_id", "role", "ltp_backlog", "ltp_dropped"]),
+    ]
+    return "\n".join(line for s in sections for line in [*_table_text(*s), ""]).rstrip()
+
+
+async def cmd_recover(args: argparse.Namespace, settings: Settings) -> int:
+    selector = Selector(
+        ids=tuple(parse_id(i) for i in args.id or ()),
+        agent=args.agent,
+        since=args.since,
+        until=args.until,
+        reason=args.reason,
+    )
+    async with Engine(settings) as engine:
+        report = await engine.recover(
+            args.table,
+            selector,
+            now=args.now,
+            dry_run=args.dry_run,
+            command=" ".join(["ethos", *sys.argv[1:]]),
+        )
+    verb = "would recover" if args.dry_run else "recovered"
+    lines = [f"{verb} {len(report.rows)} {report.table} rows (strength {report.strength})"]
+    lines += [f"  {r['id']}  {r['prune_reason']:<8} {r['content']}" for r in report.rows[:20]]
+    if len(report.rows) > 20:
+        lines.append(f"  ... and {len(report.rows) - 20} more (--json lists them all)")
+    emit(args, report.as_dict(), "\n".join(lines))
+    return 0
+
+
+async def cmd_curve(args: argparse.Namespace, settings: Settings) -> int:
+    params = settings.decay_params
+    table = curve_table(params)
+    if args.plot:
+        plot(params, Path(args.plot))
+    lines = [
+        f"τ and time to prune for a plain memory (strength 1, threshold {params.prune_threshold})",
+        f"{'retrievals':>10} {'tau days':>10} {'half-life':>10} {'pruned after (E=0)':>19}"
+        f" {'(E=1)':>8}",
+    ]
+    lines += [
+        f"{r['retrievals']:>10} {r['tau_days']:>10.1f} {r['half_life_days']:>10.1f}"
+        f" {r['days_until_pruned_emotion_0']:>17.1f} d {r['days_until_pruned_emotion_1']:>6.1f} d"
+        for r in table
+    ]
+    if args.plot:
+        lines.append(f"plot written to {args.plot}")
+    emit(args, {"settings": asdict(params), "curve": table, "plot": args.plot}, "\n".join(lines))
+    return 0
+
+
+async def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
+    async with Engine(settings) as engine:
+        await run_demo(engine)
+    return 0
+
+
 # --- parser ---------------------------------------------------------------------------
 
 
@@ -290,6 +410,27 @@ def build_parser() -> argparse.ArgumentParser:
     command("daemon", cmd_daemon, "run the consolidation daemon until SIGTERM or SIGINT")
     p = command("status", cmd_status, "daemons, the sweep lock, the last and next sweep, LTP")
     p.add_argument("--json", action="store_true")
+
+    p = command("stats", cmd_stats, "what the monitoring views say, as readable tables")
+    p.add_argument("--agent")
+    p.add_argument("--json", action="store_true")
+
+    p = command("recover", cmd_recover, "bring pruned memories back with a fresh start")
+    p.add_argument("table", type=_table)
+    p.add_argument("--id", action="append", help="repeatable")
+    p.add_argument("--agent")
+    p.add_argument("--since", type=_time("since"), help="pruned at or after")
+    p.add_argument("--until", type=_time("until"), help="pruned before")
+    p.add_argument("--reason", choices=REASONS)
+    p.add_argument("--now", type=_time("now"))
+    p.add_argument("--dry-run", action="store_true")
+    p.add_argument("--json", action="store_true")
+
+    p = command("curve", cmd_curve, "time to prune by retrievals and emotion, under these settings")
+    p.add_argument("--plot", metavar="FILE.png")
+    p.add_argument("--json", action="store_true")
+
+    command("demo", cmd_demo, "sample memories of two agents through 28 simulated days")
 
     p = command("search", cmd_search, "nearest live vectors of an agent, ranked by score")
     p.add_argument("--agent", required=True)

@@ -21,6 +21,7 @@ from ethos import db, queries
 from ethos.explain import explain
 from ethos.inputs import MemoryInput, aware, parse_id
 from ethos.ltp import LtpBuffer
+from ethos.recovery import RecoveryReport, Selector, recover
 from ethos.retrieval import Hit, search
 from ethos.schema import MEMORY_TABLES, TableSpec, table_spec
 from ethos.settings import Settings, load_settings
@@ -145,6 +146,32 @@ class Engine:
         spec = table if isinstance(table, TableSpec) else table_spec(table)
         parsed = [parse_id(i) for i in ids]
         await self.ltp.record(spec, parsed, aware(now, "now") if now else datetime.now(UTC))
+
+    async def stats(self, agent: str | None = None) -> dict[str, list[dict[str, Any]]]:
+        """What the monitoring views say, for one agent or all."""
+        return await self.store.stats(agent)
+
+    async def recover(
+        self,
+        table: str | TableSpec,
+        selector: Selector,
+        *,
+        now: datetime | None = None,
+        dry_run: bool = False,
+        command: str = "api",
+    ) -> RecoveryReport:
+        """Bring pruned memories back with a fresh start (recovery.salience, anchored
+        at now); dry_run lists them and changes nothing."""
+        spec = table if isinstance(table, TableSpec) else table_spec(table)
+        return await recover(
+            self.store,
+            self.settings,
+            spec,
+            selector,
+            now=aware(now, "now") if now else await self.store.now(),
+            dry_run=dry_run,
+            command=command,
+        )
 
     async def status(self, alive_seconds: float) -> dict[str, Any]:
         """Daemons with a heartbeat in the last alive_seconds, who holds the sweep lock,

@@ -275,3 +275,118 @@ SELECT id, trigger, status, started_at, finished_at, swept_at, scanned, updated,
        round(extract(epoch FROM finished_at - started_at) * 1000) AS duration_ms
 FROM sweep_runs ORDER BY started_at DESC LIMIT 1
 """
+
+
+# --- monitoring ---------------------------------------------------------------------
+
+# The settings a sweep runs with, for the views that compare against the threshold.
+RECORD_DECAY_SETTINGS = """
+INSERT INTO decay_settings (id, prune_threshold, at_risk_margin, base_tau_days, ltp_multiplier,
+                            max_tau_days, frequency_weight, emotional_weight)
+VALUES (true, $1, $2, $3, $4, $5, $6, $7)
+ON CONFLICT (id) DO UPDATE
+SET prune_threshold = excluded.prune_threshold, at_risk_margin = excluded.at_risk_margin,
+    base_tau_days = excluded.base_tau_days, ltp_multiplier = excluded.ltp_multiplier,
+    max_tau_days = excluded.max_tau_days, frequency_weight = excluded.frequency_weight,
+    emotional_weight = excluded.emotional_weight, updated_at = now()
+"""
+
+# $1: one agent, or NULL for all.
+STATS_COUNTS = """
+SELECT table_name, sum(live)::bigint AS live, sum(pruned)::bigint AS pruned,
+       sum(pinned)::bigint AS pinned
+FROM ethos_agent_counts
+WHERE $1::text IS NULL OR agent_id = $1
+GROUP BY table_name ORDER BY table_name
+"""
+
+STATS_BY_AGE = """
+SELECT table_name, age_bucket, avg(salience) AS avg_salience, count(*) AS count
+FROM ethos_memories
+WHERE NOT pruned AND ($1::text IS NULL OR agent_id = $1)
+GROUP BY table_name, age_bucket ORDER BY table_name, min(created_at) DESC
+"""
+
+STATS_AT_RISK = """
+SELECT table_name, count(*) AS count FROM ethos_at_risk
+WHERE $1::text IS NULL OR agent_id = $1
+GROUP BY table_name ORDER BY table_name
+"""
+
+STATS_MOST_RETRIEVED = """
+SELECT table_name, id, agent_id, content, retrieval_count, salience
+FROM ethos_most_retrieved WHERE $1::text IS NULL OR agent_id = $1 LIMIT 5
+"""
+
+STATS_SWEEPS = """
+SELECT id, trigger, status, started_at, duration_ms, scanned, updated, pruned, rows_per_second
+FROM ethos_sweep_history LIMIT 5
+"""
+
+STATS_LTP = "SELECT daemon_id, role, ltp_backlog, ltp_dropped FROM ethos_ltp"
+
+PRUNED_AT = """
+SELECT table_name, id, content FROM ethos_memories
+WHERE agent_id = $1 AND pruned AND pruned_at = $2
+ORDER BY table_name, id
+"""
+
+# --- recovery -----------------------------------------------------------------------
+
+# Pruned rows matching a selector; each selector part is NULL when not given.
+# $1 ids, $2 agent, $3 pruned since, $4 pruned until, $5 reason, $6 after id.
+RECOVERY_FILTER = """
+    pruned
+    AND ($1::uuid[] IS NULL OR id = ANY($1))
+    AND ($2::text IS NULL OR agent_id = $2)
+    AND ($3::timestamptz IS NULL OR pruned_at >= $3)
+    AND ($4::timestamptz IS NULL OR pruned_at < $4)
+    AND ($5::text IS NULL OR prune_reason = $5)
+    AND id > $6
+"""
+
+
+def build_recovery_candidates_query(spec: TableSpec, batch_size: int) -> str:
+    return f"""
+    SELECT id, agent_id, left(content, 80) AS content, pruned_at, prune_reason
+    FROM {spec.name}
+    WHERE {RECOVERY_FILTER}
+    ORDER BY id LIMIT {int(batch_size)}
+    """
+
+
+def build_recover_batch_query(spec: TableSpec, batch_size: int) -> str:
+    """Bring a batch back with a fresh start: strength $7 anchored at $8 (now); content,
+    embedding, retrieval count and history stay. An expired vector loses its expiry,
+    or the next sweep would prune it again at once."""
+    fact = "confidence_strength = $7, confidence = $7," if spec.has_confidence else ""
+    expiry = (
+        "expires_at = CASE WHEN m.expires_at <= $8 THEN NULL ELSE m.expires_at END,"
+        if spec.has_expiry
+        else ""
+    )
+    return f"""
+    WITH batch AS (
+        SELECT id FROM {spec.name}
+        WHERE {RECOVERY_FILTER}
+        ORDER BY id LIMIT {int(batch_size)}
+        FOR UPDATE
+    )
+    UPDATE {spec.name} AS m
+    SET pruned = false, pruned_at = NULL, prune_reason = NULL, {fact} {expiry}
+        strength = $7, salience = $7, anchor_at = $8
+    FROM batch
+    WHERE m.id = batch.id
+    RETURNING m.id
+    """
+
+
+def build_id_states_query(spec: TableSpec) -> str:
+    return f"SELECT id, pruned FROM {spec.name} WHERE id = ANY($1::uuid[])"
+
+
+RECORD_RECOVERY = """
+INSERT INTO recoveries (recovered_as_of, table_name, selector, command, recovered, strength)
+VALUES ($1, $2, $3::jsonb, $4, $5, $6)
+RETURNING id
+"""

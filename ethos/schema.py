@@ -137,4 +137,36 @@ def build_metadata(dimension: int) -> MetaData:
         Column("id", Boolean, primary_key=True, server_default=text("true")),
         Column("last_retrieval_at", DateTime(timezone=True), nullable=False),
     )
+    Table(
+        "decay_settings",
+        metadata,
+        Column("id", Boolean, primary_key=True, server_default=text("true")),
+        *(
+            Column(name, Float, nullable=False)
+            for name in (
+                "prune_threshold",
+                "at_risk_margin",
+                "base_tau_days",
+                "ltp_multiplier",
+                "max_tau_days",
+                "frequency_weight",
+                "emotional_weight",
+            )
+        ),
+        Column("updated_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),
+    )
+    Table(
+        "recoveries",
+        metadata,
+        Column("id", BigInteger, primary_key=True),
+        Column(
+            "recovered_at", DateTime(timezone=True), nullable=False, server_default=text("now()")
+        ),
+        Column("recovered_as_of", DateTime(timezone=True), nullable=False),
+        Column("table_name", Text, nullable=False),
+        Column("selector", JSONB, nullable=False),
+        Column("command", Text, nullable=False),
+        Column("recovered", BigInteger, nullable=False),
+        Column("strength", Float, nullable=False),
+    )
     return metadata

@@ -305,3 +305,89 @@ class Store:
             "daemons": [dict(row) for row in daemons],
             "last_sweep": dict(last) if last else None,
         }
+
+    # --- monitoring -------------------------------------------------------------------
+
+    async def record_decay_settings(self, settings: Settings) -> None:
+        d = settings.decay
+        await self.pool.execute(
+            queries.RECORD_DECAY_SETTINGS,
+            d.prune_threshold,
+            settings.monitoring.at_risk_margin,
+            d.base_tau_days,
+            d.ltp_multiplier,
+            d.max_tau_days,
+            d.frequency_weight,
+            d.emotional_weight,
+        )
+
+    async def stats(self, agent: str | None) -> dict[str, list[dict[str, Any]]]:
+        async with self.pool.acquire() as conn:
+            return {
+                "counts": [dict(r) for r in await conn.fetch(queries.STATS_COUNTS, agent)],
+                "salience_by_age": [dict(r) for r in await conn.fetch(queries.STATS_BY_AGE, agent)],
+                "at_risk": [dict(r) for r in await conn.fetch(queries.STATS_AT_RISK, agent)],
+                "most_retrieved": [
+                    dict(r) for r in await conn.fetch(queries.STATS_MOST_RETRIEVED, agent)
+                ],
+                "recent_sweeps": [dict(r) for r in await conn.fetch(queries.STATS_SWEEPS)],
+                "ltp": [dict(r) for r in await conn.fetch(queries.STATS_LTP)],
+            }
+
+    async def pruned_at(self, agent: str, at: datetime) -> list[asyncpg.Record]:
+        """The memories of an agent that a sweep at `at` pruned."""
+        rows: list[asyncpg.Record] = await self.pool.fetch(queries.PRUNED_AT, agent, at)
+        return rows
+
+    # --- recovery ---------------------------------------------------------------------
+
+    async def id_states(self, spec: TableSpec, ids: list[uuid.UUID]) -> dict[uuid.UUID, bool]:
+        """id -> pruned, for the ids that exist."""
+        rows = await self.pool.fetch(queries.build_id_states_query(spec), ids)
+        return {row["id"]: row["pruned"] for row in rows}
+
+    async def recovery_candidates(
+        self, spec: TableSpec, selector: tuple[Any, ...], after: uuid.UUID | None, limit: int
+    ) -> list[asyncpg.Record]:
+        query = queries.build_recovery_candidates_query(spec, limit)
+        rows: list[asyncpg.Record] = await self.pool.fetch(
+            query, *selector, after or uuid.UUID(queries.NIL_ID)
+        )
+        return rows
+
+    async def recover_batch(
+        self,
+        spec: TableSpec,
+        selector: tuple[Any, ...],
+        *,
+        after: uuid.UUID | None,
+        limit: int,
+        strength: float,
+        now: datetime,
+    ) -> list[uuid.UUID]:
+        query = queries.build_recover_batch_query(spec, limit)
+        rows = await self.pool.fetch(
+            query, *selector, after or uuid.UUID(queries.NIL_ID), strength, now
+        )
+        return sorted(row["id"] for row in rows)
+
+    async def record_recovery(
+        self,
+        *,
+        now: datetime,
+        spec: TableSpec,
+        selector: dict[str, Any],
+        command: str,
+        recovered: int,
+        strength: float,
+    ) -> int:
+        recovery_id: int = await self.pool.fetchval(
+            queries.RECORD_RECOVERY,
+            now,
+            spec.name,
+            json.dumps(selector, default=str),
+            command,
+            recovered,
+            strength,
+        )
+        return recovery_id

@@ -93,7 +93,10 @@ async def run_sweep(
     now = now or await store.now()
     report = SweepReport(now=now, dry_run=dry_run)
     started = time.monotonic()
-    run_id = None if dry_run else await store.start_sweep_run(trigger, now, agent, daemon_id)
+    run_id = None
+    if not dry_run:
+        await store.record_decay_settings(settings)
+        run_id = await store.start_sweep_run(trigger, now, agent, daemon_id)
     report.run_id = run_id
     error: str | None = None
     try:

@@ -215,3 +215,48 @@ async def test_record_retrieval_counts_repeats_and_unknown_ids(
     )
     assert count == 2
     assert "bad id" in one_line_error(run_cli("record-retrieval", "fact", "nope", env=env))
+
+
+async def test_operator_commands(database_url: str, tmp_path: Path) -> None:
+    env = {"ETHOS_DATABASE__URL": database_url}
+    memory = json.loads(
+        run_cli(
+            "add", "episode", "--agent", "a", "--content", "old news",
+            "--created-at", "2026-01-01T00:00:00Z", "--json", env=env,
+        ).stdout
+    )["id"]  # fmt: skip
+    run_cli("sweep", "--now", "2026-03-01T00:00:00Z", env=env)
+    stats = run_cli("stats", "--agent", "a", env=env)
+    assert stats.returncode == 0, stats.stderr
+    assert "episodic_traces" in stats.stdout and "recent sweeps" in stats.stdout
+    counts = json.loads(run_cli("stats", "--json", env=env).stdout)["counts"]
+    assert counts == [{"table_name": "episodic_traces", "live": 0, "pruned": 1, "pinned": 0}]
+
+    dry = json.loads(
+        run_cli("recover", "episode", "--reason", "decay", "--dry-run", "--json", env=env).stdout
+    )
+    assert [r["id"] for r in dry["rows"]] == [memory] and dry["recovery_id"] is None
+    done = run_cli("recover", "episode", "--id", memory, "--now", "2026-03-01T00:00:00Z", env=env)
+    assert done.returncode == 0 and "recovered 1 episodic_traces rows" in done.stdout
+    again = run_cli("recover", "episode", "--id", memory, env=env)
+    assert "not pruned" in one_line_error(again)
+    assert "say which rows" in one_line_error(run_cli("recover", "episode", env=env))
+
+    plot = tmp_path / "curve.png"
+    curve = run_cli("curve", "--plot", str(plot), "--json", env=env)
+    assert curve.returncode == 0, curve.stderr
+    assert json.loads(curve.stdout)["curve"][0]["days_until_pruned_emotion_0"] == pytest.approx(
+        20.97, abs=0.01
+    )
+    assert plot.read_bytes()[:4] == b"\x89PNG"
+
+
+async def test_demo_runs(database_url: str) -> None:
+    result = run_cli(
+        "demo", env={"ETHOS_DATABASE__URL": database_url, "ETHOS_LOGGING__LEVEL": "warning"}
+    )
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "pruned 'We had pasta for lunch'" in out
+    assert "recovered 'We had pasta for lunch'" in out and "pruned: False" in out
+    assert result.stderr == ""
