@@ -23,7 +23,7 @@ demo: install  ## a short walk through simulated days on the embedded database
 	$(BIN)/ethos migrate
 	$(BIN)/ethos demo
 
-test: install lint
+test: install lint typecheck
 	$(BIN)/pytest -q
 
 unit: install

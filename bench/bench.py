@@ -27,6 +27,8 @@ from ethos.settings import DatabaseSettings, LoggingSettings, Settings
 
 T0 = datetime(2026, 6, 1, tzinfo=UTC)
 BENCH_DB = "ethos_bench"
+TOPICS = 500
+SPREAD = 0.5
 
 
 def rate(rows: int, seconds: float) -> float:
@@ -62,17 +64,28 @@ async def load(
             FROM generate_series(1, {rows - vectors - share}) g""",
         T0,
     )
+    await conn.execute("CREATE TABLE bench_topics (k int PRIMARY KEY, centre float8[])")
+    # Embeddings cluster around topics, as real ones do (uniform random vectors have no
+    # neighbourhoods, and no index can find neighbours that do not exist).
+    await conn.execute(
+        f"""CREATE TEMP TABLE topics AS
+            SELECT k, (SELECT array_agg(random() - 0.5) FROM generate_series(1, {dimension}) d
+                       WHERE k >= 0) AS centre
+            FROM generate_series(0, {TOPICS - 1}) k"""
+    )
     # The HNSW index is built once after the load, as a bulk load should.
     await conn.execute("DROP INDEX memory_vectors_embedding_hnsw")
     await conn.execute(
         f"""INSERT INTO memory_vectors (agent_id, content, salience, strength, created_at,
                                         retrieval_count, embedding)
             SELECT {common},
-                   (SELECT array_agg(random() - 0.5)::vector
-                    FROM generate_series(1, {dimension}) d WHERE g > 0)
-            FROM generate_series(1, {vectors}) g""",
+                   (SELECT array_agg(c + {SPREAD} * (random() - 0.5))::vector
+                    FROM unnest(t.centre) AS c)
+            FROM generate_series(1, {vectors}) g
+            JOIN topics t ON t.k = (g * 7919) % {TOPICS}""",
         T0,
     )
+    await conn.execute("INSERT INTO bench_topics SELECT k, centre FROM topics")
 
 
 async def vacuum(conn: asyncpg.Connection) -> None:
@@ -202,11 +215,17 @@ async def search_latencies(
 async def retrieval_bench(
     engine: Engine, conn: asyncpg.Connection, searches: int, agents: int
 ) -> dict[str, float]:
-    dimension = engine.settings.embedding.dimension
     rng = random.Random(1)
-    queries = [[rng.uniform(-0.5, 0.5) for _ in range(dimension)] for _ in range(searches)]
+    # Queries about the topics the memories are about.
+    topics = [
+        list(r["centre"]) for r in await conn.fetch("SELECT centre FROM bench_topics ORDER BY k")
+    ]
+    queries = [
+        [c + SPREAD * rng.uniform(-0.5, 0.5) for c in rng.choice(topics)] for _ in range(searches)
+    ]
     results: dict[str, float] = {}
     print(f"\nSearch: {searches:,} queries, k=10, {agents} agents (p50 / p99 in ms)")
+    await vacuum(conn)  # settle the bulk load, as autovacuum would have by then
     await search_latencies(engine, queries[:100], agents)  # warm the cache
     off, on = await search_latencies(engine, queries, agents)
     await engine.ltp.drain(60)
