@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import sys
 from pathlib import Path
 
 import asyncpg
@@ -260,3 +262,20 @@ async def test_demo_runs(database_url: str) -> None:
     assert "pruned 'We had pasta for lunch'" in out
     assert "recovered 'We had pasta for lunch'" in out and "pruned: False" in out
     assert result.stderr == ""
+
+
+def test_several_processes_share_one_embedded_server(tmp_path: Path) -> None:
+    env = {**os.environ, "ETHOS_DATABASE__DATA_DIR": str(tmp_path / "pgdata")}
+    ethos = str(Path(sys.executable).parent / "ethos")
+    processes = [
+        subprocess.Popen(
+            [ethos, "db", "url"], env=env, cwd=tmp_path, stdout=subprocess.PIPE, text=True
+        )
+        for _ in range(3)
+    ]
+    try:
+        urls = {p.communicate(timeout=60)[0].strip() for p in processes}
+        assert [p.returncode for p in processes] == [0, 0, 0]
+        assert len(urls) == 1 and urls.pop().startswith("postgresql://")
+    finally:
+        run_cli("db", "stop", env={"ETHOS_DATABASE__DATA_DIR": str(tmp_path / "pgdata")})

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import os
 import signal
 import subprocess
@@ -19,6 +20,7 @@ import pytest
 from ethos import db
 from ethos.engine import Engine
 from ethos.settings import DatabaseSettings, LtpSettings, Settings
+from tests.conftest import run_cli
 
 FAST = {
     "ETHOS_CONSOLIDATION__INTERVAL_SECONDS": "1",
@@ -88,6 +90,14 @@ async def test_daemon_sweeps_every_interval(
         conn,
         "SELECT count(*) >= 3 FROM sweep_runs WHERE trigger = 'daemon' AND status = 'completed'",
     )
+    status = run_cli("status", "--json", env={**FAST, "ETHOS_DATABASE__URL": database_url})
+    assert status.returncode == 0, status.stderr
+    report = json.loads(status.stdout)
+    [daemon] = report["daemons"]
+    assert f":{daemons[0].process.pid}:" in daemon["id"]
+    assert daemon["holds_sweep_lock"] and daemon["role"] == "leader"
+    assert daemon["next_sweep_due"] is not None and daemon["ltp_dropped"] == 0
+    assert report["last_sweep"]["trigger"] == "daemon"
     code, seconds = daemons[0].stop()
     assert code == 0 and seconds < 10
     assert '"decay_sweep_complete"' in daemons[0].log()

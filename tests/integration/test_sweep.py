@@ -27,35 +27,27 @@ def days(n: float) -> datetime:
     return T0 + timedelta(days=n)
 
 
+# What each table takes beyond the common columns, with a random value.
+TABLE_EXTRA = {
+    "episodic_traces": ("emotional_tone", "random()"),
+    "semantic_facts": ("confidence", "random()"),
+    "memory_vectors": ("embedding", ZERO_VECTOR),
+}
+
+
 async def seed_random(conn: asyncpg.Connection, per_table: int, agent: str = "a") -> None:
     """Rows with random state: strength, anchor after creation, retrievals, emotion."""
-    common = """
-        $1, 'seed ' || g, random(), $2::timestamptz - random() * interval '60 days',
-        (random() * 12)::int, random() < 0.05"""
-    await conn.execute(
-        f"""
-        INSERT INTO episodic_traces (agent_id, content, salience, created_at, retrieval_count,
-                                     pinned, emotional_tone)
-        SELECT {common}, random() FROM generate_series(1, {per_table}) g""",
-        agent,
-        T0,
-    )
-    await conn.execute(
-        f"""
-        INSERT INTO semantic_facts (agent_id, content, salience, created_at, retrieval_count,
-                                    pinned, confidence)
-        SELECT {common}, random() FROM generate_series(1, {per_table}) g""",
-        agent,
-        T0,
-    )
-    await conn.execute(
-        f"""
-        INSERT INTO memory_vectors (agent_id, content, salience, created_at, retrieval_count,
-                                    pinned, embedding)
-        SELECT {common}, {ZERO_VECTOR} FROM generate_series(1, {per_table}) g""",
-        agent,
-        T0,
-    )
+    for table, (column, value) in TABLE_EXTRA.items():
+        await conn.execute(
+            f"""
+            INSERT INTO {table} (agent_id, content, salience, created_at, retrieval_count,
+                                 pinned, {column})
+            SELECT $1, 'seed ' || g, random(), $2::timestamptz - random() * interval '60 days',
+                   (random() * 12)::int, random() < 0.05, {value}
+            FROM generate_series(1, {per_table}) g""",
+            agent,
+            T0,
+        )
     # Anchors somewhere between creation and T0, as after a retrieval.
     for spec in MEMORY_TABLES:
         await conn.execute(
