@@ -197,17 +197,17 @@ def percentile(values: list[float], q: float) -> float:
 
 
 async def search_latencies(
-    engine: Engine, queries: list[list[float]], agents: int
+    engine: Engine, queries: list[tuple[str, list[float]]]
 ) -> tuple[list[float], list[float]]:
     """Latencies in ms with LTP off and on, alternating query by query so that both
     see the same cache and background state."""
     off: list[float] = []
     on: list[float] = []
     now = T0 + timedelta(days=1)
-    for i, query in enumerate(queries):
+    for i, (agent, query) in enumerate(queries):
         record = i % 2 == 1
         started = time.perf_counter()
-        await engine.search(f"agent-{i % agents}", query, k=10, now=now, record=record)
+        await engine.search(agent, query, k=10, now=now, record=record)
         (on if record else off).append((time.perf_counter() - started) * 1000)
     return off, on
 
@@ -216,18 +216,22 @@ async def retrieval_bench(
     engine: Engine, conn: asyncpg.Connection, searches: int, agents: int
 ) -> dict[str, float]:
     rng = random.Random(1)
-    # Queries about the topics the memories are about.
+    # Each agent asks about topics it has memories of (load() gives row g to agent
+    # g % agents and topic g × 7919 % TOPICS).
     topics = [
         list(r["centre"]) for r in await conn.fetch("SELECT centre FROM bench_topics ORDER BY k")
     ]
-    queries = [
-        [c + SPREAD * rng.uniform(-0.5, 0.5) for c in rng.choice(topics)] for _ in range(searches)
-    ]
+    queries = []
+    for i in range(searches):
+        row = rng.randrange(1, 10 * TOPICS) * agents + i % agents
+        topic = topics[row * 7919 % TOPICS]
+        query = [c + SPREAD * rng.uniform(-0.5, 0.5) for c in topic]
+        queries.append((f"agent-{row % agents}", query))
     results: dict[str, float] = {}
     print(f"\nSearch: {searches:,} queries, k=10, {agents} agents (p50 / p99 in ms)")
     await vacuum(conn)  # settle the bulk load, as autovacuum would have by then
-    await search_latencies(engine, queries[:100], agents)  # warm the cache
-    off, on = await search_latencies(engine, queries, agents)
+    await search_latencies(engine, queries[:100])  # warm the cache
+    off, on = await search_latencies(engine, queries)
     await engine.ltp.drain(60)
     for label, values in (("LTP off", off), ("LTP on", on)):
         print(
