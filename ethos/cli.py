@@ -351,6 +351,9 @@ async def cmd_curve(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
+    # The demo tells its own story: per-sweep log events would drown it.
+    if settings.logging.level == "info":
+        logs.configure(settings.logging.model_copy(update={"level": "warning"}))
     async with Engine(settings) as engine:
         await run_demo(engine)
     return 0

@@ -254,9 +254,7 @@ async def test_operator_commands(database_url: str, tmp_path: Path) -> None:
 
 
 async def test_demo_runs(database_url: str) -> None:
-    result = run_cli(
-        "demo", env={"ETHOS_DATABASE__URL": database_url, "ETHOS_LOGGING__LEVEL": "warning"}
-    )
+    result = run_cli("demo", env={"ETHOS_DATABASE__URL": database_url})
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert "pruned 'We had pasta for lunch'" in out
