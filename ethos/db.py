@@ -15,6 +15,7 @@ from typing import Any
 import asyncpg
 import structlog
 
+from ethos import queries
 from ethos.errors import DatabaseError
 from ethos.logs import redact
 from ethos.settings import Settings
@@ -71,11 +72,11 @@ async def ensure_database(admin_uri: str, name: str) -> None:
     """CREATE DATABASE name unless it exists (safe when several processes race)."""
     conn = await asyncpg.connect(admin_uri)
     try:
-        exists = await conn.fetchval("SELECT 1 FROM pg_database WHERE datname = $1", name)
+        exists = await conn.fetchval(queries.DATABASE_EXISTS, name)
         if not exists:
             # Another process may win the race between the check and the CREATE.
             with suppress(asyncpg.DuplicateDatabaseError):
-                await conn.execute(f'CREATE DATABASE "{name}"')
+                await conn.execute(queries.create_database(name))
     finally:
         await conn.close()
 
@@ -92,14 +93,12 @@ async def resolve_url(settings: Settings) -> str:
 
 async def check_server(conn: asyncpg.Connection) -> None:
     """One line if the server is too old or cannot give ethos pgvector."""
-    version = int(await conn.fetchval("SHOW server_version_num"))
+    version = int(await conn.fetchval(queries.SERVER_VERSION))
     if version < MIN_SERVER_VERSION:
         raise DatabaseError(
             f"PostgreSQL {version // 10000} is too old: ethos needs PostgreSQL 15 or newer"
         )
-    available = await conn.fetchval(
-        "SELECT default_version FROM pg_available_extensions WHERE name = 'vector'"
-    )
+    available = await conn.fetchval(queries.VECTOR_AVAILABLE)
     if available is None:
         raise DatabaseError(
             "the pgvector extension ('vector') is not installed on this PostgreSQL server"

@@ -10,6 +10,19 @@ from __future__ import annotations
 from ethos.schema import VECTORS, TableSpec
 
 DECAY_ARGS = "$2, $3, $4, $5, $6"
+
+# --- the server -----------------------------------------------------------------------
+
+SERVER_VERSION = "SHOW server_version_num"
+VECTOR_AVAILABLE = "SELECT default_version FROM pg_available_extensions WHERE name = 'vector'"
+DATABASE_EXISTS = "SELECT 1 FROM pg_database WHERE datname = $1"
+
+
+def create_database(name: str) -> str:
+    """CREATE DATABASE takes no bind parameter: the name is quoted as an identifier."""
+    return 'CREATE DATABASE "{}"'.format(name.replace('"', '""'))
+
+
 NIL_ID = "00000000-0000-0000-0000-000000000000"
 
 
