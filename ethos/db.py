@@ -8,7 +8,6 @@ from __future__ import annotations
 import importlib
 import warnings
 from collections.abc import Awaitable, Callable
-from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -72,11 +71,12 @@ async def ensure_database(admin_uri: str, name: str) -> None:
     """CREATE DATABASE name unless it exists (safe when several processes race)."""
     conn = await asyncpg.connect(admin_uri)
     try:
-        exists = await conn.fetchval(queries.DATABASE_EXISTS, name)
-        if not exists:
-            # Another process may win the race between the check and the CREATE.
-            with suppress(asyncpg.DuplicateDatabaseError):
-                await conn.execute(queries.create_database(name))
+        # Processes starting together would race between the check and the CREATE
+        # (and concurrent CREATE DATABASE trips over pg_database's unique index):
+        # one at a time. The lock goes with the connection.
+        await conn.execute(queries.LOCK_DATABASE_CREATION, queries.DATABASE_CREATION_LOCK_KEY)
+        if not await conn.fetchval(queries.DATABASE_EXISTS, name):
+            await conn.execute(queries.create_database(name))
     finally:
         await conn.close()
 

@@ -16,6 +16,8 @@ DECAY_ARGS = "$2, $3, $4, $5, $6"
 SERVER_VERSION = "SHOW server_version_num"
 VECTOR_AVAILABLE = "SELECT default_version FROM pg_available_extensions WHERE name = 'vector'"
 DATABASE_EXISTS = "SELECT 1 FROM pg_database WHERE datname = $1"
+DATABASE_CREATION_LOCK_KEY = 0x45_54_48_4F_02
+LOCK_DATABASE_CREATION = "SELECT pg_advisory_lock($1)"
 
 
 def create_database(name: str) -> str:
