@@ -184,7 +184,7 @@ async def test_daemon_outlives_a_database_outage(
         code, _ = daemons[0].stop()
         assert code == 0
         warnings = daemons[0].log().count('"daemon_database_unavailable"')
-        assert 1 <= warnings <= 20  # backoff: no flood
+        assert 1 <= warnings <= 30  # backoff (0.5 s to 1 s here): no flood
     finally:
         db.stop_embedded(data_dir)
 
@@ -222,6 +222,6 @@ async def test_a_busy_system_still_sweeps_within_max_defer(
     assert len(starts) >= 2
     gaps = [(b - a).total_seconds() for a, b in itertools.pairwise(starts)]
     # due every ~1 s, deferred while busy, but never more than max_defer (2 s) past due
-    assert max(gaps) < 1.05 + 2 + 0.6
+    assert max(gaps) < 1.05 + 2 + 1.5  # (heartbeat ticks and a busy machine: slack)
     assert min(gaps) > 2  # and it did defer: the system was never idle
     assert '"decay_sweep_deferred"' in daemons[0].log()
