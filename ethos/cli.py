@@ -123,8 +123,6 @@ async def cmd_sweep(args: argparse.Namespace, settings: Settings) -> int:
         report = await engine.sweep(
             now=args.now, tables=tables, agent=args.agent, dry_run=args.dry_run, progress=progress
         )
-        if progress is not None:
-            print(file=sys.stderr)
     prefix = "dry run, nothing written:" if args.dry_run else "swept"
     emit(args, report.as_dict(), f"{prefix} {report.summary()} at {report.now.isoformat()}")
     return 0
@@ -132,15 +130,16 @@ async def cmd_sweep(args: argparse.Namespace, settings: Settings) -> int:
 
 async def _progress_bar(
     engine: Engine, tables: list[str] | None, agent: str | None
-) -> Callable[[str, int], None]:
+) -> Callable[[str, int, bool], None]:
     names = tables or [s.name for s in MEMORY_TABLES]
     totals = {name: await engine.store.count_live(table_spec(name), agent) for name in names}
 
-    def show(table: str, scanned: int) -> None:
+    def show(table: str, scanned: int, done: bool) -> None:
         total = max(totals[table], 1)
-        filled = min(30, 30 * scanned // total)
+        filled = 30 if done else min(30, 30 * scanned // total)
         bar = "#" * filled + "." * (30 - filled)
-        print(f"\r{table:<16} [{bar}] {scanned}/{totals[table]}", end="", file=sys.stderr)
+        end = "\n" if done else ""
+        print(f"\r{table:<16} [{bar}] {scanned}/{totals[table]}", end=end, file=sys.stderr)
 
     return show
 

@@ -26,8 +26,8 @@ log = structlog.get_logger("ethos.sweep")
 # A batch that loses a deadlock is tried again this often before the sweep gives up.
 BATCH_ATTEMPTS = 3
 
-# Called after each batch with (table, rows scanned so far in that table).
-Progress = Callable[[str, int], None]
+# Called after each batch with (table, rows scanned so far in that table, table done).
+Progress = Callable[[str, int, bool], None]
 
 
 @dataclass
@@ -167,9 +167,10 @@ async def _sweep_table(
         counts.scanned += batch.scanned
         counts.updated += batch.updated
         counts.pruned += batch.pruned
+        done = batch.scanned < limit
         if progress is not None:
-            progress(spec.name, counts.scanned)
-        if batch.scanned < limit:
+            progress(spec.name, counts.scanned, done)
+        if done:
             return
         after = batch.last_id
 

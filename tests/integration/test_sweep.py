@@ -138,8 +138,11 @@ async def test_a_sweep_reaches_every_row_across_many_batches(
         database=DatabaseSettings(url=database_url), decay=DecaySettings(batch_size=7)
     )
     await seed_random(conn, 100)
+    calls: list[tuple[str, int, bool]] = []
     async with Engine(settings) as engine:
-        report = await engine.sweep(now=days(20_000))
+        report = await engine.sweep(now=days(20_000), progress=lambda *call: calls.append(call))
+    assert [c for c in calls if c[2]] == [(s.name, 100, True) for s in MEMORY_TABLES]
+    assert len(calls) == 3 * 15  # ceil(100 / 7) batches per table
     for spec in MEMORY_TABLES:
         counts = report.tables[spec.name]
         assert counts.scanned == 100

@@ -96,3 +96,20 @@ def test_memory_input_rejects_fields_of_another_table() -> None:
 def test_bad_timestamps(value: str) -> None:
     with pytest.raises(InputError, match="bad time"):
         inputs.parse_time(value)
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("postgresql://ethos:s3cret@db:5432/ethos", "postgresql://ethos:***@db:5432/ethos"),
+        (
+            "postgresql://postgres:@/ethos?host=/tmp/x",
+            "postgresql://postgres:***@/ethos?host=/tmp/x",
+        ),
+        ("postgresql:///ethos", "postgresql:///ethos"),
+    ],
+)
+def test_urls_in_logs_never_show_a_password(url: str, shown: str) -> None:
+    from ethos.logs import redact
+
+    assert redact(url) == shown
