@@ -43,7 +43,9 @@ class Engine:
             self.settings,
             url,
             init=Store.init_connection,
-            server_settings=queries.search_server_settings(self.settings.search.candidates),
+            server_settings=queries.search_server_settings(
+                self.settings.search.candidates, self.settings.search.max_scan_tuples
+            ),
         )
         self.url = url
         self.store = Store(self._pool)

@@ -203,37 +203,57 @@ ON CONFLICT (id) DO UPDATE
 SET last_retrieval_at = greatest(retrieval_activity.last_retrieval_at, excluded.last_retrieval_at)
 """
 
-# The nearest live vectors of one agent through the HNSW index, then re-ranked by
-# similarity × salience^weight. $1 now, $2..$6 decay parameters, $7 agent, $8 query
-# vector, $9 candidates taken from the index, $10 k, $11 salience weight.
-SEARCH_VECTORS = f"""
-WITH candidates AS MATERIALIZED (
-    SELECT m.*, m.embedding <=> $8::vector AS distance
-    FROM memory_vectors AS m
-    WHERE m.agent_id = $7 AND NOT m.pruned AND (m.expires_at IS NULL OR m.expires_at > $1)
-    ORDER BY m.embedding <=> $8::vector
-    LIMIT $9
-),
-ranked AS (
-    SELECT c.id, c.content, c.metadata, c.source_type, c.source_id,
-           1 - c.distance AS similarity,
-           {salience_expr(VECTORS, alias="c")} AS salience
-    FROM candidates AS c
-)
-SELECT r.*, r.similarity * power(r.salience, $11::float8) AS score,
-       coalesce(e.content, f.content) AS source_content
-FROM ranked AS r
-LEFT JOIN episodic_traces AS e ON r.source_type = 'episodic_traces' AND e.id = r.source_id
-LEFT JOIN semantic_facts AS f ON r.source_type = 'semantic_facts' AND f.id = r.source_id
-ORDER BY score DESC, r.id
-LIMIT $10
-"""
+
+def build_search_query(*, exact: bool) -> str:
+    """The nearest live vectors of one agent, re-ranked by similarity × salience^weight.
+
+    $1 now, $2..$6 decay parameters, $7 agent, $8 query vector, $9 candidates taken
+    before the re-rank, $10 k, $11 salience weight.
+
+    Through the HNSW index, the scan is bounded (hnsw.max_scan_tuples): an agent with
+    few memories near the query can leave it short of k. `exact` then scans that
+    agent's vectors through its b-tree index instead; `+ 0` keeps the planner from
+    using the HNSW ordering for it.
+    """
+    distance = "m.embedding <=> $8::vector"
+    order = f"({distance}) + 0" if exact else distance
+    return f"""
+    WITH candidates AS MATERIALIZED (
+        SELECT m.*, {distance} AS distance
+        FROM memory_vectors AS m
+        WHERE m.agent_id = $7 AND NOT m.pruned AND (m.expires_at IS NULL OR m.expires_at > $1)
+        ORDER BY {order}
+        LIMIT $9
+    ),
+    ranked AS (
+        SELECT c.id, c.content, c.metadata, c.source_type, c.source_id,
+               1 - c.distance AS similarity,
+               {salience_expr(VECTORS, alias="c")} AS salience
+        FROM candidates AS c
+    )
+    SELECT r.*, r.similarity * power(r.salience, $11::float8) AS score,
+           coalesce(e.content, f.content) AS source_content
+    FROM ranked AS r
+    LEFT JOIN episodic_traces AS e ON r.source_type = 'episodic_traces' AND e.id = r.source_id
+    LEFT JOIN semantic_facts AS f ON r.source_type = 'semantic_facts' AND f.id = r.source_id
+    ORDER BY score DESC, r.id
+    LIMIT $10
+    """
 
 
-def search_server_settings(candidates: int) -> dict[str, str]:
+SEARCH_VECTORS = build_search_query(exact=False)
+SEARCH_VECTORS_EXACT = build_search_query(exact=True)
+
+
+def search_server_settings(candidates: int, max_scan_tuples: int) -> dict[str, str]:
     """pgvector settings for every pooled connection: enough candidates for the re-rank,
-    and iterative scans (pgvector >= 0.8) so an agent filter still fills them."""
-    return {"hnsw.ef_search": str(max(40, candidates)), "hnsw.iterative_scan": "relaxed_order"}
+    and iterative scans (pgvector >= 0.8) so an agent filter still fills them, bounded so
+    that a query far from all of an agent's memories cannot walk the whole graph."""
+    return {
+        "hnsw.ef_search": str(max(40, candidates)),
+        "hnsw.iterative_scan": "relaxed_order",
+        "hnsw.max_scan_tuples": str(max_scan_tuples),
+    }
 
 
 # --- the daemon ---------------------------------------------------------------------

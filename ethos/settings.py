@@ -61,6 +61,7 @@ class LtpSettings(_Section):
 class SearchSettings(_Section):
     salience_weight: float = Field(default=1.0, ge=0)
     candidates: int = Field(default=40, ge=1, le=1000)
+    max_scan_tuples: int = Field(default=2000, ge=100)
 
 
 class ConsolidationSettings(_Section):

@@ -207,8 +207,7 @@ class Store:
         now: datetime,
         settings: Settings,
     ) -> list[asyncpg.Record]:
-        rows: list[asyncpg.Record] = await self.pool.fetch(
-            queries.SEARCH_VECTORS,
+        args = (
             now,
             *settings.decay_params.sql_args(),
             agent,
@@ -217,6 +216,10 @@ class Store:
             k,
             settings.search.salience_weight,
         )
+        async with self.pool.acquire() as conn:
+            rows: list[asyncpg.Record] = await conn.fetch(queries.SEARCH_VECTORS, *args)
+            if len(rows) < k:  # the bounded index scan fell short: look at every vector
+                rows = await conn.fetch(queries.SEARCH_VECTORS_EXACT, *args)
         return rows
 
     async def build_vector_index(self, memory: str, *, rebuild: bool = False) -> None:

@@ -294,3 +294,31 @@ async def test_ltp_survives_the_database_going_away(tmp_path: Path) -> None:
         assert count == 2
     finally:
         db.stop_embedded(data_dir)
+
+
+async def test_an_agent_with_few_memories_still_gets_all_of_them(
+    database_url: str, conn: asyncpg.Connection
+) -> None:
+    """The bounded index walk can miss a small agent's vectors among many others'; search
+    then scans that agent's vectors exactly."""
+    await conn.execute(
+        """INSERT INTO memory_vectors (agent_id, content, embedding)
+           SELECT 'crowd', 'v' || g,
+                  (SELECT array_agg(random() - 0.5)::vector
+                   FROM generate_series(1, 384) WHERE g > 0)
+           FROM generate_series(1, 3000) g"""
+    )
+    await conn.execute("ANALYZE memory_vectors")
+    # Steer the planner to the HNSW walk (it would pick the b-tree for so rare an agent).
+    await conn.execute(f"ALTER DATABASE {await conn.fetchval('SELECT current_database()')}"
+                       " SET enable_sort = off")  # fmt: skip
+    settings = Settings(
+        database=DatabaseSettings(url=database_url), search=SearchSettings(max_scan_tuples=100)
+    )
+    async with Engine(settings) as engine:
+        mine = {
+            await engine.add("vector", agent_id="loner", content=f"m{i}", embedding=unit(50 + i))
+            for i in range(3)
+        }
+        hits = await engine.search("loner", unit(99), k=10, record=False)
+    assert {h.id for h in hits} == mine
