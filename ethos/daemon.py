@@ -136,10 +136,23 @@ class Daemon:
     async def _cycle(self, engine: Engine, stop: asyncio.Event, *, overdue: bool) -> None:
         cycle = Cycle(engine=engine, daemon_id=self.id, stop=stop)
         log.debug("consolidation_cycle", daemon_id=self.id, overdue=overdue)
-        for step in self.steps:
-            if stop.is_set():
-                return
-            await step(cycle)
+        # A long sweep must not look like a dead daemon: keep the heartbeat going.
+        beating = asyncio.create_task(self._beat_during_cycle(engine))
+        try:
+            for step in self.steps:
+                if stop.is_set():
+                    return
+                await step(cycle)
+        finally:
+            beating.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await beating
+
+    async def _beat_during_cycle(self, engine: Engine) -> None:
+        while True:
+            await asyncio.sleep(self.settings.consolidation.heartbeat_seconds)
+            with contextlib.suppress(*DATABASE_AWAY):
+                await self._heartbeat(engine, "leader")
 
     def _interval(self) -> timedelta:
         c = self.settings.consolidation

@@ -147,6 +147,9 @@ async def test_sigterm_during_a_long_sweep_exits_cleanly_with_whole_batches(
         )
     )
     await wait_for(conn, "SELECT count(*) FROM episodic_traces WHERE salience > 0", within=20)
+    beat = await conn.fetchval("SELECT heartbeat_at FROM daemons")
+    await asyncio.sleep(0.5)
+    assert await conn.fetchval("SELECT heartbeat_at FROM daemons") > beat  # alive mid-sweep
     code, seconds = daemons[0].stop()
     assert code == 0 and seconds < 10
     run = await conn.fetchrow("SELECT * FROM sweep_runs WHERE trigger = 'daemon'")
