@@ -1,0 +1,58 @@
+"""The least-privilege role in runbooks/operations.md is enough to run ethos."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import asyncpg
+
+from ethos.engine import Engine
+from ethos.recovery import Selector
+from ethos.settings import DatabaseSettings, Settings
+
+RUNBOOK = Path(__file__).resolve().parents[2] / "runbooks" / "operations.md"
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def role_sql() -> str:
+    section = RUNBOOK.read_text().split("## A least-privilege role", 1)[1]
+    match = re.search(r"```sql\n(.*?)```", section, re.S)
+    assert match is not None
+    return match.group(1)
+
+
+async def test_the_documented_grants_run_ethos(database_url: str, conn: asyncpg.Connection) -> None:
+    name = await conn.fetchval("SELECT current_database()")
+    # Roles are cluster-wide: the runbook's names, made unique to this database.
+    sql = role_sql().replace("ethos_app", f"{name}_app").replace("ethos_owner", f"{name}_owner")
+    await conn.execute(sql.replace("DATABASE ethos", f"DATABASE {name}"))
+    app_url = database_url.replace("postgresql://postgres:", f"postgresql://{name}_app:", 1)
+    try:
+        async with Engine(Settings(database=DatabaseSettings(url=app_url))) as engine:
+            memory = await engine.add("episode", agent_id="a", content="x", created_at=T0)
+            await engine.record_retrieval("episode", [memory], now=T0 + timedelta(days=1))
+            await engine.ltp.drain(5)
+            assert engine.ltp.stats.applied == 1
+            await engine.sweep(now=T0 + timedelta(days=400))
+            report = await engine.recover("episode", Selector(ids=(memory,)))
+            assert len(report.rows) == 1
+            await engine.store.heartbeat(
+                "d", host="h", pid=1, role="leader", lock_backend_pid=None,
+                next_sweep_due=None, ltp_backlog=0, ltp_dropped=0,
+            )  # fmt: skip
+            assert (await engine.stats())["counts"]
+        # and nothing can be hard-deleted
+        app = await asyncpg.connect(app_url)
+        try:
+            denied = await app.fetchval(
+                "SELECT has_table_privilege(current_user, 'episodic_traces', 'DELETE')"
+            )
+        finally:
+            await app.close()
+        assert denied is False
+    finally:
+        await conn.execute(
+            f"DROP OWNED BY {name}_app; DROP ROLE {name}_app; DROP ROLE {name}_owner"
+        )
