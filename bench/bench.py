@@ -271,7 +271,7 @@ async def retrieval_bench(
     async def one_by_one() -> int:
         for memory_id in picks[:5000]:
             await engine.store.apply_retrievals(
-                {(EPISODES.name, memory_id): {at: 1}}, engine.settings
+                {(EPISODES.name, memory_id): {at: 1}}, engine.settings, uuid.uuid4()
             )
         return 5000
 

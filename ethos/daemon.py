@@ -47,6 +47,12 @@ class Cycle:
 Step = Callable[[Cycle], Awaitable[object]]
 
 
+async def forget_ltp_receipts(cycle: Cycle) -> object:
+    """Receipts of applied LTP flushes only need to outlive the flushes' retries."""
+    await cycle.engine.store.forget_ltp_flushes()
+    return None
+
+
 async def decay_sweep(cycle: Cycle) -> object:
     return await cycle.engine.sweep(trigger="daemon", daemon_id=cycle.daemon_id, stop=cycle.stop)
 
@@ -63,7 +69,7 @@ class Daemon:
         self.url = url
         # The decay sweep is always the last step: deduplication, promotion and the like
         # slot in before it.
-        self.steps: list[Step] = [*steps_before_sweep, decay_sweep]
+        self.steps: list[Step] = [forget_ltp_receipts, *steps_before_sweep, decay_sweep]
         self.id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.engine: Engine | None = None
         self._lock_conn: asyncpg.Connection | None = None

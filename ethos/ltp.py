@@ -59,7 +59,10 @@ class LtpBuffer:
         self._store = store
         self._settings = settings
         self._pending: Pending = defaultdict(lambda: defaultdict(int))
-        self._size = 0
+        # A batch whose flush failed, kept with its flush id until it is applied: a
+        # retry after an in-doubt commit must not apply it twice.
+        self._retry: tuple[uuid.UUID, Pending, int] | None = None
+        self._size = 0  # retrievals not yet applied: pending and the batch in retry
         self._wake = asyncio.Event()
         self._space = asyncio.Event()
         self._flush_lock = asyncio.Lock()
@@ -103,16 +106,19 @@ class LtpBuffer:
 
     async def flush(self) -> bool:
         """Apply what is buffered now (at most ltp.flush_max_rows rows); False if the
-        database refused and the retrievals went back into the buffer."""
+        database refused, in which case the same batch, with the same flush id, is the
+        next one tried."""
         async with self._flush_lock:
-            taken = self._take(self._settings.ltp.flush_max_rows)
-            if not taken:
-                return True
-            count = sum(sum(moments.values()) for moments in taken.values())
+            if self._retry is None:
+                taken = self._take(self._settings.ltp.flush_max_rows)
+                if not taken:
+                    return True
+                count = sum(sum(moments.values()) for moments in taken.values())
+                self._retry = (uuid.uuid4(), taken, count)
+            flush_id, taken, count = self._retry
             try:
-                result = await self._store.apply_retrievals(taken, self._settings)
+                result = await self._store.apply_retrievals(taken, self._settings, flush_id)
             except TRANSIENT as exc:
-                self._requeue(taken, count)
                 self.stats.failed_flushes += 1
                 log.warning(
                     "ltp_update_failed", error=str(exc) or type(exc).__name__, backlog=self._size
@@ -120,9 +126,13 @@ class LtpBuffer:
                 return False
             except asyncpg.PostgresError as exc:
                 # Retrying will not change the answer: count and log what is lost.
+                self._settle(count)
                 self.stats.dropped += count
                 log.error("ltp_update_failed", error=str(exc), dropped=count, permanent=True)
                 return True
+            self._settle(count)
+            if result.replayed:
+                log.warning("ltp_flush_replayed", flush_id=str(flush_id), count=count)
             self.stats.applied += result.applied
             self.stats.skipped += result.skipped
             self.stats.reinforced += result.reinforced
@@ -155,6 +165,7 @@ class LtpBuffer:
                 "ltp_dropped", reason="closed before the database took them", count=self._size
             )
             self._pending.clear()
+            self._retry = None
             self._size = 0
 
     async def _run(self) -> None:
@@ -179,17 +190,12 @@ class LtpBuffer:
         return float(min(cap, 0.05 * 2**failures) * random.uniform(0.5, 1.0))
 
     def _take(self, max_rows: int) -> Pending:
-        taken: Pending = {}
-        for key in list(self._pending)[:max_rows]:
-            taken[key] = self._pending.pop(key)
-        self._size -= sum(sum(moments.values()) for moments in taken.values())
-        return taken
+        return {key: self._pending.pop(key) for key in list(self._pending)[:max_rows]}
 
-    def _requeue(self, taken: Pending, count: int) -> None:
-        for key, moments in taken.items():
-            for at, n in moments.items():
-                self._pending[key][at] += n
-        self._size += count
+    def _settle(self, count: int) -> None:
+        """The batch in retry is done with (applied, or given up)."""
+        self._retry = None
+        self._size -= count
 
 
 def _report_crash(task: asyncio.Task[Any]) -> None:

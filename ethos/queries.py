@@ -186,6 +186,13 @@ def build_ltp_query(spec: TableSpec) -> str:
     """
 
 
+# A flush claims its id in its own transaction: a retry of a flush whose COMMIT went
+# through unseen finds the receipt and applies nothing twice.
+CLAIM_LTP_FLUSH = "INSERT INTO ltp_flushes (id) VALUES ($1) ON CONFLICT DO NOTHING RETURNING id"
+
+# Receipts only need to outlive a flush's retries.
+FORGET_LTP_FLUSHES = "DELETE FROM ltp_flushes WHERE applied_at < now() - interval '1 day'"
+
 # Index builds get more memory than the server's default 64MB: HNSW builds are ~4x
 # faster with 1GB. `SET` takes no bind parameter; the value is a validated setting.
 INDEX_BUILD_MEMORY = "SET maintenance_work_mem = '{memory}'"

@@ -169,4 +169,10 @@ def build_metadata(dimension: int) -> MetaData:
         Column("recovered", BigInteger, nullable=False),
         Column("strength", Float, nullable=False),
     )
+    Table(
+        "ltp_flushes",
+        metadata,
+        Column("id", UUID(as_uuid=True), primary_key=True),
+        Column("applied_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),
+    )
     return metadata

@@ -34,6 +34,7 @@ class LtpResult:
     applied: int = 0  # retrievals written to the rows asked for
     skipped: int = 0  # retrievals of unknown or pruned rows
     reinforced: int = 0  # source episodes and facts strengthened through their vectors
+    replayed: bool = False  # this flush had been applied already (an in-doubt commit)
 
 
 @dataclass(frozen=True)
@@ -137,15 +138,21 @@ class Store:
         row = await conn.fetchrow(query, *args)
         return BatchResult(row["last_id"], row["scanned"], row["updated"], row["pruned"])
 
-    async def apply_retrievals(self, pending: Pending, settings: Settings) -> LtpResult:
+    async def apply_retrievals(
+        self, pending: Pending, settings: Settings, flush_id: uuid.UUID
+    ) -> LtpResult:
         """Apply buffered retrievals in one transaction: vectors first (their hits also
-        reinforce the episode or fact they embed), then episodes and facts."""
+        reinforce the episode or fact they embed), then episodes and facts. A flush id
+        that was applied before is not applied again."""
         by_table: dict[str, Rows] = defaultdict(dict)
         for (table, memory_id), moments in pending.items():
             by_table[table][memory_id] = moments
         sources: dict[str, Rows] = defaultdict(lambda: defaultdict(lambda: defaultdict(int)))
         result = LtpResult()
         async with self.transaction() as conn:
+            if await conn.fetchval(queries.CLAIM_LTP_FLUSH, flush_id) is None:
+                requested = sum(sum(moments.values()) for moments in pending.values())
+                return LtpResult(applied=requested, replayed=True)
             for spec in MEMORY_TABLES:
                 asked = by_table.get(spec.name, {})
                 returned = await self._apply_rounds(conn, spec, asked, settings)
@@ -221,6 +228,9 @@ class Store:
             if len(rows) < k:  # the bounded index scan fell short: look at every vector
                 rows = await conn.fetch(queries.SEARCH_VECTORS_EXACT, *args)
         return rows
+
+    async def forget_ltp_flushes(self) -> None:
+        await self.pool.execute(queries.FORGET_LTP_FLUSHES)
 
     async def build_vector_index(self, memory: str, *, rebuild: bool = False) -> None:
         """Build (or rebuild) the HNSW index with `memory` of maintenance_work_mem."""

@@ -322,3 +322,31 @@ async def test_an_agent_with_few_memories_still_gets_all_of_them(
         }
         hits = await engine.search("loner", unit(99), k=10, record=False)
     assert {h.id for h in hits} == mine
+
+
+async def test_a_flush_retried_after_an_in_doubt_commit_is_not_applied_twice(
+    engine: Engine, conn: asyncpg.Connection
+) -> None:
+    memory = await engine.add("episode", agent_id="a", content="e", created_at=T0)
+    pending = {("episodic_traces", memory): {days(1): 2}}
+    flush = uuid.uuid4()
+    first = await engine.store.apply_retrievals(pending, engine.settings, flush)
+    again = await engine.store.apply_retrievals(pending, engine.settings, flush)
+    assert (first.applied, first.replayed) == (2, False)
+    assert (again.applied, again.replayed) == (2, True)
+    assert (await fetch(conn, "episodic_traces", memory))["retrieval_count"] == 2
+
+
+async def test_the_daemon_forgets_old_flush_receipts(
+    engine: Engine, conn: asyncpg.Connection
+) -> None:
+    from ethos.daemon import Cycle, forget_ltp_receipts
+
+    await conn.execute(
+        "INSERT INTO ltp_flushes (id, applied_at) VALUES ($1, now() - interval '2 days'),"
+        " ($2, now())",
+        uuid.uuid4(),
+        uuid.uuid4(),
+    )
+    await forget_ltp_receipts(Cycle(engine=engine, daemon_id="d", stop=asyncio.Event()))
+    assert await conn.fetchval("SELECT count(*) FROM ltp_flushes") == 1
