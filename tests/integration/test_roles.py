@@ -43,6 +43,7 @@ async def test_the_documented_grants_run_ethos(database_url: str, conn: asyncpg.
                 next_sweep_due=None, ltp_backlog=0, ltp_dropped=0,
             )  # fmt: skip
             assert (await engine.stats())["counts"]
+            await engine.store.forget_ltp_flushes()
         # and nothing can be hard-deleted
         app = await asyncpg.connect(app_url)
         try:
