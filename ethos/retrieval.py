@@ -5,6 +5,7 @@ Results return before any write: the LTP of the hits is buffered, not awaited.
 
 from __future__ import annotations
 
+import json
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
@@ -85,6 +86,5 @@ async def search(
 
 
 def _json(value: Any) -> dict[str, Any]:
-    import json
-
+    """jsonb arrives as text from asyncpg."""
     return json.loads(value) if isinstance(value, str) else dict(value or {})
