@@ -21,7 +21,7 @@ import asyncpg
 from ethos import db, decay, logs
 from ethos.engine import Engine
 from ethos.explain import memory_state
-from ethos.queries import salience_expr
+from ethos.queries import confidence_expr, salience_expr
 from ethos.schema import EPISODES, MEMORY_TABLES
 from ethos.settings import DatabaseSettings, LoggingSettings, Settings
 
@@ -94,11 +94,15 @@ async def vacuum(conn: asyncpg.Connection) -> None:
 
 
 async def single_update(conn: asyncpg.Connection, settings: Settings, now: datetime) -> int:
-    """(b) PostgreSQL's own limit: one UPDATE per table with the same formula."""
+    """(b) PostgreSQL's own limit: one UPDATE per table with the same formula (facts:
+    salience and confidence, as the sweep writes both). The prune decision is left out,
+    so this is the floor of the work, not all of it."""
     total = 0
     for spec in MEMORY_TABLES:
+        confidence = f", confidence = {confidence_expr()}" if spec.has_confidence else ""
         status = await conn.execute(
-            f"UPDATE {spec.name} AS m SET salience = {salience_expr(spec)} WHERE NOT m.pruned",
+            f"UPDATE {spec.name} AS m SET salience = {salience_expr(spec)}{confidence}"
+            " WHERE NOT m.pruned",
             now,
             *settings.decay_params.sql_args(),
         )
