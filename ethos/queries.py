@@ -28,18 +28,49 @@ def create_database(name: str) -> str:
 NIL_ID = "00000000-0000-0000-0000-000000000000"
 
 
-def salience_expr(spec: TableSpec, at: str = "$1", alias: str = "m") -> str:
-    emotion = f"{alias}.{spec.emotion_column}" if spec.emotion_column else "0"
+def salience_call(
+    strength: str, *, anchor: str, n: str, emotion: str, at: str, alias: str = "m"
+) -> str:
+    """ethos_salience(...) with its arguments in their one order: written here only."""
     return (
-        f"ethos_salience({alias}.strength, {alias}.anchor_at, {alias}.created_at, "
-        f"{alias}.retrieval_count, {emotion}, {alias}.pinned, {at}, {DECAY_ARGS})"
+        f"ethos_salience({strength}, {anchor}, {alias}.created_at, {n}, {emotion},"
+        f" {alias}.pinned, {at}, {DECAY_ARGS})"
+    )
+
+
+def strength_at_call(strength: str, *, at: str, alias: str = "m") -> str:
+    """ethos_strength_at(...): S × e^(−t/τ) of a row's stored state at `at`."""
+    return (
+        f"ethos_strength_at({strength}, {alias}.anchor_at, {alias}.retrieval_count,"
+        f" {alias}.pinned, {at}, $2, $3, $4)"
+    )
+
+
+def emotion_of(spec: TableSpec, alias: str = "m") -> str:
+    return f"{alias}.{spec.emotion_column}" if spec.emotion_column else "0"
+
+
+def salience_expr(spec: TableSpec, at: str = "$1", alias: str = "m") -> str:
+    """A row's salience at `at`, from its stored state."""
+    return salience_call(
+        f"{alias}.strength",
+        anchor=f"{alias}.anchor_at",
+        n=f"{alias}.retrieval_count",
+        emotion=emotion_of(spec, alias),
+        at=at,
+        alias=alias,
     )
 
 
 def confidence_expr(at: str = "$1", alias: str = "m") -> str:
-    return (
-        f"ethos_salience({alias}.confidence_strength, {alias}.anchor_at, {alias}.created_at, "
-        f"{alias}.retrieval_count, 0, {alias}.pinned, {at}, {DECAY_ARGS})"
+    """A fact's confidence at `at`: the same curve from its own strength, E = 0."""
+    return salience_call(
+        f"{alias}.confidence_strength",
+        anchor=f"{alias}.anchor_at",
+        n=f"{alias}.retrieval_count",
+        emotion="0",
+        at=at,
+        alias=alias,
     )
 
 
@@ -156,27 +187,22 @@ def build_ltp_query(spec: TableSpec) -> str:
     strength ← min(1, strength at `at` × boost^n), the anchor moves to `at`; that equals
     n retrievals applied one after another at that moment.
     """
-    strength = (
-        "least(1.0, ethos_strength_at(m.strength, m.anchor_at, m.retrieval_count, m.pinned,"
-        " h.at, $2, $3, $4) * power($1::float8, h.n))"
-    )
-    emotion = f"m.{spec.emotion_column}" if spec.emotion_column else "0"
+    strength = f"least(1.0, {strength_at_call('m.strength', at='h.at')} * power($1::float8, h.n))"
+    after = {"anchor": "h.at", "n": "m.retrieval_count + h.n", "at": "h.at"}
     fact_columns = ""
     if spec.has_confidence:
         confidence = (
-            "least(1.0, ethos_strength_at(m.confidence_strength, m.anchor_at, m.retrieval_count,"
-            " m.pinned, h.at, $2, $3, $4) + $10::float8 * h.n)"
+            f"least(1.0, {strength_at_call('m.confidence_strength', at='h.at')}"
+            " + $10::float8 * h.n)"
         )
         fact_columns = f"""
         confidence_strength = {confidence},
-        confidence = ethos_salience({confidence}, h.at, m.created_at,
-                                    m.retrieval_count + h.n, 0, m.pinned, h.at, {DECAY_ARGS}),"""
+        confidence = {salience_call(confidence, emotion="0", **after)},"""
     source = ", m.source_type, m.source_id" if spec.has_expiry else ""
     return f"""
     UPDATE {spec.name} AS m
     SET strength = {strength},{fact_columns}
-        salience = ethos_salience({strength}, h.at, m.created_at, m.retrieval_count + h.n,
-                                  {emotion}, m.pinned, h.at, {DECAY_ARGS}),
+        salience = {salience_call(strength, emotion=emotion_of(spec), **after)},
         retrieval_count = m.retrieval_count + h.n,
         anchor_at = greatest(m.anchor_at, h.at),
         last_retrieved_at = greatest(m.last_retrieved_at, h.at)
@@ -201,8 +227,6 @@ BUILD_VECTOR_INDEX = """
 CREATE INDEX IF NOT EXISTS memory_vectors_embedding_hnsw ON memory_vectors
     USING hnsw (embedding vector_cosine_ops) WHERE NOT pruned
 """
-
-REINDEX_VECTOR_INDEX = "REINDEX INDEX memory_vectors_embedding_hnsw"
 
 TOUCH_RETRIEVAL_ACTIVITY = """
 INSERT INTO retrieval_activity (id, last_retrieval_at) VALUES (true, now())

@@ -232,13 +232,11 @@ class Store:
     async def forget_ltp_flushes(self) -> None:
         await self.pool.execute(queries.FORGET_LTP_FLUSHES)
 
-    async def build_vector_index(self, memory: str, *, rebuild: bool = False) -> None:
-        """Build (or rebuild) the HNSW index with `memory` of maintenance_work_mem."""
+    async def build_vector_index(self, memory: str) -> None:
+        """Build the HNSW index with `memory` of maintenance_work_mem."""
         async with self.pool.acquire() as conn:
             await conn.execute(queries.INDEX_BUILD_MEMORY.format(memory=memory))
-            await conn.execute(
-                queries.REINDEX_VECTOR_INDEX if rebuild else queries.BUILD_VECTOR_INDEX
-            )
+            await conn.execute(queries.BUILD_VECTOR_INDEX)
 
     async def start_sweep_run(
         self, trigger: str, now: datetime, agent: str | None, daemon_id: str | None
