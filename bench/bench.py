@@ -22,8 +22,8 @@ from ethos import db, decay, logs
 from ethos.engine import Engine
 from ethos.explain import memory_state
 from ethos.queries import confidence_expr, salience_expr
-from ethos.schema import EPISODES, MEMORY_TABLES
 from ethos.settings import DatabaseSettings, LoggingSettings, Settings
+from ethos.tables import EPISODES, MEMORY_TABLES
 
 T0 = datetime(2026, 6, 1, tzinfo=UTC)
 BENCH_DB = "ethos_bench"

@@ -1,8 +1,29 @@
-"""ethos: a PostgreSQL-native memory decay engine for AI agents."""
+"""ethos: a PostgreSQL-native memory decay engine for AI agents.
 
-from ethos.engine import Engine
-from ethos.errors import ConfigError, DatabaseError, EthosError, InputError, NotFoundError
-from ethos.settings import Settings, load_settings
+The names below load on first use, so that importing a pure module (ethos.decay, say)
+does not load the database driver through this package.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ethos.engine import Engine
+    from ethos.errors import ConfigError, DatabaseError, EthosError, InputError, NotFoundError
+    from ethos.settings import Settings, load_settings
+
+_EXPORTS = {
+    "ConfigError": "ethos.errors",
+    "DatabaseError": "ethos.errors",
+    "Engine": "ethos.engine",
+    "EthosError": "ethos.errors",
+    "InputError": "ethos.errors",
+    "NotFoundError": "ethos.errors",
+    "Settings": "ethos.settings",
+    "load_settings": "ethos.settings",
+}
 
 __all__ = [
     "ConfigError",
@@ -14,3 +35,9 @@ __all__ = [
     "Settings",
     "load_settings",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'ethos' has no attribute {name!r}")
+    return getattr(importlib.import_module(_EXPORTS[name]), name)

@@ -14,22 +14,19 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import asyncpg
-
 from ethos import db, logs
 from ethos.curve import curve_table, plot
-from ethos.daemon import Daemon
+from ethos.daemon import Daemon, DaemonStopTimeout
 from ethos.demo import run_demo
 from ethos.engine import Engine
 from ethos.errors import EthosError, InputError
 from ethos.inputs import parse_id, parse_time
 from ethos.recovery import REASONS, Selector
-from ethos.schema import MEMORY_TABLES, table_spec
 from ethos.settings import Settings, load_settings
 from ethos.signals import on_stop
+from ethos.tables import MEMORY_TABLES, table_spec
 
 Command = Callable[[argparse.Namespace, Settings], Awaitable[int]]
-TABLE_CHOICES = [s.name for s in MEMORY_TABLES] + [s.alias for s in MEMORY_TABLES]
 
 
 class _Parser(argparse.ArgumentParser):
@@ -63,12 +60,7 @@ def emit(args: argparse.Namespace, data: dict[str, Any], text: str) -> None:
 
 
 async def cmd_migrate(args: argparse.Namespace, settings: Settings) -> int:
-    url = await db.resolve_url(settings)
-    conn = await db.connect(url, settings.database.connect_timeout_seconds)
-    try:
-        await db.check_server(conn)
-    finally:
-        await conn.close()
+    url = await db.checked_url(settings)
     # Alembic runs its own event loop: give it a thread.
     await asyncio.to_thread(db.migrate, settings, url)
     print("database is at the latest schema")
@@ -132,7 +124,7 @@ async def _progress_bar(
     engine: Engine, tables: list[str] | None, agent: str | None
 ) -> Callable[[str, int, bool], None]:
     names = tables or [s.name for s in MEMORY_TABLES]
-    totals = {name: await engine.store.count_live(table_spec(name), agent) for name in names}
+    totals = {name: await engine.count_live(name, agent) for name in names}
 
     def show(table: str, scanned: int, done: bool) -> None:
         total = max(totals[table], 1)
@@ -189,21 +181,14 @@ def _ltp_exit(dropped: int) -> int:
 
 
 async def cmd_daemon(args: argparse.Namespace, settings: Settings) -> int:
-    daemon = Daemon(settings)
     stop = asyncio.Event()
     with on_stop(stop.set):
-        task = asyncio.create_task(daemon.run(stop))
-        stopping = asyncio.create_task(stop.wait())
-        await asyncio.wait({task, stopping}, return_when=asyncio.FIRST_COMPLETED)
-        if not task.done():
-            timeout = settings.consolidation.shutdown_timeout_seconds
-            try:
-                await asyncio.wait_for(asyncio.shield(task), timeout)
-            except TimeoutError:
-                print(f"ethos: error: daemon did not stop within {timeout}s", file=sys.stderr)
-                os._exit(1)
-        stopping.cancel()
-        task.result()
+        try:
+            await Daemon(settings).run(stop)
+        except DaemonStopTimeout as exc:
+            # What did not stop may never stop: leave without waiting for it.
+            print(f"ethos: error: {exc}", file=sys.stderr)
+            os._exit(1)
     return 0
 
 
@@ -366,12 +351,23 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--config", help="config file (default: $ETHOS_CONFIG or ./ethos.toml)")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    def command(name: str, func: Command, help: str) -> argparse.ArgumentParser:
-        p = sub.add_parser(name, help=help, description=help)
+    # Every command that reports something can report it as JSON.
+    as_json = _Parser(add_help=False)
+    as_json.add_argument("--json", action="store_true", help="print JSON")
+
+    def command(
+        name: str, func: Command, help: str, *, reports: bool = True
+    ) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help, description=help, parents=[as_json] if reports else [])
         p.set_defaults(func=func)
         return p
 
-    command("migrate", cmd_migrate, "bring the database schema up to date (alembic upgrade head)")
+    command(
+        "migrate",
+        cmd_migrate,
+        "bring the database schema up to date (alembic upgrade head)",
+        reports=False,
+    )
 
     dbp = sub.add_parser("db", help="the embedded PostgreSQL")
     dbsub = dbp.add_subparsers(dest="db_command", required=True, parser_class=_Parser)
@@ -394,28 +390,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--expires-at", type=_time("expires-at"))
     p.add_argument("--pinned", action="store_true", default=None)
     p.add_argument("--metadata", help="a JSON object")
-    p.add_argument("--json", action="store_true")
 
     p = command("sweep", cmd_sweep, "decay and prune, now or at --now")
     p.add_argument("--now", type=_time("now"))
     p.add_argument("--table", type=_table, action="append", help="repeatable; default: all")
     p.add_argument("--agent")
     p.add_argument("--dry-run", action="store_true")
-    p.add_argument("--json", action="store_true")
 
     p = command("explain", cmd_explain, "why a memory has its salience, and when it fades out")
     p.add_argument("table", type=_table)
     p.add_argument("id")
     p.add_argument("--now", type=_time("now"))
-    p.add_argument("--json", action="store_true")
 
-    command("daemon", cmd_daemon, "run the consolidation daemon until SIGTERM or SIGINT")
-    p = command("status", cmd_status, "daemons, the sweep lock, the last and next sweep, LTP")
-    p.add_argument("--json", action="store_true")
+    command(
+        "daemon", cmd_daemon, "run the consolidation daemon until SIGTERM or SIGINT", reports=False
+    )
+    command("status", cmd_status, "daemons, the sweep lock, the last and next sweep, LTP")
 
     p = command("stats", cmd_stats, "what the monitoring views say, as readable tables")
     p.add_argument("--agent")
-    p.add_argument("--json", action="store_true")
 
     p = command("recover", cmd_recover, "bring pruned memories back with a fresh start")
     p.add_argument("table", type=_table)
@@ -426,26 +419,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--reason", choices=REASONS)
     p.add_argument("--now", type=_time("now"))
     p.add_argument("--dry-run", action="store_true")
-    p.add_argument("--json", action="store_true")
 
     p = command("curve", cmd_curve, "time to prune by retrievals and emotion, under these settings")
     p.add_argument("--plot", metavar="FILE.png")
-    p.add_argument("--json", action="store_true")
 
-    command("demo", cmd_demo, "sample memories of two agents through 28 simulated days")
+    command(
+        "demo", cmd_demo, "sample memories of two agents through 28 simulated days", reports=False
+    )
 
     p = command("search", cmd_search, "nearest live vectors of an agent, ranked by score")
     p.add_argument("--agent", required=True)
     p.add_argument("--embedding", required=True, help="a JSON array of numbers")
     p.add_argument("-k", type=int, default=10)
     p.add_argument("--now", type=_time("now"))
-    p.add_argument("--json", action="store_true")
 
     p = command("record-retrieval", cmd_record_retrieval, "strengthen memories read by other means")
     p.add_argument("table", type=_table)
     p.add_argument("ids", nargs="+", metavar="ID")
     p.add_argument("--now", type=_time("now"))
-    p.add_argument("--json", action="store_true")
     return parser
 
 
@@ -460,10 +451,8 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(str(exc))
     except json.JSONDecodeError as exc:
         return _fail(f"invalid JSON: {exc}")
-    except asyncpg.PostgresError as exc:
-        return _fail(f"database: {exc}")
-    except (OSError, TimeoutError) as exc:
-        return _fail(f"database unreachable: {exc}")
+    except OSError as exc:
+        return _fail(str(exc))
     except KeyboardInterrupt:
         return 130
 

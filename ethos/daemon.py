@@ -19,20 +19,22 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-import asyncpg
 import structlog
 
 from ethos import db
 from ethos.engine import Engine
-from ethos.errors import DatabaseError
-from ethos.ltp import TRANSIENT
+from ethos.errors import DatabaseError, EthosError, TransientDatabaseError
 from ethos.settings import Settings
 from ethos.store import Store
 
 log = structlog.get_logger("ethos.daemon")
 
-# Losing the database is something to wait out, not to crash on.
-DATABASE_AWAY = (*TRANSIENT, DatabaseError)
+# A cancelled loop that does not finish its own shutdown gets this long more.
+CANCEL_GRACE_SECONDS = 5.0
+
+
+class DaemonStopTimeout(EthosError):
+    """The daemon did not stop within consolidation.shutdown_timeout_seconds."""
 
 
 @dataclass
@@ -40,6 +42,7 @@ class Cycle:
     """What a consolidation step sees."""
 
     engine: Engine
+    store: Store
     daemon_id: str
     stop: asyncio.Event
 
@@ -49,7 +52,7 @@ Step = Callable[[Cycle], Awaitable[object]]
 
 async def forget_ltp_receipts(cycle: Cycle) -> object:
     """Receipts of applied LTP flushes only need to outlive the flushes' retries."""
-    await cycle.engine.store.forget_ltp_flushes()
+    await cycle.store.forget_ltp_flushes()
     return None
 
 
@@ -71,15 +74,43 @@ class Daemon:
         # slot in before it.
         self.steps: list[Step] = [forget_ltp_receipts, *steps_before_sweep, decay_sweep]
         self.id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-        self.engine: Engine | None = None
-        self._lock_conn: asyncpg.Connection | None = None
+        self._store: Store | None = None
+        self._engine: Engine | None = None
         self._leader = False
         self._due_at: datetime | None = None
         self._deferred_for: datetime | None = None
 
     async def run(self, stop: asyncio.Event) -> None:
-        """Run until `stop` is set; then finish the batch in flight, flush the LTP
-        buffer, record the sweep and close."""
+        """Run until `stop` is set, then stop gracefully: the batch in flight finishes,
+        the LTP buffer is flushed, the sweep is recorded and the connections close.
+        Cancelling run() asks for the same stop. Either way the loop gets
+        consolidation.shutdown_timeout_seconds; past that it is cancelled and
+        DaemonStopTimeout is raised."""
+        loop = asyncio.create_task(self._loop(stop), name="ethos-daemon")
+        stopping = asyncio.create_task(stop.wait())
+        try:
+            await asyncio.wait({loop, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            stop.set()
+            await self._wind_down(loop)
+            raise
+        finally:
+            stopping.cancel()
+        if not loop.done():
+            await self._wind_down(loop)
+        loop.result()
+
+    async def _wind_down(self, loop: asyncio.Task[None]) -> None:
+        timeout = self.settings.consolidation.shutdown_timeout_seconds
+        try:
+            await asyncio.wait_for(asyncio.shield(loop), timeout)
+        except TimeoutError:
+            loop.cancel()
+            with contextlib.suppress(BaseException):
+                await asyncio.wait_for(loop, CANCEL_GRACE_SECONDS)
+            raise DaemonStopTimeout(f"the daemon did not stop within {timeout}s") from None
+
+    async def _loop(self, stop: asyncio.Event) -> None:
         c = self.settings.consolidation
         log.info("daemon_started", daemon_id=self.id, interval_seconds=c.interval_seconds)
         failures = 0
@@ -88,49 +119,57 @@ class Daemon:
                 try:
                     wait = await self._tick(stop)
                     failures = 0
-                except DATABASE_AWAY as exc:
+                except TransientDatabaseError as exc:
                     failures += 1
-                    wait = min(c.retry_max_seconds, 0.5 * 2 ** min(failures, 16))
-                    wait *= random.uniform(0.5, 1.0)
+                    wait = self._backoff(failures)
                     log.warning(
                         "daemon_database_unavailable",
-                        error=str(exc) or type(exc).__name__,
+                        error=str(exc),
                         retry_in_seconds=round(wait, 2),
                         failures=failures,
                     )
                     await self._drop_lock()
                 except Exception as exc:
-                    # A bug or a refused statement must not take the daemon down: log it,
-                    # wait a full interval, try again.
-                    wait = c.interval_seconds
+                    # A refused statement (DatabaseError: a missing schema, say) is worth
+                    # trying again soon; anything else is a bug: wait a full interval.
+                    failures += 1
+                    wait = (
+                        self._backoff(failures)
+                        if isinstance(exc, DatabaseError)
+                        else c.interval_seconds
+                    )
                     log.error(
-                        "decay_sweep_error",
+                        "daemon_cycle_error",
                         error=f"{type(exc).__name__}: {exc}",
-                        non_fatal=True,
-                        retry_in_seconds=wait,
+                        retry_in_seconds=round(wait, 2),
                     )
                 await _wait(stop, wait)
         finally:
             await self._shutdown()
 
+    def _backoff(self, failures: int) -> float:
+        """Capped exponential backoff with jitter."""
+        cap = self.settings.consolidation.retry_max_seconds
+        return float(min(cap, 0.5 * 2 ** min(failures, 16)) * random.uniform(0.5, 1.0))
+
     async def _tick(self, stop: asyncio.Event) -> float:
         """One turn of the loop; returns how long to wait before the next."""
         c = self.settings.consolidation
-        engine = await self._engine()
-        leader = await self._hold_lock()
-        await self._heartbeat(engine, "leader" if leader else "standby")
+        engine, store = await self._open()
+        leader = await self._hold_lock(store)
+        await self._heartbeat(engine, store, "leader" if leader else "standby")
         if not leader:
             return c.standby_poll_seconds
         now = await engine.now()
         if self._due_at is None:
-            last = await engine.store.last_sweep_finished()
+            last = await store.last_sweep_finished()
             self._due_at = last + self._interval() if last else now
         if now >= self._due_at:
             overdue = now >= self._due_at + timedelta(seconds=c.max_defer_seconds)
-            if overdue or await engine.store.is_idle(c.idle_seconds):
-                await self._cycle(engine, stop, overdue=overdue)
+            if overdue or await store.is_idle(c.idle_seconds):
+                await self._cycle(engine, store, stop, overdue=overdue)
                 self._due_at = await engine.now() + self._interval()
-                await self._heartbeat(engine, "leader")
+                await self._heartbeat(engine, store, "leader")
             elif self._deferred_for != self._due_at:
                 self._deferred_for = self._due_at
                 log.info("decay_sweep_deferred", reason="busy", due_at=self._due_at.isoformat())
@@ -139,11 +178,13 @@ class Daemon:
             until_due = c.heartbeat_seconds
         return max(0.05, min(c.heartbeat_seconds, until_due))
 
-    async def _cycle(self, engine: Engine, stop: asyncio.Event, *, overdue: bool) -> None:
-        cycle = Cycle(engine=engine, daemon_id=self.id, stop=stop)
+    async def _cycle(
+        self, engine: Engine, store: Store, stop: asyncio.Event, *, overdue: bool
+    ) -> None:
+        cycle = Cycle(engine=engine, store=store, daemon_id=self.id, stop=stop)
         log.debug("consolidation_cycle", daemon_id=self.id, overdue=overdue)
         # A long sweep must not look like a dead daemon: keep the heartbeat going.
-        beating = asyncio.create_task(self._beat_during_cycle(engine))
+        beating = asyncio.create_task(self._beat_during_cycle(engine, store))
         try:
             for step in self.steps:
                 if stop.is_set():
@@ -154,69 +195,63 @@ class Daemon:
             with contextlib.suppress(asyncio.CancelledError):
                 await beating
 
-    async def _beat_during_cycle(self, engine: Engine) -> None:
+    async def _beat_during_cycle(self, engine: Engine, store: Store) -> None:
         while True:
             await asyncio.sleep(self.settings.consolidation.heartbeat_seconds)
-            with contextlib.suppress(*DATABASE_AWAY):
-                await self._heartbeat(engine, "leader")
+            with contextlib.suppress(DatabaseError):
+                await self._heartbeat(engine, store, "leader")
 
     def _interval(self) -> timedelta:
         c = self.settings.consolidation
         return timedelta(seconds=c.interval_seconds * random.uniform(1 - c.jitter, 1 + c.jitter))
 
-    async def _engine(self) -> Engine:
-        if self.engine is None:
-            engine = Engine(self.settings, url=self.url)
-            await engine.__aenter__()
-            self.engine = engine
-        return self.engine
-
-    async def _hold_lock(self) -> bool:
-        """True while this daemon holds the sweep lock; tries to take it otherwise.
-        The lock lives with its connection: checking that the connection still
-        answers is checking that the lock is still held."""
-        if self._lock_conn is None or self._lock_conn.is_closed():
+    async def _open(self) -> tuple[Engine, Store]:
+        """The daemon's store (its pools and its lock connection) and the engine that
+        works through it, opened on the first tick and kept."""
+        if self._store is None:
             url = self.url or await db.resolve_url(self.settings)
-            self._lock_conn = await db.connect(url, self.settings.database.connect_timeout_seconds)
-            self._leader = False
-        if self._leader:
-            await Store.ping(self._lock_conn)
-            return True
-        self._leader = await Store.try_sweep_lock(self._lock_conn)
-        if self._leader:
+            self._store = await Store.open(self.settings, url)
+        if self._engine is None:
+            engine = Engine(self.settings, store=self._store)
+            await engine.__aenter__()
+            self._engine = engine
+        return self._engine, self._store
+
+    async def _hold_lock(self, store: Store) -> bool:
+        """True while this daemon holds the sweep lock; tries to take it otherwise."""
+        was_leader = self._leader
+        self._leader = await store.try_sweep_lock()
+        if self._leader and not was_leader:
             log.info("daemon_took_sweep_lock", daemon_id=self.id)
             self._due_at = None  # recomputed from the sweeps the previous holder made
         return self._leader
 
     async def _drop_lock(self) -> None:
-        if self._lock_conn is not None:
-            with contextlib.suppress(Exception):
-                await self._lock_conn.close(timeout=1)
-        self._lock_conn = None
+        if self._store is not None:
+            await self._store.release_sweep_lock()
         self._leader = False
 
-    async def _heartbeat(self, engine: Engine, role: str) -> None:
-        await engine.store.heartbeat(
+    async def _heartbeat(self, engine: Engine, store: Store, role: str) -> None:
+        await store.heartbeat(
             self.id,
             host=socket.gethostname(),
             pid=os.getpid(),
             role=role,
-            lock_backend_pid=(
-                self._lock_conn.get_server_pid() if self._leader and self._lock_conn else None
-            ),
             next_sweep_due=self._due_at if role == "leader" else None,
             ltp_backlog=engine.ltp.backlog,
             ltp_dropped=engine.ltp.stats.dropped,
         )
 
     async def _shutdown(self) -> None:
-        engine, self.engine = self.engine, None
+        engine, self._engine = self._engine, None
+        store, self._store = self._store, None
         if engine is not None:
-            await engine.ltp.close()
-            with contextlib.suppress(*DATABASE_AWAY):
-                await engine.store.daemon_stopped(self.id)
-            await engine.close()
-        await self._drop_lock()
+            await engine.close()  # drains the LTP buffer
+        if store is not None:
+            with contextlib.suppress(DatabaseError):
+                await store.daemon_stopped(self.id)
+            await store.close()
+        self._leader = False
         log.info("daemon_stopped", daemon_id=self.id)
 
 

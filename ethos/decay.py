@@ -29,15 +29,16 @@ class DecayParams:
     emotional_weight: float = 0.2
     prune_threshold: float = 0.05
 
-    def sql_args(self) -> tuple[float, float, float, float, float]:
-        """The order in which the SQL functions take the parameters."""
-        return (
-            self.base_tau_days,
-            self.ltp_multiplier,
-            self.max_tau_days,
-            self.frequency_weight,
-            self.emotional_weight,
-        )
+    def sql_values(self) -> dict[str, float]:
+        """The parameters by the names the SQL statements bind them with."""
+        return {
+            "base_tau_days": self.base_tau_days,
+            "ltp_multiplier": self.ltp_multiplier,
+            "max_tau_days": self.max_tau_days,
+            "frequency_weight": self.frequency_weight,
+            "emotional_weight": self.emotional_weight,
+            "prune_threshold": self.prune_threshold,
+        }
 
 
 @dataclass(frozen=True)

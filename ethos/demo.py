@@ -99,7 +99,7 @@ async def run_demo(engine: Engine, say: Callable[[str], None] = print) -> dict[s
         pruned = []
         for agent in agents.values():
             await engine.sweep(now=day(d), agent=agent)
-            pruned += await engine.store.pruned_at(agent, day(d))
+            pruned += await engine.pruned_at(agent, day(d))
         for row in pruned:
             events.append(f"pruned {row['content']!r} ({row['table_name']}, forgotten)")
         for event in events:

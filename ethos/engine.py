@@ -15,43 +15,56 @@ from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any
 
-import asyncpg
-
-from ethos import db, queries
+from ethos import db
 from ethos.explain import explain
 from ethos.inputs import MemoryInput, aware, parse_id
 from ethos.ltp import LtpBuffer
 from ethos.recovery import RecoveryReport, Selector, recover
 from ethos.retrieval import Hit, search
-from ethos.schema import MEMORY_TABLES, TableSpec, table_spec
 from ethos.settings import Settings, load_settings
-from ethos.store import Store
+from ethos.store import Row, Store
 from ethos.sweep import Progress, SweepReport, run_sweep
+from ethos.tables import MEMORY_TABLES, TableSpec, table_spec
 
 
 class Engine:
-    """Connects on enter, closes on exit. One engine serves many concurrent tasks."""
+    """Connects on enter, closes on exit. One engine serves many concurrent tasks.
 
-    def __init__(self, settings: Settings | None = None, *, url: str | None = None) -> None:
+    `store`: an open Store to work through (the daemon shares its own); the engine then
+    leaves closing it to its owner."""
+
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        url: str | None = None,
+        store: Store | None = None,
+    ) -> None:
         self.settings = settings or load_settings()
         self._url = url
-        self._pool: asyncpg.Pool | None = None
+        self._store = store
+        self._owns_store = store is None
+        self._open = False
 
     async def __aenter__(self) -> Engine:
-        url = self._url or await db.resolve_url(self.settings)
-        self._pool = await db.create_pool(
-            self.settings,
-            url,
-            init=Store.init_connection,
-            server_settings=queries.search_server_settings(
-                self.settings.search.candidates, self.settings.search.max_scan_tuples
-            ),
-        )
-        self.url = url
-        self.store = Store(self._pool)
+        if self._store is None:
+            url = self._url or await db.resolve_url(self.settings)
+            self._store = await Store.open(self.settings, url)
+        self._open = True
+        await self.store.record_monitoring_settings()
         self.ltp = LtpBuffer(self.store, self.settings)
         self.ltp.start()
         return self
+
+    @property
+    def store(self) -> Store:
+        if self._store is None:
+            raise RuntimeError("the engine is not open: use `async with Engine(...)`")
+        return self._store
+
+    @property
+    def url(self) -> str:
+        return self.store.url
 
     async def __aexit__(
         self,
@@ -62,11 +75,14 @@ class Engine:
         await self.close()
 
     async def close(self) -> None:
-        """Apply the buffered LTP, then close the pool."""
-        if self._pool is not None:
-            await self.ltp.close()
-            await self._pool.close()
-            self._pool = None
+        """Apply the buffered LTP, then close the connections (if the engine opened them)."""
+        if not self._open:
+            return
+        self._open = False
+        await self.ltp.close()
+        if self._owns_store and self._store is not None:
+            await self._store.close()
+            self._store = None
 
     async def add(
         self, table: str | TableSpec, *, agent_id: str, content: str, **fields: Any
@@ -108,7 +124,7 @@ class Engine:
     async def explain(
         self, table: str | TableSpec, memory_id: str | uuid.UUID, *, now: datetime | None = None
     ) -> dict[str, Any]:
-        spec = table if isinstance(table, TableSpec) else table_spec(table)
+        spec = table_spec(table)
         row = await self.store.fetch(spec, parse_id(memory_id))
         at = aware(now, "now") if now else await self.store.now()
         return explain(spec, row, at, self.settings.decay_params)
@@ -145,7 +161,7 @@ class Engine:
     ) -> None:
         """Schedule LTP for memories an agent read by other means; a repeated id counts
         as repeated retrievals. Applied in the background, and at the latest on close."""
-        spec = table if isinstance(table, TableSpec) else table_spec(table)
+        spec = table_spec(table)
         parsed = [parse_id(i) for i in ids]
         await self.ltp.record(spec, parsed, aware(now, "now") if now else datetime.now(UTC))
 
@@ -164,7 +180,7 @@ class Engine:
     ) -> RecoveryReport:
         """Bring pruned memories back with a fresh start (recovery.salience, anchored
         at now); dry_run lists them and changes nothing."""
-        spec = table if isinstance(table, TableSpec) else table_spec(table)
+        spec = table_spec(table)
         return await recover(
             self.store,
             self.settings,
@@ -182,6 +198,14 @@ class Engine:
         status["ltp"] = {"backlog": self.ltp.backlog, **self.ltp.stats.as_dict()}
         return status
 
+    async def count_live(self, table: str | TableSpec, agent: str | None = None) -> int:
+        """Live memories in a table, of one agent or all."""
+        return await self.store.count_live(table_spec(table), agent)
+
+    async def pruned_at(self, agent: str, at: datetime) -> list[Row]:
+        """The memories of an agent that a sweep at exactly `at` pruned."""
+        return await self.store.pruned_at(agent, aware(at, "at"))
+
     async def now(self) -> datetime:
         """The database's clock."""
         return await self.store.now()
@@ -190,4 +214,4 @@ class Engine:
 def _specs(tables: Iterable[str | TableSpec] | None) -> tuple[TableSpec, ...]:
     if tables is None:
         return MEMORY_TABLES
-    return tuple(t if isinstance(t, TableSpec) else table_spec(t) for t in tables)
+    return tuple(table_spec(t) for t in tables)

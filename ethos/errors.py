@@ -1,4 +1,8 @@
-"""Errors that reach a user as one line, without a traceback."""
+"""Errors that reach a user as one line, without a traceback.
+
+The store turns every driver error into one of the DatabaseError classes below, so
+that no module but the store needs to know the driver's exceptions.
+"""
 
 
 class EthosError(Exception):
@@ -18,4 +22,9 @@ class NotFoundError(InputError):
 
 
 class DatabaseError(EthosError):
-    """The database cannot be reached or lacks what ethos needs."""
+    """The database refused a statement, or lacks what ethos needs."""
+
+
+class TransientDatabaseError(DatabaseError):
+    """Waiting and trying again heals it: the server is away or restarting, the
+    connection was lost, or the transaction lost a deadlock or serialization race."""

@@ -10,7 +10,7 @@ from typing import Any
 
 from ethos import decay
 from ethos.decay import DecayParams, MemoryState
-from ethos.schema import TableSpec
+from ethos.tables import TableSpec
 
 
 def memory_state(

@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from ethos.errors import InputError
-from ethos.schema import EPISODES, FACTS, VECTORS, TableSpec, table_spec
+from ethos.tables import MEMORY_TABLES, SOURCE_TABLES, TableSpec, table_spec
 
 
 def parse_time(value: str, name: str = "time") -> datetime:
@@ -75,6 +75,17 @@ def vector_literal(values: Sequence[float] | str) -> str:
     return "[" + ",".join(repr(float(v)) for v in values) + "]"
 
 
+# The fields of MemoryInput that only some tables take (TableSpec.input_fields).
+TABLE_FIELDS = (
+    "emotional_tone",
+    "confidence",
+    "embedding",
+    "expires_at",
+    "source_type",
+    "source_id",
+)
+
+
 @dataclass
 class MemoryInput:
     """A memory to add, checked against its table's columns."""
@@ -95,8 +106,7 @@ class MemoryInput:
 
     @classmethod
     def build(cls, table: str | TableSpec, dimension: int, **values: Any) -> MemoryInput:
-        spec = table if isinstance(table, TableSpec) else table_spec(table)
-        memory = cls(table=spec, **values)
+        memory = cls(table=table_spec(table), **values)
         memory._check(dimension)
         return memory
 
@@ -105,30 +115,26 @@ class MemoryInput:
             raise InputError("agent_id is required and must not be empty")
         if not isinstance(self.content, str):
             raise InputError("content must be text")
-        only = {
-            "emotional_tone": EPISODES,
-            "confidence": FACTS,
-            "embedding": VECTORS,
-            "expires_at": VECTORS,
-            "source_type": VECTORS,
-            "source_id": VECTORS,
-        }
-        for name, owner in only.items():
-            if getattr(self, name) is not None and self.table is not owner:
-                raise InputError(f"{name} applies to {owner.name} only, not {self.table.name}")
+        for name in TABLE_FIELDS:
+            if getattr(self, name) is not None and name not in self.table.input_fields:
+                owners = [s.name for s in MEMORY_TABLES if name in s.input_fields]
+                raise InputError(
+                    f"{name} applies to {' and '.join(owners)} only, not {self.table.name}"
+                )
         for name in ("salience", "emotional_tone", "confidence"):
             if getattr(self, name) is not None:
                 unit_interval(name, getattr(self, name))
-        if self.table is VECTORS:
+        if self.table.has_embedding:
             if self.embedding is None:
-                raise InputError("memory_vectors needs an embedding")
+                raise InputError(f"{self.table.name} needs an embedding")
             self.embedding = embedding(self.embedding, dimension)
         if (self.source_type is None) != (self.source_id is None):
             raise InputError("source_type and source_id go together")
         if self.source_type is not None:
             source = table_spec(self.source_type)
-            if source is VECTORS:
-                raise InputError("a vector's source must be an episode or a fact")
+            if source not in SOURCE_TABLES:
+                names = " or ".join(s.alias for s in SOURCE_TABLES)
+                raise InputError(f"a vector's source must be an {names}")
             self.source_type = source.name
             self.source_id = parse_id(self.source_id)  # type: ignore[arg-type]
         for name in ("created_at", "expires_at"):
@@ -136,6 +142,13 @@ class MemoryInput:
                 aware(getattr(self, name), name)
         if not isinstance(self.metadata, dict):
             raise InputError("metadata must be a JSON object")
+
+    @property
+    def source(self) -> tuple[TableSpec, uuid.UUID] | None:
+        """The episode or fact this memory embeds, if it names one."""
+        if self.source_type is None or self.source_id is None:
+            return None
+        return table_spec(self.source_type), self.source_id
 
     def columns(self) -> dict[str, Any]:
         """The columns to insert; what is left out takes the table's default."""

@@ -18,27 +18,18 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
-import asyncpg
 import structlog
 
-from ethos.schema import TableSpec
+from ethos.errors import DatabaseError, TransientDatabaseError
 from ethos.settings import Settings
-from ethos.store import Pending, Store
+from ethos.store import LtpFlush, Row, Store
+from ethos.tables import TableSpec, table_spec
 
 log = structlog.get_logger("ethos.ltp")
 
-# Errors that heal by waiting: the database is away, or the transaction lost a
-# deadlock or serialization race (with a sweep batch, say). Anything else will not.
-TRANSIENT = (
-    asyncpg.TransactionRollbackError,
-    OSError,
-    TimeoutError,
-    asyncpg.InterfaceError,
-    asyncpg.PostgresConnectionError,
-    asyncpg.CannotConnectNowError,
-    asyncpg.AdminShutdownError,
-    asyncpg.ConnectionDoesNotExistError,
-)
+# Buffered retrievals: (table, id) -> {moment: count}.
+Pending = dict[tuple[TableSpec, uuid.UUID], dict[datetime, int]]
+Rows = dict[uuid.UUID, dict[datetime, int]]
 
 
 @dataclass
@@ -52,6 +43,106 @@ class LtpStats:
 
     def as_dict(self) -> dict[str, int]:
         return asdict(self)
+
+
+@dataclass
+class LtpResult:
+    applied: int = 0
+    skipped: int = 0
+    reinforced: int = 0
+    replayed: bool = False  # this flush had been applied already (an in-doubt commit)
+
+
+# --- the rules: what a flush writes, in which order ---------------------------------
+
+
+async def apply_retrievals(
+    store: Store, pending: Pending, settings: Settings, flush_id: uuid.UUID
+) -> LtpResult:
+    """Apply buffered retrievals in one transaction, exactly once per flush id.
+
+    Tables whose rows embed others (vectors) go first: a hit on a vector also
+    strengthens the episode or fact it embeds, at the same moment. Those
+    reinforcements join the target rows' own retrievals, so every row takes its
+    retrievals in time order, as one after another.
+    """
+    by_table: dict[TableSpec, Rows] = defaultdict(dict)
+    for (spec, memory_id), moments in pending.items():
+        by_table[spec][memory_id] = moments
+    result = LtpResult()
+    async with store.ltp_flush(flush_id) as flush:
+        if flush is None:
+            result.applied = _total(by_table.values())
+            result.replayed = True
+            return result
+        sources: dict[TableSpec, Rows] = defaultdict(lambda: defaultdict(dict))
+        for spec in [s for s in by_table if s.has_source]:
+            returned = await _apply_rounds(flush, spec, by_table[spec], settings)
+            _account(result, spec, by_table[spec], {}, returned)
+            for row in returned:
+                if row["source_id"] is not None:
+                    moments = sources[table_spec(row["source_type"])][row["source_id"]]
+                    moments[row["at"]] = moments.get(row["at"], 0) + row["n"]
+        targets = {s for s in by_table if not s.has_source} | set(sources)
+        for spec in sorted(targets, key=lambda s: s.name):
+            own, through = by_table.get(spec, {}), sources.get(spec, {})
+            returned = await _apply_rounds(flush, spec, _merge(own, through), settings)
+            _account(result, spec, own, through, returned)
+        if result.applied:
+            await flush.touch_retrieval_activity()
+    return result
+
+
+async def _apply_rounds(
+    flush: LtpFlush, spec: TableSpec, rows: Rows, settings: Settings
+) -> list[Row]:
+    """Round i holds the i-th moment of every row, so a row retrieved at several
+    moments is strengthened in time order, exactly as one retrieval after another."""
+    if not rows:
+        return []
+    # Rows are locked in id order, as sweep batches lock them, to keep deadlocks rare.
+    ordered = {i: sorted(moments.items()) for i, moments in sorted(rows.items())}
+    returned: list[Row] = []
+    for depth in range(max(len(m) for m in ordered.values())):
+        level = [(i, m[depth]) for i, m in ordered.items() if depth < len(m)]
+        returned += await flush.strengthen(
+            spec,
+            ids=[memory_id for memory_id, _ in level],
+            counts=[count for _, (_, count) in level],
+            moments=[at for _, (at, _) in level],
+            params=settings.decay_params,
+        )
+    return returned
+
+
+def _merge(a: Rows, b: Rows) -> Rows:
+    merged: Rows = {i: dict(moments) for i, moments in a.items()}
+    for memory_id, moments in b.items():
+        target = merged.setdefault(memory_id, {})
+        for at, count in moments.items():
+            target[at] = target.get(at, 0) + count
+    return merged
+
+
+def _total(tables: Iterable[Rows]) -> int:
+    return sum(sum(moments.values()) for rows in tables for moments in rows.values())
+
+
+def _account(
+    result: LtpResult, spec: TableSpec, own: Rows, through: Rows, returned: list[Row]
+) -> None:
+    """Retrievals of rows that were found count as applied (or reinforced, through a
+    vector); those of unknown or pruned rows as skipped, and are logged."""
+    found = {row["id"] for row in returned}
+    result.applied += _total([{i: m for i, m in own.items() if i in found}])
+    result.reinforced += _total([{i: m for i, m in through.items() if i in found}])
+    missing = [str(i) for i in own if i not in found]
+    if missing:
+        result.skipped += _total([{i: m for i, m in own.items() if i not in found}])
+        log.warning("ltp_skipped", table=spec.name, count=len(missing), ids=missing[:5])
+
+
+# --- the buffer -------------------------------------------------------------------------
 
 
 class LtpBuffer:
@@ -86,6 +177,9 @@ class LtpBuffer:
         ids = list(ids)
         count = len(ids)
         ltp = self._settings.ltp
+        # A table the flush could not write fails its caller now, not the flush later.
+        ltp.boost(spec)
+        await self._store.check_table(spec)
         deadline = asyncio.get_running_loop().time() + ltp.full_wait_seconds
         while self._size + count > ltp.buffer_capacity:
             self._space.clear()
@@ -98,16 +192,16 @@ class LtpBuffer:
                 log.error("ltp_dropped", reason="buffer full", count=count, backlog=self._size)
                 return
         for memory_id in ids:
-            self._pending[(spec.name, memory_id)][at] += 1
+            self._pending[(spec, memory_id)][at] += 1
         self._size += count
         self.stats.recorded += count
-        if self._size >= ltp.flush_max_rows:
+        if len(self._pending) >= ltp.flush_max_rows:
             self._wake.set()
 
     async def flush(self) -> bool:
-        """Apply what is buffered now (at most ltp.flush_max_rows rows); False if the
-        database refused, in which case the same batch, with the same flush id, is the
-        next one tried."""
+        """Apply what is buffered now (at most ltp.flush_max_rows rows, a row being one
+        memory at one moment); False if the database was away, in which case the same
+        batch, with the same flush id, is the next one tried."""
         async with self._flush_lock:
             if self._retry is None:
                 taken = self._take(self._settings.ltp.flush_max_rows)
@@ -117,14 +211,14 @@ class LtpBuffer:
                 self._retry = (uuid.uuid4(), taken, count)
             flush_id, taken, count = self._retry
             try:
-                result = await self._store.apply_retrievals(taken, self._settings, flush_id)
-            except TRANSIENT as exc:
+                result = await apply_retrievals(self._store, taken, self._settings, flush_id)
+            except TransientDatabaseError as exc:
                 self.stats.failed_flushes += 1
                 log.warning(
                     "ltp_update_failed", error=str(exc) or type(exc).__name__, backlog=self._size
                 )
                 return False
-            except asyncpg.PostgresError as exc:
+            except DatabaseError as exc:
                 # Retrying will not change the answer: count and log what is lost.
                 self._settle(count)
                 self.stats.dropped += count
@@ -136,7 +230,6 @@ class LtpBuffer:
             self.stats.applied += result.applied
             self.stats.skipped += result.skipped
             self.stats.reinforced += result.reinforced
-            self._space.set()
             return True
 
     async def drain(self, timeout_seconds: float) -> None:
@@ -193,9 +286,11 @@ class LtpBuffer:
         return {key: self._pending.pop(key) for key in list(self._pending)[:max_rows]}
 
     def _settle(self, count: int) -> None:
-        """The batch in retry is done with (applied, or given up)."""
+        """The batch in retry is done with (applied, or given up): its room is free for
+        the callers waiting in record()."""
         self._retry = None
         self._size -= count
+        self._space.set()
 
 
 def _report_crash(task: asyncio.Task[Any]) -> None:

@@ -13,9 +13,9 @@ from typing import Any
 import structlog
 
 from ethos.errors import InputError, NotFoundError
-from ethos.schema import TableSpec
 from ethos.settings import Settings
 from ethos.store import Store
+from ethos.tables import TableSpec
 
 log = structlog.get_logger("ethos.recovery")
 
@@ -40,8 +40,15 @@ class Selector:
         if self.since and self.until and self.until <= self.since:
             raise InputError("--until must come after --since")
 
-    def binds(self) -> tuple[Any, ...]:
-        return (list(self.ids) or None, self.agent, self.since, self.until, self.reason)
+    def binds(self) -> dict[str, Any]:
+        """The selector as the recovery statements bind it: NULL where not given."""
+        return {
+            "ids": list(self.ids) or None,
+            "agent": self.agent,
+            "since": self.since,
+            "until": self.until,
+            "reason": self.reason,
+        }
 
     def as_dict(self) -> dict[str, Any]:
         return {

@@ -14,9 +14,9 @@ from typing import Any
 from ethos import inputs
 from ethos.errors import InputError
 from ethos.ltp import LtpBuffer
-from ethos.schema import VECTORS
 from ethos.settings import Settings
 from ethos.store import Store
+from ethos.tables import VECTORS
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,9 @@ async def search(
     if not isinstance(agent, str) or not agent:
         raise InputError("agent is required")
     vector = inputs.embedding(embedding, settings.embedding.dimension)
-    rows = await store.search(agent=agent, embedding=vector, k=k, now=now, settings=settings)
+    rows = await store.search(
+        agent=agent, embedding=vector, k=k, now=now, params=settings.decay_params
+    )
     hits = [
         Hit(
             id=row["id"],

@@ -1,9 +1,7 @@
-"""The tables ethos keeps, as SQLAlchemy metadata (what Alembic compares against),
-and the closed set of memory tables the rest of ethos is allowed to name in SQL."""
+"""The tables ethos keeps, as SQLAlchemy metadata: what Alembic compares the migrated
+schema against. (Which memory tables there are, and how they differ: ethos.tables.)"""
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 from pgvector.sqlalchemy import Vector
 from sqlalchemy import (
@@ -19,35 +17,6 @@ from sqlalchemy import (
     text,
 )
 from sqlalchemy.dialects.postgresql import JSONB, UUID
-
-from ethos.errors import InputError
-
-
-@dataclass(frozen=True)
-class TableSpec:
-    """What sets one memory table apart from the others."""
-
-    name: str
-    alias: str
-    emotion_column: str | None = None  # E in the formula; 0 where there is none
-    has_confidence: bool = False  # semantic_facts: pruned on confidence, not salience
-    has_expiry: bool = False  # memory_vectors: expires_at prunes regardless of salience
-
-
-VECTORS = TableSpec("memory_vectors", "vector", has_expiry=True)
-EPISODES = TableSpec("episodic_traces", "episode", emotion_column="emotional_tone")
-FACTS = TableSpec("semantic_facts", "fact", has_confidence=True)
-MEMORY_TABLES: tuple[TableSpec, ...] = (VECTORS, EPISODES, FACTS)
-_BY_NAME = {spec.name: spec for spec in MEMORY_TABLES} | {s.alias: s for s in MEMORY_TABLES}
-
-
-def table_spec(name: str) -> TableSpec:
-    """Resolve a table name or alias (vector, episode, fact); anything else is an error."""
-    try:
-        return _BY_NAME[name]
-    except KeyError:
-        names = ", ".join(f"{s.name} ({s.alias})" for s in MEMORY_TABLES)
-        raise InputError(f"unknown table {name!r}: use one of {names}") from None
 
 
 def _memory_columns() -> list[Column[object]]:
@@ -141,18 +110,8 @@ def build_metadata(dimension: int) -> MetaData:
         "decay_settings",
         metadata,
         Column("id", Boolean, primary_key=True, server_default=text("true")),
-        *(
-            Column(name, Float, nullable=False)
-            for name in (
-                "prune_threshold",
-                "at_risk_margin",
-                "base_tau_days",
-                "ltp_multiplier",
-                "max_tau_days",
-                "frequency_weight",
-                "emotional_weight",
-            )
-        ),
+        Column("prune_threshold", Float, nullable=False),
+        Column("at_risk_margin", Float, nullable=False),
         Column("updated_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),
     )
     Table(

@@ -15,6 +15,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from ethos.decay import DecayParams
 from ethos.errors import ConfigError
+from ethos.tables import TableSpec
 
 ENV_PREFIX = "ETHOS_"
 CONFIG_ENV = "ETHOS_CONFIG"
@@ -56,6 +57,13 @@ class LtpSettings(_Section):
     full_wait_seconds: float = Field(default=1.0, ge=0)
     retry_max_seconds: float = Field(default=5.0, gt=0)
     close_timeout_seconds: float = Field(default=30.0, ge=0)
+
+    def boost(self, spec: TableSpec) -> float:
+        """The boost its TableSpec names for a table's retrievals."""
+        value = getattr(self, spec.ltp_boost, None)
+        if not isinstance(value, float):
+            raise ConfigError(f"table {spec.name}: ltp.{spec.ltp_boost} is not a setting")
+        return value
 
 
 class SearchSettings(_Section):

@@ -1,12 +1,16 @@
-"""The one module that talks to the database on behalf of the others."""
+"""The one module that talks to the database. It opens the connections, runs every
+statement by its name in ethos.queries, and turns the driver's errors into ethos's
+(ethos.errors), so no other module knows the driver. It never hands a connection out:
+a sweep batch, a lock attempt or a heartbeat is one method; a flush of LTP is a
+transaction object that offers exactly the statements a flush runs."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
-from collections import defaultdict
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -16,25 +20,50 @@ import structlog
 
 from ethos import queries
 from ethos.decay import DecayParams
-from ethos.errors import DatabaseError, NotFoundError
+from ethos.errors import DatabaseError, InputError, NotFoundError, TransientDatabaseError
 from ethos.inputs import MemoryInput, vector_literal
-from ethos.schema import MEMORY_TABLES, TableSpec, table_spec
+from ethos.logs import redact
+from ethos.queries import Query
 from ethos.settings import Settings
+from ethos.tables import TableSpec
 
 log = structlog.get_logger("ethos.store")
 
+Row = Mapping[str, Any]
 
-# Buffered retrievals: (table, id) -> {moment: count}.
-Pending = dict[tuple[str, uuid.UUID], dict[datetime, int]]
-Rows = dict[uuid.UUID, dict[datetime, int]]
+CLOSE_TIMEOUT_SECONDS = 5.0
+MIN_SERVER_VERSION = 150000
+MIN_VECTOR_VERSION = (0, 5)
+
+# Driver errors that heal by waiting: the server is away or restarting, the connection
+# broke, or the transaction lost a deadlock or serialization race.
+_TRANSIENT = (
+    asyncpg.TransactionRollbackError,
+    asyncpg.PostgresConnectionError,
+    asyncpg.CannotConnectNowError,
+    asyncpg.AdminShutdownError,
+    asyncpg.CrashShutdownError,
+    asyncpg.InterfaceError,
+    asyncpg.ConnectionDoesNotExistError,
+    OSError,
+    TimeoutError,
+)
 
 
-@dataclass
-class LtpResult:
-    applied: int = 0  # retrievals written to the rows asked for
-    skipped: int = 0  # retrievals of unknown or pruned rows
-    reinforced: int = 0  # source episodes and facts strengthened through their vectors
-    replayed: bool = False  # this flush had been applied already (an in-doubt commit)
+@contextmanager
+def _translated() -> Iterator[None]:
+    """Driver errors become ethos errors, with the first line of the server's message."""
+    try:
+        yield
+    except _TRANSIENT as exc:
+        raise TransientDatabaseError(_first_line(exc)) from exc
+    except asyncpg.PostgresError as exc:
+        raise DatabaseError(f"database: {_first_line(exc)}") from exc
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 @dataclass(frozen=True)
@@ -43,6 +72,53 @@ class BatchResult:
     scanned: int
     updated: int
     pruned: int
+
+
+# --- before a pool: the server itself ------------------------------------------------
+
+
+async def _connect(url: str, timeout_seconds: float) -> asyncpg.Connection:
+    try:
+        return await asyncpg.connect(url, timeout=timeout_seconds)
+    except (OSError, asyncpg.PostgresError, TimeoutError) as exc:
+        raise TransientDatabaseError(f"cannot connect to {redact(url)}: {exc}") from None
+
+
+async def _run(conn: asyncpg.Connection, query: Query, **values: Any) -> Any:
+    with _translated():
+        return await conn.fetchval(query.text, *query.args(values))
+
+
+async def ensure_database(admin_url: str, name: str, timeout_seconds: float = 30) -> None:
+    """CREATE DATABASE name unless it exists (safe when several processes race)."""
+    conn = await _connect(admin_url, timeout_seconds)
+    try:
+        # The lock goes with the connection.
+        await _run(conn, queries.LOCK_DATABASE_CREATION, key=queries.DATABASE_CREATION_LOCK_KEY)
+        if not await _run(conn, queries.DATABASE_EXISTS, name=name):
+            await _run(conn, queries.create_database(name))
+    finally:
+        await conn.close()
+
+
+async def check_server(url: str, timeout_seconds: float) -> None:
+    """One line if the server is unreachable, too old, or cannot give ethos pgvector."""
+    conn = await _connect(url, timeout_seconds)
+    try:
+        version = int(await _run(conn, queries.SERVER_VERSION))
+        if version < MIN_SERVER_VERSION:
+            raise DatabaseError(
+                f"PostgreSQL {version // 10000} is too old: ethos needs PostgreSQL 15 or newer"
+            )
+        available = await _run(conn, queries.VECTOR_AVAILABLE)
+    finally:
+        await conn.close()
+    if available is None:
+        raise DatabaseError(
+            "the pgvector extension ('vector') is not installed on this PostgreSQL server"
+        )
+    if tuple(int(p) for p in available.split(".")[:2]) < MIN_VECTOR_VERSION:
+        raise DatabaseError(f"pgvector {available} is too old: ethos needs pgvector 0.5 or newer")
 
 
 async def _init_connection(conn: asyncpg.Connection) -> None:
@@ -59,60 +135,144 @@ def _parse_vector(text: str) -> list[float]:
     return [float(v) for v in text.strip("[]").split(",")] if text != "[]" else []
 
 
+async def _keep_session(conn: asyncpg.Connection) -> None:
+    """The sweep pool's connections carry no session state but their start-up settings:
+    nothing to reset between batches (saves a round trip per batch)."""
+
+
+# --- the store --------------------------------------------------------------------------
+
+
 class Store:
-    def __init__(self, pool: asyncpg.Pool) -> None:
-        self.pool = pool
+    def __init__(
+        self, settings: Settings, url: str, pool: asyncpg.Pool, sweep_pool: asyncpg.Pool
+    ) -> None:
+        self.settings = settings
+        self.url = url
+        self._pool = pool
+        self._sweep_pool = sweep_pool
+        self._lock_conn: asyncpg.Connection | None = None
+        self._checked: set[str] = set()
 
-    init_connection = staticmethod(_init_connection)
+    @classmethod
+    async def open(cls, settings: Settings, url: str) -> Store:
+        """Check the server, then open the pools: one for everything, and one whose
+        connections sweep. Sweep batches commit asynchronously: they only materialize
+        values that the next sweep recomputes from the stored state, so a crash can cost
+        a few batches of refresh but never correctness, and no batch waits for a WAL
+        flush. Generic plans spare re-planning every batch."""
+        timeout = settings.database.connect_timeout_seconds
+        await check_server(url, timeout)
+        with _translated():
+            pool = await asyncpg.create_pool(
+                url,
+                min_size=settings.database.pool_min_size,
+                max_size=settings.database.pool_max_size,
+                timeout=timeout,
+                init=_init_connection,
+                server_settings=queries.search_server_settings(
+                    settings.search.candidates, settings.search.max_scan_tuples
+                ),
+            )
+            sweep_pool = await asyncpg.create_pool(
+                url,
+                min_size=0,
+                max_size=1,
+                timeout=timeout,
+                init=_init_connection,
+                reset=_keep_session,
+                server_settings=queries.SWEEP_SESSION_SETTINGS,
+            )
+        log.debug("pool_open", url=redact(url))
+        return cls(settings, url, pool, sweep_pool)
+
+    async def close(self) -> None:
+        await self.release_sweep_lock()
+        for pool in (self._sweep_pool, self._pool):
+            try:
+                await asyncio.wait_for(pool.close(), CLOSE_TIMEOUT_SECONDS)
+            except (Exception, TimeoutError):  # the server is gone: drop the sockets
+                pool.terminate()
+
+    # --- running statements ------------------------------------------------------------
+
+    async def _fetch(self, query: Query, **values: Any) -> list[Row]:
+        with _translated():
+            rows: list[Row] = await self._pool.fetch(query.text, *query.args(values))
+            return rows
+
+    async def _fetchrow(self, query: Query, **values: Any) -> Row | None:
+        with _translated():
+            row: Row | None = await self._pool.fetchrow(query.text, *query.args(values))
+            return row
+
+    async def _fetchval(self, query: Query, **values: Any) -> Any:
+        with _translated():
+            return await self._pool.fetchval(query.text, *query.args(values))
 
     @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[asyncpg.Connection]:
-        async with self.pool.acquire() as conn, conn.transaction():
-            yield conn
+    async def _transaction(self) -> AsyncIterator[_Transaction]:
+        with _translated():
+            async with self._pool.acquire() as conn, conn.transaction():
+                yield _Transaction(conn)
 
-    @asynccontextmanager
-    async def sweep_session(self) -> AsyncIterator[asyncpg.Connection]:
-        """A connection for one sweep. Its batches commit asynchronously: they only
-        materialize values that the next sweep recomputes from the stored state, so a
-        crash can cost a few batches of refresh but never correctness, and no batch
-        waits for a WAL flush. Generic plans spare re-planning every batch.
-        (The pool resets these settings when the connection goes back.)"""
-        async with self.pool.acquire() as conn:
-            await conn.execute(queries.SWEEP_SESSION)
-            yield conn
+    async def check_table(self, spec: TableSpec) -> None:
+        """A table must have every column its spec implies before ethos writes to it: a
+        table the code was not written for fails here, by name, not half-way through."""
+        if spec.name in self._checked:
+            return
+        rows = await self._fetch(queries.TABLE_COLUMNS, table=spec.name)
+        if not rows:
+            raise InputError(f"table {spec.name} does not exist (run `ethos migrate`?)")
+        missing = sorted(spec.columns - {row["column_name"] for row in rows})
+        if missing:
+            raise InputError(f"table {spec.name} lacks the columns {', '.join(missing)}")
+        self._checked.add(spec.name)
+
+    # --- memories ---------------------------------------------------------------------
 
     async def now(self) -> datetime:
-        value: datetime = await self.pool.fetchval(queries.DATABASE_NOW)
+        value: datetime = await self._fetchval(queries.DATABASE_NOW)
         return value
 
     async def insert(self, memory: MemoryInput) -> uuid.UUID:
+        await self.check_table(memory.table)
         columns = memory.columns()
-        async with self.transaction() as conn:
-            if memory.source_id is not None:
-                source = table_spec(memory.source_type or "")
+        async with self._transaction() as tx:
+            if memory.source is not None:
+                source, source_id = memory.source
                 if (
-                    await conn.fetchval(queries.build_fetch_memory_query(source), memory.source_id)
+                    await tx.fetchval(queries.build_fetch_memory_query(source), id=source_id)
                     is None
                 ):
-                    raise NotFoundError(f"no {source.name} row with id {memory.source_id}")
-            query = queries.build_insert_query(memory.table, list(columns))
-            new_id: uuid.UUID = await conn.fetchval(query, *columns.values())
+                    raise NotFoundError(f"no {source.name} row with id {source_id}")
+            query = queries.build_insert_query(memory.table, tuple(columns))
+            new_id: uuid.UUID = await tx.fetchval(query, **columns)
             return new_id
 
-    async def fetch(self, spec: TableSpec, memory_id: uuid.UUID) -> asyncpg.Record:
-        row = await self.pool.fetchrow(queries.build_fetch_memory_query(spec), memory_id)
+    async def fetch(self, spec: TableSpec, memory_id: uuid.UUID) -> Row:
+        await self.check_table(spec)
+        row = await self._fetchrow(queries.build_fetch_memory_query(spec), id=memory_id)
         if row is None:
             raise NotFoundError(f"no {spec.name} row with id {memory_id}")
         return row
 
     async def count_live(self, spec: TableSpec, agent: str | None) -> int:
+        await self.check_table(spec)
         query = queries.build_count_live_query(spec, by_agent=agent is not None)
-        count: int = await self.pool.fetchval(query, *([agent] if agent else []))
+        count: int = await self._fetchval(query, agent=agent)
         return count
+
+    async def id_states(self, spec: TableSpec, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, bool]:
+        """id -> pruned, for the ids that exist."""
+        await self.check_table(spec)
+        rows = await self._fetch(queries.build_id_states_query(spec), ids=list(ids))
+        return {row["id"]: row["pruned"] for row in rows}
+
+    # --- the sweep --------------------------------------------------------------------
 
     async def sweep_batch(
         self,
-        conn: asyncpg.Connection,
         spec: TableSpec,
         *,
         now: datetime,
@@ -123,126 +283,27 @@ class Store:
         agent: str | None,
         dry_run: bool,
     ) -> BatchResult:
+        """One keyset batch after `after`, in its own transaction."""
+        await self.check_table(spec)
         query = queries.build_sweep_batch_query(
             spec, by_agent=agent is not None, dry_run=dry_run, batch_size=limit
         )
-        args: list[Any] = [
-            now,
-            *params.sql_args(),
-            params.prune_threshold,
-            tolerance,
-            after or uuid.UUID(queries.NIL_ID),
-        ]
-        if agent is not None:
-            args.append(agent)
-        row = await conn.fetchrow(query, *args)
+        values = {
+            **params.sql_values(),
+            "now": now,
+            "tolerance": tolerance,
+            "after": after or uuid.UUID(queries.NIL_ID),
+            "agent": agent,
+        }
+        with _translated():
+            row = await self._sweep_pool.fetchrow(query.text, *query.args(values))
         return BatchResult(row["last_id"], row["scanned"], row["updated"], row["pruned"])
-
-    async def apply_retrievals(
-        self, pending: Pending, settings: Settings, flush_id: uuid.UUID
-    ) -> LtpResult:
-        """Apply buffered retrievals in one transaction: vectors first (their hits also
-        reinforce the episode or fact they embed), then episodes and facts. A flush id
-        that was applied before is not applied again."""
-        by_table: dict[str, Rows] = defaultdict(dict)
-        for (table, memory_id), moments in pending.items():
-            by_table[table][memory_id] = moments
-        sources: dict[str, Rows] = defaultdict(lambda: defaultdict(lambda: defaultdict(int)))
-        result = LtpResult()
-        async with self.transaction() as conn:
-            if await conn.fetchval(queries.CLAIM_LTP_FLUSH, flush_id) is None:
-                requested = sum(sum(moments.values()) for moments in pending.values())
-                return LtpResult(applied=requested, replayed=True)
-            for spec in MEMORY_TABLES:
-                asked = by_table.get(spec.name, {})
-                returned = await self._apply_rounds(conn, spec, asked, settings)
-                applied = sum(row["n"] for row in returned)
-                result.applied += applied
-                asked_total = sum(sum(m.values()) for m in asked.values())
-                if applied < asked_total:
-                    result.skipped += asked_total - applied
-                    found = {row["id"] for row in returned}
-                    missing = [str(i) for i in asked if i not in found]
-                    log.warning("ltp_skipped", table=spec.name, count=len(missing), ids=missing[:5])
-                if spec.has_expiry:
-                    for row in returned:
-                        if row["source_id"] is not None:
-                            sources[row["source_type"]][row["source_id"]][row["at"]] += row["n"]
-                reinforced = await self._apply_rounds(
-                    conn, spec, sources.get(spec.name, {}), settings
-                )
-                result.reinforced += sum(row["n"] for row in reinforced)
-            if result.applied:
-                await conn.execute(queries.TOUCH_RETRIEVAL_ACTIVITY)
-        return result
-
-    async def _apply_rounds(
-        self, conn: asyncpg.Connection, spec: TableSpec, rows: Rows, settings: Settings
-    ) -> list[asyncpg.Record]:
-        """Round i holds the i-th moment of every row, so a row retrieved at several
-        moments is strengthened in time order, exactly as one retrieval after another."""
-        if not rows:
-            return []
-        ltp = settings.ltp
-        boost = {"memory_vectors": ltp.vector_boost, "episodic_traces": ltp.episode_boost}.get(
-            spec.name, ltp.fact_boost
-        )
-        extra = [ltp.fact_confidence_bonus] if spec.has_confidence else []
-        query = queries.build_ltp_query(spec)
-        # Rows are locked in id order, as sweep batches lock them, to keep deadlocks rare.
-        ordered = {i: sorted(moments.items()) for i, moments in sorted(rows.items())}
-        returned: list[asyncpg.Record] = []
-        for depth in range(max(len(m) for m in ordered.values())):
-            level = [(i, m[depth]) for i, m in ordered.items() if depth < len(m)]
-            returned += await conn.fetch(
-                query,
-                boost,
-                *settings.decay_params.sql_args(),
-                [memory_id for memory_id, _ in level],
-                [count for _, (_, count) in level],
-                [at for _, (at, _) in level],
-                *extra,
-            )
-        return returned
-
-    async def search(
-        self,
-        *,
-        agent: str,
-        embedding: list[float],
-        k: int,
-        now: datetime,
-        settings: Settings,
-    ) -> list[asyncpg.Record]:
-        args = (
-            now,
-            *settings.decay_params.sql_args(),
-            agent,
-            embedding,
-            max(settings.search.candidates, k),
-            k,
-            settings.search.salience_weight,
-        )
-        async with self.pool.acquire() as conn:
-            rows: list[asyncpg.Record] = await conn.fetch(queries.SEARCH_VECTORS, *args)
-            if len(rows) < k:  # the bounded index scan fell short: look at every vector
-                rows = await conn.fetch(queries.SEARCH_VECTORS_EXACT, *args)
-        return rows
-
-    async def forget_ltp_flushes(self) -> None:
-        await self.pool.execute(queries.FORGET_LTP_FLUSHES)
-
-    async def build_vector_index(self, memory: str) -> None:
-        """Build the HNSW index with `memory` of maintenance_work_mem."""
-        async with self.pool.acquire() as conn:
-            await conn.execute(queries.INDEX_BUILD_MEMORY.format(memory=memory))
-            await conn.execute(queries.BUILD_VECTOR_INDEX)
 
     async def start_sweep_run(
         self, trigger: str, now: datetime, agent: str | None, daemon_id: str | None
     ) -> int:
-        run_id: int = await self.pool.fetchval(
-            queries.START_SWEEP_RUN, trigger, now, agent, daemon_id
+        run_id: int = await self._fetchval(
+            queries.START_SWEEP_RUN, trigger=trigger, now=now, agent=agent, daemon_id=daemon_id
         )
         return run_id
 
@@ -255,30 +316,112 @@ class Store:
         tables: dict[str, Any],
         error: str | None,
     ) -> None:
-        await self.pool.execute(
-            queries.FINISH_SWEEP_RUN, run_id, status, *totals, json.dumps(tables), error
+        scanned, updated, pruned = totals
+        await self._fetchval(
+            queries.FINISH_SWEEP_RUN,
+            id=run_id,
+            status=status,
+            scanned=scanned,
+            updated=updated,
+            pruned=pruned,
+            tables=json.dumps(tables),
+            error=error,
         )
+
+    async def last_sweep_finished(self) -> datetime | None:
+        value: datetime | None = await self._fetchval(queries.LAST_SWEEP_FINISHED)
+        return value
+
+    async def pruned_at(self, agent: str, at: datetime) -> list[Row]:
+        """The memories of an agent that a sweep at `at` pruned."""
+        return await self._fetch(queries.PRUNED_AT, agent=agent, at=at)
+
+    # --- LTP --------------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def ltp_flush(self, flush_id: uuid.UUID) -> AsyncIterator[LtpFlush | None]:
+        """The transaction that applies one flush of retrievals, claimed by its id;
+        None when a flush with that id was applied before (an in-doubt COMMIT that went
+        through): there is nothing left to do."""
+        async with self._transaction() as tx:
+            if await tx.fetchval(queries.CLAIM_LTP_FLUSH, id=flush_id) is None:
+                yield None
+                return
+            yield LtpFlush(tx, self)
+
+    async def forget_ltp_flushes(self) -> None:
+        await self._fetchval(queries.FORGET_LTP_FLUSHES)
+
+    # --- search -----------------------------------------------------------------------
+
+    async def search(
+        self,
+        *,
+        agent: str,
+        embedding: list[float],
+        k: int,
+        now: datetime,
+        params: DecayParams,
+    ) -> list[Row]:
+        values = {
+            **params.sql_values(),
+            "now": now,
+            "agent": agent,
+            "embedding": embedding,
+            "candidates": max(self.settings.search.candidates, k),
+            "k": k,
+            "salience_weight": self.settings.search.salience_weight,
+        }
+        async with self._transaction() as tx:
+            rows = await tx.fetch(queries.SEARCH_VECTORS, **values)
+            if len(rows) < k:  # the bounded index scan fell short: look at every vector
+                rows = await tx.fetch(queries.SEARCH_VECTORS_EXACT, **values)
+        return rows
+
+    async def build_vector_index(self) -> None:
+        """Build the HNSW index with database.index_build_memory of maintenance_work_mem."""
+        memory = self.settings.database.index_build_memory
+        async with self._transaction() as tx:
+            await tx.execute_setting(queries.INDEX_BUILD_MEMORY.format(memory=memory))
+            await tx.fetchval(queries.BUILD_VECTOR_INDEX)
 
     # --- the daemon -------------------------------------------------------------------
 
-    @staticmethod
-    async def try_sweep_lock(conn: asyncpg.Connection) -> bool:
-        """Take the sweep lock on conn (a dedicated connection: the lock lives as long
-        as its session)."""
-        held: bool = await conn.fetchval(queries.TRY_SWEEP_LOCK, queries.SWEEP_LOCK_KEY)
-        return held
+    async def try_sweep_lock(self) -> bool:
+        """Take the sweep lock, or say that it is still held. The lock lives with a
+        connection of its own: while that connection answers, the lock is held."""
+        if self._lock_conn is not None and not self._lock_conn.is_closed():
+            await _run(self._lock_conn, queries.PING)
+            return True
+        conn = await _connect(self.url, self.settings.database.connect_timeout_seconds)
+        try:
+            held = await _run(conn, queries.TRY_SWEEP_LOCK, key=queries.SWEEP_LOCK_KEY)
+        except BaseException:
+            await conn.close()
+            raise
+        if held:
+            self._lock_conn = conn
+        else:
+            await conn.close()
+        return bool(held)
 
-    @staticmethod
-    async def ping(conn: asyncpg.Connection) -> None:
-        await conn.fetchval(queries.PING)
+    @property
+    def sweep_lock_backend(self) -> int | None:
+        """The server process holding the sweep lock for this store, if it holds it."""
+        conn = self._lock_conn
+        return conn.get_server_pid() if conn is not None and not conn.is_closed() else None
+
+    async def release_sweep_lock(self) -> None:
+        conn, self._lock_conn = self._lock_conn, None
+        if conn is not None:
+            try:
+                await conn.close(timeout=1)
+            except Exception:  # a connection that is already gone released the lock too
+                conn.terminate()
 
     async def is_idle(self, idle_seconds: float) -> bool:
-        idle: bool = await self.pool.fetchval(queries.IS_IDLE, idle_seconds)
+        idle: bool = await self._fetchval(queries.IS_IDLE, seconds=idle_seconds)
         return idle
-
-    async def last_sweep_finished(self) -> datetime | None:
-        value: datetime | None = await self.pool.fetchval(queries.LAST_SWEEP_FINISHED)
-        return value
 
     async def heartbeat(
         self,
@@ -287,31 +430,30 @@ class Store:
         host: str,
         pid: int,
         role: str,
-        lock_backend_pid: int | None,
         next_sweep_due: datetime | None,
         ltp_backlog: int,
         ltp_dropped: int,
     ) -> None:
-        await self.pool.execute(
+        await self._fetchval(
             queries.DAEMON_HEARTBEAT,
-            daemon_id,
-            host,
-            pid,
-            role,
-            lock_backend_pid,
-            next_sweep_due,
-            ltp_backlog,
-            ltp_dropped,
+            id=daemon_id,
+            host=host,
+            pid=pid,
+            role=role,
+            lock_backend_pid=self.sweep_lock_backend if role == "leader" else None,
+            next_sweep_due=next_sweep_due,
+            ltp_backlog=ltp_backlog,
+            ltp_dropped=ltp_dropped,
         )
 
     async def daemon_stopped(self, daemon_id: str) -> None:
-        await self.pool.execute(queries.DAEMON_STOPPED, daemon_id)
+        await self._fetchval(queries.DAEMON_STOPPED, id=daemon_id)
 
     async def status(self, alive_seconds: float) -> dict[str, Any]:
-        daemons = await self.pool.fetch(
-            queries.STATUS_DAEMONS, alive_seconds, queries.SWEEP_LOCK_KEY
+        daemons = await self._fetch(
+            queries.STATUS_DAEMONS, alive_seconds=alive_seconds, lock_key=queries.SWEEP_LOCK_KEY
         )
-        last = await self.pool.fetchrow(queries.STATUS_LAST_SWEEP)
+        last = await self._fetchrow(queries.STATUS_LAST_SWEEP)
         return {
             "daemons": [dict(row) for row in daemons],
             "last_sweep": dict(last) if last else None,
@@ -319,66 +461,48 @@ class Store:
 
     # --- monitoring -------------------------------------------------------------------
 
-    async def record_decay_settings(self, settings: Settings) -> None:
-        d = settings.decay
-        await self.pool.execute(
-            queries.RECORD_DECAY_SETTINGS,
-            d.prune_threshold,
-            settings.monitoring.at_risk_margin,
-            d.base_tau_days,
-            d.ltp_multiplier,
-            d.max_tau_days,
-            d.frequency_weight,
-            d.emotional_weight,
+    async def record_monitoring_settings(self) -> None:
+        await self._fetchval(
+            queries.RECORD_MONITORING_SETTINGS,
+            prune_threshold=self.settings.decay.prune_threshold,
+            at_risk_margin=self.settings.monitoring.at_risk_margin,
         )
 
     async def stats(self, agent: str | None) -> dict[str, list[dict[str, Any]]]:
-        async with self.pool.acquire() as conn:
+        async with self._transaction() as tx:
             return {
-                "counts": [dict(r) for r in await conn.fetch(queries.STATS_COUNTS, agent)],
-                "salience_by_age": [dict(r) for r in await conn.fetch(queries.STATS_BY_AGE, agent)],
-                "at_risk": [dict(r) for r in await conn.fetch(queries.STATS_AT_RISK, agent)],
-                "most_retrieved": [
-                    dict(r) for r in await conn.fetch(queries.STATS_MOST_RETRIEVED, agent)
-                ],
-                "recent_sweeps": [dict(r) for r in await conn.fetch(queries.STATS_SWEEPS)],
-                "ltp": [dict(r) for r in await conn.fetch(queries.STATS_LTP)],
+                name: [dict(row) for row in await tx.fetch(query, agent=agent)]
+                for name, query in queries.STATS.items()
             }
-
-    async def pruned_at(self, agent: str, at: datetime) -> list[asyncpg.Record]:
-        """The memories of an agent that a sweep at `at` pruned."""
-        rows: list[asyncpg.Record] = await self.pool.fetch(queries.PRUNED_AT, agent, at)
-        return rows
 
     # --- recovery ---------------------------------------------------------------------
 
-    async def id_states(self, spec: TableSpec, ids: list[uuid.UUID]) -> dict[uuid.UUID, bool]:
-        """id -> pruned, for the ids that exist."""
-        rows = await self.pool.fetch(queries.build_id_states_query(spec), ids)
-        return {row["id"]: row["pruned"] for row in rows}
-
     async def recovery_candidates(
-        self, spec: TableSpec, selector: tuple[Any, ...], after: uuid.UUID | None, limit: int
-    ) -> list[asyncpg.Record]:
-        query = queries.build_recovery_candidates_query(spec, limit)
-        rows: list[asyncpg.Record] = await self.pool.fetch(
-            query, *selector, after or uuid.UUID(queries.NIL_ID)
+        self, spec: TableSpec, selector: Mapping[str, Any], after: uuid.UUID | None, limit: int
+    ) -> list[Row]:
+        await self.check_table(spec)
+        return await self._fetch(
+            queries.build_recovery_candidates_query(spec, limit),
+            **selector,
+            after=after or uuid.UUID(queries.NIL_ID),
         )
-        return rows
 
     async def recover_batch(
         self,
         spec: TableSpec,
-        selector: tuple[Any, ...],
+        selector: Mapping[str, Any],
         *,
         after: uuid.UUID | None,
         limit: int,
         strength: float,
         now: datetime,
     ) -> list[uuid.UUID]:
-        query = queries.build_recover_batch_query(spec, limit)
-        rows = await self.pool.fetch(
-            query, *selector, after or uuid.UUID(queries.NIL_ID), strength, now
+        rows = await self._fetch(
+            queries.build_recover_batch_query(spec, limit),
+            **selector,
+            after=after or uuid.UUID(queries.NIL_ID),
+            strength=strength,
+            now=now,
         )
         return sorted(row["id"] for row in rows)
 
@@ -392,13 +516,65 @@ class Store:
         recovered: int,
         strength: float,
     ) -> int:
-        recovery_id: int = await self.pool.fetchval(
+        recovery_id: int = await self._fetchval(
             queries.RECORD_RECOVERY,
-            now,
-            spec.name,
-            json.dumps(selector, default=str),
-            command,
-            recovered,
-            strength,
+            now=now,
+            table=spec.name,
+            selector=json.dumps(selector, default=str),
+            command=command,
+            recovered=recovered,
+            strength=strength,
         )
         return recovery_id
+
+
+class _Transaction:
+    """Statements on one connection inside one transaction; the store's own."""
+
+    def __init__(self, conn: asyncpg.Connection) -> None:
+        self._conn = conn
+
+    async def fetch(self, query: Query, **values: Any) -> list[Row]:
+        rows: list[Row] = await self._conn.fetch(query.text, *query.args(values))
+        return rows
+
+    async def fetchval(self, query: Query, **values: Any) -> Any:
+        return await self._conn.fetchval(query.text, *query.args(values))
+
+    async def execute_setting(self, statement: str) -> None:
+        """A SET with a validated value written into the text (SET takes no binds)."""
+        await self._conn.execute(statement)
+
+
+class LtpFlush:
+    """What one flush of retrievals may do inside its transaction."""
+
+    def __init__(self, tx: _Transaction, store: Store) -> None:
+        self._tx = tx
+        self._store = store
+
+    async def strengthen(
+        self,
+        spec: TableSpec,
+        *,
+        ids: list[uuid.UUID],
+        counts: list[int],
+        moments: list[datetime],
+        params: DecayParams,
+    ) -> list[Row]:
+        """One round: each id at most once, retrieved counts[i] times at moments[i].
+        Returns the rows strengthened (unknown and pruned ids are not among them)."""
+        await self._store.check_table(spec)
+        ltp = self._store.settings.ltp
+        return await self._tx.fetch(
+            queries.build_ltp_query(spec),
+            **params.sql_values(),
+            boost=ltp.boost(spec),
+            confidence_bonus=ltp.fact_confidence_bonus,
+            ids=ids,
+            counts=counts,
+            moments=moments,
+        )
+
+    async def touch_retrieval_activity(self) -> None:
+        await self._tx.fetchval(queries.TOUCH_RETRIEVAL_ACTIVITY)

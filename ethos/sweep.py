@@ -14,12 +14,12 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
 
-import asyncpg
 import structlog
 
-from ethos.schema import EPISODES, FACTS, MEMORY_TABLES, VECTORS, TableSpec
+from ethos.errors import TransientDatabaseError
 from ethos.settings import Settings
 from ethos.store import Store
+from ethos.tables import MEMORY_TABLES, TableSpec, table_spec
 
 log = structlog.get_logger("ethos.sweep")
 
@@ -41,13 +41,18 @@ class TableCounts:
 class SweepReport:
     now: datetime
     dry_run: bool
-    tables: dict[str, TableCounts] = field(default_factory=dict)
+    counts: dict[TableSpec, TableCounts] = field(default_factory=dict)
     duration_ms: int = 0
     status: str = "completed"
     run_id: int | None = None
 
+    @property
+    def tables(self) -> dict[str, TableCounts]:
+        """The counts by table name."""
+        return {spec.name: c for spec, c in self.counts.items()}
+
     def totals(self) -> tuple[int, int, int]:
-        counts = self.tables.values()
+        counts = self.counts.values()
         return (
             sum(c.scanned for c in counts),
             sum(c.updated for c in counts),
@@ -65,9 +70,8 @@ class SweepReport:
 
     def summary(self) -> str:
         """The runbook's line: `15 vectors (2 pruned), 8 episodes (0 pruned), ... in 45ms`."""
-        words = {VECTORS.name: "vectors", EPISODES.name: "episodes", FACTS.name: "facts"}
         parts = [
-            f"{c.scanned} {words[name]} ({c.pruned} pruned)" for name, c in self.tables.items()
+            f"{c.scanned} {spec.plural} ({c.pruned} pruned)" for spec, c in self.counts.items()
         ]
         return f"{', '.join(parts)} in {self.duration_ms}ms"
 
@@ -91,24 +95,23 @@ async def run_sweep(
     boundary, with status `interrupted`. Every batch is its own transaction.
     """
     now = now or await store.now()
+    specs = [table_spec(t) for t in tables]
+    for spec in specs:  # a table unfit for ethos fails here, before the audit row
+        await store.check_table(spec)
     report = SweepReport(now=now, dry_run=dry_run)
     started = time.monotonic()
     run_id = None
     if not dry_run:
-        await store.record_decay_settings(settings)
         run_id = await store.start_sweep_run(trigger, now, agent, daemon_id)
     report.run_id = run_id
     error: str | None = None
     try:
-        async with store.sweep_session() as conn:
-            for spec in tables:
-                counts = report.tables.setdefault(spec.name, TableCounts())
-                await _sweep_table(
-                    conn, store, settings, spec, now, agent, dry_run, counts, stop, progress
-                )
-                if stop is not None and stop.is_set():
-                    report.status = "interrupted"
-                    break
+        for spec in specs:
+            counts = report.counts.setdefault(spec, TableCounts())
+            await _sweep_table(store, settings, spec, now, agent, dry_run, counts, stop, progress)
+            if stop is not None and stop.is_set():
+                report.status = "interrupted"
+                break
     except BaseException as exc:
         report.status = "failed" if not isinstance(exc, asyncio.CancelledError) else "interrupted"
         error = f"{type(exc).__name__}: {exc}"
@@ -131,7 +134,6 @@ async def run_sweep(
 
 
 async def _sweep_table(
-    conn: asyncpg.Connection,
     store: Store,
     settings: Settings,
     spec: TableSpec,
@@ -148,7 +150,6 @@ async def _sweep_table(
         for attempt in range(1, BATCH_ATTEMPTS + 1):
             try:
                 batch = await store.sweep_batch(
-                    conn,
                     spec,
                     now=now,
                     params=settings.decay_params,
@@ -159,8 +160,9 @@ async def _sweep_table(
                     dry_run=dry_run,
                 )
                 break
-            except asyncpg.TransactionRollbackError as exc:
-                # A deadlock with a concurrent LTP write: the batch rolled back whole.
+            except TransientDatabaseError as exc:
+                # A deadlock with a concurrent LTP write (or a dropped connection): the
+                # batch rolled back whole; the pool gives the next attempt a connection.
                 if attempt == BATCH_ATTEMPTS:
                     raise
                 log.warning("decay_sweep_batch_retry", table=spec.name, error=str(exc))
@@ -188,7 +190,7 @@ def _log_report(report: SweepReport, trigger: str, error: str | None) -> None:
         "summary": report.summary(),
     }
     if error is not None:
-        log.warning("decay_sweep_error", error=error, status=report.status, **fields)
+        log.error("decay_sweep_error", error=error, status=report.status, **fields)
     elif report.status == "interrupted":
         log.warning("decay_sweep_interrupted", **fields)
     else:

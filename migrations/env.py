@@ -34,6 +34,10 @@ def _run(connection: Connection) -> None:
     context.configure(connection=connection, target_metadata=target_metadata)
     with context.begin_transaction():
         context.execute(f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK})")
+        # Index builds in migrations get the memory the settings give them (a validated
+        # value: SET takes no bind parameter).
+        memory = settings.database.index_build_memory
+        context.execute(f"SET LOCAL maintenance_work_mem = '{memory}'")
         context.run_migrations()
 
 

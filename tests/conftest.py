@@ -1,5 +1,6 @@
 """Shared fixtures: one embedded PostgreSQL for the session, a migrated template
-database, and a fresh database cloned from it for every test that asks for one."""
+database, a fresh database cloned from it for every test that asks for one, the real
+`ethos` command and psql, and the fixed moment the tests' memories live around."""
 
 from __future__ import annotations
 
@@ -8,13 +9,14 @@ import itertools
 import os
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import asyncpg
 import pytest
 
-from ethos import db
+from ethos import db, store
 from ethos.engine import Engine
 from ethos.settings import DatabaseSettings, Settings
 
@@ -44,7 +46,7 @@ def admin_uri(pg_data_dir: Path) -> str:
 
 @pytest.fixture(scope="session")
 def template_uri(admin_uri: str) -> str:
-    asyncio.run(db.ensure_database(admin_uri, TEMPLATE))
+    asyncio.run(store.ensure_database(admin_uri, TEMPLATE))
     uri = database_uri(admin_uri, TEMPLATE)
     db.migrate(Settings(), uri)
     return uri
@@ -80,16 +82,55 @@ async def conn(database_url: str) -> AsyncIterator[asyncpg.Connection]:
     await connection.close()
 
 
-def run_cli(
-    *args: str, env: dict[str, str] | None = None, cwd: Path | None = None, timeout: float = 60
-) -> subprocess.CompletedProcess[str]:
-    """The real `ethos` command in a subprocess."""
-    ethos = Path(sys.executable).parent / "ethos"
-    return subprocess.run(
-        [str(ethos), *args],
-        env={**os.environ, "ETHOS_LOGGING__FORMAT": "json", **(env or {})},
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+Cli = Callable[..., "subprocess.CompletedProcess[str]"]
+Psql = Callable[[str, str], list[list[str]]]
+Days = Callable[[float], datetime]
+
+
+@pytest.fixture(scope="session")
+def t0() -> datetime:
+    """The moment the tests' memories are created around."""
+    return datetime(2026, 1, 1, tzinfo=UTC)
+
+
+@pytest.fixture(scope="session")
+def days(t0: datetime) -> Days:
+    """days(n): n days after t0."""
+    return lambda n: t0 + timedelta(days=n)
+
+
+@pytest.fixture(scope="session")
+def cli() -> Cli:
+    """The real `ethos` command in a subprocess: cli("sweep", "--json", env={...})."""
+
+    def run(
+        *args: str, env: dict[str, str] | None = None, cwd: Path | None = None, timeout: float = 60
+    ) -> subprocess.CompletedProcess[str]:
+        ethos = Path(sys.executable).parent / "ethos"
+        return subprocess.run(
+            [str(ethos), *args],
+            env={**os.environ, "ETHOS_LOGGING__FORMAT": "json", **(env or {})},
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+
+    return run
+
+
+@pytest.fixture(scope="session")
+def psql() -> Psql:
+    """The embedded server's own psql: psql(url, sql) -> rows of fields."""
+    binary = db._pgserver().utils.POSTGRES_VERSIONS[18] / "psql"
+
+    def run(url: str, sql: str) -> list[list[str]]:
+        out = subprocess.run(
+            [str(binary), url, "-XAt", "-F", "|", "-c", sql],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        return [line.split("|") for line in out.splitlines()]
+
+    return run

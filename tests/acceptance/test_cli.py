@@ -7,21 +7,19 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import asyncpg
 import pytest
+from alembic.script import ScriptDirectory
 
-from ethos.db import _pgserver
-from tests.conftest import run_cli
+from ethos import db
+from ethos.settings import Settings
+
+if TYPE_CHECKING:
+    from tests.conftest import Cli, Psql
 
 EMBEDDING = json.dumps([0.01] * 384)
-
-
-def psql(url: str, sql: str) -> str:
-    binary = _pgserver().utils.POSTGRES_VERSIONS[18] / "psql"
-    return subprocess.run(
-        [str(binary), url, "-XAtc", sql], capture_output=True, text=True, check=True
-    ).stdout
 
 
 def one_line_error(result: subprocess.CompletedProcess[str]) -> str:
@@ -32,22 +30,26 @@ def one_line_error(result: subprocess.CompletedProcess[str]) -> str:
     return lines[0]
 
 
-def test_embedded_database_from_any_folder(tmp_path: Path) -> None:
+def test_embedded_database_from_any_folder(tmp_path: Path, cli: Cli, psql: Psql) -> None:
     """No URL configured: ethos starts its own PostgreSQL in the data dir and migrates it."""
     env = {"ETHOS_DATABASE__DATA_DIR": str(tmp_path / "pgdata")}
     try:
-        first = run_cli("migrate", env=env, cwd=tmp_path)
+        first = cli("migrate", env=env, cwd=tmp_path)
         assert first.returncode == 0, first.stderr
-        url = run_cli("db", "url", env=env, cwd=tmp_path).stdout.strip()
-        before = psql(url, "SELECT version_num FROM alembic_version")
-        second = run_cli("migrate", env=env, cwd=tmp_path)
+        url = cli("db", "url", env=env, cwd=tmp_path).stdout.strip()
+        head = ScriptDirectory.from_config(db.alembic_config(Settings())).get_current_head()
+        assert psql(url, "SELECT version_num FROM alembic_version") == [[head]]
+        second = cli("migrate", env=env, cwd=tmp_path)
         assert second.returncode == 0, second.stderr
-        assert psql(url, "SELECT version_num FROM alembic_version") == before
-        columns = psql(
-            url,
-            "SELECT table_name || '.' || column_name FROM information_schema.columns"
-            " WHERE table_schema = 'public'",
-        ).split()
+        assert psql(url, "SELECT version_num FROM alembic_version") == [[head]]
+        columns = {
+            row[0]
+            for row in psql(
+                url,
+                "SELECT table_name || '.' || column_name FROM information_schema.columns"
+                " WHERE table_schema = 'public'",
+            )
+        }
         for table in ("memory_vectors", "episodic_traces", "semantic_facts"):
             for column in [
                 "id",
@@ -73,35 +75,33 @@ def test_embedded_database_from_any_folder(tmp_path: Path) -> None:
             "semantic_facts.confidence",
         ):
             assert column in columns
-        assert psql(url, "SELECT extversion FROM pg_extension WHERE extname = 'vector'").startswith(
-            "0.8"
-        )
-        assert "USING hnsw (embedding vector_cosine_ops)" in psql(
-            url, "SELECT indexdef FROM pg_indexes WHERE tablename = 'memory_vectors'"
-        )
+        [[version]] = psql(url, "SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+        assert version.startswith("0.8")
+        indexes = psql(url, "SELECT indexdef FROM pg_indexes WHERE tablename = 'memory_vectors'")
+        assert any("USING hnsw (embedding vector_cosine_ops)" in row[0] for row in indexes)
     finally:
-        stop = run_cli("db", "stop", env=env, cwd=tmp_path)
+        stop = cli("db", "stop", env=env, cwd=tmp_path)
     assert stop.returncode == 0 and "stopped" in stop.stdout
 
 
-def test_bad_setting_is_one_line_naming_the_key(tmp_path: Path) -> None:
-    result = run_cli("migrate", env={"ETHOS_DECAY__BASE_TAU_DAYS": "-1"}, cwd=tmp_path)
+def test_bad_setting_is_one_line_naming_the_key(tmp_path: Path, cli: Cli) -> None:
+    result = cli("migrate", env={"ETHOS_DECAY__BASE_TAU_DAYS": "-1"}, cwd=tmp_path)
     assert "decay.base_tau_days" in one_line_error(result)
 
 
-def test_bad_config_file_names_the_file(tmp_path: Path) -> None:
+def test_bad_config_file_names_the_file(tmp_path: Path, cli: Cli) -> None:
     config = tmp_path / "custom.toml"
     config.write_text("[decay]\nprune_threshold = 1.5\n")
-    line = one_line_error(run_cli("--config", str(config), "sweep", cwd=tmp_path))
+    line = one_line_error(cli("--config", str(config), "sweep", cwd=tmp_path))
     assert str(config) in line and "decay.prune_threshold" in line
 
 
-async def test_add_and_bad_input(database_url: str, conn: asyncpg.Connection) -> None:
+async def test_add_and_bad_input(database_url: str, conn: asyncpg.Connection, cli: Cli) -> None:
     env = {"ETHOS_DATABASE__URL": database_url}
-    added = run_cli("add", "episode", "--agent", "a1", "--content", "met Ada", "--json", env=env)
+    added = cli("add", "episode", "--agent", "a1", "--content", "met Ada", "--json", env=env)
     assert added.returncode == 0, added.stderr
     episode = json.loads(added.stdout)["id"]
-    vector = run_cli(
+    vector = cli(
         "add", "vector", "--agent", "a1", "--content", "v", "--embedding", EMBEDDING,
         "--source-type", "episode", "--source-id", episode, env=env,
     )  # fmt: skip
@@ -118,9 +118,9 @@ async def test_add_and_bad_input(database_url: str, conn: asyncpg.Connection) ->
         ],
     }  # fmt: skip
     for message, args in bad.items():
-        result = run_cli("add", *args[:1], "--agent", "a1", "--content", "x", *args[1:], env=env)
+        result = cli("add", *args[:1], "--agent", "a1", "--content", "x", *args[1:], env=env)
         assert message in one_line_error(result)
-    assert "--agent" in one_line_error(run_cli("add", "episode", "--content", "x", env=env))
+    assert "--agent" in one_line_error(cli("add", "episode", "--content", "x", env=env))
     counts = [
         await conn.fetchval(f"SELECT count(*) FROM {t}")
         for t in ("episodic_traces", "memory_vectors", "semantic_facts")
@@ -128,24 +128,24 @@ async def test_add_and_bad_input(database_url: str, conn: asyncpg.Connection) ->
     assert counts == [1, 1, 0]
 
 
-async def test_sweep_and_explain_json(database_url: str) -> None:
+async def test_sweep_and_explain_json(database_url: str, cli: Cli) -> None:
     env = {"ETHOS_DATABASE__URL": database_url}
-    added = run_cli(
+    added = cli(
         "add", "episode", "--agent", "a", "--content", "x",
         "--created-at", "2026-01-01T00:00:00Z", "--json", env=env,
     )  # fmt: skip
     memory = json.loads(added.stdout)["id"]
-    dry = run_cli("sweep", "--now", "2026-01-22T00:00:00Z", "--dry-run", "--json", env=env)
+    dry = cli("sweep", "--now", "2026-01-22T00:00:00Z", "--dry-run", "--json", env=env)
     assert json.loads(dry.stdout)["tables"]["episodic_traces"] == {
         "scanned": 1,
         "updated": 1,
         "pruned": 1,
     }
-    swept = json.loads(run_cli("sweep", "--now", "2026-01-22T00:00:00Z", "--json", env=env).stdout)
+    swept = json.loads(cli("sweep", "--now", "2026-01-22T00:00:00Z", "--json", env=env).stdout)
     assert swept["dry_run"] is False and swept["now"] == "2026-01-22T00:00:00+00:00"
     assert set(swept["tables"]) == {"memory_vectors", "episodic_traces", "semantic_facts"}
     assert swept["tables"]["episodic_traces"]["pruned"] == 1
-    explained = run_cli(
+    explained = cli(
         "explain", "episode", memory, "--now", "2026-01-10T00:00:00Z", "--json", env=env
     )
     info = json.loads(explained.stdout)
@@ -166,20 +166,20 @@ async def test_sweep_and_explain_json(database_url: str) -> None:
     ]:
         assert key in info
     assert info["t_days"] == pytest.approx(9.0) and info["pruned"] is True
-    unknown = run_cli("explain", "episode", "00000000-0000-0000-0000-000000000009", env=env)
+    unknown = cli("explain", "episode", "00000000-0000-0000-0000-000000000009", env=env)
     assert "no episodic_traces row" in one_line_error(unknown)
 
 
-async def test_search_then_exit_applies_ltp(database_url: str, conn: asyncpg.Connection) -> None:
+async def test_search_then_exit_applies_ltp(
+    database_url: str, conn: asyncpg.Connection, cli: Cli
+) -> None:
     env = {"ETHOS_DATABASE__URL": database_url}
-    added = run_cli(
+    added = cli(
         "add", "vector", "--agent", "a", "--content", "v", "--embedding", EMBEDDING, "--json",
         env=env,
     )  # fmt: skip
     memory = json.loads(added.stdout)["id"]
-    result = run_cli(
-        "search", "--agent", "a", "--embedding", EMBEDDING, "-k", "3", "--json", env=env
-    )
+    result = cli("search", "--agent", "a", "--embedding", EMBEDDING, "-k", "3", "--json", env=env)
     assert result.returncode == 0, result.stderr
     out = json.loads(result.stdout)
     assert [hit["id"] for hit in out["hits"]] == [memory]
@@ -189,22 +189,22 @@ async def test_search_then_exit_applies_ltp(database_url: str, conn: asyncpg.Con
     )
     assert count == 1
     assert "k must be a positive integer" in one_line_error(
-        run_cli("search", "--agent", "a", "--embedding", EMBEDDING, "-k", "0", env=env)
+        cli("search", "--agent", "a", "--embedding", EMBEDDING, "-k", "0", env=env)
     )
     assert "expected 384" in one_line_error(
-        run_cli("search", "--agent", "a", "--embedding", "[1, 2]", env=env)
+        cli("search", "--agent", "a", "--embedding", "[1, 2]", env=env)
     )
 
 
 async def test_record_retrieval_counts_repeats_and_unknown_ids(
-    database_url: str, conn: asyncpg.Connection
+    database_url: str, conn: asyncpg.Connection, cli: Cli
 ) -> None:
     env = {"ETHOS_DATABASE__URL": database_url}
     fact = json.loads(
-        run_cli("add", "fact", "--agent", "a", "--content", "f", "--json", env=env).stdout
+        cli("add", "fact", "--agent", "a", "--content", "f", "--json", env=env).stdout
     )["id"]
     unknown = "00000000-0000-0000-0000-0000000000aa"
-    result = run_cli(
+    result = cli(
         "record-retrieval", "fact", fact, fact, unknown, "--now", "2026-12-01T00:00:00Z", "--json",
         env=env,
     )  # fmt: skip
@@ -216,36 +216,36 @@ async def test_record_retrieval_counts_repeats_and_unknown_ids(
         "SELECT retrieval_count FROM semantic_facts WHERE id = $1::uuid", fact
     )
     assert count == 2
-    assert "bad id" in one_line_error(run_cli("record-retrieval", "fact", "nope", env=env))
+    assert "bad id" in one_line_error(cli("record-retrieval", "fact", "nope", env=env))
 
 
-async def test_operator_commands(database_url: str, tmp_path: Path) -> None:
+async def test_operator_commands(database_url: str, tmp_path: Path, cli: Cli) -> None:
     env = {"ETHOS_DATABASE__URL": database_url}
     memory = json.loads(
-        run_cli(
+        cli(
             "add", "episode", "--agent", "a", "--content", "old news",
             "--created-at", "2026-01-01T00:00:00Z", "--json", env=env,
         ).stdout
     )["id"]  # fmt: skip
-    run_cli("sweep", "--now", "2026-03-01T00:00:00Z", env=env)
-    stats = run_cli("stats", "--agent", "a", env=env)
+    cli("sweep", "--now", "2026-03-01T00:00:00Z", env=env)
+    stats = cli("stats", "--agent", "a", env=env)
     assert stats.returncode == 0, stats.stderr
     assert "episodic_traces" in stats.stdout and "recent sweeps" in stats.stdout
-    counts = json.loads(run_cli("stats", "--json", env=env).stdout)["counts"]
+    counts = json.loads(cli("stats", "--json", env=env).stdout)["counts"]
     assert counts == [{"table_name": "episodic_traces", "live": 0, "pruned": 1, "pinned": 0}]
 
     dry = json.loads(
-        run_cli("recover", "episode", "--reason", "decay", "--dry-run", "--json", env=env).stdout
+        cli("recover", "episode", "--reason", "decay", "--dry-run", "--json", env=env).stdout
     )
     assert [r["id"] for r in dry["rows"]] == [memory] and dry["recovery_id"] is None
-    done = run_cli("recover", "episode", "--id", memory, "--now", "2026-03-01T00:00:00Z", env=env)
+    done = cli("recover", "episode", "--id", memory, "--now", "2026-03-01T00:00:00Z", env=env)
     assert done.returncode == 0 and "recovered 1 episodic_traces rows" in done.stdout
-    again = run_cli("recover", "episode", "--id", memory, env=env)
+    again = cli("recover", "episode", "--id", memory, env=env)
     assert "not pruned" in one_line_error(again)
-    assert "say which rows" in one_line_error(run_cli("recover", "episode", env=env))
+    assert "say which rows" in one_line_error(cli("recover", "episode", env=env))
 
     plot = tmp_path / "curve.png"
-    curve = run_cli("curve", "--plot", str(plot), "--json", env=env)
+    curve = cli("curve", "--plot", str(plot), "--json", env=env)
     assert curve.returncode == 0, curve.stderr
     assert json.loads(curve.stdout)["curve"][0]["days_until_pruned_emotion_0"] == pytest.approx(
         20.97, abs=0.01
@@ -253,8 +253,8 @@ async def test_operator_commands(database_url: str, tmp_path: Path) -> None:
     assert plot.read_bytes()[:4] == b"\x89PNG"
 
 
-async def test_demo_runs(database_url: str) -> None:
-    result = run_cli("demo", env={"ETHOS_DATABASE__URL": database_url})
+async def test_demo_runs(database_url: str, cli: Cli) -> None:
+    result = cli("demo", env={"ETHOS_DATABASE__URL": database_url})
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert "pruned 'We had pasta for lunch'" in out
@@ -262,7 +262,7 @@ async def test_demo_runs(database_url: str) -> None:
     assert result.stderr == ""
 
 
-def test_several_processes_share_one_embedded_server(tmp_path: Path) -> None:
+def test_several_processes_share_one_embedded_server(tmp_path: Path, cli: Cli) -> None:
     env = {**os.environ, "ETHOS_DATABASE__DATA_DIR": str(tmp_path / "pgdata")}
     ethos = str(Path(sys.executable).parent / "ethos")
     processes = [
@@ -276,4 +276,4 @@ def test_several_processes_share_one_embedded_server(tmp_path: Path) -> None:
         assert [p.returncode for p in processes] == [0, 0, 0]
         assert len(urls) == 1 and urls.pop().startswith("postgresql://")
     finally:
-        run_cli("db", "stop", env={"ETHOS_DATABASE__DATA_DIR": str(tmp_path / "pgdata")})
+        cli("db", "stop", env={"ETHOS_DATABASE__DATA_DIR": str(tmp_path / "pgdata")})

@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import asyncpg
 import pytest
@@ -20,7 +21,9 @@ import pytest
 from ethos import db
 from ethos.engine import Engine
 from ethos.settings import DatabaseSettings, LtpSettings, Settings
-from tests.conftest import run_cli
+
+if TYPE_CHECKING:
+    from tests.conftest import Cli
 
 FAST = {
     "ETHOS_CONSOLIDATION__INTERVAL_SECONDS": "1",
@@ -83,14 +86,18 @@ async def wait_for(
 
 
 async def test_daemon_sweeps_every_interval(
-    database_url: str, conn: asyncpg.Connection, daemons: list[DaemonProcess], tmp_path: Path
+    database_url: str,
+    conn: asyncpg.Connection,
+    daemons: list[DaemonProcess],
+    tmp_path: Path,
+    cli: Cli,
 ) -> None:
     daemons.append(DaemonProcess(database_url, tmp_path, "d1"))
     await wait_for(
         conn,
         "SELECT count(*) >= 3 FROM sweep_runs WHERE trigger = 'daemon' AND status = 'completed'",
     )
-    status = run_cli("status", "--json", env={**FAST, "ETHOS_DATABASE__URL": database_url})
+    status = cli("status", "--json", env={**FAST, "ETHOS_DATABASE__URL": database_url})
     assert status.returncode == 0, status.stderr
     report = json.loads(status.stdout)
     [daemon] = report["daemons"]

@@ -6,24 +6,27 @@ import asyncio
 import math
 import random
 import uuid
-from datetime import UTC, datetime, timedelta
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import asyncpg
 import pytest
 
-from ethos import db, decay
+from ethos import db, decay, queries
 from ethos.engine import Engine
-from ethos.errors import InputError
+from ethos.errors import DatabaseError, InputError
 from ethos.explain import memory_state
-from ethos.schema import EPISODES
+from ethos.inputs import vector_literal
+from ethos.ltp import LtpBuffer, Pending, apply_retrievals
 from ethos.settings import DatabaseSettings, LtpSettings, SearchSettings, Settings
+from ethos.store import LtpFlush, Store
+from ethos.tables import EPISODES
 
-T0 = datetime(2026, 1, 1, tzinfo=UTC)
-
-
-def days(n: float) -> datetime:
-    return T0 + timedelta(days=n)
+if TYPE_CHECKING:
+    from tests.conftest import Days
 
 
 def unit(seed: int, dimension: int = 384) -> list[float]:
@@ -37,14 +40,16 @@ async def fetch(conn: asyncpg.Connection, table: str, memory_id: uuid.UUID) -> a
     return await conn.fetchrow(f"SELECT * FROM {table} WHERE id = $1", memory_id)
 
 
-async def test_ltp_rules_per_table(engine: Engine, conn: asyncpg.Connection) -> None:
+async def test_ltp_rules_per_table(
+    engine: Engine, conn: asyncpg.Connection, t0: datetime, days: Days
+) -> None:
     p = engine.settings.decay_params
-    episode = await engine.add("episode", agent_id="a", content="e", created_at=T0, salience=0.5)
+    episode = await engine.add("episode", agent_id="a", content="e", created_at=t0, salience=0.5)
     fact = await engine.add(
-        "fact", agent_id="a", content="f", created_at=T0, salience=0.5, confidence=0.5
+        "fact", agent_id="a", content="f", created_at=t0, salience=0.5, confidence=0.5
     )
     vector = await engine.add(
-        "vector", agent_id="a", content="v", created_at=T0, salience=0.5, embedding=unit(1),
+        "vector", agent_id="a", content="v", created_at=t0, salience=0.5, embedding=unit(1),
         source_type="episode", source_id=episode,
     )  # fmt: skip
     await engine.record_retrieval("episode", [episode], now=days(2))
@@ -72,20 +77,20 @@ async def test_ltp_rules_per_table(engine: Engine, conn: asyncpg.Connection) -> 
 
 
 async def test_coalesced_moments_equal_sequential_retrievals(
-    engine: Engine, conn: asyncpg.Connection
+    engine: Engine, conn: asyncpg.Connection, t0: datetime, days: Days
 ) -> None:
     p = engine.settings.decay_params
-    memory = await engine.add("episode", agent_id="a", content="e", created_at=T0, salience=0.4)
+    memory = await engine.add("episode", agent_id="a", content="e", created_at=t0, salience=0.4)
     moments = [days(1), days(3), days(1), days(2), days(3), days(3)]
     for at in moments:
         await engine.record_retrieval("episode", [memory], now=at)
     await engine.ltp.drain(5)
     row = await fetch(conn, "episodic_traces", memory)
-    state = decay.MemoryState(strength=0.4, anchor_at=T0, created_at=T0)
+    state = decay.MemoryState(strength=0.4, anchor_at=t0, created_at=t0)
     for at in sorted(moments):
         strength = decay.ltp_strength(state, at, p, 1.1, 1)
         state = decay.MemoryState(
-            strength=strength, anchor_at=at, created_at=T0,
+            strength=strength, anchor_at=at, created_at=t0,
             retrieval_count=state.retrieval_count + 1,
         )  # fmt: skip
     assert row["retrieval_count"] == 6
@@ -93,9 +98,9 @@ async def test_coalesced_moments_equal_sequential_retrievals(
 
 
 async def test_pruned_and_unknown_ids_change_nothing(
-    engine: Engine, conn: asyncpg.Connection
+    engine: Engine, conn: asyncpg.Connection, t0: datetime, days: Days
 ) -> None:
-    memory = await engine.add("episode", agent_id="a", content="e", created_at=T0)
+    memory = await engine.add("episode", agent_id="a", content="e", created_at=t0)
     await engine.sweep(now=days(30))
     before = await fetch(conn, "episodic_traces", memory)
     assert before["pruned"]
@@ -106,7 +111,7 @@ async def test_pruned_and_unknown_ids_change_nothing(
 
 
 async def test_concurrent_retrievals_during_sweeps_are_all_applied(
-    database_url: str, conn: asyncpg.Connection
+    database_url: str, conn: asyncpg.Connection, t0: datetime, days: Days
 ) -> None:
     settings = Settings(
         database=DatabaseSettings(url=database_url, pool_max_size=8),
@@ -119,7 +124,7 @@ async def test_concurrent_retrievals_during_sweeps_are_all_applied(
             """INSERT INTO episodic_traces (agent_id, content, salience, created_at)
                SELECT 'a', 'm' || g, 0.3 + random() / 2, $1 FROM generate_series(1, 500) g
                RETURNING id""",
-            T0,
+            t0,
         )
     ]
     before = {r["id"]: r for r in await conn.fetch("SELECT * FROM episodic_traces")}
@@ -165,10 +170,12 @@ def mix(a: list[float], b: list[float]) -> list[float]:
     return [x + y for x, y in zip(a, b, strict=True)]
 
 
-async def test_search_ranks_by_similarity_times_salience(engine: Engine) -> None:
+async def test_search_ranks_by_similarity_times_salience(
+    engine: Engine, t0: datetime, days: Days
+) -> None:
     query = unit(10)
     faded = await engine.add(
-        "vector", agent_id="a", content="faded", embedding=query, created_at=T0
+        "vector", agent_id="a", content="faded", embedding=query, created_at=t0
     )
     fresh = await engine.add(
         "vector", agent_id="a", content="fresh", embedding=mix(query, unit(12)), created_at=days(19)
@@ -182,26 +189,28 @@ async def test_search_ranks_by_similarity_times_salience(engine: Engine) -> None
         assert hit.score == pytest.approx(hit.similarity * hit.salience)
 
 
-async def test_search_with_salience_weight_zero_is_pure_similarity(database_url: str) -> None:
+async def test_search_with_salience_weight_zero_is_pure_similarity(
+    database_url: str, t0: datetime, days: Days
+) -> None:
     settings = Settings(
         database=DatabaseSettings(url=database_url), search=SearchSettings(salience_weight=0)
     )
     async with Engine(settings) as engine:
         query = unit(20)
         close = await engine.add(
-            "vector", agent_id="a", content="close", embedding=query, created_at=T0, salience=0.06
+            "vector", agent_id="a", content="close", embedding=query, created_at=t0, salience=0.06
         )
-        await engine.add("vector", agent_id="a", content="far", embedding=unit(21), created_at=T0)
+        await engine.add("vector", agent_id="a", content="far", embedding=unit(21), created_at=t0)
         hits = await engine.search("a", query, k=2, now=days(0.1), record=False)
         assert hits[0].id == close and hits[0].score == pytest.approx(hits[0].similarity)
 
 
 async def test_search_returns_source_and_schedules_ltp(
-    engine: Engine, conn: asyncpg.Connection
+    engine: Engine, conn: asyncpg.Connection, t0: datetime, days: Days
 ) -> None:
-    episode = await engine.add("episode", agent_id="a", content="the party", created_at=T0)
+    episode = await engine.add("episode", agent_id="a", content="the party", created_at=t0)
     vector = await engine.add(
-        "vector", agent_id="a", content="v", embedding=unit(30), created_at=T0,
+        "vector", agent_id="a", content="v", embedding=unit(30), created_at=t0,
         source_type="episodic_traces", source_id=episode,
     )  # fmt: skip
     hits = await engine.search("a", unit(30), k=3, now=days(1))
@@ -234,7 +243,9 @@ async def test_search_bad_input(
     assert engine.ltp.stats.recorded == 0
 
 
-async def test_search_uses_the_hnsw_index(engine: Engine, conn: asyncpg.Connection) -> None:
+async def test_search_uses_the_hnsw_index(
+    engine: Engine, conn: asyncpg.Connection, days: Days
+) -> None:
     await conn.execute(
         """INSERT INTO memory_vectors (agent_id, content, embedding)
            SELECT 'agent-' || (g % 4), 'v' || g,
@@ -243,28 +254,44 @@ async def test_search_uses_the_hnsw_index(engine: Engine, conn: asyncpg.Connecti
            FROM generate_series(1, 3000) g"""
     )
     await conn.execute("ANALYZE memory_vectors")
-    from ethos import queries
-
-    async with engine.store.pool.acquire() as pooled:
+    search = engine.settings.search
+    # A connection set up as the store sets up its own.
+    pooled = await asyncpg.connect(
+        engine.url,
+        server_settings=queries.search_server_settings(search.candidates, search.max_scan_tuples),
+    )
+    try:
+        await pooled.set_type_codec(
+            "vector", encoder=vector_literal, decoder=str, schema="public", format="text"
+        )
+        values = {
+            **engine.settings.decay_params.sql_values(),
+            "now": days(1), "agent": "agent-1", "embedding": unit(40), "candidates": 40, "k": 10,
+            "salience_weight": 1.0,
+        }  # fmt: skip
         plan = await pooled.fetchval(
-            "EXPLAIN (FORMAT JSON) " + queries.SEARCH_VECTORS,
-            days(1), *engine.settings.decay_params.sql_args(), "agent-1", unit(40), 40, 10, 1.0,
-        )  # fmt: skip
+            "EXPLAIN (FORMAT JSON) " + queries.SEARCH_VECTORS.text,
+            *queries.SEARCH_VECTORS.args(values),
+        )
+    finally:
+        await pooled.close()
     assert '"Index Name": "memory_vectors_embedding_hnsw"' in plan
 
 
-async def test_full_buffer_waits_then_drops_and_counts(database_url: str) -> None:
+async def test_full_buffer_waits_then_drops_and_counts(database_url: str, t0: datetime) -> None:
     settings = Settings(
         database=DatabaseSettings(url=database_url),
         ltp=LtpSettings(buffer_capacity=3, full_wait_seconds=0, flush_interval_seconds=60),
     )
     async with Engine(settings) as engine:
-        await engine.record_retrieval("episode", [uuid.uuid4()] * 3, now=T0)
-        await engine.record_retrieval("episode", [uuid.uuid4()], now=T0)
+        await engine.record_retrieval("episode", [uuid.uuid4()] * 3, now=t0)
+        await engine.record_retrieval("episode", [uuid.uuid4()], now=t0)
         assert engine.ltp.stats.dropped == 1 and engine.ltp.backlog == 3
 
 
-async def test_ltp_survives_the_database_going_away(tmp_path: Path) -> None:
+async def test_ltp_survives_the_database_going_away(
+    tmp_path: Path, t0: datetime, days: Days
+) -> None:
     data_dir = tmp_path / "pg"
     url = db.embedded_uri(data_dir, "postgres")
     settings = Settings(
@@ -276,7 +303,7 @@ async def test_ltp_survives_the_database_going_away(tmp_path: Path) -> None:
     await asyncio.to_thread(db.migrate, settings, url)
     try:
         async with Engine(settings) as engine:
-            memory = await engine.add("episode", agent_id="a", content="e", created_at=T0)
+            memory = await engine.add("episode", agent_id="a", content="e", created_at=t0)
             db.stop_embedded(data_dir)
             await engine.record_retrieval("episode", [memory, memory], now=days(1))
             await asyncio.sleep(1.5)
@@ -325,13 +352,13 @@ async def test_an_agent_with_few_memories_still_gets_all_of_them(
 
 
 async def test_a_flush_retried_after_an_in_doubt_commit_is_not_applied_twice(
-    engine: Engine, conn: asyncpg.Connection
+    engine: Engine, conn: asyncpg.Connection, t0: datetime, days: Days
 ) -> None:
-    memory = await engine.add("episode", agent_id="a", content="e", created_at=T0)
-    pending = {("episodic_traces", memory): {days(1): 2}}
+    memory = await engine.add("episode", agent_id="a", content="e", created_at=t0)
+    pending: Pending = {(EPISODES, memory): {days(1): 2}}
     flush = uuid.uuid4()
-    first = await engine.store.apply_retrievals(pending, engine.settings, flush)
-    again = await engine.store.apply_retrievals(pending, engine.settings, flush)
+    first = await apply_retrievals(engine.store, pending, engine.settings, flush)
+    again = await apply_retrievals(engine.store, pending, engine.settings, flush)
     assert (first.applied, first.replayed) == (2, False)
     assert (again.applied, again.replayed) == (2, True)
     assert (await fetch(conn, "episodic_traces", memory))["retrieval_count"] == 2
@@ -348,5 +375,51 @@ async def test_the_daemon_forgets_old_flush_receipts(
         uuid.uuid4(),
         uuid.uuid4(),
     )
-    await forget_ltp_receipts(Cycle(engine=engine, daemon_id="d", stop=asyncio.Event()))
+    cycle = Cycle(engine=engine, store=engine.store, daemon_id="d", stop=asyncio.Event())
+    await forget_ltp_receipts(cycle)
     assert await conn.fetchval("SELECT count(*) FROM ltp_flushes") == 1
+
+
+class RefusesOnce(Store):
+    """The real store, except that the first flush is refused for good."""
+
+    refused = 0
+
+    @asynccontextmanager
+    async def ltp_flush(self, flush_id: uuid.UUID) -> AsyncIterator[LtpFlush | None]:
+        if not self.refused:
+            self.refused += 1
+            raise DatabaseError("database: refused on purpose")
+        async with super().ltp_flush(flush_id) as flush:
+            yield flush
+
+
+async def test_a_refused_flush_frees_its_room_for_waiting_callers(
+    database_url: str, conn: asyncpg.Connection, t0: datetime, days: Days
+) -> None:
+    settings = Settings(
+        database=DatabaseSettings(url=database_url),
+        ltp=LtpSettings(buffer_capacity=3, full_wait_seconds=5, flush_interval_seconds=60),
+    )
+    store = await RefusesOnce.open(settings, database_url)
+    memory = await conn.fetchval(
+        "INSERT INTO episodic_traces (agent_id, content, created_at) VALUES ('a', 'e', $1)"
+        " RETURNING id",
+        t0,
+    )
+    buffer = LtpBuffer(store, settings)
+    buffer.start()
+    try:
+        await buffer.record(EPISODES, [memory] * 3, days(1))  # the buffer is full
+        # This caller waits for room; the flush it wakes is refused, which frees the room.
+        await asyncio.wait_for(buffer.record(EPISODES, [memory], days(2)), 4)
+        assert store.refused == 1
+        assert (buffer.stats.dropped, buffer.backlog) == (3, 1)  # the refused three only
+        await buffer.close()
+    finally:
+        await store.close()
+    assert buffer.stats.applied == 1 and buffer.stats.dropped == 3
+    assert (
+        await conn.fetchval("SELECT retrieval_count FROM episodic_traces WHERE id = $1", memory)
+        == 1
+    )

@@ -4,23 +4,22 @@ answers."""
 from __future__ import annotations
 
 import math
-import subprocess
 import uuid
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import asyncpg
 import pytest
 
 from ethos import decay
 from ethos.curve import curve_table, days_until_pruned, plot
-from ethos.db import _pgserver
 from ethos.engine import Engine
 from ethos.errors import InputError, NotFoundError
 from ethos.recovery import Selector
 
-T0 = datetime(2026, 1, 1, tzinfo=UTC)
-
+if TYPE_CHECKING:
+    from tests.conftest import Psql
 
 # The earlier engine's runbook monitoring queries, copied verbatim.
 RUNBOOK = Path(__file__).parent / "runbook"
@@ -47,14 +46,6 @@ async def seed(conn: asyncpg.Connection) -> None:
     )
 
 
-def psql(url: str, sql: str) -> list[list[str]]:
-    binary = _pgserver().utils.POSTGRES_VERSIONS[18] / "psql"
-    out = subprocess.run(
-        [str(binary), url, "-XAt", "-F", "|", "-c", sql], capture_output=True, text=True, check=True
-    ).stdout
-    return [line.split("|") for line in out.splitlines()]
-
-
 async def test_counts_views(engine: Engine, conn: asyncpg.Connection) -> None:
     await seed(conn)
     counts = {r["table_name"]: dict(r) for r in await conn.fetch("SELECT * FROM ethos_counts")}
@@ -70,7 +61,7 @@ async def test_counts_views(engine: Engine, conn: asyncpg.Connection) -> None:
 
 
 async def test_salience_by_age_and_the_runbook_queries_verbatim(
-    database_url: str, conn: asyncpg.Connection
+    database_url: str, conn: asyncpg.Connection, psql: Psql
 ) -> None:
     await seed(conn)
     view = {
@@ -123,15 +114,15 @@ async def test_sweep_history_most_retrieved_at_risk_and_ltp(
     }
 
 
-async def test_recovery_round_trip(engine: Engine, conn: asyncpg.Connection) -> None:
+async def test_recovery_round_trip(engine: Engine, conn: asyncpg.Connection, t0: datetime) -> None:
     memory = await engine.add(
-        "episode", agent_id="a", content="the lake", created_at=T0, emotional_tone=0.3,
+        "episode", agent_id="a", content="the lake", created_at=t0, emotional_tone=0.3,
         metadata={"where": "Annecy"},
     )  # fmt: skip
-    await engine.record_retrieval("episode", [memory, memory], now=T0 + timedelta(days=1))
+    await engine.record_retrieval("episode", [memory, memory], now=t0 + timedelta(days=1))
     await engine.ltp.drain(5)
     before = dict(await conn.fetchrow("SELECT * FROM episodic_traces WHERE id = $1", memory))
-    now = T0 + timedelta(days=90)
+    now = t0 + timedelta(days=90)
     await engine.sweep(now=now)
     assert await conn.fetchval("SELECT pruned FROM episodic_traces WHERE id = $1", memory)
 
@@ -159,11 +150,11 @@ async def test_recovery_round_trip(engine: Engine, conn: asyncpg.Connection) -> 
 
 
 async def test_recovering_live_or_unknown_ids_changes_nothing(
-    engine: Engine, conn: asyncpg.Connection
+    engine: Engine, conn: asyncpg.Connection, t0: datetime
 ) -> None:
     live = await engine.add("episode", agent_id="a", content="x")
-    gone = await engine.add("episode", agent_id="a", content="y", created_at=T0)
-    await engine.sweep(now=T0 + timedelta(days=60))
+    gone = await engine.add("episode", agent_id="a", content="y", created_at=t0)
+    await engine.sweep(now=t0 + timedelta(days=60))
     with pytest.raises(InputError, match="not pruned"):
         await engine.recover("episode", Selector(ids=(live, gone)))
     with pytest.raises(NotFoundError, match="no episodic_traces row"):
@@ -174,7 +165,9 @@ async def test_recovering_live_or_unknown_ids_changes_nothing(
     assert await conn.fetchval("SELECT count(*) FROM recoveries") == 0
 
 
-async def test_large_recoveries_run_in_batches(database_url: str, conn: asyncpg.Connection) -> None:
+async def test_large_recoveries_run_in_batches(
+    database_url: str, conn: asyncpg.Connection, t0: datetime
+) -> None:
     from ethos.settings import DatabaseSettings, DecaySettings, Settings
 
     await conn.execute(
@@ -183,13 +176,13 @@ async def test_large_recoveries_run_in_batches(database_url: str, conn: asyncpg.
            SELECT 'a', 'v' || g, array_fill(0.1::real, ARRAY[384])::vector, $1, true, $1,
                   'expired'
            FROM generate_series(1, 23) g""",
-        T0,
+        t0,
     )
     settings = Settings(
         database=DatabaseSettings(url=database_url), decay=DecaySettings(batch_size=5)
     )
     async with Engine(settings) as engine:
-        now = T0 + timedelta(days=1)
+        now = t0 + timedelta(days=1)
         report = await engine.recover("vector", Selector(agent="a"), now=now)
         assert len(report.rows) == 23
         # expired vectors lose their expiry: otherwise the next sweep prunes them again

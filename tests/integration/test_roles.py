@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import asyncpg
@@ -13,7 +13,6 @@ from ethos.recovery import Selector
 from ethos.settings import DatabaseSettings, Settings
 
 RUNBOOK = Path(__file__).resolve().parents[2] / "runbooks" / "operations.md"
-T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def role_sql() -> str:
@@ -23,7 +22,9 @@ def role_sql() -> str:
     return match.group(1)
 
 
-async def test_the_documented_grants_run_ethos(database_url: str, conn: asyncpg.Connection) -> None:
+async def test_the_documented_grants_run_ethos(
+    database_url: str, conn: asyncpg.Connection, t0: datetime
+) -> None:
     name = await conn.fetchval("SELECT current_database()")
     # Roles are cluster-wide: the runbook's names, made unique to this database.
     sql = role_sql().replace("ethos_app", f"{name}_app").replace("ethos_owner", f"{name}_owner")
@@ -31,18 +32,20 @@ async def test_the_documented_grants_run_ethos(database_url: str, conn: asyncpg.
     app_url = database_url.replace("postgresql://postgres:", f"postgresql://{name}_app:", 1)
     try:
         async with Engine(Settings(database=DatabaseSettings(url=app_url))) as engine:
-            memory = await engine.add("episode", agent_id="a", content="x", created_at=T0)
-            await engine.record_retrieval("episode", [memory], now=T0 + timedelta(days=1))
+            memory = await engine.add("episode", agent_id="a", content="x", created_at=t0)
+            await engine.record_retrieval("episode", [memory], now=t0 + timedelta(days=1))
             await engine.ltp.drain(5)
             assert engine.ltp.stats.applied == 1
-            await engine.sweep(now=T0 + timedelta(days=400))
+            await engine.sweep(now=t0 + timedelta(days=400))
             report = await engine.recover("episode", Selector(ids=(memory,)))
             assert len(report.rows) == 1
             await engine.store.heartbeat(
-                "d", host="h", pid=1, role="leader", lock_backend_pid=None,
-                next_sweep_due=None, ltp_backlog=0, ltp_dropped=0,
+                "d", host="h", pid=1, role="leader", next_sweep_due=None, ltp_backlog=0,
+                ltp_dropped=0,
             )  # fmt: skip
-            assert (await engine.stats())["counts"]
+            assert (await engine.stats())["counts"] == [
+                {"table_name": "episodic_traces", "live": 1, "pruned": 0, "pinned": 0}
+            ]
             await engine.store.forget_ltp_flushes()
         # and nothing can be hard-deleted
         app = await asyncpg.connect(app_url)

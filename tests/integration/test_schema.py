@@ -9,6 +9,7 @@ import asyncpg
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
+from alembic.script import ScriptDirectory
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from ethos import db
@@ -84,8 +85,11 @@ async def test_downgrade_to_base_and_upgrade_again(database_url: str) -> None:
     try:
         assert await conn.fetchval("SELECT to_regclass('episodic_traces')") is None
         await asyncio.to_thread(db.migrate, settings, database_url)
-        assert await conn.fetchval("SELECT to_regclass('episodic_traces')") is not None
+        assert await conn.fetchval("SELECT to_regclass('episodic_traces')::text") == (
+            "episodic_traces"
+        )
         revision = await conn.fetchval("SELECT version_num FROM alembic_version")
     finally:
         await conn.close()
-    assert revision is not None
+    head = ScriptDirectory.from_config(db.alembic_config(settings)).get_current_head()
+    assert revision == head

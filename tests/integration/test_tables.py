@@ -1,0 +1,93 @@
+"""A memory table ethos does not ship, described by its TableSpec alone: it sweeps,
+explains and takes LTP; a table that is not fit for ethos fails by name."""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+import asyncpg
+import pytest
+
+from ethos import decay
+from ethos.engine import Engine
+from ethos.errors import ConfigError, InputError
+from ethos.tables import TableSpec
+
+if TYPE_CHECKING:
+    from tests.conftest import Days
+
+SKILLS = TableSpec(
+    "procedural_skills", "skill", "skills", "episode_boost", emotion_column="emotional_tone"
+)
+
+
+@pytest.fixture
+async def skills_table(conn: asyncpg.Connection) -> None:
+    """Created here, the way a migration would: the memory columns, the decay-state
+    trigger."""
+    await conn.execute(
+        """
+        CREATE TABLE procedural_skills (LIKE episodic_traces INCLUDING ALL);
+        CREATE TRIGGER procedural_skills_init_decay_state BEFORE INSERT ON procedural_skills
+            FOR EACH ROW EXECUTE FUNCTION ethos_init_decay_state();
+        """
+    )
+
+
+@pytest.mark.usefixtures("skills_table")
+async def test_a_fourth_table_sweeps_explains_and_takes_ltp(
+    engine: Engine, conn: asyncpg.Connection, t0: datetime, days: Days
+) -> None:
+    p = engine.settings.decay_params
+    kept = await engine.add(
+        SKILLS, agent_id="a", content="tie a bowline", created_at=t0, salience=0.5
+    )
+    faded = await engine.add(
+        SKILLS, agent_id="a", content="juggle", created_at=t0, emotional_tone=0.5
+    )
+    await engine.record_retrieval(SKILLS, [kept, kept], now=days(1))
+    await engine.ltp.drain(5)
+    assert engine.ltp.stats.applied == 2
+    row = await conn.fetchrow("SELECT * FROM procedural_skills WHERE id = $1", kept)
+    assert row["retrieval_count"] == 2
+    assert row["strength"] == pytest.approx(0.5 * math.exp(-1 / 7) * 1.1**2, rel=1e-9)
+
+    report = await engine.sweep(now=days(25), tables=[SKILLS])
+    assert report.tables == {"procedural_skills": report.counts[SKILLS]}
+    assert (report.counts[SKILLS].scanned, report.counts[SKILLS].pruned) == (2, 1)
+    assert report.summary().startswith("2 skills (1 pruned)")
+
+    info = await engine.explain(SKILLS, kept, now=days(25))
+    state = decay.MemoryState(
+        strength=row["strength"], anchor_at=days(1), created_at=t0, retrieval_count=2
+    )
+    assert info["salience"] == pytest.approx(decay.salience(state, days(25), p), rel=1e-12)
+    assert not info["pruned"]
+    gone = await engine.explain(SKILLS, faded, now=days(25))
+    assert (gone["pruned"], gone["prune_reason"], gone["emotional_boost"]) == (True, "decay", 1.1)
+
+
+async def test_a_table_without_the_memory_columns_fails_by_name(
+    engine: Engine, conn: asyncpg.Connection
+) -> None:
+    await conn.execute("CREATE TABLE half_memories (id uuid PRIMARY KEY, agent_id text)")
+    half = TableSpec("half_memories", "half", "halves", "episode_boost")
+    with pytest.raises(InputError, match=r"half_memories lacks the columns anchor_at, content"):
+        await engine.sweep(tables=[half])
+    missing = TableSpec("no_such_memories", "none", "nones", "episode_boost")
+    with pytest.raises(InputError, match="table no_such_memories does not exist"):
+        await engine.record_retrieval(missing, [])
+    assert await conn.fetchval("SELECT count(*) FROM sweep_runs") == 0
+
+
+@pytest.mark.usefixtures("skills_table")
+async def test_a_table_whose_boost_is_not_a_setting_fails_before_buffering(
+    engine: Engine, t0: datetime
+) -> None:
+    unboosted = TableSpec("procedural_skills", "skill", "skills", "skill_boost")
+    memory = await engine.add(unboosted, agent_id="a", content="x", created_at=t0)
+    with pytest.raises(ConfigError, match=r"procedural_skills: ltp.skill_boost is not a setting"):
+        await engine.record_retrieval(unboosted, [memory])
+    assert engine.ltp.backlog == 0
