@@ -9,13 +9,12 @@ import json
 import os
 import sys
 from collections.abc import Awaitable, Callable
-from dataclasses import asdict
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from ethos import db, logs
-from ethos.curve import curve_table, plot
+from ethos.curve import plot, policy_curves
 from ethos.daemon import Daemon, DaemonStopTimeout
 from ethos.demo import run_demo
 from ethos.engine import Engine
@@ -63,6 +62,8 @@ async def cmd_migrate(args: argparse.Namespace, settings: Settings) -> int:
     url = await db.checked_url(settings)
     # Alembic runs its own event loop: give it a thread.
     await asyncio.to_thread(db.migrate, settings, url)
+    async with Engine(settings, url=url):  # opening writes the policies of the settings
+        pass
     print("database is at the latest schema")
     return 0
 
@@ -94,6 +95,8 @@ async def cmd_add(args: argparse.Namespace, settings: Settings) -> int:
         "expires_at": args.expires_at,
         "pinned": args.pinned,
         "metadata": json.loads(args.metadata) if args.metadata else {},
+        "policy": args.policy,
+        "importance": args.importance,
     }
     async with Engine(settings) as engine:
         new_id = await engine.add(
@@ -284,6 +287,11 @@ def _stats_text(stats: dict[str, list[dict[str, Any]]]) -> str:
             ],
         ),
         ("LTP in daemons", stats["ltp"], ["daemon_id", "role", "ltp_backlog", "ltp_dropped"]),
+        (
+            "by policy",
+            stats["policies"],
+            ["table_name", "policy", "live", "pruned", "avg_salience"],
+        ),
     ]
     return "\n".join(line for s in sections for line in [*_table_text(*s), ""]).rstrip()
 
@@ -314,23 +322,113 @@ async def cmd_recover(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def cmd_curve(args: argparse.Namespace, settings: Settings) -> int:
-    params = settings.decay_params
-    table = curve_table(params)
+    policies = list(settings.policy_table.values())
     if args.plot:
-        plot(params, Path(args.plot))
-    lines = [
-        f"τ and time to prune for a plain memory (strength 1, threshold {params.prune_threshold})",
-        f"{'retrievals':>10} {'tau days':>10} {'half-life':>10} {'pruned after (E=0)':>19}"
-        f" {'(E=1)':>8}",
-    ]
-    lines += [
-        f"{r['retrievals']:>10} {r['tau_days']:>10.1f} {r['half_life_days']:>10.1f}"
-        f" {r['days_until_pruned_emotion_0']:>17.1f} d {r['days_until_pruned_emotion_1']:>6.1f} d"
-        for r in table
-    ]
+        plot(policies, Path(args.plot))
+    curves = policy_curves(policies)
+    lines = []
+    for c in curves:
+        p = c["settings"]
+        promotion = (
+            f", promoted to {c['promote_to']} at {c['promote_after']} retrievals"
+            if c["promote_to"]
+            else ""
+        )
+        lines += [
+            f"{c['name']}: {p['curve']} curve, threshold {p['prune_threshold']}{promotion}"
+            + (" (never decays)" if p["never_decays"] else ""),
+            f"  {'retrievals':>10} {'tau days':>10} {'half-life':>10} {'pruned after (E=0)':>19}"
+            f" {'(E=1)':>8}",
+        ]
+        lines += [
+            f"  {r['retrievals']:>10} {r['tau_days']:>10.3g} {_days(r['half_life_days']):>10}"
+            f" {_days(r['days_until_pruned_emotion_0']):>19}"
+            f" {_days(r['days_until_pruned_emotion_1']):>8}"
+            for r in c["curve"]
+        ]
     if args.plot:
         lines.append(f"plot written to {args.plot}")
-    emit(args, {"settings": asdict(params), "curve": table, "plot": args.plot}, "\n".join(lines))
+    emit(args, {"policies": curves, "plot": args.plot}, "\n".join(lines))
+    return 0
+
+
+def _days(value: float | None) -> str:
+    if value is None:
+        return "never"
+    return f"{value * 24:.3g} h" if value < 2 else f"{value:.4g} d"
+
+
+async def cmd_policy_list(args: argparse.Namespace, settings: Settings) -> int:
+    async with Engine(settings) as engine:
+        policies = await engine.policies()
+    configured = settings.policy_table
+    data = [{**p.as_dict(), "configured": p.name in configured} for p in policies]
+    lines = [_policy_line(p) for p in data]
+    emit(args, {"policies": data}, "\n".join(lines))
+    return 0
+
+
+async def cmd_policy_show(args: argparse.Namespace, settings: Settings) -> int:
+    async with Engine(settings) as engine:
+        found = {p.name: p for p in await engine.policies()}
+        if args.name not in found:
+            settings.policy(args.name)  # one line naming the policies there are
+        agents = await engine.policy_agents(args.name)
+    data = {
+        **found[args.name].as_dict(),
+        "configured": args.name in settings.policy_table,
+        "agents": agents,
+    }
+    text = "\n".join(
+        [_policy_line(data), *(f"{k:>18}: {v}" for k, v in data.items() if k != "name")]
+    )
+    emit(args, data, text)
+    return 0
+
+
+def _policy_line(p: dict[str, Any]) -> str:
+    life = "never pruned" if p["lifetime_days"] is None else f"lives {_days(p['lifetime_days'])}"
+    promotion = f", to {p['promote_to']} at {p['promote_after']}" if p["promote_to"] else ""
+    gone = "" if p["configured"] else " (no longer configured)"
+    if p["never_decays"]:
+        return f"{p['name']:<12} never decays{promotion}{gone}"
+    return (
+        f"{p['name']:<12} {p['curve']:<11} tau {p['base_tau_days']:.4g} d, threshold"
+        f" {p['prune_threshold']}, {life}{promotion}{gone}"
+    )
+
+
+async def cmd_policy_assign(args: argparse.Namespace, settings: Settings) -> int:
+    async with Engine(settings) as engine:
+        await engine.assign_policy(args.agent, args.policy)
+    emit(
+        args,
+        {"agent": args.agent, "policy": args.policy},
+        f"new memories of {args.agent} get {args.policy}",
+    )
+    return 0
+
+
+async def cmd_policy_unassign(args: argparse.Namespace, settings: Settings) -> int:
+    async with Engine(settings) as engine:
+        old = await engine.unassign_policy(args.agent)
+    text = (
+        f"{args.agent} had no policy of its own"
+        if old is None
+        else f"{args.agent} no longer has {old}: new memories get the default"
+    )
+    emit(args, {"agent": args.agent, "policy": old}, text)
+    return 0
+
+
+async def cmd_move(args: argparse.Namespace, settings: Settings) -> int:
+    async with Engine(settings) as engine:
+        moved = await engine.move(args.table, args.id, args.policy, now=args.now)
+    text = (
+        f"moved {moved['id']} from {moved['old_policy']} to {moved['policy']}"
+        f" (salience {moved['salience']:.4f} at {moved['now']})"
+    )
+    emit(args, moved, text)
     return 0
 
 
@@ -390,6 +488,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--expires-at", type=_time("expires-at"))
     p.add_argument("--pinned", action="store_true", default=None)
     p.add_argument("--metadata", help="a JSON object")
+    p.add_argument("--policy", help="its decay policy (default: importance, agent, default)")
+    p.add_argument("--importance", type=float, help="0..1; picks a policy when none is given")
 
     p = command("sweep", cmd_sweep, "decay and prune, now or at --now")
     p.add_argument("--now", type=_time("now"))
@@ -426,6 +526,29 @@ def build_parser() -> argparse.ArgumentParser:
     command(
         "demo", cmd_demo, "sample memories of two agents through 28 simulated days", reports=False
     )
+
+    policy = sub.add_parser("policy", help="decay policies and per-agent decay domains")
+    psub = policy.add_subparsers(dest="policy_command", required=True, parser_class=_Parser)
+
+    def policy_command(name: str, func: Command, help: str) -> argparse.ArgumentParser:
+        p = psub.add_parser(name, help=help, description=help, parents=[as_json])
+        p.set_defaults(func=func)
+        return p
+
+    policy_command("list", cmd_policy_list, "the policies, each with its curve and lifetime")
+    p = policy_command("show", cmd_policy_show, "one policy, and the agents assigned to it")
+    p.add_argument("name")
+    p = policy_command("assign", cmd_policy_assign, "give an agent's new memories a policy")
+    p.add_argument("agent")
+    p.add_argument("policy")
+    p = policy_command("unassign", cmd_policy_unassign, "an agent's new memories: the default")
+    p.add_argument("agent")
+
+    p = command("move", cmd_move, "move a memory to another policy, re-anchored at now")
+    p.add_argument("table", type=_table)
+    p.add_argument("id")
+    p.add_argument("--policy", required=True)
+    p.add_argument("--now", type=_time("now"))
 
     p = command("search", cmd_search, "nearest live vectors of an agent, ranked by score")
     p.add_argument("--agent", required=True)

@@ -1,8 +1,10 @@
-"""Tuning: how long a plain memory lives under the active settings, by retrieval count
-and emotional tone (the runbook's τ table, made live), and the curves as a picture."""
+"""Tuning: how long a plain memory lives under each policy, by retrieval count and
+emotional tone (the runbook's τ table, made live), and the curves as a picture."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -10,6 +12,7 @@ from typing import Any
 from ethos import decay
 from ethos.decay import DecayParams, MemoryState
 from ethos.errors import InputError
+from ethos.policies import Policy
 
 RETRIEVALS = range(0, 11)
 EMOTIONS = (0.0, 1.0)
@@ -24,10 +27,10 @@ def plain_memory(n: int, emotion: float) -> MemoryState:
     )
 
 
-def days_until_pruned(n: int, emotion: float, p: DecayParams) -> float:
+def days_until_pruned(n: int, emotion: float, p: DecayParams) -> float | None:
+    """None: never (a policy that never decays)."""
     at = decay.prunes_at(plain_memory(n, emotion), ORIGIN, p)
-    assert at is not None  # a plain memory is never pinned
-    return decay.days_between(ORIGIN, at)
+    return None if at is None else decay.days_between(ORIGIN, at)
 
 
 def curve_table(p: DecayParams) -> list[dict[str, Any]]:
@@ -35,7 +38,7 @@ def curve_table(p: DecayParams) -> list[dict[str, Any]]:
         {
             "retrievals": n,
             "tau_days": decay.tau_days(n, p),
-            "half_life_days": decay.half_life_days(n, p),
+            "half_life_days": None if p.never_decays else decay.half_life_days(n, p),
             **{
                 f"days_until_pruned_emotion_{emotion:g}": days_until_pruned(n, emotion, p)
                 for emotion in EMOTIONS
@@ -45,17 +48,37 @@ def curve_table(p: DecayParams) -> list[dict[str, Any]]:
     ]
 
 
-def salience_series(
-    n: int, p: DecayParams, days: float, points: int = 200
-) -> list[tuple[float, float]]:
-    memory = plain_memory(n, 0.0)
+def policy_curves(policies: Iterable[Policy]) -> list[dict[str, Any]]:
+    """Each policy with its parameters, its lifetime and its table."""
     return [
-        (t, decay.salience(memory, ORIGIN + timedelta(days=t), p))
-        for t in (days * i / (points - 1) for i in range(points))
+        {
+            "name": policy.name,
+            "settings": asdict(policy.params),
+            "promote_after": policy.promote_after,
+            "promote_to": policy.promote_to,
+            "lifetime_days": policy.lifetime_days,
+            "curve": curve_table(policy.params),
+        }
+        for policy in policies
     ]
 
 
-def plot(p: DecayParams, path: Path) -> None:
+def salience_series(
+    n: int, p: DecayParams, days: float, points: int = 200, start: float = 1 / 1440
+) -> list[tuple[float, float]]:
+    """A plain memory's salience from `start` to `days`, at log-spaced moments (the
+    lifetimes of policies span minutes to years)."""
+    memory = plain_memory(n, 0.0)
+    ratio = (days / start) ** (1 / (points - 1))
+    return [
+        (t, decay.salience(memory, ORIGIN + timedelta(days=t), p))
+        for t in (start * ratio**i for i in range(points))
+    ]
+
+
+def plot(policies: Iterable[Policy], path: Path) -> None:
+    """A plain memory's salience under each policy, on a logarithmic time axis (the
+    lifetimes span hours to months); each policy's threshold dashed in its colour."""
     try:
         import matplotlib
 
@@ -63,17 +86,33 @@ def plot(p: DecayParams, path: Path) -> None:
         import matplotlib.pyplot as plt
     except ImportError:
         raise InputError("--plot needs matplotlib: pip install 'ethos[plot]'") from None
-    horizon = min(days_until_pruned(5, 0.0, p) * 1.2, p.max_tau_days * 3)
+    policies = list(policies)
+    lifetimes = [p.lifetime_days for p in policies if p.lifetime_days is not None]
+    horizon = max(lifetimes, default=30.0) * 1.5
     figure, axes = plt.subplots(figsize=(8, 4.5))
-    for n in (0, 1, 3, 5, 10):
-        xs, ys = zip(*salience_series(n, p, horizon), strict=True)
-        axes.plot(xs, ys, label=f"{n} retrievals (τ {decay.tau_days(n, p):.1f} d)")
-    axes.axhline(p.prune_threshold, color="red", linestyle="--", label="prune threshold")
-    axes.set_xlabel("days since creation (no further retrieval)")
+    for policy in policies:
+        xs, ys = zip(*salience_series(0, policy.params, horizon), strict=True)
+        lifetime = policy.lifetime_days
+        label = (
+            f"{policy.name} (never decays)"
+            if lifetime is None
+            else f"{policy.name} ({policy.params.curve}, pruned after {_duration(lifetime)})"
+        )
+        (line,) = axes.plot(xs, ys, label=label)
+        if not policy.params.never_decays:
+            axes.axhline(
+                policy.params.prune_threshold, color=line.get_color(), linestyle=":", alpha=0.6
+            )
+    axes.set_xscale("log")
+    axes.set_xlabel("days since creation (no retrieval)")
     axes.set_ylabel("salience")
     axes.set_ylim(0, 1.05)
-    axes.set_title("ethos decay under the active settings")
+    axes.set_title("ethos decay policies (dotted: each one's prune threshold)")
     axes.legend()
     figure.tight_layout()
     figure.savefig(path, dpi=100)
     plt.close(figure)
+
+
+def _duration(days: float) -> str:
+    return f"{days * 24:.3g} h" if days < 2 else f"{days:.3g} d"

@@ -1,12 +1,16 @@
-"""The decay math, pure: no I/O, no clock. The SQL functions in migration 0001 compute
+"""The decay math, pure: no I/O, no clock. The SQL functions of the migrations compute
 the same; tests hold the two equal.
 
-salience(now) = min(1, S × e^(−t/τ) × (1 + α·f) × (1 + β·E))
+salience(now) = min(1, S × D(t) × (1 + α·f) × (1 + β·E))
   t = max(0, now − anchor) in days, τ = min(base_tau × multiplier^n, max_tau),
   f = min(n / max(days_alive, 1), 1)
+  D(t) = e^(−t/τ)                       (curve "exponential": Ebbinghaus)
+  D(t) = (1 + F·t/τ)^(−d), F = 0.9^(−1/d) − 1   (curve "power": FSRS's retrievability,
+                                         90% left at t = τ)
 
 S and the anchor are the row's stored state; a sweep never changes them, so the
-value is the same whether it is swept every minute or once a month.
+value is the same whether it is swept every minute or once a month. The parameters
+come from the row's policy (ethos.policies).
 """
 
 from __future__ import annotations
@@ -14,10 +18,16 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Literal
 
 SECONDS_PER_DAY = 86400.0
 # e^−700 ≈ 1e−304: the floor that keeps PostgreSQL's float8 from raising underflow.
 MIN_EXPONENT = -700.0
+# The power curve keeps this share of the strength at t = τ.
+POWER_RETENTION_AT_TAU = 0.9
+
+Curve = Literal["exponential", "power"]
+CURVES: tuple[Curve, ...] = ("exponential", "power")
 
 
 @dataclass(frozen=True)
@@ -28,17 +38,14 @@ class DecayParams:
     frequency_weight: float = 0.3
     emotional_weight: float = 0.2
     prune_threshold: float = 0.05
+    curve: Curve = "exponential"
+    power_exponent: float = 0.5  # d, for the power curve
+    never_decays: bool = False  # like pinned, for every memory of the policy
 
-    def sql_values(self) -> dict[str, float]:
-        """The parameters by the names the SQL statements bind them with."""
-        return {
-            "base_tau_days": self.base_tau_days,
-            "ltp_multiplier": self.ltp_multiplier,
-            "max_tau_days": self.max_tau_days,
-            "frequency_weight": self.frequency_weight,
-            "emotional_weight": self.emotional_weight,
-            "prune_threshold": self.prune_threshold,
-        }
+    @property
+    def power_factor(self) -> float:
+        """F = 0.9^(−1/d) − 1."""
+        return power_factor(self.power_exponent)
 
 
 @dataclass(frozen=True)
@@ -53,6 +60,10 @@ class MemoryState:
     pinned: bool = False
 
 
+def power_factor(d: float) -> float:
+    return float(POWER_RETENTION_AT_TAU ** (-1 / d) - 1)
+
+
 def days_between(start: datetime, end: datetime) -> float:
     return (end - start).total_seconds() / SECONDS_PER_DAY
 
@@ -64,12 +75,33 @@ def tau_days(n: int, p: DecayParams) -> float:
     )
 
 
+def frozen(m: MemoryState, p: DecayParams) -> bool:
+    """Pinned memories, and every memory of a policy that never decays, keep their value."""
+    return m.pinned or p.never_decays
+
+
+def log_decay(t_days: float, tau: float, p: DecayParams) -> float:
+    """ln D(t): −t/τ, or −d·ln(1 + F·t/τ)."""
+    if p.curve == "power":
+        return -p.power_exponent * math.log1p(p.power_factor * t_days / tau)
+    return -t_days / tau
+
+
 def strength_at(m: MemoryState, now: datetime, p: DecayParams) -> float:
-    """S × e^(−t/τ): the curve without the boosts."""
-    if m.pinned or m.strength == 0:
+    """S × D(t): the curve without the boosts."""
+    if frozen(m, p) or m.strength == 0:
         return m.strength
     t = max(days_between(m.anchor_at, now), 0.0)
-    return math.exp(max(math.log(m.strength) - t / tau_days(m.retrieval_count, p), MIN_EXPONENT))
+    exponent = math.log(m.strength) + log_decay(t, tau_days(m.retrieval_count, p), p)
+    return math.exp(max(exponent, MIN_EXPONENT))
+
+
+def decay_factor(m: MemoryState, now: datetime, p: DecayParams) -> float:
+    """D(t) alone, floored like the strength."""
+    if frozen(m, p):
+        return 1.0
+    t = max(days_between(m.anchor_at, now), 0.0)
+    return math.exp(max(log_decay(t, tau_days(m.retrieval_count, p), p), MIN_EXPONENT))
 
 
 def frequency(m: MemoryState, now: datetime) -> float:
@@ -84,7 +116,7 @@ def boosts(m: MemoryState, now: datetime, p: DecayParams) -> tuple[float, float]
 
 
 def salience(m: MemoryState, now: datetime, p: DecayParams) -> float:
-    if m.pinned:
+    if frozen(m, p):
         return m.strength
     frequency_boost, emotional_boost = boosts(m, now, p)
     return min(1.0, strength_at(m, now, p) * frequency_boost * emotional_boost)
@@ -95,11 +127,18 @@ def is_pruned(value: float, p: DecayParams) -> bool:
     return value < p.prune_threshold
 
 
+def days_to_fall(ratio: float, tau: float, p: DecayParams) -> float:
+    """Days until D(t) falls to `ratio` (< 1): the inverse of the curve."""
+    if p.curve == "power":
+        return float(tau / p.power_factor * (ratio ** (-1 / p.power_exponent) - 1))
+    return tau * math.log(1 / ratio)
+
+
 def prunes_at(m: MemoryState, now: datetime, p: DecayParams) -> datetime | None:
     """The first whole second, from now on, at which salience falls below the threshold
-    if the memory is never retrieved again; None if it never does (pinned or zero-length
-    curves aside, every curve eventually does)."""
-    if m.pinned:
+    if the memory is never retrieved again; None if it never does (pinned memories,
+    and those of a policy that never decays)."""
+    if frozen(m, p):
         return None
     if is_pruned(salience(m, now, p), p):
         return now
@@ -108,7 +147,7 @@ def prunes_at(m: MemoryState, now: datetime, p: DecayParams) -> datetime | None:
     ceiling = m.strength * (1 + p.frequency_weight) * (1 + p.emotional_weight)
     tau = tau_days(m.retrieval_count, p)
     start = max(m.anchor_at, now)
-    horizon_days = tau * max(math.log(ceiling / p.prune_threshold), 0.0) + 1.0
+    horizon_days = days_to_fall(min(p.prune_threshold / ceiling, 1.0), tau, p) + 1.0
     lo, hi = 0, math.ceil((days_between(now, start) + horizon_days) * SECONDS_PER_DAY)
     while hi - lo > 1:
         mid = (lo + hi) // 2
@@ -119,9 +158,26 @@ def prunes_at(m: MemoryState, now: datetime, p: DecayParams) -> datetime | None:
     return now + timedelta(seconds=hi)
 
 
+def tau_for_lifetime(lifetime_days: float, p: DecayParams) -> float:
+    """The base τ at which a plain memory (strength 1, never retrieved, emotion 0) falls
+    to the prune threshold exactly `lifetime_days` after its creation."""
+    if p.curve == "power":
+        return float(
+            p.power_factor * lifetime_days / (p.prune_threshold ** (-1 / p.power_exponent) - 1)
+        )
+    return lifetime_days / math.log(1 / p.prune_threshold)
+
+
+def plain_lifetime_days(p: DecayParams) -> float | None:
+    """How long a plain memory lives under p (None: forever)."""
+    if p.never_decays:
+        return None
+    return days_to_fall(p.prune_threshold, tau_days(0, p), p)
+
+
 def half_life_days(n: int, p: DecayParams) -> float:
     """Days for the strength to halve at n retrievals."""
-    return tau_days(n, p) * math.log(2)
+    return days_to_fall(0.5, tau_days(n, p), p)
 
 
 def ltp_strength(m: MemoryState, now: datetime, p: DecayParams, boost: float, count: int) -> float:

@@ -16,9 +16,11 @@ from types import TracebackType
 from typing import Any
 
 from ethos import db
+from ethos.errors import InputError
 from ethos.explain import explain
 from ethos.inputs import MemoryInput, aware, parse_id
 from ethos.ltp import LtpBuffer
+from ethos.policies import Policy
 from ethos.recovery import RecoveryReport, Selector, recover
 from ethos.retrieval import Hit, search
 from ethos.settings import Settings, load_settings
@@ -51,7 +53,7 @@ class Engine:
             url = self._url or await db.resolve_url(self.settings)
             self._store = await Store.open(self.settings, url)
         self._open = True
-        await self.store.record_monitoring_settings()
+        await self.store.sync_settings()
         self.ltp = LtpBuffer(self.store, self.settings)
         self.ltp.start()
         return self
@@ -87,11 +89,59 @@ class Engine:
     async def add(
         self, table: str | TableSpec, *, agent_id: str, content: str, **fields: Any
     ) -> uuid.UUID:
-        """Insert one memory; see MemoryInput for the fields each table accepts."""
+        """Insert one memory; see MemoryInput for the fields each table accepts.
+        `policy` names its decay policy; without it, `importance` (0..1) picks one,
+        else the agent's policy applies, else decay.default_policy."""
+        if fields.get("policy") is not None:
+            self.settings.policy(fields["policy"])
         memory = MemoryInput.build(
             table, self.settings.embedding.dimension, agent_id=agent_id, content=content, **fields
         )
         return await self.store.insert(memory)
+
+    async def move(
+        self,
+        table: str | TableSpec,
+        memory_id: str | uuid.UUID,
+        policy: str,
+        *,
+        now: datetime | None = None,
+    ) -> dict[str, Any]:
+        """Move a live memory to another policy. Its curve is re-anchored at `now` (its
+        strength then on the old curve), so its salience goes on from there."""
+        self.settings.policy(policy)
+        spec = table_spec(table)
+        at = aware(now, "now") if now else await self.store.now()
+        row = await self.store.move(spec, parse_id(memory_id), policy, at)
+        return {
+            "table": spec.name,
+            "id": str(row["id"]),
+            "policy": row["policy"],
+            "old_policy": row["old_policy"],
+            "salience": row["salience"],
+            "now": at.isoformat(),
+        }
+
+    async def policies(self) -> list[Policy]:
+        """The policies in the database: the settings' (written when the engine opened),
+        and any no longer configured that memories may still have."""
+        return await self.store.policies()
+
+    async def policy_agents(self, name: str) -> list[str]:
+        """The agents whose new memories get this policy."""
+        return [row["agent_id"] for row in await self.store.policy_agents(name)]
+
+    async def assign_policy(self, agent_id: str, policy: str) -> None:
+        """From now on, memories of this agent that name no policy (nor importance) get
+        this one."""
+        if not isinstance(agent_id, str) or not agent_id.strip():
+            raise InputError("agent is required")
+        self.settings.policy(policy)
+        await self.store.assign_policy(agent_id, policy)
+
+    async def unassign_policy(self, agent_id: str) -> str | None:
+        """Back to the default; returns the policy the agent had (None: it had none)."""
+        return await self.store.unassign_policy(agent_id)
 
     async def sweep(
         self,
@@ -127,7 +177,7 @@ class Engine:
         spec = table_spec(table)
         row = await self.store.fetch(spec, parse_id(memory_id))
         at = aware(now, "now") if now else await self.store.now()
-        return explain(spec, row, at, self.settings.decay_params)
+        return explain(spec, row, at, await self.store.policy(row["policy"]))
 
     async def search(
         self,

@@ -3,13 +3,13 @@ row (any mapping of its columns) and computes with ethos.decay."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
 from ethos import decay
-from ethos.decay import DecayParams, MemoryState
+from ethos.decay import MemoryState
+from ethos.policies import Policy
 from ethos.tables import TableSpec
 
 
@@ -28,8 +28,11 @@ def memory_state(
 
 
 def explain(
-    spec: TableSpec, row: Mapping[str, Any], now: datetime, p: DecayParams
+    spec: TableSpec, row: Mapping[str, Any], now: datetime, policy: Policy
 ) -> dict[str, Any]:
+    """Every factor of a row's salience at `now` under its policy, and when it will be
+    pruned if never retrieved again (None: never)."""
+    p = policy.params
     state = memory_state(spec, row)
     frequency_boost, emotional_boost = decay.boosts(state, now, p)
     t_days = max(decay.days_between(state.anchor_at, now), 0.0)
@@ -54,10 +57,14 @@ def explain(
         "days_alive": max(decay.days_between(state.created_at, now), 1.0),
         "tau_days": tau,
         "frequency": decay.frequency(state, now),
-        "decay_factor": 1.0 if state.pinned else math.exp(max(-t_days / tau, decay.MIN_EXPONENT)),
+        "decay_factor": decay.decay_factor(state, now, p),
         "frequency_boost": frequency_boost,
         "emotional_boost": emotional_boost,
         "prune_threshold": p.prune_threshold,
+        "policy": policy.name,
+        "curve": p.curve,
+        "never_decays": p.never_decays,
+        "importance": row["importance"],
         "pinned": state.pinned,
         "pruned": row["pruned"],
         "pruned_at": row["pruned_at"].isoformat() if row["pruned_at"] else None,

@@ -103,6 +103,8 @@ class MemoryInput:
     expires_at: datetime | None = None
     pinned: bool = False
     metadata: dict[str, Any] = field(default_factory=dict)
+    policy: str | None = None  # None: the insert trigger picks one (importance, agent, default)
+    importance: float | None = None
 
     @classmethod
     def build(cls, table: str | TableSpec, dimension: int, **values: Any) -> MemoryInput:
@@ -121,7 +123,7 @@ class MemoryInput:
                 raise InputError(
                     f"{name} applies to {' and '.join(owners)} only, not {self.table.name}"
                 )
-        for name in ("salience", "emotional_tone", "confidence"):
+        for name in ("salience", "emotional_tone", "confidence", "importance"):
             if getattr(self, name) is not None:
                 unit_interval(name, getattr(self, name))
         if self.table.has_embedding:
@@ -164,6 +166,8 @@ class MemoryInput:
             "created_at": self.created_at,
             "expires_at": self.expires_at,
             "pinned": self.pinned,
+            "policy": self.policy,
+            "importance": self.importance,
             "metadata": json.dumps(self.metadata),
         }
         return {name: value for name, value in values.items() if value is not None}

@@ -38,6 +38,7 @@ class LtpStats:
     applied: int = 0  # retrievals written to their rows
     skipped: int = 0  # retrievals of unknown or pruned rows (nothing to strengthen)
     reinforced: int = 0  # episodes and facts strengthened through a retrieved vector
+    promoted: int = 0  # memories moved to another policy by a retrieval (promote_after)
     dropped: int = 0  # retrievals that could not be buffered or applied
     failed_flushes: int = 0
 
@@ -50,15 +51,14 @@ class LtpResult:
     applied: int = 0
     skipped: int = 0
     reinforced: int = 0
+    promoted: int = 0
     replayed: bool = False  # this flush had been applied already (an in-doubt commit)
 
 
 # --- the rules: what a flush writes, in which order ---------------------------------
 
 
-async def apply_retrievals(
-    store: Store, pending: Pending, settings: Settings, flush_id: uuid.UUID
-) -> LtpResult:
+async def apply_retrievals(store: Store, pending: Pending, flush_id: uuid.UUID) -> LtpResult:
     """Apply buffered retrievals in one transaction, exactly once per flush id.
 
     Tables whose rows embed others (vectors) go first: a hit on a vector also
@@ -77,7 +77,7 @@ async def apply_retrievals(
             return result
         sources: dict[TableSpec, Rows] = defaultdict(lambda: defaultdict(dict))
         for spec in [s for s in by_table if s.has_source]:
-            returned = await _apply_rounds(flush, spec, by_table[spec], settings)
+            returned = await _apply_rounds(flush, spec, by_table[spec])
             _account(result, spec, by_table[spec], {}, returned)
             for row in returned:
                 if row["source_id"] is not None:
@@ -86,16 +86,14 @@ async def apply_retrievals(
         targets = {s for s in by_table if not s.has_source} | set(sources)
         for spec in sorted(targets, key=lambda s: s.name):
             own, through = by_table.get(spec, {}), sources.get(spec, {})
-            returned = await _apply_rounds(flush, spec, _merge(own, through), settings)
+            returned = await _apply_rounds(flush, spec, _merge(own, through))
             _account(result, spec, own, through, returned)
         if result.applied:
             await flush.touch_retrieval_activity()
     return result
 
 
-async def _apply_rounds(
-    flush: LtpFlush, spec: TableSpec, rows: Rows, settings: Settings
-) -> list[Row]:
+async def _apply_rounds(flush: LtpFlush, spec: TableSpec, rows: Rows) -> list[Row]:
     """Round i holds the i-th moment of every row, so a row retrieved at several
     moments is strengthened in time order, exactly as one retrieval after another."""
     if not rows:
@@ -110,7 +108,6 @@ async def _apply_rounds(
             ids=[memory_id for memory_id, _ in level],
             counts=[count for _, (_, count) in level],
             moments=[at for _, (at, _) in level],
-            params=settings.decay_params,
         )
     return returned
 
@@ -134,6 +131,13 @@ def _account(
     """Retrievals of rows that were found count as applied (or reinforced, through a
     vector); those of unknown or pruned rows as skipped, and are logged."""
     found = {row["id"] for row in returned}
+    promoted = [row for row in returned if row["policy"] != row["old_policy"]]
+    result.promoted += len(promoted)
+    for row in promoted:
+        log.debug(
+            "memory_promoted", table=spec.name, id=str(row["id"]),
+            policy=row["policy"], old_policy=row["old_policy"],
+        )  # fmt: skip
     result.applied += _total([{i: m for i, m in own.items() if i in found}])
     result.reinforced += _total([{i: m for i, m in through.items() if i in found}])
     missing = [str(i) for i in own if i not in found]
@@ -211,7 +215,7 @@ class LtpBuffer:
                 self._retry = (uuid.uuid4(), taken, count)
             flush_id, taken, count = self._retry
             try:
-                result = await apply_retrievals(self._store, taken, self._settings, flush_id)
+                result = await apply_retrievals(self._store, taken, flush_id)
             except TransientDatabaseError as exc:
                 self.stats.failed_flushes += 1
                 log.warning(
@@ -230,6 +234,7 @@ class LtpBuffer:
             self.stats.applied += result.applied
             self.stats.skipped += result.skipped
             self.stats.reinforced += result.reinforced
+            self.stats.promoted += result.promoted
             return True
 
     async def drain(self, timeout_seconds: float) -> None:

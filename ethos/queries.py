@@ -75,29 +75,37 @@ NIL_ID = "00000000-0000-0000-0000-000000000000"
 
 # --- the decay math, in SQL -------------------------------------------------------------
 
-# The decay parameters of the settings, by the names the statements below use.
-DECAY_PARAMETERS = (
-    "%(base_tau_days)s, %(ltp_multiplier)s, %(max_tau_days)s, %(frequency_weight)s,"
-    " %(emotional_weight)s"
-)
-STRENGTH_PARAMETERS = "%(base_tau_days)s, %(ltp_multiplier)s, %(max_tau_days)s"
+# The statements below join each memory (alias m) to its policy (alias p) and compute
+# with the policy's parameters; these two builders write the functions' arguments in
+# their one order.
 
 
 def salience_call(
-    strength: str, *, anchor: str, n: str, emotion: str, at: str, alias: str = "m"
+    strength: str,
+    *,
+    anchor: str,
+    n: str,
+    emotion: str,
+    at: str,
+    alias: str = "m",
+    policy: str = "p",
 ) -> str:
-    """ethos_salience(...) with its arguments in their one order: written here only."""
+    """ethos_salience(...): min(1, S × D(t) × boosts) under `policy`'s curve."""
     return (
         f"ethos_salience({strength}, {anchor}, {alias}.created_at, {n}, {emotion},"
-        f" {alias}.pinned, {at}, {DECAY_PARAMETERS})"
+        f" {alias}.pinned OR {policy}.never_decays, {at}, {policy}.curve,"
+        f" {policy}.base_tau_days, {policy}.ltp_multiplier, {policy}.max_tau_days,"
+        f" {policy}.frequency_weight, {policy}.emotional_weight, {policy}.power_exponent)"
     )
 
 
-def strength_at_call(strength: str, *, at: str, alias: str = "m") -> str:
-    """ethos_strength_at(...): S × e^(−t/τ) of a row's stored state at `at`."""
+def strength_at_call(strength: str, *, at: str, alias: str = "m", policy: str = "p") -> str:
+    """ethos_strength_at(...): S × D(t) of a row's stored state at `at`."""
     return (
         f"ethos_strength_at({strength}, {alias}.anchor_at, {alias}.retrieval_count,"
-        f" {alias}.pinned, {at}, {STRENGTH_PARAMETERS})"
+        f" {alias}.pinned OR {policy}.never_decays, {at}, {policy}.curve,"
+        f" {policy}.base_tau_days, {policy}.ltp_multiplier, {policy}.max_tau_days,"
+        f" {policy}.power_exponent)"
     )
 
 
@@ -165,7 +173,8 @@ SWEEP_SESSION_SETTINGS = {"synchronous_commit": "off", "plan_cache_mode": "force
 def build_sweep_batch_query(
     spec: TableSpec, *, by_agent: bool, dry_run: bool, batch_size: int
 ) -> Query:
-    """One keyset batch of a sweep, in one statement: the live rows after %(after)s.
+    """One keyset batch of a sweep, in one statement: the live rows after %(after)s,
+    each on its policy's curve, pruned below its policy's threshold.
 
     The batch size is written into the text (a validated integer from settings): the
     sweep runs on generic plans, and a LIMIT the planner can see keeps the UPDATE a
@@ -201,17 +210,19 @@ def build_sweep_batch_query(
     WITH batch AS (
         SELECT id, row_ctid, row_version, salience, stored_salience
                {", confidence, stored_confidence" if spec.has_confidence else ""},
-               CASE WHEN pinned THEN NULL
+               CASE WHEN frozen THEN NULL
                     {expired}
-                    WHEN {prune_value} < %(prune_threshold)s THEN 'decay'
+                    WHEN {prune_value} < prune_threshold THEN 'decay'
                END AS reason
         FROM (
-            SELECT m.id, m.ctid AS row_ctid, m.xmin AS row_version, m.pinned,
+            SELECT m.id, m.ctid AS row_ctid, m.xmin AS row_version,
+                   m.pinned OR p.never_decays AS frozen, p.prune_threshold,
                    m.salience AS stored_salience,
                    {"m.expires_at," if spec.has_expiry else ""}
                    {salience_expr(spec)} AS salience
                    {confidence if spec.has_confidence else ""}
             FROM {spec.name} AS m
+            JOIN decay_policies AS p ON p.name = m.policy
             WHERE NOT m.pruned AND m.id > %(after)s {agent}
             ORDER BY m.id
             LIMIT {int(batch_size)}
@@ -245,38 +256,115 @@ WHERE id = %(id)s
 
 
 @cache
+def build_lock_rows_query(spec: TableSpec) -> Query:
+    """Lock rows in id order (as sweep batches lock them, which keeps deadlocks rare)
+    before a write that reads their policy: the write's own snapshot then sees them as
+    they are, whatever wrote them last."""
+    return sql(f"""
+    SELECT count(*) FROM (
+        SELECT 1 FROM {spec.name} WHERE id = ANY(%(ids)s::uuid[]) ORDER BY id FOR UPDATE
+    ) AS locked
+    """)
+
+
+@cache
 def build_ltp_query(spec: TableSpec) -> Query:
     """One round of retrievals on spec's table: each id at most once, with its count n
     and moment `at`. Computed from the row's current state inside the UPDATE, so a
     concurrent sweep batch cannot lose it.
 
-    strength ← min(1, strength at `at` × boost^n), the anchor moves to `at`; that equals
-    n retrievals applied one after another at that moment.
+    strength ← min(1, strength at `at` × boost^n) on the row's policy's curve, and the
+    anchor moves to `at`: that equals n retrievals applied one after another at that
+    moment. A retrieval count that reaches the policy's promote_after moves the row to
+    promote_to (along the chain, if one write reaches several rules); the stored values
+    are then those of the new policy's curve, which starts at this strength and moment.
+
+    The policy is read in the SET's sub-select, from the row being written: if another
+    write changed the row (and its policy) meanwhile, PostgreSQL re-evaluates it on the
+    row as that write left it. `before` is the row as this statement first saw it: only
+    to report the policy it had.
     """
-    strength = (
-        f"least(1.0, {strength_at_call('m.strength', at='h.at')} * power(%(boost)s::float8, h.n))"
-    )
-    after = {"anchor": "h.at", "n": "m.retrieval_count + h.n", "at": "h.at"}
-    fact_columns = ""
+    fact_state = fact_set = fact_columns = ""
     if spec.has_confidence:
-        confidence = (
-            f"least(1.0, {strength_at_call('m.confidence_strength', at='h.at')}"
-            " + %(confidence_bonus)s::float8 * h.n)"
-        )
-        fact_columns = f"""
-        confidence_strength = {confidence},
-        confidence = {salience_call(confidence, emotion="0", **after)},"""
+        fact_state = f"""
+                       least(1.0, {strength_at_call("m.confidence_strength", at="h.at")}
+                                  + %(confidence_bonus)s::float8 * h.n) AS confidence_strength,"""
+        confidence = salience_call(
+            "s.confidence_strength", anchor="h.at", n="m.retrieval_count + h.n", emotion="0",
+            at="h.at", policy="np",
+        )  # fmt: skip
+        fact_set = "confidence_strength, confidence, "
+        fact_columns = f"s.confidence_strength, {confidence}, "
+    salience = salience_call(
+        "s.strength", anchor="h.at", n="m.retrieval_count + h.n", emotion=emotion_of(spec),
+        at="h.at", policy="np",
+    )  # fmt: skip
     source = ", m.source_type, m.source_id" if spec.has_source else ""
     return sql(f"""
     UPDATE {spec.name} AS m
-    SET strength = {strength},{fact_columns}
-        salience = {salience_call(strength, emotion=emotion_of(spec), **after)},
+    SET (strength, {fact_set}salience, policy) = (
+            SELECT s.strength, {fact_columns}{salience}, s.policy
+            FROM (
+                SELECT least(1.0, {strength_at_call("m.strength", at="h.at")}
+                                  * power(%(boost)s::float8, h.n)) AS strength,{fact_state}
+                       coalesce(
+                           (SELECT u.target
+                            FROM unnest(p.promotion_counts, p.promotion_targets)
+                                 AS u(reached, target)
+                            WHERE u.reached <= m.retrieval_count + h.n
+                            ORDER BY u.reached DESC LIMIT 1),
+                           p.name) AS policy
+                FROM decay_policies AS p
+                WHERE p.name = m.policy
+            ) AS s
+            JOIN decay_policies AS np ON np.name = s.policy),
         retrieval_count = m.retrieval_count + h.n,
         anchor_at = greatest(m.anchor_at, h.at),
         last_retrieved_at = greatest(m.last_retrieved_at, h.at)
     FROM unnest(%(ids)s::uuid[], %(counts)s::int[], %(moments)s::timestamptz[]) AS h(id, n, at)
+    JOIN {spec.name} AS before ON before.id = h.id
     WHERE m.id = h.id AND NOT m.pruned
-    RETURNING m.id, h.n, h.at{source}
+    RETURNING m.id, h.n, h.at, before.policy AS old_policy, m.policy{source}
+    """)
+
+
+@cache
+def build_move_query(spec: TableSpec) -> Query:
+    """Move one live memory to %(policy)s at %(now)s: its curve is re-anchored there
+    (strength = its strength at that moment on the old curve), so its salience goes on
+    from where it was, on the new curve."""
+    fact_state = fact_columns = ""
+    if spec.has_confidence:
+        fact_state = f"""
+               {strength_at_call("m.confidence_strength", at="%(now)s")} AS confidence_strength,"""
+        confidence = salience_call(
+            "s.confidence_strength", anchor="s.at", n="m.retrieval_count", emotion="0",
+            at="s.at", policy="np",
+        )  # fmt: skip
+        fact_columns = f"""
+        confidence_strength = s.confidence_strength,
+        confidence = {confidence},"""
+    salience = salience_call(
+        "s.strength", anchor="s.at", n="m.retrieval_count", emotion=emotion_of(spec),
+        at="s.at", policy="np",
+    )  # fmt: skip
+    return sql(f"""
+    WITH s AS (
+        SELECT m.id, m.policy AS old_policy, greatest(m.anchor_at, %(now)s) AS at,
+               {strength_at_call("m.strength", at="%(now)s")} AS strength,{fact_state}
+               %(policy)s::text AS policy
+        FROM {spec.name} AS m
+        JOIN decay_policies AS p ON p.name = m.policy
+        WHERE m.id = %(id)s AND NOT m.pruned
+    )
+    UPDATE {spec.name} AS m
+    SET strength = s.strength,{fact_columns}
+        salience = {salience},
+        policy = s.policy,
+        anchor_at = s.at
+    FROM s JOIN decay_policies AS np ON np.name = s.policy
+    WHERE m.id = s.id
+    RETURNING m.id, s.old_policy, s.policy, m.salience
     """)
 
 
@@ -331,6 +419,7 @@ def build_search_query(*, exact: bool) -> Query:
                1 - c.distance AS similarity,
                {salience_expr(VECTORS, alias="c")} AS salience
         FROM candidates AS c
+        JOIN decay_policies AS p ON p.name = c.policy
     )
     SELECT r.*, r.similarity * power(r.salience, %(salience_weight)s::float8) AS score,
            coalesce(e.content, f.content) AS source_content
@@ -415,14 +504,93 @@ FROM sweep_runs ORDER BY started_at DESC LIMIT 1
 
 # --- monitoring ---------------------------------------------------------------------
 
-# What the views compare against: the prune threshold and the at-risk margin.
-RECORD_MONITORING_SETTINGS = sql("""
-INSERT INTO decay_settings (id, prune_threshold, at_risk_margin)
-VALUES (true, %(prune_threshold)s, %(at_risk_margin)s)
-ON CONFLICT (id) DO UPDATE
-SET prune_threshold = excluded.prune_threshold, at_risk_margin = excluded.at_risk_margin,
-    updated_at = now()
+# --- policies: the settings' copy in the database ---------------------------------------
+
+# Processes opening together write the same rows: one at a time.
+SETTINGS_SYNC_LOCK_KEY = 0x45_54_48_4F_03
+LOCK_SETTINGS_SYNC = sql("SELECT pg_advisory_xact_lock(%(key)s)")
+
+# %(policies)s: a JSON array of policies.sql_row(). A row is written only when it
+# differs, so changed_at says when a policy's curve or promotions last changed.
+UPSERT_POLICIES = sql("""
+INSERT INTO decay_policies AS d (
+    name, curve, base_tau_days, ltp_multiplier, max_tau_days, frequency_weight,
+    emotional_weight, prune_threshold, power_exponent, never_decays, promote_after,
+    promote_to, promotion_counts, promotion_targets, lifetime_days)
+SELECT *
+FROM jsonb_to_recordset(%(policies)s::jsonb) AS p(
+    name text, curve text, base_tau_days float8, ltp_multiplier float8, max_tau_days float8,
+    frequency_weight float8, emotional_weight float8, prune_threshold float8,
+    power_exponent float8, never_decays boolean, promote_after int, promote_to text,
+    promotion_counts int[], promotion_targets text[], lifetime_days float8)
+ON CONFLICT (name) DO UPDATE
+SET curve = excluded.curve, base_tau_days = excluded.base_tau_days,
+    ltp_multiplier = excluded.ltp_multiplier, max_tau_days = excluded.max_tau_days,
+    frequency_weight = excluded.frequency_weight, emotional_weight = excluded.emotional_weight,
+    prune_threshold = excluded.prune_threshold, power_exponent = excluded.power_exponent,
+    never_decays = excluded.never_decays, promote_after = excluded.promote_after,
+    promote_to = excluded.promote_to, promotion_counts = excluded.promotion_counts,
+    promotion_targets = excluded.promotion_targets, lifetime_days = excluded.lifetime_days,
+    configured = true, changed_at = now()
+WHERE NOT d.configured
+   OR (d.curve, d.base_tau_days, d.ltp_multiplier, d.max_tau_days, d.frequency_weight,
+       d.emotional_weight, d.prune_threshold, d.power_exponent, d.never_decays,
+       d.promote_after, d.promote_to, d.promotion_counts, d.promotion_targets)
+      IS DISTINCT FROM
+      (excluded.curve, excluded.base_tau_days, excluded.ltp_multiplier, excluded.max_tau_days,
+       excluded.frequency_weight, excluded.emotional_weight, excluded.prune_threshold,
+       excluded.power_exponent, excluded.never_decays, excluded.promote_after,
+       excluded.promote_to, excluded.promotion_counts, excluded.promotion_targets)
+RETURNING name
 """)
+
+# A policy gone from the settings stays for the memories that still have it.
+UNCONFIGURE_POLICIES = sql("""
+UPDATE decay_policies SET configured = false
+WHERE configured AND name <> ALL(%(names)s::text[])
+""")
+
+UPSERT_ETHOS_SETTINGS = sql("""
+INSERT INTO ethos_settings AS s (id, default_policy, importance_otherwise, at_risk_margin)
+VALUES (true, %(default_policy)s, %(importance_otherwise)s, %(at_risk_margin)s)
+ON CONFLICT (id) DO UPDATE
+SET default_policy = excluded.default_policy,
+    importance_otherwise = excluded.importance_otherwise,
+    at_risk_margin = excluded.at_risk_margin, updated_at = now()
+WHERE (s.default_policy, s.importance_otherwise, s.at_risk_margin)
+      IS DISTINCT FROM (excluded.default_policy, excluded.importance_otherwise,
+                        excluded.at_risk_margin)
+""")
+
+# %(tiers)s: {policy: minimum importance}.
+REPLACE_IMPORTANCE_TIERS = sql("""
+WITH given AS (
+    SELECT key AS policy, value::float8 AS min_importance
+    FROM jsonb_each_text(%(tiers)s::jsonb)
+),
+gone AS (
+    DELETE FROM importance_tiers AS t
+    WHERE NOT EXISTS (SELECT 1 FROM given AS g WHERE g.policy = t.policy)
+)
+INSERT INTO importance_tiers AS t (policy, min_importance)
+SELECT policy, min_importance FROM given
+ON CONFLICT (policy) DO UPDATE SET min_importance = excluded.min_importance
+WHERE t.min_importance <> excluded.min_importance
+""")
+
+LIST_POLICIES = sql("SELECT * FROM decay_policies ORDER BY name")
+FETCH_POLICY = sql("SELECT * FROM decay_policies WHERE name = %(name)s")
+POLICY_AGENTS = sql(
+    "SELECT agent_id, assigned_at FROM agent_policies WHERE policy = %(name)s ORDER BY agent_id"
+)
+
+ASSIGN_AGENT_POLICY = sql("""
+INSERT INTO agent_policies (agent_id, policy) VALUES (%(agent)s, %(policy)s)
+ON CONFLICT (agent_id) DO UPDATE SET policy = excluded.policy, assigned_at = now()
+""")
+UNASSIGN_AGENT_POLICY = sql(
+    "DELETE FROM agent_policies WHERE agent_id = %(agent)s RETURNING policy"
+)
 
 # %(agent)s: one agent, or NULL for all.
 STATS = {
@@ -455,6 +623,15 @@ STATS = {
     """),
     "ltp": sql("""
         SELECT daemon_id, role, ltp_backlog, ltp_dropped FROM ethos_ltp
+    """),
+    "policies": sql("""
+        SELECT table_name, policy,
+               count(*) FILTER (WHERE NOT pruned) AS live,
+               count(*) FILTER (WHERE pruned) AS pruned,
+               avg(salience) FILTER (WHERE NOT pruned) AS avg_salience
+        FROM ethos_memories
+        WHERE %(agent)s::text IS NULL OR agent_id = %(agent)s
+        GROUP BY table_name, policy ORDER BY table_name, policy
     """),
 }
 

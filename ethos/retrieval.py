@@ -65,9 +65,7 @@ async def search(
     if not isinstance(agent, str) or not agent:
         raise InputError("agent is required")
     vector = inputs.embedding(embedding, settings.embedding.dimension)
-    rows = await store.search(
-        agent=agent, embedding=vector, k=k, now=now, params=settings.decay_params
-    )
+    rows = await store.search(agent=agent, embedding=vector, k=k, now=now)
     hits = [
         Hit(
             id=row["id"],

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from pgvector.sqlalchemy import Vector
 from sqlalchemy import (
+    ARRAY,
     BigInteger,
     Boolean,
     Column,
     DateTime,
     Float,
+    ForeignKey,
     Integer,
     MetaData,
     Table,
@@ -38,7 +40,22 @@ def _memory_columns() -> list[Column[object]]:
         Column("prune_reason", Text),
         Column("pinned", Boolean, nullable=False, server_default=text("false")),
         Column("metadata", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
+        # Filled by the insert trigger when an insert names none (ethos.policies).
+        Column("policy", Text, ForeignKey("decay_policies.name"), nullable=False),
+        Column("importance", Float),
     ]
+
+
+# The numeric parameters of a decay policy (ethos.decay.DecayParams).
+POLICY_PARAMETERS = (
+    "base_tau_days",
+    "ltp_multiplier",
+    "max_tau_days",
+    "frequency_weight",
+    "emotional_weight",
+    "prune_threshold",
+    "power_exponent",
+)
 
 
 def build_metadata(dimension: int) -> MetaData:
@@ -107,12 +124,47 @@ def build_metadata(dimension: int) -> MetaData:
         Column("last_retrieval_at", DateTime(timezone=True), nullable=False),
     )
     Table(
-        "decay_settings",
+        "decay_policies",
+        metadata,
+        Column("name", Text, primary_key=True),
+        Column("curve", Text, nullable=False),
+        *(Column(name, Float, nullable=False) for name in POLICY_PARAMETERS),
+        Column("never_decays", Boolean, nullable=False),
+        Column("promote_after", Integer),
+        Column(
+            "promote_to",
+            Text,
+            ForeignKey("decay_policies.name", deferrable=True, initially="DEFERRED"),
+        ),
+        Column("promotion_counts", ARRAY(Integer), nullable=False, server_default=text("'{}'")),
+        Column("promotion_targets", ARRAY(Text), nullable=False, server_default=text("'{}'")),
+        Column("lifetime_days", Float),
+        Column("configured", Boolean, nullable=False, server_default=text("true")),
+        Column("changed_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),
+    )
+    Table(
+        "ethos_settings",
         metadata,
         Column("id", Boolean, primary_key=True, server_default=text("true")),
-        Column("prune_threshold", Float, nullable=False),
+        Column("default_policy", Text, ForeignKey("decay_policies.name"), nullable=False),
+        Column("importance_otherwise", Text, ForeignKey("decay_policies.name"), nullable=False),
         Column("at_risk_margin", Float, nullable=False),
         Column("updated_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),
+    )
+    Table(
+        "importance_tiers",
+        metadata,
+        Column("policy", Text, ForeignKey("decay_policies.name"), primary_key=True),
+        Column("min_importance", Float, nullable=False),
+    )
+    Table(
+        "agent_policies",
+        metadata,
+        Column("agent_id", Text, primary_key=True),
+        Column("policy", Text, ForeignKey("decay_policies.name"), nullable=False),
+        Column(
+            "assigned_at", DateTime(timezone=True), nullable=False, server_default=text("now()")
+        ),
     )
     Table(
         "recoveries",

@@ -10,11 +10,20 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
-from ethos.decay import DecayParams
-from ethos.errors import ConfigError
+from ethos.decay import Curve, DecayParams, tau_for_lifetime
+from ethos.errors import ConfigError, InputError
+from ethos.policies import NAME, STANDARD, Policy, check_promotions, parse_duration
 from ethos.tables import TableSpec
 
 ENV_PREFIX = "ETHOS_"
@@ -35,15 +44,85 @@ class DatabaseSettings(_Section):
     index_build_memory: str = Field(default="1GB", pattern=r"^\d+\s*(kB|MB|GB)$")
 
 
+# The curve keys [decay] gives the `standard` policy (the first wave's settings).
+DECAY_CURVE_KEYS = (
+    "base_tau_days", "ltp_multiplier", "max_tau_days", "frequency_weight", "emotional_weight",
+    "prune_threshold",
+)  # fmt: skip
+
+
 class DecaySettings(_Section):
+    # The curve of the `standard` policy; [policies.standard] may give the other keys.
     base_tau_days: float = Field(default=7.0, gt=0)
     ltp_multiplier: float = Field(default=1.5, ge=1)
     max_tau_days: float = Field(default=3650.0, gt=0)
     frequency_weight: float = Field(default=0.3, ge=0)
     emotional_weight: float = Field(default=0.2, ge=0)
     prune_threshold: float = Field(default=0.05, gt=0, lt=1)
+    # The policy of a memory that names none, has no importance and whose agent has none.
+    default_policy: str = STANDARD
     batch_size: int = Field(default=500, ge=1, le=100_000)
     refresh_tolerance: float = Field(default=0.01, ge=0, lt=1)
+
+
+class PolicySettings(_Section):
+    """One [policies.NAME] table: keys left out take `standard`'s values."""
+
+    curve: Curve | None = None
+    lifetime: str | None = None  # instead of base_tau_days: a plain memory's age at pruning
+    base_tau_days: float | None = Field(default=None, gt=0)
+    ltp_multiplier: float | None = Field(default=None, ge=1)
+    max_tau_days: float | None = Field(default=None, gt=0)
+    frequency_weight: float | None = Field(default=None, ge=0)
+    emotional_weight: float | None = Field(default=None, ge=0)
+    prune_threshold: float | None = Field(default=None, gt=0, lt=1)
+    power_exponent: float | None = Field(default=None, gt=0, le=10)
+    never_decays: bool | None = None
+    promote_after: int | None = Field(default=None, ge=1)
+    promote_to: str | None = None
+
+    @field_validator("lifetime")
+    @classmethod
+    def _duration(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_duration(value)
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> PolicySettings:
+        if self.lifetime is not None and self.base_tau_days is not None:
+            raise ValueError("give lifetime or base_tau_days, not both")
+        if (self.promote_after is None) != (self.promote_to is None):
+            raise ValueError("promote_after and promote_to go together")
+        return self
+
+
+DEFAULT_POLICIES: dict[str, dict[str, Any]] = {
+    STANDARD: {},
+    "working": {"lifetime": "8h", "promote_after": 3, "promote_to": STANDARD},
+    "long_term": {"lifetime": "90d"},
+    "permanent": {"never_decays": True},
+}
+
+
+class ImportanceSettings(_Section):
+    """An importance given at write, with no policy, picks the policy of the highest
+    tier it reaches (tiers: policy = minimum importance), else `otherwise`."""
+
+    tiers: dict[str, float] = Field(default_factory=lambda: {"long_term": 0.8, "standard": 0.6})
+    otherwise: str = "working"
+
+    @field_validator("tiers")
+    @classmethod
+    def _in_unit_interval(cls, tiers: dict[str, float]) -> dict[str, float]:
+        for name, minimum in tiers.items():
+            if not 0 <= minimum <= 1:
+                raise ValueError(f"the minimum of {name} must be between 0 and 1")
+        return tiers
+
+    def pick(self, importance: float) -> str:
+        reached = [(minimum, name) for name, minimum in self.tiers.items() if importance >= minimum]
+        return max(reached)[1] if reached else self.otherwise
 
 
 class LtpSettings(_Section):
@@ -117,6 +196,10 @@ class Settings(BaseSettings):
     recovery: RecoverySettings = RecoverySettings()
     monitoring: MonitoringSettings = MonitoringSettings()
     logging: LoggingSettings = LoggingSettings()
+    policies: dict[str, PolicySettings] = Field(default_factory=dict)
+    importance: ImportanceSettings = ImportanceSettings()
+
+    _policies: dict[str, Policy] = PrivateAttr(default_factory=dict)
 
     # Where the settings came from: relative paths (data_dir) resolve against its folder.
     config_path: Path | None = Field(default=None, exclude=True)
@@ -133,11 +216,54 @@ class Settings(BaseSettings):
         # The file's values arrive as init arguments; the environment overrides them.
         return env_settings, init_settings
 
+    @field_validator("policies", mode="before")
+    @classmethod
+    def _over_the_defaults(cls, given: Any) -> Any:
+        """The shipped policies, with what the settings say of each (and new ones)."""
+        if not isinstance(given, dict):
+            return given
+        merged = {name: dict(keys) for name, keys in DEFAULT_POLICIES.items()}
+        for name, keys in given.items():
+            keys = keys.model_dump(exclude_unset=True) if isinstance(keys, BaseModel) else keys
+            if not isinstance(keys, dict):
+                merged[name] = keys
+                continue
+            base = merged.setdefault(name, {})
+            if "lifetime" in keys or "base_tau_days" in keys:  # one replaces the other
+                base.pop("lifetime", None)
+                base.pop("base_tau_days", None)
+            base.update(keys)
+        return merged
+
     @model_validator(mode="after")
-    def _pool_sizes(self) -> Settings:
+    def _resolve(self) -> Settings:
         if self.database.pool_min_size > self.database.pool_max_size:
             raise ValueError("database.pool_min_size must not exceed database.pool_max_size")
+        self._policies = resolve_policies(self.decay, self.policies)
+        for key, name in [
+            ("decay.default_policy", self.decay.default_policy),
+            ("importance.otherwise", self.importance.otherwise),
+            *((f"importance.tiers.{name}", name) for name in self.importance.tiers),
+        ]:
+            if name not in self._policies:
+                raise ValueError(f"{key}: unknown policy {name!r} ({self.policy_names()})")
         return self
+
+    @property
+    def policy_table(self) -> dict[str, Policy]:
+        """The resolved policies, by name."""
+        return self._policies
+
+    def policy(self, name: str) -> Policy:
+        """A configured policy; any other name is a caller's error, in one line."""
+        try:
+            return self._policies[name]
+        except (KeyError, TypeError):
+            names = self.policy_names()
+            raise InputError(f"unknown policy {name!r}: use one of {names}") from None
+
+    def policy_names(self) -> str:
+        return ", ".join(sorted(self._policies))
 
     @property
     def base_dir(self) -> Path:
@@ -145,20 +271,56 @@ class Settings(BaseSettings):
 
     @property
     def decay_params(self) -> DecayParams:
-        d = self.decay
-        return DecayParams(
-            base_tau_days=d.base_tau_days,
-            ltp_multiplier=d.ltp_multiplier,
-            max_tau_days=d.max_tau_days,
-            frequency_weight=d.frequency_weight,
-            emotional_weight=d.emotional_weight,
-            prune_threshold=d.prune_threshold,
-        )
+        """The `standard` policy's curve."""
+        return self._policies[STANDARD].params
 
     @property
     def data_dir(self) -> Path:
         path = self.database.data_dir.expanduser()
         return path if path.is_absolute() else (self.base_dir / path).resolve()
+
+
+def resolve_policies(decay: DecaySettings, given: dict[str, PolicySettings]) -> dict[str, Policy]:
+    """`standard` from [decay] and [policies.standard]; every other policy from its own
+    keys, then standard's values; lifetimes turned into τ on the policy's own curve."""
+    for name in given:
+        if not NAME.match(name):
+            raise ValueError(f"policies.{name}: a policy name is lower case letters, digits, _")
+    standard_keys = given.get(STANDARD, PolicySettings())
+    for key in DECAY_CURVE_KEYS:
+        if key in decay.model_fields_set and key in standard_keys.model_fields_set:
+            raise ValueError(f"policies.standard.{key}: given twice, as decay.{key} too: keep one")
+    if "lifetime" in standard_keys.model_fields_set and "base_tau_days" in decay.model_fields_set:
+        raise ValueError(
+            "policies.standard.lifetime: decay.base_tau_days gives standard's τ too: keep one"
+        )
+    base = DecayParams(**{key: getattr(decay, key) for key in DECAY_CURVE_KEYS})
+    standard = _policy(STANDARD, standard_keys, base)
+    policies = {STANDARD: standard}
+    for name, keys in given.items():
+        if name != STANDARD:
+            policies[name] = _policy(name, keys, standard.params)
+    check_promotions(policies)
+    return policies
+
+
+def _policy(name: str, keys: PolicySettings, inherited: DecayParams) -> Policy:
+    given = keys.model_dump(exclude_none=True, exclude={"lifetime", "promote_after", "promote_to"})
+    params = DecayParams(**{**_params(inherited), **given})
+    if keys.lifetime is not None:
+        tau = tau_for_lifetime(parse_duration(keys.lifetime), params)
+        params = DecayParams(**{**_params(params), "base_tau_days": tau})
+    if params.base_tau_days > params.max_tau_days:
+        what = "lifetime" if keys.lifetime is not None else "base_tau_days"
+        raise ValueError(
+            f"policies.{name}.{what}: τ of {params.base_tau_days:.6g} days is above"
+            f" max_tau_days ({params.max_tau_days:g})"
+        )
+    return Policy(name, params, keys.promote_after, keys.promote_to)
+
+
+def _params(p: DecayParams) -> dict[str, Any]:
+    return {field: getattr(p, field) for field in DecayParams.__dataclass_fields__}
 
 
 def find_config(explicit: str | Path | None = None) -> Path | None:
@@ -193,7 +355,11 @@ def load_settings(config: str | Path | None = None, **overrides: Any) -> Setting
 
 def _describe(exc: ValidationError, path: Path | None) -> str:
     error = exc.errors()[0]
-    key = ".".join(str(part) for part in error["loc"]) or "settings"
+    key = ".".join(str(part) for part in error["loc"])
+    message = str(error["ctx"]["error"]) if error["type"] == "value_error" else error["msg"]
+    if not key:
+        # A check across sections names its key at the start of its message.
+        key, _, message = message.partition(": ") if ": " in message else ("settings", "", message)
     env_name = ENV_PREFIX + key.upper().replace(".", "__")
     if env_name in os.environ:
         source = f"environment variable {env_name}"
@@ -204,6 +370,6 @@ def _describe(exc: ValidationError, path: Path | None) -> str:
     if error["type"] == "extra_forbidden":
         return f"{source}: unknown key {key}"
     value = error.get("input")
-    shown = "" if isinstance(value, dict) else f" (got {value!r})"
-    message = error["msg"][0].lower() + error["msg"][1:]
+    shown = "" if isinstance(value, dict | BaseModel) or not error["loc"] else f" (got {value!r})"
+    message = message[0].lower() + message[1:]
     return f"{source}: {key}: {message}{shown}"

@@ -23,6 +23,7 @@ from ethos.decay import DecayParams
 from ethos.errors import DatabaseError, InputError, NotFoundError, TransientDatabaseError
 from ethos.inputs import MemoryInput, vector_literal
 from ethos.logs import redact
+from ethos.policies import Policy, sql_row
 from ethos.queries import Query
 from ethos.settings import Settings
 from ethos.tables import TableSpec
@@ -129,6 +130,12 @@ async def _init_connection(conn: asyncpg.Connection) -> None:
         )
     except ValueError:
         raise DatabaseError("the database has no ethos schema: run `ethos migrate` first") from None
+
+
+def policy_of(row: Row) -> Policy:
+    """A decay_policies row as a Policy."""
+    params = DecayParams(**{name: row[name] for name in DecayParams.__dataclass_fields__})
+    return Policy(row["name"], params, row["promote_after"], row["promote_to"])
 
 
 def _parse_vector(text: str) -> list[float]:
@@ -276,7 +283,6 @@ class Store:
         spec: TableSpec,
         *,
         now: datetime,
-        params: DecayParams,
         tolerance: float,
         after: uuid.UUID | None,
         limit: int,
@@ -289,7 +295,6 @@ class Store:
             spec, by_agent=agent is not None, dry_run=dry_run, batch_size=limit
         )
         values = {
-            **params.sql_values(),
             "now": now,
             "tolerance": tolerance,
             "after": after or uuid.UUID(queries.NIL_ID),
@@ -361,10 +366,8 @@ class Store:
         embedding: list[float],
         k: int,
         now: datetime,
-        params: DecayParams,
     ) -> list[Row]:
         values = {
-            **params.sql_values(),
             "now": now,
             "agent": agent,
             "embedding": embedding,
@@ -461,12 +464,66 @@ class Store:
 
     # --- monitoring -------------------------------------------------------------------
 
-    async def record_monitoring_settings(self) -> None:
-        await self._fetchval(
-            queries.RECORD_MONITORING_SETTINGS,
-            prune_threshold=self.settings.decay.prune_threshold,
-            at_risk_margin=self.settings.monitoring.at_risk_margin,
-        )
+    # --- policies ---------------------------------------------------------------------
+
+    async def sync_settings(self) -> None:
+        """Write the settings' policies, importance tiers and defaults, which the sweep,
+        the insert trigger and the views read. Rows are written only where they differ;
+        a policy gone from the settings is kept (memories may still have it), marked as
+        no longer configured."""
+        settings = self.settings
+        policies = settings.policy_table
+        rows = [sql_row(policy, policies) for policy in policies.values()]
+        async with self._transaction() as tx:
+            await tx.fetchval(queries.LOCK_SETTINGS_SYNC, key=queries.SETTINGS_SYNC_LOCK_KEY)
+            changed = await tx.fetch(queries.UPSERT_POLICIES, policies=json.dumps(rows))
+            await tx.fetchval(queries.UNCONFIGURE_POLICIES, names=sorted(policies))
+            await tx.fetchval(
+                queries.UPSERT_ETHOS_SETTINGS,
+                default_policy=settings.decay.default_policy,
+                importance_otherwise=settings.importance.otherwise,
+                at_risk_margin=settings.monitoring.at_risk_margin,
+            )
+            await tx.fetchval(
+                queries.REPLACE_IMPORTANCE_TIERS, tiers=json.dumps(settings.importance.tiers)
+            )
+        if changed:
+            log.info("policies_written", policies=sorted(row["name"] for row in changed))
+
+    async def policies(self) -> list[Policy]:
+        """Every policy the database knows, the ones gone from the settings included."""
+        return [policy_of(row) for row in await self._fetch(queries.LIST_POLICIES)]
+
+    async def policy(self, name: str) -> Policy:
+        row = await self._fetchrow(queries.FETCH_POLICY, name=name)
+        if row is None:
+            raise NotFoundError(f"no policy {name!r} in the database")
+        return policy_of(row)
+
+    async def policy_agents(self, name: str) -> list[Row]:
+        return await self._fetch(queries.POLICY_AGENTS, name=name)
+
+    async def assign_policy(self, agent: str, policy: str) -> None:
+        await self._fetchval(queries.ASSIGN_AGENT_POLICY, agent=agent, policy=policy)
+
+    async def unassign_policy(self, agent: str) -> str | None:
+        policy: str | None = await self._fetchval(queries.UNASSIGN_AGENT_POLICY, agent=agent)
+        return policy
+
+    async def move(self, spec: TableSpec, memory_id: uuid.UUID, policy: str, now: datetime) -> Row:
+        """Move a live memory to `policy`, re-anchored at `now`."""
+        await self.check_table(spec)
+        async with self._transaction() as tx:
+            await tx.fetchval(queries.build_lock_rows_query(spec), ids=[memory_id])
+            row = await tx.fetchrow(
+                queries.build_move_query(spec), id=memory_id, policy=policy, now=now
+            )
+        if row is None:
+            states = await self.id_states(spec, [memory_id])
+            if memory_id in states:
+                raise InputError(f"{spec.name} {memory_id} is pruned: recover it first")
+            raise NotFoundError(f"no {spec.name} row with id {memory_id}")
+        return row
 
     async def stats(self, agent: str | None) -> dict[str, list[dict[str, Any]]]:
         async with self._transaction() as tx:
@@ -541,6 +598,10 @@ class _Transaction:
     async def fetchval(self, query: Query, **values: Any) -> Any:
         return await self._conn.fetchval(query.text, *query.args(values))
 
+    async def fetchrow(self, query: Query, **values: Any) -> Row | None:
+        row: Row | None = await self._conn.fetchrow(query.text, *query.args(values))
+        return row
+
     async def execute_setting(self, statement: str) -> None:
         """A SET with a validated value written into the text (SET takes no binds)."""
         await self._conn.execute(statement)
@@ -560,15 +621,14 @@ class LtpFlush:
         ids: list[uuid.UUID],
         counts: list[int],
         moments: list[datetime],
-        params: DecayParams,
     ) -> list[Row]:
         """One round: each id at most once, retrieved counts[i] times at moments[i].
-        Returns the rows strengthened (unknown and pruned ids are not among them)."""
+        Returns the rows strengthened (unknown and pruned ids are not among them), with
+        their policy before and after."""
         await self._store.check_table(spec)
         ltp = self._store.settings.ltp
         return await self._tx.fetch(
             queries.build_ltp_query(spec),
-            **params.sql_values(),
             boost=ltp.boost(spec),
             confidence_bonus=ltp.fact_confidence_bonus,
             ids=ids,

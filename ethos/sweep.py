@@ -152,7 +152,6 @@ async def _sweep_table(
                 batch = await store.sweep_batch(
                     spec,
                     now=now,
-                    params=settings.decay_params,
                     tolerance=settings.decay.refresh_tolerance,
                     after=after,
                     limit=limit,

@@ -11,7 +11,7 @@ MEMORY_COLUMNS = frozenset(
     {
         "id", "agent_id", "content", "salience", "strength", "anchor_at", "retrieval_count",
         "last_retrieved_at", "created_at", "pruned", "pruned_at", "prune_reason", "pinned",
-        "metadata",
+        "metadata", "policy", "importance",
     }
 )  # fmt: skip
 

@@ -247,9 +247,13 @@ async def test_operator_commands(database_url: str, tmp_path: Path, cli: Cli) ->
     plot = tmp_path / "curve.png"
     curve = cli("curve", "--plot", str(plot), "--json", env=env)
     assert curve.returncode == 0, curve.stderr
-    assert json.loads(curve.stdout)["curve"][0]["days_until_pruned_emotion_0"] == pytest.approx(
-        20.97, abs=0.01
-    )
+    curves = {c["name"]: c for c in json.loads(curve.stdout)["policies"]}
+    assert set(curves) == {"standard", "working", "long_term", "permanent"}
+    standard = curves["standard"]["curve"][0]
+    assert standard["days_until_pruned_emotion_0"] == pytest.approx(20.97, abs=0.01)
+    working = curves["working"]["curve"][0]["days_until_pruned_emotion_0"]
+    assert working == pytest.approx(1 / 3, abs=1.5 / 86400)  # the first second past 8 h
+    assert curves["permanent"]["curve"][0]["days_until_pruned_emotion_0"] is None
     assert plot.read_bytes()[:4] == b"\x89PNG"
 
 
@@ -277,3 +281,58 @@ def test_several_processes_share_one_embedded_server(tmp_path: Path, cli: Cli) -
         assert len(urls) == 1 and urls.pop().startswith("postgresql://")
     finally:
         cli("db", "stop", env={"ETHOS_DATABASE__DATA_DIR": str(tmp_path / "pgdata")})
+
+
+async def test_policy_commands(database_url: str, conn: asyncpg.Connection, cli: Cli) -> None:
+    env = {"ETHOS_DATABASE__URL": database_url}
+    listed = json.loads(cli("policy", "list", "--json", env=env).stdout)["policies"]
+    lifetimes = {p["name"]: p["lifetime_days"] for p in listed}
+    assert lifetimes["working"] == pytest.approx(1 / 3)
+    assert lifetimes["long_term"] == pytest.approx(90)
+    assert lifetimes["permanent"] is None
+    assert all(p["configured"] for p in listed)
+    text = cli("policy", "list", env=env).stdout
+    assert "working" in text and "to standard at 3" in text
+
+    assigned = cli("policy", "assign", "goldfish", "working", env=env)
+    assert assigned.returncode == 0, assigned.stderr
+    shown = json.loads(cli("policy", "show", "working", "--json", env=env).stdout)
+    assert shown["agents"] == ["goldfish"] and shown["promote_to"] == "standard"
+    memory = json.loads(
+        cli("add", "episode", "--agent", "goldfish", "--content", "x", "--json", env=env).stdout
+    )["id"]
+    info = json.loads(cli("explain", "episode", memory, "--json", env=env).stdout)
+    assert (info["policy"], info["curve"], info["importance"]) == ("working", "exponential", None)
+    moved = cli("move", "episode", memory, "--policy", "long_term", "--json", env=env)
+    assert moved.returncode == 0, moved.stderr
+    assert json.loads(moved.stdout)["old_policy"] == "working"
+    important = json.loads(
+        cli("add", "fact", "--agent", "a", "--content", "y", "--importance", "0.9", "--json",
+            env=env).stdout
+    )["id"]  # fmt: skip
+    assert (
+        await conn.fetchval("SELECT policy FROM semantic_facts WHERE id = $1::uuid", important)
+        == "long_term"
+    )
+    unassigned = cli("policy", "unassign", "goldfish", "--json", env=env)
+    assert json.loads(unassigned.stdout) == {"agent": "goldfish", "policy": "working"}
+
+    count = await conn.fetchval("SELECT count(*) FROM episodic_traces")
+    bad = {
+        "unknown policy 'nope'": ["add", "episode", "--agent", "a", "--content", "x",
+                                  "--policy", "nope"],
+        "importance must be between 0 and 1": ["add", "episode", "--agent", "a", "--content",
+                                               "x", "--importance", "1.5"],
+        "unknown policy 'eternal'": ["policy", "show", "eternal"],
+        "unknown policy 'never'": ["policy", "assign", "a", "never"],
+    }  # fmt: skip
+    for message, args in bad.items():
+        assert message in one_line_error(cli(*args, env=env))
+    assert await conn.fetchval("SELECT count(*) FROM episodic_traces") == count
+    cycle = {
+        **env,
+        "ETHOS_POLICIES__STANDARD__PROMOTE_AFTER": "5",
+        "ETHOS_POLICIES__STANDARD__PROMOTE_TO": "working",
+    }
+    line = one_line_error(cli("policy", "list", env=cycle))
+    assert "promotion cycle" in line and "ETHOS_POLICIES__" in line

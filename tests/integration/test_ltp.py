@@ -265,7 +265,6 @@ async def test_search_uses_the_hnsw_index(
             "vector", encoder=vector_literal, decoder=str, schema="public", format="text"
         )
         values = {
-            **engine.settings.decay_params.sql_values(),
             "now": days(1), "agent": "agent-1", "embedding": unit(40), "candidates": 40, "k": 10,
             "salience_weight": 1.0,
         }  # fmt: skip
@@ -357,8 +356,8 @@ async def test_a_flush_retried_after_an_in_doubt_commit_is_not_applied_twice(
     memory = await engine.add("episode", agent_id="a", content="e", created_at=t0)
     pending: Pending = {(EPISODES, memory): {days(1): 2}}
     flush = uuid.uuid4()
-    first = await apply_retrievals(engine.store, pending, engine.settings, flush)
-    again = await apply_retrievals(engine.store, pending, engine.settings, flush)
+    first = await apply_retrievals(engine.store, pending, flush)
+    again = await apply_retrievals(engine.store, pending, flush)
     assert (first.applied, first.replayed) == (2, False)
     assert (again.applied, again.replayed) == (2, True)
     assert (await fetch(conn, "episodic_traces", memory))["retrieval_count"] == 2

@@ -17,6 +17,7 @@ from ethos.curve import curve_table, days_until_pruned, plot
 from ethos.engine import Engine
 from ethos.errors import InputError, NotFoundError
 from ethos.recovery import Selector
+from ethos.settings import Settings
 
 if TYPE_CHECKING:
     from tests.conftest import Psql
@@ -100,7 +101,7 @@ async def test_sweep_history_most_retrieved_at_risk_and_ltp(
     # the sweep recorded the threshold and margin the views compare against
     at_risk = {r["content"]: r["value"] for r in await conn.fetch("SELECT * FROM ethos_at_risk")}
     assert set(at_risk) == {"shaky fact"}  # 'month' was pruned by the sweep
-    await conn.execute("UPDATE decay_settings SET at_risk_margin = 0")
+    await conn.execute("UPDATE ethos_settings SET at_risk_margin = 0")
     assert await conn.fetchval("SELECT count(*) FROM ethos_at_risk") == 0
     await conn.execute(
         "INSERT INTO daemons (id, host, pid, role, ltp_backlog, ltp_dropped)"
@@ -205,5 +206,5 @@ def test_curve_matches_the_decay_math(tmp_path: Path) -> None:
         assert row["half_life_days"] == pytest.approx(row["tau_days"] * math.log(2))
     assert days_until_pruned(5, 0, p) > days_until_pruned(4, 0, p)
     path = tmp_path / "curve.png"
-    plot(p, path)
+    plot(Settings().policy_table.values(), path)
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

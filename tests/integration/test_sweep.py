@@ -1,5 +1,5 @@
-"""Sweeps on a real PostgreSQL: the SQL math equals the Python math, any cadence gives
-the same values, and every row is reached."""
+"""Sweeps on a real PostgreSQL: the SQL math equals the Python math on every policy and
+both curves, any cadence gives the same values, and every row is reached."""
 
 from __future__ import annotations
 
@@ -15,10 +15,10 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
-from ethos import decay
+from ethos import decay, queries
 from ethos.engine import Engine
 from ethos.explain import memory_state
-from ethos.settings import DatabaseSettings, DecaySettings, Settings
+from ethos.settings import DatabaseSettings, DecaySettings, PolicySettings, Settings
 from ethos.tables import MEMORY_TABLES, TableSpec
 
 if TYPE_CHECKING:
@@ -36,26 +36,48 @@ TABLE_EXTRA = {
 
 
 Seed = Callable[..., Awaitable[None]]
+# The four shipped policies, and one on the power curve.
+ALL_POLICIES = ("standard", "working", "long_term", "permanent", "recall")
+
+
+@pytest.fixture
+def settings(database_url: str) -> Settings:
+    """The shipped policies and `recall`, a power-curve policy (FSRS's d = 0.5)."""
+    return Settings(
+        database=DatabaseSettings(url=database_url),
+        policies={"recall": PolicySettings(curve="power", base_tau_days=2.0)},
+    )
 
 
 @pytest.fixture
 def seed_random(conn: asyncpg.Connection, t0: datetime) -> Seed:
-    """seed_random(per_table, agent="a"): rows with random state (strength, anchor after
-    creation, retrievals, emotion) in every memory table."""
-    return lambda per_table, agent="a": _seed_random(conn, per_table, agent, t0)
+    """seed_random(per_table, agent="a", policies=("standard",)): rows with random state
+    (strength, anchor after creation, retrievals, emotion) and a random one of
+    `policies`, in every memory table."""
+
+    async def seed(
+        per_table: int, agent: str = "a", policies: tuple[str, ...] = ("standard",)
+    ) -> None:
+        await _seed_random(conn, per_table, agent, t0, policies)
+
+    return seed
 
 
-async def _seed_random(conn: asyncpg.Connection, per_table: int, agent: str, t0: datetime) -> None:
+async def _seed_random(
+    conn: asyncpg.Connection, per_table: int, agent: str, t0: datetime, policies: tuple[str, ...]
+) -> None:
     for table, (column, value) in TABLE_EXTRA.items():
         await conn.execute(
             f"""
             INSERT INTO {table} (agent_id, content, salience, created_at, retrieval_count,
-                                 pinned, {column})
+                                 pinned, policy, {column})
             SELECT $1, 'seed ' || g, random(), $2::timestamptz - random() * interval '60 days',
-                   (random() * 12)::int, random() < 0.05, {value}
+                   (random() * 12)::int, random() < 0.05,
+                   ($3::text[])[1 + floor(random() * cardinality($3))::int], {value}
             FROM generate_series(1, {per_table}) g""",
             agent,
             t0,
+            list(policies),
         )
     # Anchors somewhere between creation and t0, as after a retrieval.
     for spec in MEMORY_TABLES:
@@ -69,27 +91,28 @@ async def _seed_random(conn: asyncpg.Connection, per_table: int, agent: str, t0:
 async def test_sql_and_python_formulas_agree(
     engine: Engine, conn: asyncpg.Connection, days: Days, seed_random: Seed
 ) -> None:
-    await seed_random(1500)
-    p = engine.settings.decay_params
-    checked = 0
+    await seed_random(1500, policies=ALL_POLICIES)
+    checked: dict[str, int] = {}
     for spec in MEMORY_TABLES:
-        emotion = spec.emotion_column or "0"
         rows = await conn.fetch(
-            f"""SELECT *, ethos_salience(strength, anchor_at, created_at, retrieval_count,
-                        {emotion}, pinned, $1, $2, $3, $4, $5, $6) AS sql_salience
-                FROM {spec.name}""",
+            f"""SELECT m.*, {queries.salience_expr(spec, at="$1")} AS sql_salience,
+                       {queries.strength_at_call("m.strength", at="$1")} AS sql_strength
+                FROM {spec.name} AS m JOIN decay_policies AS p ON p.name = m.policy""",
             days(3),
-            p.base_tau_days,
-            p.ltp_multiplier,
-            p.max_tau_days,
-            p.frequency_weight,
-            p.emotional_weight,
         )
         for row in rows:
-            expected = decay.salience(memory_state(spec, row), days(3), p)
+            p = engine.settings.policy(row["policy"]).params
+            state = memory_state(spec, row)
+            expected = decay.salience(state, days(3), p)
             assert row["sql_salience"] == pytest.approx(expected, abs=1e-9)
-            checked += 1
-    assert checked == 4500
+            if p.curve == "power" and not state.pinned:
+                # FSRS's retrievability, written out: S × (1 + F·t/τ)^(−d)
+                t = max((days(3) - state.anchor_at).total_seconds() / 86400, 0)
+                tau = decay.tau_days(state.retrieval_count, p)
+                formula = state.strength * (1 + (0.9**-2 - 1) * t / tau) ** -0.5
+                assert row["sql_strength"] == pytest.approx(formula, rel=1e-9)
+            checked[p.curve] = checked.get(p.curve, 0) + 1
+    assert sum(checked.values()) == 4500 and checked["power"] > 500
 
 
 async def test_plain_episode_alive_at_20_9_days_pruned_at_21(
@@ -199,12 +222,14 @@ async def test_dry_run_counts_and_writes_nothing(
 async def stored_and_true(
     conn: asyncpg.Connection, engine: Engine, agent: str, at: datetime
 ) -> list[tuple]:
-    p = engine.settings.decay_params
+    """Per row: table, content, pruned, the stored deciding value, the true one at `at`,
+    pruned_at, its state and its policy's parameters."""
     result = []
     for spec in MEMORY_TABLES:
         for row in await conn.fetch(
             f"SELECT * FROM {spec.name} WHERE agent_id = $1 ORDER BY content", agent
         ):
+            p = engine.settings.policy(row["policy"]).params
             deciding = memory_state(spec, row, confidence=spec.has_confidence)
             result.append(
                 (
@@ -215,6 +240,7 @@ async def stored_and_true(
                     decay.salience(deciding, at, p),
                     row["pruned_at"],
                     deciding,
+                    p,
                 )
             )
     return result
@@ -223,13 +249,13 @@ async def stored_and_true(
 async def test_hourly_for_30_days_equals_one_sweep_at_the_end(
     engine: Engine, conn: asyncpg.Connection, t0: datetime, days: Days, seed_random: Seed
 ) -> None:
-    await seed_random(40, agent="hourly")
+    await seed_random(60, agent="hourly", policies=ALL_POLICIES)
     for spec in MEMORY_TABLES:  # the same rows again, for the other agent
         await conn.execute(
             f"""INSERT INTO {spec.name} (agent_id, content, salience, strength, anchor_at,
-                    created_at, retrieval_count, pinned, {_extra(spec)})
+                    created_at, retrieval_count, pinned, policy, {_extra(spec)})
                 SELECT 'once', content, salience, strength, anchor_at,
-                       created_at, retrieval_count, pinned, {_extra(spec)}
+                       created_at, retrieval_count, pinned, policy, {_extra(spec)}
                 FROM {spec.name} WHERE agent_id = 'hourly'"""
         )
     end = days(30)
@@ -239,8 +265,9 @@ async def test_hourly_for_30_days_equals_one_sweep_at_the_end(
     tolerance = engine.settings.decay.refresh_tolerance
     hourly = await stored_and_true(conn, engine, "hourly", end)
     once = await stored_and_true(conn, engine, "once", end)
-    assert len(hourly) == len(once) == 120
-    p = engine.settings.decay_params
+    assert len(hourly) == len(once) == 180
+    assert {h[7].curve for h in hourly} == {"exponential", "power"}
+    assert sum(h[2] for h in hourly) and not all(h[2] for h in hourly)
     for h, o in zip(hourly, once, strict=True):
         assert h[:3] == o[:3]  # same row, same pruned verdict
         assert h[4] == pytest.approx(o[4], abs=1e-9)  # same true value
@@ -249,7 +276,7 @@ async def test_hourly_for_30_days_equals_one_sweep_at_the_end(
             assert o[3] == pytest.approx(o[4], rel=tolerance)
         else:
             # pruned in the first hourly sweep after the moment the curve crossed the threshold
-            crossing = decay.prunes_at(h[6], t0, p)
+            crossing = decay.prunes_at(h[6], t0, h[7])
             assert crossing is not None
             assert timedelta(0) <= h[5] - max(crossing, t0) < timedelta(hours=1)
 
@@ -279,14 +306,14 @@ async def test_any_sweep_sequence_ends_in_the_true_state(
 ) -> None:
     for spec in MEMORY_TABLES:
         await conn.execute(f"TRUNCATE {spec.name}")
-    await seed_random(30)
+    await seed_random(30, policies=ALL_POLICIES)
     end = max([end, *moments])
     for moment in sorted(moments):
         await engine.sweep(now=days(moment))
     await engine.sweep(now=days(end))
-    p = engine.settings.decay_params
-    for _, _, pruned, stored, true, _, state in await stored_and_true(conn, engine, "a", days(end)):
-        assert pruned == (not state.pinned and decay.is_pruned(true, p))
+    rows = await stored_and_true(conn, engine, "a", days(end))
+    for _, _, pruned, stored, true, _, state, p in rows:
+        assert pruned == (not decay.frozen(state, p) and decay.is_pruned(true, p))
         if not pruned:
             assert stored == pytest.approx(true, rel=engine.settings.decay.refresh_tolerance)
 

@@ -18,7 +18,14 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "ethos"
 LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
-PURE = ["ethos.decay", "ethos.explain", "ethos.curve", "ethos.tables", "ethos.inputs"]
+PURE = [
+    "ethos.decay",
+    "ethos.policies",
+    "ethos.explain",
+    "ethos.curve",
+    "ethos.tables",
+    "ethos.inputs",
+]
 
 
 def lint_imports(package_parent: Path) -> subprocess.CompletedProcess[str]:

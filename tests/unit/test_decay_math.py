@@ -153,3 +153,49 @@ def test_salience_stays_in_unit_interval(
     state: Callable[..., MemoryState], days: Days, f: dict[str, Any], t: float
 ) -> None:
     assert 0.0 <= decay.salience(build(state, days, f), days(t), P) <= 1.0
+
+
+@given(fields, moments, st.floats(min_value=0.1, max_value=3))
+def test_the_power_curve_is_fsrs_retrievability(
+    state: Callable[..., MemoryState], days: Days, f: dict[str, Any], t: float, d: float
+) -> None:
+    """S × (1 + F·t/τ)^(−d), F = 0.9^(−1/d) − 1, written out here independently."""
+    p = DecayParams(curve="power", power_exponent=d, base_tau_days=3.0)
+    m = build(state, days, f)
+    elapsed = max(t - f["created_days"], 0.0)
+    tau = 3.0 * 1.5 ** min(m.retrieval_count, math.log(3650 / 3) / math.log(1.5))
+    expected = m.strength * (1 + (0.9 ** (-1 / d) - 1) * elapsed / tau) ** (-d)
+    assert decay.strength_at(m, days(t), p) == pytest.approx(expected, rel=1e-9, abs=1e-300)
+
+
+def test_the_power_curve_keeps_ninety_percent_at_tau(
+    state: Callable[..., MemoryState], days: Days
+) -> None:
+    for d in (0.2, 0.5, 1.0, 2.5):
+        p = DecayParams(curve="power", power_exponent=d, base_tau_days=4.0)
+        assert decay.strength_at(state(), days(4), p) == pytest.approx(0.9, rel=1e-12)
+
+
+@pytest.mark.parametrize("curve", ["exponential", "power"])
+@pytest.mark.parametrize("threshold", [0.05, 0.2])
+@pytest.mark.parametrize("lifetime_days", [1 / 3, 90.0])
+def test_a_lifetime_is_when_a_plain_memory_is_pruned(
+    state: Callable[..., MemoryState], t0: datetime, curve: str, threshold: float,
+    lifetime_days: float,
+) -> None:  # fmt: skip
+    p = DecayParams(curve=curve, prune_threshold=threshold)  # type: ignore[arg-type]
+    p = DecayParams(curve=curve, prune_threshold=threshold,  # type: ignore[arg-type]
+                    base_tau_days=decay.tau_for_lifetime(lifetime_days, p))  # fmt: skip
+    at = decay.prunes_at(state(), t0, p)
+    assert at is not None
+    assert (at - t0).total_seconds() == pytest.approx(lifetime_days * 86400, abs=1)
+    assert decay.plain_lifetime_days(p) == pytest.approx(lifetime_days, rel=1e-12)
+
+
+def test_never_decaying_policies_keep_their_value(
+    state: Callable[..., MemoryState], days: Days
+) -> None:
+    p = DecayParams(never_decays=True)
+    m = state(strength=0.3, retrieval_count=4)
+    assert decay.salience(m, days(10_000), p) == 0.3
+    assert decay.prunes_at(m, days(0), p) is None and decay.plain_lifetime_days(p) is None

@@ -113,3 +113,74 @@ def test_urls_in_logs_never_show_a_password(url: str, shown: str) -> None:
     from ethos.logs import redact
 
     assert redact(url) == shown
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "[policies.working]\nbase_tau_days = 1.0\nlifetime = '8h'\n",
+            "policies.working: give lifetime or base_tau_days, not both",
+        ),
+        (
+            "[policies.a]\npromote_after = 2\npromote_to = 'b'\n"
+            "[policies.b]\npromote_after = 2\npromote_to = 'a'\n",
+            "promotion cycle a -> b -> a",
+        ),
+        (
+            "[policies.x]\npromote_after = 2\npromote_to = 'nope'\n",
+            "policies.x.promote_to: unknown policy 'nope'",
+        ),
+        ("[policies.x]\npromote_to = 'standard'\n", "promote_after and promote_to go together"),
+        ("[policies.x]\nlifetime = 'soon'\n", "policies.x.lifetime: bad duration 'soon'"),
+        ("[policies.x]\ncurve = 'linear'\n", "policies.x.curve"),
+        ("[policies.x]\nlifetime = '200y'\n", "policies.x.lifetime: τ of"),
+        ("[policies.Loud]\nlifetime = '1d'\n", "policies.Loud: a policy name is lower case"),
+        ("[decay]\ndefault_policy = 'nope'\n", "decay.default_policy: unknown policy 'nope'"),
+        (
+            "[decay]\nbase_tau_days = 5.0\n[policies.standard]\nbase_tau_days = 6.0\n",
+            "policies.standard.base_tau_days: given twice, as decay.base_tau_days too",
+        ),
+        ("[importance]\ntiers = { nope = 0.5 }\n", "importance.tiers.nope: unknown policy"),
+        ("[importance]\ntiers = { working = 1.5 }\n", "importance.tiers"),
+    ],
+)
+def test_bad_policies_name_key_and_file(tmp_path: Path, text: str, expected: str) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError) as err:
+        load_settings(path)
+    assert str(err.value).startswith(f"{path}: ")
+    assert expected in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_policies_merge_over_the_shipped_ones(tmp_path: Path) -> None:
+    settings = load_settings(
+        write(tmp_path, "[policies.working]\nlifetime = '2h'\n[policies.fsrs]\ncurve = 'power'\n")
+    )
+    policies = settings.policy_table
+    assert set(policies) == {"standard", "working", "long_term", "permanent", "fsrs"}
+    assert policies["working"].lifetime_days == pytest.approx(2 / 24)
+    assert policies["working"].promote_to == "standard"  # kept from the shipped policy
+    assert policies["fsrs"].params.curve == "power"
+    assert policies["fsrs"].params.base_tau_days == 7.0  # standard's
+    assert settings.importance.pick(0.85) == "long_term"
+    assert settings.importance.pick(0.3) == "working"
+
+
+def test_decay_keys_mean_the_standard_policy(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ETHOS_DECAY__BASE_TAU_DAYS", "14")
+    policies = load_settings(None).policy_table
+    assert policies["standard"].params.base_tau_days == 14
+    assert policies["permanent"].params.base_tau_days == 14  # inherited
+    assert policies["working"].lifetime_days == pytest.approx(1 / 3)  # its own lifetime
+
+
+def test_a_bad_policy_from_the_environment_names_the_variable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("ETHOS_POLICIES__WORKING__PROMOTE_TO", "nowhere")
+    with pytest.raises(ConfigError) as err:
+        load_settings(None)
+    assert "ETHOS_POLICIES__WORKING__PROMOTE_TO" in str(err.value)
+    assert "unknown policy 'nowhere'" in str(err.value)
