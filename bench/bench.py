@@ -20,10 +20,12 @@ import asyncpg
 
 from ethos import db, decay, logs
 from ethos.engine import Engine
+from ethos.errors import TransientDatabaseError
 from ethos.explain import memory_state
-from ethos.ltp import apply_retrievals
+from ethos.ltp import Events, apply_retrievals
 from ethos.queries import confidence_expr, salience_expr
 from ethos.settings import DatabaseSettings, LoggingSettings, Settings
+from ethos.sweep import Mode
 from ethos.tables import EPISODES, MEMORY_TABLES
 
 T0 = datetime(2026, 6, 1, tzinfo=UTC)
@@ -50,26 +52,35 @@ async def load(
     conn: asyncpg.Connection, rows: int, vectors: int, dimension: int, agents: int
 ) -> None:
     """Rows with a few retrievals each, spread over the four shipped policies, created
-    over the 10 days before T0 (working memories, which live 8 hours: over the 6 hours
-    before the first sweep, so that it refreshes them as it does the others). The stored
-    salience starts at 0 (the strength at 0.5..1), so the first sweep changes every row."""
+    over the 10 days before T0 in the order they are inserted, as memories are (ids
+    follow time; working memories, which live 8 hours, over the 6 hours before the first
+    sweep so that it refreshes them as it does the others, with at most 2 retrievals so
+    that they are gone when the due sweeps are measured). The stored salience starts at
+    0 (the strength at 0.5..1), so the first sweep changes every row."""
     share = (rows - vectors) // 2
     policies = "ARRAY[" + ", ".join(f"'{p}'" for p in POLICIES) + "]"
-    common = f"""'agent-' || (g % {agents}), 'memory ' || g, 0.0, 0.5 + random() / 2,
-                CASE WHEN g % {len(POLICIES)} = {POLICIES.index("working")}
+    working = POLICIES.index("working")
+
+    def common(count: int) -> str:
+        return f"""'agent-' || (g % {agents}), 'memory ' || g, 0.0, 0.5 + random() / 2,
+                CASE WHEN g % {len(POLICIES)} = {working}
                      THEN $1::timestamptz + interval '1 day' - random() * interval '6 hours'
-                     ELSE $1::timestamptz - random() * interval '10 days'
+                     ELSE $1::timestamptz - (1 - g::float8 / {count}) * interval '10 days'
+                                          - random() * interval '1 hour'
                 END,
-                (random() * 5)::int, ({policies})[1 + g % {len(POLICIES)}]"""
+                CASE WHEN g % {len(POLICIES)} = {working}
+                     THEN (random() * 2)::int ELSE (random() * 5)::int END,
+                ({policies})[1 + g % {len(POLICIES)}]"""
+
     columns = "agent_id, content, salience, strength, created_at, retrieval_count, policy"
     await conn.execute(
         f"""INSERT INTO episodic_traces ({columns}, emotional_tone)
-            SELECT {common}, random() FROM generate_series(1, {share}) g""",
+            SELECT {common(share)}, random() FROM generate_series(1, {share}) g""",
         T0,
     )
     await conn.execute(
         f"""INSERT INTO semantic_facts ({columns}, confidence)
-            SELECT {common}, 0.5 + random() / 2
+            SELECT {common(rows - vectors - share)}, 0.5 + random() / 2
             FROM generate_series(1, {rows - vectors - share}) g""",
         T0,
     )
@@ -86,7 +97,7 @@ async def load(
     await conn.execute("DROP INDEX memory_vectors_embedding_hnsw")
     await conn.execute(
         f"""INSERT INTO memory_vectors ({columns}, embedding)
-            SELECT {common},
+            SELECT {common(vectors)},
                    (SELECT array_agg(c + {SPREAD} * (random() - 0.5))::vector
                     FROM unnest(t.centre) AS c)
             FROM generate_series(1, {vectors}) g
@@ -169,7 +180,7 @@ async def sweep_bench(engine: Engine, conn: asyncpg.Connection, rows: int) -> di
     results: dict[str, float] = {}
 
     async def sweep_at(now: datetime) -> int:
-        return (await engine.sweep(now=now)).totals()[0]
+        return (await engine.sweep(now=now, mode="full")).totals()[0]
 
     print(f"\nDecay sweep over {rows:,} rows (batch {settings.decay.batch_size})")
     await vacuum(conn)
@@ -177,11 +188,12 @@ async def sweep_bench(engine: Engine, conn: asyncpg.Connection, rows: int) -> di
         "(a) full sweep, every row changes", lambda: sweep_at(T0 + timedelta(days=1))
     )
     results["a"] = rate(n, s)
+    FULL_RATE[0] = results["a"]
     await vacuum(conn)
     n, s = await timed("(d) second sweep at the same now", lambda: sweep_at(T0 + timedelta(days=1)))
     results["d"] = rate(n, s)
     await vacuum(conn)
-    report = await engine.sweep(now=T0 + timedelta(days=1, minutes=15))
+    report = await engine.sweep(now=T0 + timedelta(days=1, minutes=15), mode="full")
     scanned, written, _ = report.totals()
     results["e_written_share"] = written / scanned
     print(
@@ -223,6 +235,111 @@ async def sweep_bench(engine: Engine, conn: asyncpg.Connection, rows: int) -> di
     print(f"    (d)/(a)  = {results['d'] / results['a']:6.2f}   (>= 2)")
     print(f"    (e) wrote {results['e_written_share']:.2%} of rows   (< 5%)")
     return results
+
+
+async def unschedule(conn: asyncpg.Connection) -> None:
+    """Every live row due at once (as after a bulk load, or a policy edit)."""
+    for spec in MEMORY_TABLES:
+        await conn.execute(f"TRUNCATE {spec.due_table}")
+        await conn.execute(
+            f"""WITH unscheduled AS (
+                    UPDATE {spec.name} SET due_at = '-infinity', prune_at = '-infinity'
+                    WHERE NOT pruned RETURNING id)
+                INSERT INTO {spec.due_table}
+                SELECT kind, '-infinity', id, ethos_slice(id)
+                FROM unscheduled CROSS JOIN (VALUES (false), (true)) AS k (kind)"""
+        )
+    await vacuum(conn)
+
+
+async def ltp_latency(
+    engine: Engine, ids: list[uuid.UUID], at: datetime, seconds: float
+) -> list[float]:
+    """Latencies (ms) of LTP flushes of 50 retrievals, one after another, for `seconds`."""
+    rng = random.Random(5)
+    latencies: list[float] = []
+    deadline = time.perf_counter() + seconds
+    while time.perf_counter() < deadline:
+        pending = {(EPISODES, memory_id): {at: 1} for memory_id in rng.sample(ids, 50)}
+        started = time.perf_counter()
+        flush = uuid.uuid4()
+        while True:  # as the LTP buffer does: a lost deadlock is tried again
+            try:
+                await apply_retrievals(engine.store, pending, flush)
+                break
+            except TransientDatabaseError:
+                RETRIES[0] += 1
+        latencies.append((time.perf_counter() - started) * 1000)
+    return latencies
+
+
+RETRIES = [0]  # LTP flushes that lost a deadlock and were tried again
+
+
+def p50_p99(values: list[float]) -> str:
+    return f"{percentile(values, 0.5):.1f}/{percentile(values, 0.99):.1f} ms"
+
+
+async def due_bench(engine: Engine, conn: asyncpg.Connection) -> dict[str, float]:
+    """Sweeps whose cost follows the work: due sweeps against full ones, on the same rows."""
+    results: dict[str, float] = {}
+    t1 = T0 + timedelta(days=3)  # the working memories (8 hours) are long gone by then
+    await engine.sweep(now=t1, mode="full")
+    live = sum([await engine.count_live(spec) for spec in MEMORY_TABLES])
+    print(f"\nDue sweeps over {live:,} live rows (batch {engine.settings.decay.batch_size})")
+
+    async def sweep(now: datetime, mode: Mode, workers: int = 1) -> tuple[int, float]:
+        engine.settings.sweep.workers = workers
+        started = time.perf_counter()
+        report = await engine.sweep(now=now, mode=mode)
+        return report.totals()[1], time.perf_counter() - started
+
+    ids = [
+        r["id"]
+        for r in await conn.fetch("SELECT id FROM episodic_traces WHERE NOT pruned LIMIT 20000")
+    ]
+    idle = await ltp_latency(engine, ids, t1, 3)
+    for workers in (1, 2):
+        await unschedule(conn)
+        latencies = asyncio.create_task(ltp_latency(engine, ids, t1, 4))
+        written, seconds = await sweep(t1, "due", workers)
+        during = await latencies
+        results[f"all_due_{workers}"] = rate(written, seconds)
+        results[f"ltp_p99_{workers}"] = percentile(during, 0.99)
+        print(
+            f"  all due, {workers} worker(s): {written:,} rows in {seconds:.2f} s ="
+            f" {rate(written, seconds):,.0f} rows/s; LTP flush p50/p99 meanwhile {p50_p99(during)}"
+        )
+    engine.settings.sweep.workers = 1
+    print(f"  LTP flush p50/p99 with no sweep running: {p50_p99(idle)}")
+    for key, later in (("15m", timedelta(minutes=15)), ("2h", timedelta(hours=2))):
+        written, due_seconds = await sweep(t1 + later, "due")
+        await vacuum(conn)
+        _, full_seconds = await sweep(t1 + later, "full")
+        results[f"due_{key}"], results[f"full_{key}"] = due_seconds, full_seconds
+        print(
+            f"  {key} later: due sweep {due_seconds:.3f} s ({written:,} rows due,"
+            f" {written / live:.1%}) vs full sweep {full_seconds:.2f} s (scanning all)"
+        )
+    print("\n  ratios (goal)")
+    lines = [
+        ("full / due, nothing due (15 min)", results["full_15m"] / results["due_15m"], ">= 30"),
+        ("due / full, 2 hours later", results["due_2h"] / results["full_2h"], "<= 0.25"),
+        ("all-due rate / full sweep (a)", results["all_due_1"] / FULL_RATE[0], ">= 0.8"),
+        ("2 workers / 1, all due", results["all_due_2"] / results["all_due_1"], ">= 1.4"),
+    ]
+    for label, value, goal in lines:
+        print(f"    {label:<34} = {value:8.2f}   ({goal})")
+    print(
+        f"    LTP flush p99: {results['ltp_p99_1']:.1f} ms during a 1-worker sweep,"
+        f" {results['ltp_p99_2']:.1f} ms during a 2-worker one,"
+        f" {percentile(idle, 0.99):.1f} ms idle ({RETRIES[0]} flushes retried after a deadlock)"
+    )
+    return results
+
+
+# (a)'s rate, measured in the same run, for the due sweeps' comparison.
+FULL_RATE: list[float] = [float("nan")]
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -304,7 +421,8 @@ async def retrieval_bench(
 
     async def one_by_one() -> int:
         for memory_id in picks[:5000]:
-            await apply_retrievals(engine.store, {(EPISODES, memory_id): {at: 1}}, uuid.uuid4())
+            pending = {(EPISODES, memory_id): {at: Events(retrievals=1, units=1)}}
+            await apply_retrievals(engine.store, pending, uuid.uuid4())
         return 5000
 
     print("\nLTP throughput")
@@ -341,7 +459,9 @@ async def main(args: argparse.Namespace) -> None:
             print(f"built the HNSW index over {args.vectors:,} vectors in {elapsed:.1f} s")
             if not args.skip_sweep:
                 await sweep_bench(engine, conn, args.rows)
-            await retrieval_bench(engine, conn, args.searches, args.agents)
+                await due_bench(engine, conn)
+            if not args.skip_search:
+                await retrieval_bench(engine, conn, args.searches, args.agents)
         finally:
             await conn.close()
 
@@ -355,5 +475,6 @@ if __name__ == "__main__":
         "--agents", type=int, default=10, help="memories spread over this many agents"
     )
     parser.add_argument("--skip-sweep", action="store_true")
+    parser.add_argument("--skip-search", action="store_true")
     parser.add_argument("--data-dir", default=".ethos/bench-pgdata")
     asyncio.run(main(parser.parse_args()))

@@ -23,6 +23,7 @@ from ethos.inputs import parse_id, parse_time
 from ethos.recovery import REASONS, Selector
 from ethos.settings import Settings, load_settings
 from ethos.signals import on_stop
+from ethos.sweep import Mode
 from ethos.tables import MEMORY_TABLES, table_spec
 
 Command = Callable[[argparse.Namespace, Settings], Awaitable[int]]
@@ -110,13 +111,19 @@ async def cmd_add(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def cmd_sweep(args: argparse.Namespace, settings: Settings) -> int:
+    mode: Mode = "full" if args.full else "prune" if args.prune else "due"
     async with Engine(settings) as engine:
         tables = args.table or None
         progress = None
         if sys.stderr.isatty() and not args.json:
-            progress = await _progress_bar(engine, tables, args.agent)
+            progress = await _progress_bar(engine, tables, args.agent, mode, args.now)
         report = await engine.sweep(
-            now=args.now, tables=tables, agent=args.agent, dry_run=args.dry_run, progress=progress
+            now=args.now,
+            tables=tables,
+            agent=args.agent,
+            dry_run=args.dry_run,
+            mode=mode,
+            progress=progress,
         )
     prefix = "dry run, nothing written:" if args.dry_run else "swept"
     emit(args, report.as_dict(), f"{prefix} {report.summary()} at {report.now.isoformat()}")
@@ -124,10 +131,18 @@ async def cmd_sweep(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def _progress_bar(
-    engine: Engine, tables: list[str] | None, agent: str | None
+    engine: Engine,
+    tables: list[str] | None,
+    agent: str | None,
+    mode: str,
+    now: datetime | None,
 ) -> Callable[[str, int, bool], None]:
     names = tables or [s.name for s in MEMORY_TABLES]
-    totals = {name: await engine.count_live(name, agent) for name in names}
+    if mode == "full" or agent is not None:
+        totals = {name: await engine.count_live(name, agent) for name in names}
+    else:
+        at = now or await engine.now()
+        totals = {name: await engine.count_due(name, at, prune=mode == "prune") for name in names}
 
     def show(table: str, scanned: int, done: bool) -> None:
         total = max(totals[table], 1)
@@ -149,11 +164,14 @@ async def cmd_explain(args: argparse.Namespace, settings: Settings) -> int:
 
 async def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
     async with Engine(settings) as engine:
-        hits = await engine.search(args.agent, args.embedding, k=args.k, now=args.now)
+        hits = await engine.search(
+            args.agent, args.embedding, k=args.k, now=args.now, expand=args.expand
+        )
     # The engine is closed: the LTP of these hits has been applied (or counted as dropped).
     stats = engine.ltp.stats
     lines = [
-        f"{h.score:.4f}  sim {h.similarity:.4f}  sal {h.salience:.4f}  {h.id}  {h.content}"
+        f"{h.score:.4f}  sal {h.salience:.4f}  {h.id}  {h.content}"
+        + (f"  (linked to {h.via})" if h.via else f"  sim {h.similarity:.4f}")
         for h in hits
     ]
     emit(
@@ -162,6 +180,27 @@ async def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
         "\n".join(lines) or "no hits",
     )
     return _ltp_exit(stats.dropped)
+
+
+async def cmd_feedback(args: argparse.Namespace, settings: Settings) -> int:
+    kind = "useful" if args.useful else "wrong"
+    async with Engine(settings) as engine:
+        await engine.feedback(args.table, args.ids, kind, at=args.now)
+    stats = engine.ltp.stats
+    text = (
+        f"{stats.applied} {kind} applied, {stats.skipped} skipped (unknown or pruned),"
+        f" {stats.pruned} pruned by it, {stats.links} links updated, {stats.dropped} dropped"
+    )
+    emit(args, {"table": args.table, "feedback": kind, **stats.as_dict()}, text)
+    return _ltp_exit(stats.dropped)
+
+
+async def cmd_links(args: argparse.Namespace, settings: Settings) -> int:
+    async with Engine(settings) as engine:
+        links = await engine.links(args.table, args.id, now=args.now)
+    lines = [f"{link['weight']:.4f}  {link['table']}  {link['id']}" for link in links]
+    emit(args, {"table": args.table, "id": args.id, "links": links}, "\n".join(lines) or "no links")
+    return 0
 
 
 async def cmd_record_retrieval(args: argparse.Namespace, settings: Settings) -> int:
@@ -491,8 +530,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--policy", help="its decay policy (default: importance, agent, default)")
     p.add_argument("--importance", type=float, help="0..1; picks a policy when none is given")
 
-    p = command("sweep", cmd_sweep, "decay and prune, now or at --now")
+    p = command("sweep", cmd_sweep, "decay and prune what is due, now or at --now")
     p.add_argument("--now", type=_time("now"))
+    kind = p.add_mutually_exclusive_group()
+    kind.add_argument("--full", action="store_true", help="every live row, due or not")
+    kind.add_argument("--prune", action="store_true", help="only the rows due to be pruned")
     p.add_argument("--table", type=_table, action="append", help="repeatable; default: all")
     p.add_argument("--agent")
     p.add_argument("--dry-run", action="store_true")
@@ -554,6 +596,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--agent", required=True)
     p.add_argument("--embedding", required=True, help="a JSON array of numbers")
     p.add_argument("-k", type=int, default=10)
+    p.add_argument("--now", type=_time("now"))
+    p.add_argument("--expand", action="store_true", help="add the hits' linked memories")
+
+    p = command("feedback", cmd_feedback, "memories the agent used, or found wrong")
+    p.add_argument("table", type=_table)
+    p.add_argument("ids", nargs="+", metavar="ID")
+    verdict = p.add_mutually_exclusive_group(required=True)
+    verdict.add_argument("--useful", action="store_true", help="reinforce (one retrieval)")
+    verdict.add_argument("--wrong", action="store_true", help="weaken (× feedback.wrong_factor)")
+    p.add_argument("--now", type=_time("now"))
+
+    p = command("links", cmd_links, "a memory's associations and their weights")
+    p.add_argument("table", type=_table)
+    p.add_argument("id")
     p.add_argument("--now", type=_time("now"))
 
     p = command("record-retrieval", cmd_record_retrieval, "strengthen memories read by other means")

@@ -2,9 +2,12 @@
 
 Every consolidation.interval_seconds (± jitter) it runs a consolidation cycle, an
 ordered list of steps of which the decay sweep is the last. It prefers to sweep when
-the system is idle, but never defers a due sweep by more than max_defer_seconds. One
-daemon at a time holds the sweep lock (a PostgreSQL advisory lock); the others stand
-by and take over when it goes. A database outage is waited out with capped backoff.
+the system is idle, but never defers a due sweep by more than max_defer_seconds.
+Beside it, every prune_interval_seconds, a prune pass prunes the rows whose moment has
+come, busy or not, during a long sweep too, so a memory is pruned within that interval
+of its exact moment. One daemon at a time holds the sweep lock (a PostgreSQL advisory
+lock); the others stand by and take over when it goes. A database outage is waited out
+with capped backoff.
 """
 
 from __future__ import annotations
@@ -79,6 +82,7 @@ class Daemon:
         self._leader = False
         self._due_at: datetime | None = None
         self._deferred_for: datetime | None = None
+        self._pruning: asyncio.Task[None] | None = None
 
     async def run(self, stop: asyncio.Event) -> None:
         """Run until `stop` is set, then stop gracefully: the batch in flight finishes,
@@ -160,6 +164,8 @@ class Daemon:
         await self._heartbeat(engine, store, "leader" if leader else "standby")
         if not leader:
             return c.standby_poll_seconds
+        if self._pruning is None or self._pruning.done():
+            self._pruning = asyncio.create_task(self._prune_passes(engine, stop))
         now = await engine.now()
         if self._due_at is None:
             last = await store.last_sweep_finished()
@@ -195,6 +201,19 @@ class Daemon:
             with contextlib.suppress(asyncio.CancelledError):
                 await beating
 
+    async def _prune_passes(self, engine: Engine, stop: asyncio.Event) -> None:
+        """A prune pass every prune_interval_seconds while this daemon leads. A failed
+        pass is logged and tried again at the next interval (the main loop sees an
+        outage and drops the lead, which ends this task)."""
+        interval = self.settings.consolidation.prune_interval_seconds
+        await _wait(stop, interval)  # a new leader sweeps first, when it can
+        while not stop.is_set() and self._leader:
+            try:
+                await engine.sweep(mode="prune", trigger="daemon", daemon_id=self.id, stop=stop)
+            except DatabaseError as exc:
+                log.warning("prune_pass_failed", error=str(exc))
+            await _wait(stop, interval)
+
     async def _beat_during_cycle(self, engine: Engine, store: Store) -> None:
         while True:
             await asyncio.sleep(self.settings.consolidation.heartbeat_seconds)
@@ -221,15 +240,25 @@ class Daemon:
         """True while this daemon holds the sweep lock; tries to take it otherwise."""
         was_leader = self._leader
         self._leader = await store.try_sweep_lock()
+        if was_leader and not self._leader:
+            await self._stop_pruning()
         if self._leader and not was_leader:
             log.info("daemon_took_sweep_lock", daemon_id=self.id)
             self._due_at = None  # recomputed from the sweeps the previous holder made
         return self._leader
 
     async def _drop_lock(self) -> None:
+        await self._stop_pruning()
         if self._store is not None:
             await self._store.release_sweep_lock()
         self._leader = False
+
+    async def _stop_pruning(self) -> None:
+        pruning, self._pruning = self._pruning, None
+        if pruning is not None:
+            pruning.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await pruning
 
     async def _heartbeat(self, engine: Engine, store: Store, role: str) -> None:
         await store.heartbeat(
@@ -243,6 +272,7 @@ class Daemon:
         )
 
     async def _shutdown(self) -> None:
+        await self._stop_pruning()
         engine, self._engine = self._engine, None
         store, self._store = self._store, None
         if engine is not None:

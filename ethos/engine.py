@@ -25,7 +25,7 @@ from ethos.recovery import RecoveryReport, Selector, recover
 from ethos.retrieval import Hit, search
 from ethos.settings import Settings, load_settings
 from ethos.store import Row, Store
-from ethos.sweep import Progress, SweepReport, run_sweep
+from ethos.sweep import MODES, Mode, Progress, SweepReport, run_sweep
 from ethos.tables import MEMORY_TABLES, TableSpec, table_spec
 
 
@@ -150,13 +150,17 @@ class Engine:
         tables: Iterable[str | TableSpec] | None = None,
         agent: str | None = None,
         dry_run: bool = False,
+        mode: Mode = "due",
         trigger: str = "manual",
         daemon_id: str | None = None,
         stop: asyncio.Event | None = None,
         progress: Progress | None = None,
     ) -> SweepReport:
-        """Decay and prune at `now` (the database's clock by default). A set `stop`
-        ends the sweep at the next batch boundary."""
+        """Decay and prune at `now` (the database's clock by default): the rows that are
+        due (mode "due"), only those due to be pruned ("prune"), or every live row
+        ("full"). A set `stop` ends the sweep at the next batch boundary."""
+        if mode not in MODES:
+            raise InputError(f"unknown sweep mode {mode!r}: use one of {', '.join(MODES)}")
         specs = _specs(tables)
         return await run_sweep(
             self.store,
@@ -165,6 +169,7 @@ class Engine:
             tables=specs,
             agent=agent,
             dry_run=dry_run,
+            mode=mode,
             trigger=trigger,
             daemon_id=daemon_id,
             stop=stop,
@@ -187,10 +192,12 @@ class Engine:
         *,
         now: datetime | None = None,
         record: bool = True,
+        expand: bool = False,
     ) -> list[Hit]:
-        """Nearest live vectors of agent_id, ranked by similarity × salience^weight.
+        """Nearest live vectors of agent_id, ranked by similarity × salience^weight; with
+        `expand` (or search.link_weight > 0) their linked memories join the results.
 
-        Returns at once; the hits' LTP is buffered (record=False: not recorded).
+        Returns at once; the hits are recorded as surfaced (record=False: not at all).
         """
         return await search(
             self.store,
@@ -200,6 +207,7 @@ class Engine:
             embedding=embedding,
             k=k,
             now=aware(now, "now") if now else datetime.now(UTC),
+            expand=expand,
         )
 
     async def record_retrieval(
@@ -214,6 +222,49 @@ class Engine:
         spec = table_spec(table)
         parsed = [parse_id(i) for i in ids]
         await self.ltp.record(spec, parsed, aware(now, "now") if now else datetime.now(UTC))
+
+    async def feedback(
+        self,
+        table: str | TableSpec,
+        ids: Iterable[str | uuid.UUID],
+        kind: str,
+        *,
+        at: datetime | None = None,
+    ) -> None:
+        """The agent used these memories ("useful": a retrieval, counted as useful) or
+        they were wrong ("wrong": strength, and a fact's confidence, times
+        feedback.wrong_factor; pruned with reason feedback below the threshold). Several
+        ids in one call: their links learn too. Applied like LTP, exactly once."""
+        if kind not in ("useful", "wrong"):
+            raise InputError(f"feedback is 'useful' or 'wrong' (got {kind!r})")
+        spec = table_spec(table)
+        parsed = [parse_id(i) for i in ids]
+        if not parsed:
+            raise InputError("feedback needs at least one id")
+        moment = aware(at, "at") if at else datetime.now(UTC)
+        await self.ltp.record(spec, parsed, moment, "useful" if kind == "useful" else "wrong")
+
+    async def links(
+        self, table: str | TableSpec, memory_id: str | uuid.UUID, *, now: datetime | None = None
+    ) -> list[dict[str, Any]]:
+        """A memory's associations, strongest first: the other memory's table and id, and
+        the link's weight at `now`."""
+        spec = table_spec(table)
+        memory = parse_id(memory_id)
+        await self.store.fetch(spec, memory)  # one line if it does not exist
+        at = aware(now, "now") if now else await self.store.now()
+        return [
+            {
+                "table": row["table_name"],
+                "id": str(row["id"]),
+                "weight": row["weight"],
+                "weighted_at": row["weighted_at"].isoformat(),
+                "co_retrievals": row["co_retrievals"],
+                "useful": row["useful_count"],
+                "wrong": row["wrong_count"],
+            }
+            for row in await self.store.links(spec, memory, at)
+        ]
 
     async def stats(self, agent: str | None = None) -> dict[str, list[dict[str, Any]]]:
         """What the monitoring views say, for one agent or all."""
@@ -251,6 +302,11 @@ class Engine:
     async def count_live(self, table: str | TableSpec, agent: str | None = None) -> int:
         """Live memories in a table, of one agent or all."""
         return await self.store.count_live(table_spec(table), agent)
+
+    async def count_due(self, table: str | TableSpec, now: datetime, *, prune: bool = False) -> int:
+        """Hints of work due by `now` in a table (an upper bound on the rows a due
+        sweep, or with prune a prune pass, would look at)."""
+        return await self.store.count_due(table_spec(table), aware(now, "now"), prune=prune)
 
     async def pruned_at(self, agent: str, at: datetime) -> list[Row]:
         """The memories of an agent that a sweep at exactly `at` pruned."""

@@ -1,45 +1,89 @@
-"""Long-term potentiation, fire-and-forget and never lost.
+"""Long-term potentiation and feedback, fire-and-forget and never lost.
 
-Retrievals are recorded into an in-memory buffer at once; a background task applies
-them in set-based UPDATEs (one per table and round), coalescing retrievals of one row
-at one moment into a single write. A failed flush is requeued and retried with backoff;
-closing drains the buffer. What cannot be applied is counted and logged, never silent.
+What happens to memories (retrievals, search hits, useful and wrong feedback) is
+recorded into an in-memory buffer at once; a background task applies it in set-based
+UPDATEs (one per table and round), coalescing what happened to one row at one moment
+into a single write, and the links between memories recalled together in the same
+transaction. A failed flush is requeued and retried with backoff, with the same id, and
+applied exactly once; closing drains the buffer. What cannot be applied is counted and
+logged, never silent.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import random
 import uuid
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 import structlog
 
-from ethos.errors import DatabaseError, TransientDatabaseError
+from ethos.errors import DatabaseError, InputError, TransientDatabaseError
 from ethos.settings import Settings
-from ethos.store import LtpFlush, Row, Store
+from ethos.store import LinkRound, LtpFlush, Row, Store
 from ethos.tables import TableSpec, table_spec
 
 log = structlog.get_logger("ethos.ltp")
 
-# Buffered retrievals: (table, id) -> {moment: count}.
-Pending = dict[tuple[TableSpec, uuid.UUID], dict[datetime, int]]
-Rows = dict[uuid.UUID, dict[datetime, int]]
+Kind = Literal["retrieval", "surfaced", "useful", "wrong"]
+KINDS: tuple[Kind, ...] = ("retrieval", "surfaced", "useful", "wrong")
+Key = tuple[TableSpec, uuid.UUID]
+
+
+@dataclass
+class Events:
+    """What happened to one memory at one moment."""
+
+    retrievals: int = 0  # reinforcing: LTP's count, anchor and boost
+    useful: int = 0  # of them, confirmed useful by feedback
+    wrong: int = 0  # marked wrong: long-term depression
+    surfaced: int = 0  # returned by a search
+    units: int = 0  # the calls it stands for (what `applied` and `skipped` count)
+
+    def add(self, other: Events) -> None:
+        for name, value in other.__dict__.items():
+            setattr(self, name, getattr(self, name) + value)
+
+    @property
+    def changes_curve(self) -> bool:
+        return self.retrievals + self.wrong > 0
+
+
+@dataclass(frozen=True)
+class Group:
+    """Memories recalled together by one search, or given feedback in one call: their
+    pairs' links learn from it."""
+
+    kind: Literal["co", "useful", "wrong"]
+    at: datetime
+    members: tuple[Key, ...]
+
+    @property
+    def pairs(self) -> int:
+        return len(self.members) * (len(self.members) - 1) // 2
+
+
+# Buffered: (table, id) -> {moment: Events}.
+Pending = dict[Key, dict[datetime, Events]]
+Rows = dict[uuid.UUID, dict[datetime, Events]]
 
 
 @dataclass
 class LtpStats:
-    recorded: int = 0  # retrievals accepted into the buffer
-    applied: int = 0  # retrievals written to their rows
-    skipped: int = 0  # retrievals of unknown or pruned rows (nothing to strengthen)
+    recorded: int = 0  # retrievals, hits and feedback accepted into the buffer
+    applied: int = 0  # of them, written to their rows
+    skipped: int = 0  # of unknown or pruned rows (nothing to write)
     reinforced: int = 0  # episodes and facts strengthened through a retrieved vector
     promoted: int = 0  # memories moved to another policy by a retrieval (promote_after)
-    dropped: int = 0  # retrievals that could not be buffered or applied
+    pruned: int = 0  # memories that wrong feedback brought below their threshold
+    links: int = 0  # link updates (pairs) written
+    dropped: int = 0  # what could not be buffered or applied
     failed_flushes: int = 0
 
     def as_dict(self) -> dict[str, int]:
@@ -52,19 +96,23 @@ class LtpResult:
     skipped: int = 0
     reinforced: int = 0
     promoted: int = 0
+    pruned: int = 0
+    links: int = 0
     replayed: bool = False  # this flush had been applied already (an in-doubt commit)
 
 
 # --- the rules: what a flush writes, in which order ---------------------------------
 
 
-async def apply_retrievals(store: Store, pending: Pending, flush_id: uuid.UUID) -> LtpResult:
-    """Apply buffered retrievals in one transaction, exactly once per flush id.
+async def apply_retrievals(
+    store: Store, pending: Pending, flush_id: uuid.UUID, groups: Iterable[Group] = ()
+) -> LtpResult:
+    """Apply buffered events in one transaction, exactly once per flush id.
 
-    Tables whose rows embed others (vectors) go first: a hit on a vector also
+    Tables whose rows embed others (vectors) go first: a retrieval of a vector also
     strengthens the episode or fact it embeds, at the same moment. Those
-    reinforcements join the target rows' own retrievals, so every row takes its
-    retrievals in time order, as one after another.
+    reinforcements join the target rows' own events, so every row takes its events in
+    time order, as one after another. Links come last.
     """
     by_table: dict[TableSpec, Rows] = defaultdict(dict)
     for (spec, memory_id), moments in pending.items():
@@ -72,92 +120,179 @@ async def apply_retrievals(store: Store, pending: Pending, flush_id: uuid.UUID) 
     result = LtpResult()
     async with store.ltp_flush(flush_id) as flush:
         if flush is None:
-            result.applied = _total(by_table.values())
+            result.applied = sum(e.units for r in by_table.values() for m in r.values()
+                                 for e in m.values())  # fmt: skip
             result.replayed = True
             return result
-        sources: dict[TableSpec, Rows] = defaultdict(lambda: defaultdict(dict))
+        sources: dict[TableSpec, Rows] = defaultdict(dict)
         for spec in [s for s in by_table if s.has_source]:
             returned = await _apply_rounds(flush, spec, by_table[spec])
             _account(result, spec, by_table[spec], {}, returned)
             for row in returned:
-                if row["source_id"] is not None:
-                    moments = sources[table_spec(row["source_type"])][row["source_id"]]
-                    moments[row["at"]] = moments.get(row["at"], 0) + row["n"]
+                if row.get("source_id") is not None and row["n"] > 0:
+                    rows = sources[table_spec(row["source_type"])]
+                    rows.setdefault(row["source_id"], {}).setdefault(row["at"], Events()).add(
+                        Events(retrievals=row["n"])
+                    )
         targets = {s for s in by_table if not s.has_source} | set(sources)
         for spec in sorted(targets, key=lambda s: s.name):
             own, through = by_table.get(spec, {}), sources.get(spec, {})
             returned = await _apply_rounds(flush, spec, _merge(own, through))
             _account(result, spec, own, through, returned)
+        result.links = await _apply_links(flush, list(groups))
         if result.applied:
             await flush.touch_retrieval_activity()
     return result
 
 
 async def _apply_rounds(flush: LtpFlush, spec: TableSpec, rows: Rows) -> list[Row]:
-    """Round i holds the i-th moment of every row, so a row retrieved at several
-    moments is strengthened in time order, exactly as one retrieval after another."""
-    if not rows:
-        return []
-    # Rows are locked in id order, as sweep batches lock them, to keep deadlocks rare.
-    ordered = {i: sorted(moments.items()) for i, moments in sorted(rows.items())}
+    """Round i holds the i-th moment of every row whose curve changes, so a row is
+    written in time order, exactly as one event after another. Hits that only count
+    (no curve change) are added up in one statement."""
+    ordered = {
+        i: sorted((at, e) for at, e in moments.items() if e.changes_curve)
+        for i, moments in sorted(rows.items())  # rows locked in id order, as sweeps do
+    }
     returned: list[Row] = []
-    for depth in range(max(len(m) for m in ordered.values())):
+    for depth in range(max((len(m) for m in ordered.values()), default=0)):
         level = [(i, m[depth]) for i, m in ordered.items() if depth < len(m)]
         returned += await flush.strengthen(
             spec,
             ids=[memory_id for memory_id, _ in level],
-            counts=[count for _, (_, count) in level],
+            counts=[e.retrievals for _, (_, e) in level],
+            useful=[e.useful for _, (_, e) in level],
+            wrong=[e.wrong for _, (_, e) in level],
+            surfaced=[e.surfaced for _, (_, e) in level],
             moments=[at for _, (at, _) in level],
         )
+    only_counted = {
+        i: sum(e.surfaced for e in moments.values() if not e.changes_curve)
+        for i, moments in sorted(rows.items())
+    }
+    only_counted = {i: c for i, c in only_counted.items() if c}
+    if only_counted:
+        returned += [
+            {"id": row["id"], "agent_id": row["agent_id"], "n": 0, "pruned": False}
+            for row in await flush.surface(spec, list(only_counted), list(only_counted.values()))
+        ]
     return returned
 
 
 def _merge(a: Rows, b: Rows) -> Rows:
-    merged: Rows = {i: dict(moments) for i, moments in a.items()}
-    for memory_id, moments in b.items():
-        target = merged.setdefault(memory_id, {})
-        for at, count in moments.items():
-            target[at] = target.get(at, 0) + count
+    merged: Rows = {}
+    for rows in (a, b):
+        for memory_id, moments in rows.items():
+            target = merged.setdefault(memory_id, {})
+            for at, events in moments.items():
+                target.setdefault(at, Events()).add(events)
     return merged
-
-
-def _total(tables: Iterable[Rows]) -> int:
-    return sum(sum(moments.values()) for rows in tables for moments in rows.values())
 
 
 def _account(
     result: LtpResult, spec: TableSpec, own: Rows, through: Rows, returned: list[Row]
 ) -> None:
-    """Retrievals of rows that were found count as applied (or reinforced, through a
+    """Events of rows that were found count as applied (or reinforced, through a
     vector); those of unknown or pruned rows as skipped, and are logged."""
     found = {row["id"] for row in returned}
-    promoted = [row for row in returned if row["policy"] != row["old_policy"]]
+    result.applied += sum(e.units for i, m in own.items() if i in found for e in m.values())
+    result.reinforced += sum(
+        e.retrievals for i, m in through.items() if i in found for e in m.values()
+    )
+    result.pruned += len({row["id"] for row in returned if row["pruned"]})
+    promoted = [
+        row
+        for row in returned
+        if row.get("old_policy") is not None and row["policy"] != row["old_policy"]
+    ]
     result.promoted += len(promoted)
     for row in promoted:
         log.debug(
             "memory_promoted", table=spec.name, id=str(row["id"]),
             policy=row["policy"], old_policy=row["old_policy"],
         )  # fmt: skip
-    result.applied += _total([{i: m for i, m in own.items() if i in found}])
-    result.reinforced += _total([{i: m for i, m in through.items() if i in found}])
     missing = [str(i) for i in own if i not in found]
     if missing:
-        result.skipped += _total([{i: m for i, m in own.items() if i not in found}])
+        result.skipped += sum(e.units for i, m in own.items() if i not in found
+                              for e in m.values())  # fmt: skip
         log.warning("ltp_skipped", table=spec.name, count=len(missing), ids=missing[:5])
 
 
+@dataclass
+class _PairEvents:
+    co: int = 0
+    useful: int = 0
+    wrong: int = 0
+
+
+async def _apply_links(flush: LtpFlush, groups: list[Group]) -> int:
+    """Pairs of each group's memories that belong to one agent, in rounds by moment."""
+    if not groups:
+        return 0
+    members: dict[TableSpec, set[uuid.UUID]] = defaultdict(set)
+    for group in groups:
+        for spec, memory_id in group.members:
+            members[spec].add(memory_id)
+    agents: dict[Key, str] = {}
+    for spec, ids in members.items():
+        for memory_id, agent in (await flush.agents(spec, sorted(ids))).items():
+            agents[(spec, memory_id)] = agent
+    pairs: dict[tuple[str, Key, Key], dict[datetime, _PairEvents]] = defaultdict(dict)
+    for group in groups:
+        live = sorted({m for m in group.members if m in agents}, key=lambda m: m[1])
+        for a, b in itertools.combinations(live, 2):
+            if agents[a] != agents[b]:
+                continue
+            events = pairs[(agents[a], a, b)].setdefault(group.at, _PairEvents())
+            setattr(events, group.kind, getattr(events, group.kind) + 1)
+    ordered = {key: sorted(moments.items()) for key, moments in pairs.items()}
+    written = 0
+    for depth in range(max((len(m) for m in ordered.values()), default=0)):
+        level = [(key, m[depth]) for key, m in sorted(ordered.items(), key=_pair_order)
+                 if depth < len(m)]  # fmt: skip
+        written += await flush.link(
+            LinkRound(
+                agents=[agent for (agent, _, _), _ in level],
+                a_tables=[a[0].name for (_, a, _), _ in level],
+                a_ids=[a[1] for (_, a, _), _ in level],
+                b_tables=[b[0].name for (_, _, b), _ in level],
+                b_ids=[b[1] for (_, _, b), _ in level],
+                co=[e.co for _, (_, e) in level],
+                useful=[e.useful for _, (_, e) in level],
+                wrong=[e.wrong for _, (_, e) in level],
+                moments=[at for _, (at, _) in level],
+            )
+        )
+    return written
+
+
+def _pair_order(item: tuple[tuple[str, Key, Key], Any]) -> tuple[uuid.UUID, uuid.UUID]:
+    """Links are locked in id order, every flush alike."""
+    (_, a, b), _ = item
+    return a[1], b[1]
+
+
 # --- the buffer -------------------------------------------------------------------------
+
+
+@dataclass
+class _Batch:
+    """What one flush applies, kept with its flush id until it is applied: a retry
+    after an in-doubt commit must not apply it twice."""
+
+    flush_id: uuid.UUID
+    pending: Pending
+    groups: list[Group] = field(default_factory=list)
+    size: int = 0
 
 
 class LtpBuffer:
     def __init__(self, store: Store, settings: Settings) -> None:
         self._store = store
         self._settings = settings
-        self._pending: Pending = defaultdict(lambda: defaultdict(int))
-        # A batch whose flush failed, kept with its flush id until it is applied: a
-        # retry after an in-doubt commit must not apply it twice.
-        self._retry: tuple[uuid.UUID, Pending, int] | None = None
-        self._size = 0  # retrievals not yet applied: pending and the batch in retry
+        self._pending: Pending = defaultdict(dict)
+        self._groups: list[Group] = []
+        self._retry: _Batch | None = None
+        self._size = 0  # events and pair updates not yet applied: pending and in retry
         self._wake = asyncio.Event()
         self._space = asyncio.Event()
         self._flush_lock = asyncio.Lock()
@@ -167,7 +302,7 @@ class LtpBuffer:
 
     @property
     def backlog(self) -> int:
-        """Retrievals waiting to be applied."""
+        """Events and link updates waiting to be applied."""
         return self._size
 
     def start(self) -> None:
@@ -175,15 +310,21 @@ class LtpBuffer:
         self._task = asyncio.create_task(self._run(), name="ethos-ltp-flush")
         self._task.add_done_callback(_report_crash)
 
-    async def record(self, spec: TableSpec, ids: Iterable[uuid.UUID], at: datetime) -> None:
-        """Buffer retrievals; a repeated id counts as repeated retrievals. Waits up to
+    async def record(
+        self, spec: TableSpec, ids: Iterable[uuid.UUID], at: datetime, kind: Kind = "retrieval"
+    ) -> None:
+        """Buffer events: a repeated id counts as repeated events. A search's hits
+        ("surfaced") and feedback on several ids also teach their links. Waits up to
         ltp.full_wait_seconds when the buffer is full, then drops (and counts) them."""
+        if kind not in KINDS:
+            raise InputError(f"unknown event {kind!r}: use one of {', '.join(KINDS)}")
         ids = list(ids)
-        count = len(ids)
         ltp = self._settings.ltp
         # A table the flush could not write fails its caller now, not the flush later.
         ltp.boost(spec)
         await self._store.check_table(spec)
+        group = self._group(spec, ids, at, kind)
+        count = len(ids) + (group.pairs if group else 0)
         deadline = asyncio.get_running_loop().time() + ltp.full_wait_seconds
         while self._size + count > ltp.buffer_capacity:
             self._space.clear()
@@ -195,46 +336,66 @@ class LtpBuffer:
                 self.stats.dropped += count
                 log.error("ltp_dropped", reason="buffer full", count=count, backlog=self._size)
                 return
+        event = self._event(kind)
         for memory_id in ids:
-            self._pending[(spec, memory_id)][at] += 1
+            self._pending[(spec, memory_id)].setdefault(at, Events()).add(event)
+        if group is not None:
+            self._groups.append(group)
         self._size += count
-        self.stats.recorded += count
+        self.stats.recorded += len(ids)
         if len(self._pending) >= ltp.flush_max_rows:
             self._wake.set()
 
+    def _event(self, kind: Kind) -> Events:
+        if kind == "surfaced":
+            reinforce = self._settings.ltp.on_search == "reinforce"
+            return Events(retrievals=int(reinforce), surfaced=1, units=1)
+        if kind == "useful":
+            return Events(retrievals=1, useful=1, units=1)
+        if kind == "wrong":
+            return Events(wrong=1, units=1)
+        return Events(retrievals=1, units=1)
+
+    def _group(
+        self, spec: TableSpec, ids: list[uuid.UUID], at: datetime, kind: Kind
+    ) -> Group | None:
+        members = tuple(dict.fromkeys((spec, i) for i in ids))
+        learning = self._settings.links.learning_rate > 0
+        if len(members) < 2 or kind == "retrieval" or (kind != "wrong" and not learning):
+            return None
+        return Group("co" if kind == "surfaced" else kind, at, members)
+
     async def flush(self) -> bool:
         """Apply what is buffered now (at most ltp.flush_max_rows rows, a row being one
-        memory at one moment); False if the database was away, in which case the same
-        batch, with the same flush id, is the next one tried."""
+        memory at one moment, and the links learnt meanwhile); False if the database
+        was away, in which case the same batch, with the same flush id, is the next one
+        tried."""
         async with self._flush_lock:
             if self._retry is None:
-                taken = self._take(self._settings.ltp.flush_max_rows)
-                if not taken:
+                batch = self._take(self._settings.ltp.flush_max_rows)
+                if batch is None:
                     return True
-                count = sum(sum(moments.values()) for moments in taken.values())
-                self._retry = (uuid.uuid4(), taken, count)
-            flush_id, taken, count = self._retry
+                self._retry = batch
+            batch = self._retry
             try:
-                result = await apply_retrievals(self._store, taken, flush_id)
+                result = await apply_retrievals(
+                    self._store, batch.pending, batch.flush_id, batch.groups
+                )
             except TransientDatabaseError as exc:
                 self.stats.failed_flushes += 1
-                log.warning(
-                    "ltp_update_failed", error=str(exc) or type(exc).__name__, backlog=self._size
-                )
+                log.warning("ltp_update_failed", error=str(exc), backlog=self._size)
                 return False
             except DatabaseError as exc:
                 # Retrying will not change the answer: count and log what is lost.
-                self._settle(count)
-                self.stats.dropped += count
-                log.error("ltp_update_failed", error=str(exc), dropped=count, permanent=True)
+                self._settle(batch.size)
+                self.stats.dropped += batch.size
+                log.error("ltp_update_failed", error=str(exc), dropped=batch.size, permanent=True)
                 return True
-            self._settle(count)
+            self._settle(batch.size)
             if result.replayed:
-                log.warning("ltp_flush_replayed", flush_id=str(flush_id), count=count)
-            self.stats.applied += result.applied
-            self.stats.skipped += result.skipped
-            self.stats.reinforced += result.reinforced
-            self.stats.promoted += result.promoted
+                log.warning("ltp_flush_replayed", flush_id=str(batch.flush_id), count=batch.size)
+            for name in ("applied", "skipped", "reinforced", "promoted", "pruned", "links"):
+                setattr(self.stats, name, getattr(self.stats, name) + getattr(result, name))
             return True
 
     async def drain(self, timeout_seconds: float) -> None:
@@ -263,6 +424,7 @@ class LtpBuffer:
                 "ltp_dropped", reason="closed before the database took them", count=self._size
             )
             self._pending.clear()
+            self._groups.clear()
             self._retry = None
             self._size = 0
 
@@ -287,8 +449,14 @@ class LtpBuffer:
         cap = self._settings.ltp.retry_max_seconds
         return float(min(cap, 0.05 * 2**failures) * random.uniform(0.5, 1.0))
 
-    def _take(self, max_rows: int) -> Pending:
-        return {key: self._pending.pop(key) for key in list(self._pending)[:max_rows]}
+    def _take(self, max_rows: int) -> _Batch | None:
+        if not self._pending and not self._groups:
+            return None
+        pending = {key: self._pending.pop(key) for key in list(self._pending)[:max_rows]}
+        groups, self._groups = self._groups, []
+        size = sum(e.units for m in pending.values() for e in m.values())
+        size += sum(g.pairs for g in groups)
+        return _Batch(uuid.uuid4(), pending, groups, size)
 
     def _settle(self, count: int) -> None:
         """The batch in retry is done with (applied, or given up): its room is free for

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from ethos.decay import SCHEDULE_HORIZON_DAYS
 from ethos.tables import VECTORS, TableSpec
 
 _NAMED = re.compile(r"%\((\w+)\)s")
@@ -137,6 +138,160 @@ def confidence_expr(at: str = "%(now)s", alias: str = "m") -> str:
     )
 
 
+# --- when a sweep must write a row next (ethos.decay's schedule, in SQL) ---------------
+#
+# scheduled() wraps a relation whose rows carry a memory's curve, the values just stored
+# for it, and its policy's parameters (SCHEDULE_INPUTS), and adds due_at and prune_at.
+# It computes in layers of sub-selects, each naming what the next reuses: written as
+# one expression the schedule would repeat its parts many times over (and PostgreSQL
+# inlines a SQL function only when the arguments its body uses twice are cheap).
+
+SCHEDULE_INPUTS = """strength, anchor_at, n, emotion, created_at, frozen, reference,
+    stored_salience [, confidence_strength, stored_confidence] [, expires_at],
+    curve, base_tau_days, ltp_multiplier, max_tau_days, frequency_weight, emotional_weight,
+    power_exponent, prune_threshold"""
+
+POLICY_PARAMETERS = """{p}.curve, {p}.base_tau_days, {p}.ltp_multiplier, {p}.max_tau_days,
+    {p}.frequency_weight, {p}.emotional_weight, {p}.power_exponent, {p}.prune_threshold"""
+
+
+def policy_columns(alias: str) -> str:
+    """A policy's parameters, as scheduled() reads them."""
+    return POLICY_PARAMETERS.format(p=alias)
+
+
+def _days(log_strength: str, log_target: str, after_anchor: str) -> str:
+    """decay.falls_below's days_at: days after the anchor until the value falls to the
+    target, with f taken that many days after the anchor (or at the reference, if
+    later); within [0, horizon]."""
+    age = f"greatest(_anchor_age + {after_anchor}, _reference_age)"
+    y = (
+        f"({log_strength} - {log_target}"
+        f" + ln(1 + frequency_weight * least(n / greatest({age}, 1), 1)))"
+    )
+    days = (
+        f"CASE WHEN curve = 'power' THEN _tau / _power_factor"
+        f" * (exp(least({y} / power_exponent, 700)) - 1) ELSE _tau * {y} END"
+    )
+    return f"least(greatest({days}, 0), {SCHEDULE_HORIZON_DAYS})"
+
+
+def _value_due(value: str, strength: str, stored: str, floor: str, target: str, days: str) -> str:
+    """decay.value_due for a value just stored exactly at the reference (so it has not
+    drifted there): when a sweep must rewrite it (NULL: never)."""
+    return f"""CASE
+        WHEN frozen THEN NULL
+        WHEN {stored} < {floor} THEN reference
+        WHEN {target} <= 0 THEN NULL
+        WHEN {strength} <= 0 THEN greatest(anchor_at, reference + interval '1 second')
+        ELSE greatest(anchor_at + make_interval(secs => {days} * 86400),
+                      reference + interval '1 second')
+    END /* {value} */"""
+
+
+def scheduled(
+    spec: TableSpec,
+    source: str,
+    *,
+    tolerance: str = "%(tolerance)s::float8",
+    order_by_id: bool = False,
+) -> str:
+    """`source` (a relation with SCHEDULE_INPUTS) with due_at and prune_at: when its row
+    next needs any write (drift, prune, expiry), and when it next needs pruning. The
+    values were stored exactly as they are at `reference`."""
+    facts = spec.has_confidence
+    # The drifts to watch, each (name, its strength, stored value, floor); the last one
+    # decides pruning.
+    values = [("salience", "strength", "stored_salience", "0" if facts else "prune_threshold")]
+    if facts:
+        values.append(("confidence", "confidence_strength", "stored_confidence", "prune_threshold"))
+    deciding_strength, deciding_stored = values[-1][1], values[-1][2]
+    logs = [
+        f"ln(greatest({strength}, 1e-300))"
+        + ("" if strength == "confidence_strength" else
+           " + ln(1 + emotional_weight * least(greatest(emotion, 0), 1))")
+        + f" AS _log_{name}"
+        for name, strength, _, _ in values
+    ]  # fmt: skip
+    targets = [
+        f"greatest({stored} / (1 + {tolerance}), {floor}) AS _target_{name}"
+        for name, _, stored, floor in values
+    ]
+    layer1 = f"""SELECT _s.*,
+               ethos_tau_days(n, base_tau_days, ltp_multiplier, max_tau_days) AS _tau,
+               power(0.9, -1 / power_exponent) - 1 AS _power_factor,
+               date_part('epoch', anchor_at - created_at) / 86400.0 AS _anchor_age,
+               date_part('epoch', reference - created_at) / 86400.0 AS _reference_age,
+               {", ".join(logs)}, {", ".join(targets)}
+        FROM ({source}) AS _s OFFSET 0"""
+    # Each crossing to find: (key, the value's log strength, log target).
+    crossings = [(name, f"_log_{name}", f"_log_target_{name}") for name, *_ in values]
+    crossings.append(("prune", f"_log_{values[-1][0]}", "_log_threshold"))
+    log_targets = ", ".join(
+        f"ln(greatest(_target_{name}, 1e-300)) AS _log_target_{name}" for name, *_ in values
+    )
+    # Frozen rows never cross; a memory never retrieved crosses where the first step says.
+    latest = [
+        f"CASE WHEN frozen THEN 0 ELSE {_days(log, log_target, '0')} END AS _latest_{key}"
+        for key, log, log_target in crossings
+    ]
+    layer2 = f"""SELECT _1.*, {", ".join(latest)}
+        FROM (SELECT _1.*, {log_targets}, ln(prune_threshold) AS _log_threshold,
+                     greatest(_reference_age - _anchor_age, 0) AS _elapsed
+              FROM ({layer1}) AS _1 OFFSET 0) AS _1 OFFSET 0"""
+    answers = [
+        f"CASE WHEN frozen OR n = 0 THEN _latest_{key}"
+        f" ELSE {_days(log, log_target, f'_latest_{key}')} END AS _answer_{key}"
+        for key, log, log_target in crossings
+    ]
+    layer3 = f"SELECT _2.*, {', '.join(answers)} FROM ({layer2}) AS _2 OFFSET 0"
+    # Where the curve is at the reference, and how fast it falls there (for a Newton
+    # step): ln D(elapsed) + ln(1 + α·f), and −d/dt of that.
+    slope = """(CASE WHEN curve = 'power'
+                  THEN power_exponent * _power_factor / _tau / (1 + _power_factor * _elapsed / _tau)
+                  ELSE 1 / _tau END
+              + CASE WHEN _reference_age > greatest(n, 1)
+                  THEN frequency_weight * (n / _reference_age) / _reference_age
+                       / (1 + frequency_weight * n / _reference_age)
+                  ELSE 0 END)"""
+    reference_log = """(CASE WHEN curve = 'power'
+                  THEN -power_exponent * ln(1 + _power_factor * _elapsed / _tau)
+                  ELSE -_elapsed / _tau END
+              + ln(1 + frequency_weight * least(n / greatest(_reference_age, 1), 1)))"""
+    refined = []
+    for name, log, log_target in crossings[:-1]:
+        # decay.candidates: halfway, the end of f's plateau, one Newton step; the value
+        # stays above target until the earlier of each and the crossing with f there.
+        moments = [
+            f"((_latest_{name} + _answer_{name}) / 2)",
+            "greatest(greatest(n, 1) - _anchor_age, 0)",
+            f"(_elapsed + greatest({log} + {reference_log} - {log_target}, 0) / {slope})",
+        ]
+        tries = ", ".join(f"least({t}, {_days(log, log_target, t)})" for t in moments)
+        # (Only where the bracket is wide: most rows are settled by the first two steps.)
+        refined.append(
+            f"CASE WHEN frozen OR n = 0 OR _answer_{name} >= 0.9 * _latest_{name}"
+            f" THEN _answer_{name} ELSE greatest(_answer_{name}, {tries}) END AS _days_{name}"
+        )
+    layer4 = f"SELECT _3.*, {', '.join(refined)} FROM ({layer3}) AS _3 OFFSET 0"
+    dues = [
+        _value_due(name, strength, stored, floor, f"_target_{name}", f"_days_{name}")
+        for name, strength, stored, floor in values
+    ]
+    expires = "expires_at" if spec.has_expiry else "NULL::timestamptz"
+    if spec.has_expiry:
+        dues.append(f"CASE WHEN NOT frozen THEN {expires} END")
+    prune_at = f"""CASE WHEN frozen THEN NULL ELSE least(
+            CASE WHEN {deciding_stored} < prune_threshold THEN reference
+                 WHEN {deciding_strength} <= 0
+                     THEN greatest(anchor_at, reference + interval '1 second')
+                 ELSE greatest(anchor_at + make_interval(secs => _answer_prune * 86400),
+                               reference + interval '1 second')
+            END, {expires}) END"""
+    return f"""SELECT _4.*, least({", ".join(dues)}) AS due_at, {prune_at} AS prune_at
+        FROM ({layer4}) AS _4{" ORDER BY _4.id" if order_by_id else ""}"""
+
+
 # --- memories -----------------------------------------------------------------------
 
 
@@ -169,58 +324,98 @@ def build_id_states_query(spec: TableSpec) -> Query:
 SWEEP_SESSION_SETTINGS = {"synchronous_commit": "off", "plan_cache_mode": "force_generic_plan"}
 
 
+def _sweep_columns(spec: TableSpec) -> str:
+    """What a sweep reads and computes of a row m, on its policy p, at %(now)s: its
+    values now, what was stored, and what scheduled() needs to schedule it anew."""
+    fact = (
+        f""", {confidence_expr()} AS confidence, m.confidence AS old_confidence,
+               m.confidence_strength"""
+        if spec.has_confidence
+        else ""
+    )
+    return f"""m.id, m.ctid AS row_ctid, m.xmin AS row_version,
+               m.pinned OR p.never_decays AS frozen, {policy_columns("p")},
+               m.strength, m.anchor_at, m.retrieval_count AS n, m.created_at,
+               {emotion_of(spec)} AS emotion, %(now)s::timestamptz AS reference,
+               m.salience AS old_salience, m.due_at AS old_due, m.prune_at AS old_prune,
+               {"m.expires_at," if spec.has_expiry else ""}
+               {salience_expr(spec)} AS salience{fact}"""
+
+
+def _prune_reason(spec: TableSpec) -> str:
+    """Why a row computed by _sweep_columns is pruned now (NULL: it is not)."""
+    expired = "WHEN expires_at <= %(now)s THEN 'expired'" if spec.has_expiry else ""
+    deciding = "confidence" if spec.has_confidence else "salience"
+    return f"""CASE WHEN frozen THEN NULL
+                    {expired}
+                    WHEN {deciding} < prune_threshold THEN 'decay'
+               END"""
+
+
+def _sweep_write(spec: TableSpec, source: str) -> str:
+    """Write the rows of `source` (with _sweep_columns and `reason`), in id order (as
+    LTP flushes and other sweeps lock them): their values, their prune, and when a sweep
+    must come back to them. Only where the row version is still the one computed from:
+    a retrieval's LTP committed in between is never overwritten (its own write stored
+    its values and schedule already)."""
+    stored = "salience AS stored_salience" + (
+        ", confidence AS stored_confidence" if spec.has_confidence else ""
+    )
+    rows = scheduled(spec, f"SELECT *, {stored} FROM {source}", order_by_id=True)
+    set_confidence = "confidence = d.confidence," if spec.has_confidence else ""
+    return f"""
+        UPDATE {spec.name} AS m
+        SET salience = d.salience, {set_confidence}
+            pruned = d.reason IS NOT NULL,
+            pruned_at = CASE WHEN d.reason IS NOT NULL THEN %(now)s::timestamptz END,
+            prune_reason = d.reason,
+            due_at = CASE WHEN d.reason IS NULL THEN d.due_at END,
+            prune_at = CASE WHEN d.reason IS NULL THEN d.prune_at END
+        FROM ({rows}) AS d
+        WHERE m.ctid = d.row_ctid AND m.xmin = d.row_version
+        RETURNING m.id, d.reason, m.due_at, m.prune_at, d.old_due, d.old_prune"""
+
+
+def _hint(spec: TableSpec, rows: str, *, prune: bool, always: str = "false") -> str:
+    """Hints for written rows whose next moment of a kind came earlier than the one
+    they had (the hint of the old one still stands for a later one), or when `always`."""
+    column = "prune_at" if prune else "due_at"
+    old = "old_prune" if prune else "old_due"
+    return f"""SELECT {str(prune).lower()}, w.{column}, w.id, ethos_slice(w.id) FROM {rows} AS w
+        WHERE w.reason IS NULL AND w.{column} IS NOT NULL
+          AND ({always} OR NOT (w.{column} >= w.{old}))"""
+
+
 @cache
 def build_sweep_batch_query(
     spec: TableSpec, *, by_agent: bool, dry_run: bool, batch_size: int
 ) -> Query:
-    """One keyset batch of a sweep, in one statement: the live rows after %(after)s,
-    each on its policy's curve, pruned below its policy's threshold.
+    """One keyset batch of a full sweep, in one statement: the live rows after
+    %(after)s, each on its policy's curve, pruned below its policy's threshold. Rows
+    whose values drifted past the tolerance, or that get pruned, are written.
 
     The batch size is written into the text (a validated integer from settings): the
     sweep runs on generic plans, and a LIMIT the planner can see keeps the UPDATE a
     nested loop of TID lookups instead of a hash join over the whole table.
-
-    The new values are computed from each row's current state; the UPDATE finds each row
-    by its physical address (ctid) and applies only where the row version is still the
-    one computed from, so a retrieval's LTP committed in between is never overwritten
-    (its own write set the salience already; the next sweep refreshes it). Only rows
-    that drift past the tolerance, or that get pruned, are written.
     """
-    confidence = f", {confidence_expr()} AS confidence, m.confidence AS stored_confidence"
-    prune_value = "confidence" if spec.has_confidence else "salience"
-    expired = "WHEN m.expires_at <= %(now)s THEN 'expired'" if spec.has_expiry else ""
-    drift = "abs(salience - stored_salience) > %(tolerance)s * salience"
+    drift = "abs(salience - old_salience) > %(tolerance)s * salience"
     if spec.has_confidence:
-        drift += " OR abs(confidence - stored_confidence) > %(tolerance)s * confidence"
-    set_confidence = "confidence = due.confidence," if spec.has_confidence else ""
+        drift += " OR abs(confidence - old_confidence) > %(tolerance)s * confidence"
     agent = "AND m.agent_id = %(agent)s" if by_agent else ""
     if dry_run:
-        written = "SELECT due.reason FROM due"
+        written = "SELECT reason FROM due"
+        hinted = "SELECT"
     else:
-        written = f"""
-        UPDATE {spec.name} AS m
-        SET salience = due.salience, {set_confidence}
-            pruned = due.reason IS NOT NULL,
-            pruned_at = CASE WHEN due.reason IS NOT NULL THEN %(now)s::timestamptz END,
-            prune_reason = due.reason
-        FROM due
-        WHERE m.ctid = due.row_ctid AND m.xmin = due.row_version
-        RETURNING due.reason"""
+        written = _sweep_write(spec, "due")
+        hinted = f"""INSERT INTO {spec.due_table} (prune, at, id, slice)
+        {_hint(spec, "written", prune=False)}
+        UNION ALL
+        {_hint(spec, "written", prune=True)}"""
     return sql(f"""
     WITH batch AS (
-        SELECT id, row_ctid, row_version, salience, stored_salience
-               {", confidence, stored_confidence" if spec.has_confidence else ""},
-               CASE WHEN frozen THEN NULL
-                    {expired}
-                    WHEN {prune_value} < prune_threshold THEN 'decay'
-               END AS reason
+        SELECT *, {_prune_reason(spec)} AS reason
         FROM (
-            SELECT m.id, m.ctid AS row_ctid, m.xmin AS row_version,
-                   m.pinned OR p.never_decays AS frozen, p.prune_threshold,
-                   m.salience AS stored_salience,
-                   {"m.expires_at," if spec.has_expiry else ""}
-                   {salience_expr(spec)} AS salience
-                   {confidence if spec.has_confidence else ""}
+            SELECT {_sweep_columns(spec)}
             FROM {spec.name} AS m
             JOIN decay_policies AS p ON p.name = m.policy
             WHERE NOT m.pruned AND m.id > %(after)s {agent}
@@ -231,7 +426,8 @@ def build_sweep_batch_query(
     due AS (
         SELECT * FROM batch WHERE reason IS NOT NULL OR {drift}
     ),
-    written AS ({written})
+    written AS ({written}),
+    hinted AS ({hinted})
     SELECT (SELECT id FROM batch ORDER BY id DESC LIMIT 1) AS last_id,
            (SELECT count(*) FROM batch) AS scanned,
            (SELECT count(*) FROM written) AS updated,
@@ -239,9 +435,81 @@ def build_sweep_batch_query(
     """)
 
 
+@cache
+def build_due_batch_query(spec: TableSpec, *, prune: bool, batch_size: int) -> Query:
+    """One batch of a due sweep (prune=False: every write that is due) or of a prune
+    pass (prune=True: only rows due to be pruned), in one statement.
+
+    It pops up to batch_size hints of its kind at or before %(now)s from the slices in
+    %(slices)s (which this sweeper holds: no other pops them), looks at their rows, and writes
+    those that are due (unscheduled rows, -infinity, are) as a full sweep would,
+    scheduled anew. A hint of a row that is not due (it moved since) is put back for
+    when it is; a row that another write changed meanwhile is put back for the next
+    batch. Each row's own due_at/prune_at is the truth; the hints only point at it.
+    """
+    kind = str(prune).lower()
+    old = "old_prune" if prune else "old_due"
+    return sql(
+        f"""
+    WITH popped AS (
+        -- the earliest hints of each slice, through the index (a range per slice: the
+        -- index gives them in order, so a sweep with nothing due reads next to nothing)
+        DELETE FROM {spec.due_table} AS d
+        WHERE d.ctid = ANY (ARRAY(
+            SELECT h.ctid
+            FROM unnest(%(slices)s::smallint[]) AS s (slice)
+            CROSS JOIN LATERAL (
+                SELECT ctid FROM {spec.due_table}
+                WHERE prune = {kind} AND slice = s.slice AND at <= %(now)s
+                ORDER BY at LIMIT {int(batch_size)}
+            ) AS h
+            LIMIT {int(batch_size)}))
+        RETURNING d.id, d.at
+    ),
+    looked AS MATERIALIZED (
+        SELECT m.*, {_prune_reason(spec)} AS reason,
+               m.{old} <= %(now)s AS is_due
+        FROM (
+            SELECT {_sweep_columns(spec)}, h.hinted_at
+            FROM (SELECT id, min(at) AS hinted_at FROM popped GROUP BY id) AS h
+            JOIN {spec.name} AS m ON m.id = h.id
+            JOIN decay_policies AS p ON p.name = m.policy
+            WHERE NOT m.pruned
+        ) AS m
+    ),
+    written AS ({_sweep_write(spec, "(SELECT * FROM looked WHERE is_due) AS due")}),
+    hinted AS (
+        INSERT INTO {spec.due_table} (prune, at, id, slice)
+        {_hint(spec, "written", prune=prune, always="true")}
+        UNION ALL
+        {_hint(spec, "written", prune=not prune)}
+        UNION ALL
+        SELECT {kind}, CASE WHEN l.is_due THEN l.hinted_at ELSE l.{old} END,
+               l.id, ethos_slice(l.id)
+        FROM looked AS l
+        WHERE NOT EXISTS (SELECT 1 FROM written AS w WHERE w.id = l.id)
+          AND (l.is_due OR l.{old} IS NOT NULL)
+    )
+    SELECT (SELECT count(*) FROM popped) AS popped,
+           (SELECT count(*) FROM looked WHERE is_due) AS scanned,
+           (SELECT count(*) FROM written) AS updated,
+           (SELECT count(*) FROM written WHERE reason IS NOT NULL) AS pruned
+    """
+    )
+
+
+@cache
+def build_count_due_query(spec: TableSpec, *, prune: bool) -> Query:
+    """Hints at or before %(now)s (a row may have more than one): the work ahead."""
+    return sql(
+        f"SELECT count(*) FROM {spec.due_table} WHERE prune = {str(prune).lower()}"
+        " AND at <= %(now)s"
+    )
+
+
 START_SWEEP_RUN = sql("""
-INSERT INTO sweep_runs (trigger, status, swept_at, agent_id, daemon_id)
-VALUES (%(trigger)s, 'running', %(now)s, %(agent)s, %(daemon_id)s)
+INSERT INTO sweep_runs (trigger, mode, status, swept_at, agent_id, daemon_id)
+VALUES (%(trigger)s, %(mode)s, 'running', %(now)s, %(agent)s, %(daemon_id)s)
 RETURNING id
 """)
 
@@ -269,44 +537,52 @@ def build_lock_rows_query(spec: TableSpec) -> Query:
 
 @cache
 def build_ltp_query(spec: TableSpec) -> Query:
-    """One round of retrievals on spec's table: each id at most once, with its count n
-    and moment `at`. Computed from the row's current state inside the UPDATE, so a
-    concurrent sweep batch cannot lose it.
+    """One round of what happened to rows of spec's table, each id at most once, at its
+    moment `at`: n retrievals (reinforcing: searches, record_retrieval, useful feedback),
+    u of them useful, w wrong (long-term depression), c surfaced. Computed from the
+    row's current state inside the UPDATE, so a concurrent sweep batch cannot lose it;
+    the row is scheduled anew.
 
-    strength ← min(1, strength at `at` × boost^n) on the row's policy's curve, and the
-    anchor moves to `at`: that equals n retrievals applied one after another at that
-    moment. A retrieval count that reaches the policy's promote_after moves the row to
-    promote_to (along the chain, if one write reaches several rules); the stored values
-    are then those of the new policy's curve, which starts at this strength and moment.
+    strength ← min(1, strength at `at` × boost^n) × wrong_factor^w on the row's
+    policy's curve (facts: confidence likewise, + the bonus per retrieval), and the
+    anchor moves to `at`: that equals the retrievals applied one after another at that
+    moment, then the wrongs. A retrieval count that reaches the policy's promote_after
+    moves the row to promote_to (along the chain, if one write reaches several rules);
+    the stored values are then those of the new policy's curve, which starts at this
+    strength and moment. A row that wrongs bring below its threshold is pruned here,
+    reason 'feedback'.
 
     The policy is read in the SET's sub-select, from the row being written: if another
     write changed the row (and its policy) meanwhile, PostgreSQL re-evaluates it on the
     row as that write left it. `before` is the row as this statement first saw it: only
-    to report the policy it had.
+    to report what it had.
     """
-    fact_state = fact_set = fact_columns = ""
+    at = {"anchor": "h.at", "n": "m.retrieval_count + h.n", "at": "h.at", "policy": "np"}
+    depress = "power(%(wrong_factor)s::float8, h.w)"
+    fact_state = fact_values = fact_set = fact_new = ""
+    deciding = "stored_salience"
     if spec.has_confidence:
         fact_state = f"""
-                       least(1.0, {strength_at_call("m.confidence_strength", at="h.at")}
-                                  + %(confidence_bonus)s::float8 * h.n) AS confidence_strength,"""
-        confidence = salience_call(
-            "s.confidence_strength", anchor="h.at", n="m.retrieval_count + h.n", emotion="0",
-            at="h.at", policy="np",
-        )  # fmt: skip
+                   least(1.0, {strength_at_call("m.confidence_strength", at="h.at")}
+                              + %(confidence_bonus)s::float8 * h.n) * {depress}
+                       AS confidence_strength,"""
+        fact_values = f"""s.confidence_strength,
+                   {salience_call("s.confidence_strength", emotion="0", **at)}
+                       AS stored_confidence,"""
         fact_set = "confidence_strength, confidence, "
-        fact_columns = f"s.confidence_strength, {confidence}, "
-    salience = salience_call(
-        "s.strength", anchor="h.at", n="m.retrieval_count + h.n", emotion=emotion_of(spec),
-        at="h.at", policy="np",
-    )  # fmt: skip
-    source = ", m.source_type, m.source_id" if spec.has_source else ""
-    return sql(f"""
-    UPDATE {spec.name} AS m
-    SET (strength, {fact_set}salience, policy) = (
-            SELECT s.strength, {fact_columns}{salience}, s.policy
+        fact_new = "x.confidence_strength, x.stored_confidence, "
+        deciding = "stored_confidence"
+    new = f"""
+            SELECT s.strength, {fact_values}
+                   {salience_call("s.strength", emotion=emotion_of(spec), **at)} AS stored_salience,
+                   s.policy AS new_policy, h.at AS anchor_at, m.retrieval_count + h.n AS n,
+                   {emotion_of(spec)} AS emotion, m.created_at,
+                   m.pinned OR np.never_decays AS frozen, h.at AS reference,
+                   {"m.expires_at," if spec.has_expiry else ""} {policy_columns("np")}
             FROM (
                 SELECT least(1.0, {strength_at_call("m.strength", at="h.at")}
-                                  * power(%(boost)s::float8, h.n)) AS strength,{fact_state}
+                                  * power(%(boost)s::float8, h.n)) * {depress}
+                           AS strength,{fact_state}
                        coalesce(
                            (SELECT u.target
                             FROM unnest(p.promotion_counts, p.promotion_targets)
@@ -317,15 +593,206 @@ def build_ltp_query(spec: TableSpec) -> Query:
                 FROM decay_policies AS p
                 WHERE p.name = m.policy
             ) AS s
-            JOIN decay_policies AS np ON np.name = s.policy),
-        retrieval_count = m.retrieval_count + h.n,
-        anchor_at = greatest(m.anchor_at, h.at),
-        last_retrieved_at = greatest(m.last_retrieved_at, h.at)
-    FROM unnest(%(ids)s::uuid[], %(counts)s::int[], %(moments)s::timestamptz[]) AS h(id, n, at)
-    JOIN {spec.name} AS before ON before.id = h.id
-    WHERE m.id = h.id AND NOT m.pruned
-    RETURNING m.id, h.n, h.at, before.policy AS old_policy, m.policy{source}
+            JOIN decay_policies AS np ON np.name = s.policy"""
+    pruned = f"(h.w > 0 AND NOT x.frozen AND x.{deciding} < x.prune_threshold)"
+    source = ", m.source_type, m.source_id" if spec.has_source else ""
+    return sql(f"""
+    WITH strengthened AS (
+        UPDATE {spec.name} AS m
+        SET (strength, {fact_set}salience, policy, due_at, prune_at,
+             pruned, pruned_at, prune_reason) = (
+                SELECT x.strength, {fact_new}x.stored_salience, x.new_policy,
+                       CASE WHEN NOT {pruned} THEN x.due_at END,
+                       CASE WHEN NOT {pruned} THEN x.prune_at END,
+                       {pruned}, CASE WHEN {pruned} THEN h.at END,
+                       CASE WHEN {pruned} THEN 'feedback' END
+                FROM ({scheduled(spec, new)}) AS x),
+            retrieval_count = m.retrieval_count + h.n,
+            useful_count = m.useful_count + h.u,
+            wrong_count = m.wrong_count + h.w,
+            surfaced_count = m.surfaced_count + h.c,
+            anchor_at = greatest(m.anchor_at, h.at),
+            last_retrieved_at = CASE WHEN h.n > 0 THEN greatest(m.last_retrieved_at, h.at)
+                                     ELSE m.last_retrieved_at END
+        FROM unnest(%(ids)s::uuid[], %(counts)s::int[], %(useful)s::int[], %(wrong)s::int[],
+                    %(surfaced)s::int[], %(moments)s::timestamptz[]) AS h(id, n, u, w, c, at)
+        JOIN {spec.name} AS before ON before.id = h.id
+        WHERE m.id = h.id AND NOT m.pruned
+        RETURNING m.id, m.agent_id, h.n, h.at, m.pruned, before.policy AS old_policy, m.policy,
+                  m.due_at, m.prune_at, before.due_at AS old_due,
+                  before.prune_at AS old_prune{source}
+    ),
+    -- A retrieval strengthens: the row's moments move later, and the hints it has stand
+    -- for them. Only a moment that came earlier (a wrong), or a new policy, needs one.
+    hinted AS (
+        INSERT INTO {spec.due_table} (prune, at, id, slice)
+        SELECT kind.prune, CASE WHEN kind.prune THEN s.prune_at ELSE s.due_at END, s.id,
+               ethos_slice(s.id)
+        FROM strengthened AS s CROSS JOIN (VALUES (false), (true)) AS kind (prune)
+        WHERE CASE WHEN kind.prune THEN s.prune_at ELSE s.due_at END IS NOT NULL
+          AND (s.policy <> s.old_policy
+               OR NOT (CASE WHEN kind.prune THEN s.prune_at >= s.old_prune
+                            ELSE s.due_at >= s.old_due END))
+    )
+    SELECT * FROM strengthened
     """)
+
+
+@cache
+def build_surfaced_query(spec: TableSpec) -> Query:
+    """Search hits that only count (ltp.on_search = "count"): the row's curve is left
+    alone."""
+    return sql(f"""
+    UPDATE {spec.name} AS m SET surfaced_count = m.surfaced_count + h.c
+    FROM unnest(%(ids)s::uuid[], %(counts)s::int[]) AS h(id, c)
+    WHERE m.id = h.id AND NOT m.pruned
+    RETURNING m.id, m.agent_id
+    """)
+
+
+@cache
+def build_agents_query(spec: TableSpec) -> Query:
+    """Whose live memories these are (links join memories of one agent only)."""
+    return sql(
+        f"SELECT id, agent_id FROM {spec.name} WHERE id = ANY(%(ids)s::uuid[]) AND NOT pruned"
+    )
+
+
+# --- links ------------------------------------------------------------------------------
+
+
+# A link's weight now: its weight when set, decaying as a memory does (τ in days).
+def link_weight_at(at: str, alias: str = "l") -> str:
+    return (
+        f"{alias}.weight * exp(greatest("
+        f"-greatest(date_part('epoch', {at} - {alias}.weighted_at), 0)"
+        f" / 86400.0 / %(links_tau)s::float8, -700))"
+    )
+
+
+def _fades_at(weight: str, at: str) -> str:
+    """When a weight set at `at` falls below links.prune_weight."""
+    return (
+        f"{at} + make_interval(secs => greatest(ln({weight} / %(links_prune)s::float8), 0)"
+        f" * %(links_tau)s::float8 * 86400)"
+    )
+
+
+LINK_PAIRS = """unnest(%(agents)s::text[], %(a_tables)s::text[], %(a_ids)s::uuid[],
+                 %(b_tables)s::text[], %(b_ids)s::uuid[], %(co)s::int[], %(useful)s::int[],
+                 %(wrong)s::int[], %(moments)s::timestamptz[])
+          AS u(agent, a_table, a_id, b_table, b_id, co, useful, wrong, at)"""
+
+# Pairs recalled together (co), or confirmed useful together: w ← w + η·(1 − w) each,
+# from the weight decayed to that moment; a new link starts at η. Then the wrongs of
+# that moment: w ← w · wrong_factor. One round: each pair at most once.
+_STRENGTHENED = (
+    f"(1 - (1 - {link_weight_at('excluded.weighted_at')})"
+    " * power(1 - %(learning_rate)s::float8, excluded.co_retrievals + excluded.useful_count))"
+    " * power(%(wrong_factor)s::float8, excluded.wrong_count)"
+)
+STRENGTHEN_LINKS = sql(f"""
+INSERT INTO memory_links AS l (agent_id, a_table, a_id, b_table, b_id, weight, weighted_at,
+                               co_retrievals, useful_count, wrong_count, fades_at)
+SELECT u.agent, u.a_table, u.a_id, u.b_table, u.b_id, x.weight, u.at, u.co, u.useful, u.wrong,
+       {_fades_at("x.weight", "u.at")}
+FROM {LINK_PAIRS}
+CROSS JOIN LATERAL (
+    SELECT (1 - power(1 - %(learning_rate)s::float8, u.co + u.useful))
+           * power(%(wrong_factor)s::float8, u.wrong) AS weight
+) AS x
+WHERE u.co + u.useful > 0
+ON CONFLICT (a_id, b_id) DO UPDATE
+SET weight = {_STRENGTHENED},
+    weighted_at = greatest(l.weighted_at, excluded.weighted_at),
+    co_retrievals = l.co_retrievals + excluded.co_retrievals,
+    useful_count = l.useful_count + excluded.useful_count,
+    wrong_count = l.wrong_count + excluded.wrong_count,
+    fades_at = {_fades_at(_STRENGTHENED, "greatest(l.weighted_at, excluded.weighted_at)")}
+RETURNING 1
+""")
+
+# Pairs only marked wrong together: existing links weaken; none is created.
+WEAKEN_LINKS = sql(f"""
+UPDATE memory_links AS l
+SET weight = {link_weight_at("u.at")} * power(%(wrong_factor)s::float8, u.wrong),
+    weighted_at = greatest(l.weighted_at, u.at),
+    wrong_count = l.wrong_count + u.wrong,
+    fades_at = {
+    _fades_at(
+        f"{link_weight_at('u.at')} * power(%(wrong_factor)s::float8, u.wrong)",
+        "greatest(l.weighted_at, u.at)",
+    )
+}
+FROM {LINK_PAIRS}
+WHERE u.co + u.useful = 0 AND l.a_id = u.a_id AND l.b_id = u.b_id
+RETURNING 1
+""")
+
+# Links whose weight has fallen below links.prune_weight: derived data, removed.
+REMOVE_FADED_LINKS = sql("""
+WITH faded AS (
+    DELETE FROM memory_links WHERE ctid = ANY (ARRAY(
+        SELECT ctid FROM memory_links WHERE fades_at <= %(now)s ORDER BY fades_at LIMIT %(limit)s))
+    RETURNING 1
+)
+SELECT count(*) FROM faded
+""")
+
+# The links settings changed: when each link fades, anew.
+RESCHEDULE_LINKS = sql(f"""
+UPDATE memory_links AS l SET fades_at = {_fades_at("l.weight", "l.weighted_at")}
+""")
+
+# A memory's links (either end), with their weight at %(now)s, strongest first.
+MEMORY_LINKS = sql(f"""
+SELECT CASE WHEN l.a_table = %(table)s AND l.a_id = %(id)s THEN l.b_table ELSE l.a_table END
+           AS table_name,
+       CASE WHEN l.a_table = %(table)s AND l.a_id = %(id)s THEN l.b_id ELSE l.a_id END AS id,
+       {link_weight_at("%(now)s")} AS weight, l.weighted_at, l.co_retrievals, l.useful_count,
+       l.wrong_count
+FROM memory_links AS l
+WHERE ((l.a_table = %(table)s AND l.a_id = %(id)s) OR (l.b_table = %(table)s AND l.b_id = %(id)s))
+  AND {link_weight_at("%(now)s")} >= %(links_prune)s::float8
+ORDER BY weight DESC
+""")
+
+# The live links of search hits %(ids)s of %(table)s: the memory at the other end, the
+# hit it came through, and the link's weight at %(now)s.
+NEIGHBOURS = sql(f"""
+SELECT CASE WHEN l.a_table = %(table)s AND l.a_id = ANY(%(ids)s::uuid[]) THEN l.b_table
+            ELSE l.a_table END AS table_name,
+       CASE WHEN l.a_table = %(table)s AND l.a_id = ANY(%(ids)s::uuid[]) THEN l.b_id
+            ELSE l.a_id END AS id,
+       CASE WHEN l.a_table = %(table)s AND l.a_id = ANY(%(ids)s::uuid[]) THEN l.a_id
+            ELSE l.b_id END AS via,
+       {link_weight_at("%(now)s")} AS weight
+FROM memory_links AS l
+WHERE l.agent_id = %(agent)s
+  AND ((l.a_table = %(table)s AND l.a_id = ANY(%(ids)s::uuid[]))
+       OR (l.b_table = %(table)s AND l.b_id = ANY(%(ids)s::uuid[])))
+  AND {link_weight_at("%(now)s")} >= %(links_prune)s::float8
+""")
+
+
+@cache
+def build_neighbour_rows_query(spec: TableSpec) -> Query:
+    """Live memories %(ids)s of one agent, with their salience at %(now)s."""
+    return sql(f"""
+    SELECT m.id, m.content, m.metadata, {salience_expr(spec)} AS salience
+    FROM {spec.name} AS m JOIN decay_policies AS p ON p.name = m.policy
+    WHERE m.id = ANY(%(ids)s::uuid[]) AND m.agent_id = %(agent)s AND NOT m.pruned
+    """)
+
+
+def _hint_all(spec: TableSpec, rows: str) -> str:
+    """Hints of both kinds for rows just scheduled anew (a move, a recovery)."""
+    return f"""
+        INSERT INTO {spec.due_table} (prune, at, id, slice)
+        SELECT kind.prune, CASE WHEN kind.prune THEN r.prune_at ELSE r.due_at END, r.id,
+               ethos_slice(r.id)
+        FROM {rows} AS r CROSS JOIN (VALUES (false), (true)) AS kind (prune)
+        WHERE CASE WHEN kind.prune THEN r.prune_at ELSE r.due_at END IS NOT NULL"""
 
 
 @cache
@@ -333,38 +800,47 @@ def build_move_query(spec: TableSpec) -> Query:
     """Move one live memory to %(policy)s at %(now)s: its curve is re-anchored there
     (strength = its strength at that moment on the old curve), so its salience goes on
     from where it was, on the new curve."""
-    fact_state = fact_columns = ""
+    at = {"anchor": "x.at", "n": "x.n", "at": "x.at", "alias": "x", "policy": "np"}
+    fact_state = fact_values = fact_set = ""
     if spec.has_confidence:
         fact_state = f"""
                {strength_at_call("m.confidence_strength", at="%(now)s")} AS confidence_strength,"""
-        confidence = salience_call(
-            "s.confidence_strength", anchor="s.at", n="m.retrieval_count", emotion="0",
-            at="s.at", policy="np",
-        )  # fmt: skip
-        fact_columns = f"""
-        confidence_strength = s.confidence_strength,
-        confidence = {confidence},"""
-    salience = salience_call(
-        "s.strength", anchor="s.at", n="m.retrieval_count", emotion=emotion_of(spec),
-        at="s.at", policy="np",
-    )  # fmt: skip
+        fact_values = f"""
+               {salience_call("x.confidence_strength", emotion="0", **at)} AS stored_confidence,"""
+        fact_set = "confidence_strength = s.confidence_strength, confidence = s.stored_confidence,"
     return sql(f"""
-    WITH s AS (
-        SELECT m.id, m.policy AS old_policy, greatest(m.anchor_at, %(now)s) AS at,
+    WITH x AS (
+        SELECT m.id, m.policy AS old_policy, m.created_at, m.pinned, m.retrieval_count AS n,
+               {emotion_of(spec)} AS emotion, greatest(m.anchor_at, %(now)s) AS at,
                {strength_at_call("m.strength", at="%(now)s")} AS strength,{fact_state}
-               %(policy)s::text AS policy
+               {"m.expires_at," if spec.has_expiry else ""} %(policy)s::text AS new_policy
         FROM {spec.name} AS m
         JOIN decay_policies AS p ON p.name = m.policy
         WHERE m.id = %(id)s AND NOT m.pruned
-    )
-    UPDATE {spec.name} AS m
-    SET strength = s.strength,{fact_columns}
-        salience = {salience},
-        policy = s.policy,
-        anchor_at = s.at
-    FROM s JOIN decay_policies AS np ON np.name = s.policy
-    WHERE m.id = s.id
-    RETURNING m.id, s.old_policy, s.policy, m.salience
+    ),
+    s AS (
+        {
+        scheduled(
+            spec,
+            f'''
+        SELECT x.*, x.at AS anchor_at, x.at AS reference, x.pinned OR np.never_decays AS frozen,
+               {salience_call("x.strength", emotion="x.emotion", **at)} AS stored_salience,
+               {fact_values} {policy_columns("np")}
+        FROM x JOIN decay_policies AS np ON np.name = x.new_policy''',
+        )
+    }
+    ),
+    moved AS (
+        UPDATE {spec.name} AS m
+        SET strength = s.strength, {fact_set}
+            salience = s.stored_salience, policy = s.new_policy, anchor_at = s.at,
+            due_at = s.due_at, prune_at = s.prune_at
+        FROM s
+        WHERE m.id = s.id
+        RETURNING m.id, s.old_policy, m.policy, m.salience, m.due_at, m.prune_at
+    ),
+    hinted AS ({_hint_all(spec, "moved")})
+    SELECT * FROM moved
     """)
 
 
@@ -448,6 +924,23 @@ def search_server_settings(candidates: int, max_scan_tuples: int) -> dict[str, s
 
 # --- the daemon ---------------------------------------------------------------------
 
+# A due sweep's work is split into slices (ethos_slice of the row id); a sweeper holds
+# each slice it works on by a session-level advisory lock, so several sweepers share the
+# work and a dead one's slices are free as soon as its connection is gone.
+# Refresh sweeps and prune passes lock slices apart: a prune pass runs beside a long
+# sweep (a row they both reach is written once; the other finds it changed and moves on).
+SWEEP_SLICE_LOCK_CLASS = 0x45_54_48_04
+PRUNE_SLICE_LOCK_CLASS = 0x45_54_48_05
+# The slices of %(slices)s this session could take (those no other session holds).
+TRY_SLICE_LOCKS = sql("""
+SELECT coalesce(array_agg(s ORDER BY s), '{}')
+FROM unnest(%(slices)s::int[]) AS s
+WHERE pg_try_advisory_lock(%(class)s::int, s)
+""")
+UNLOCK_SLICES = sql("""
+SELECT count(*) FROM unnest(%(slices)s::int[]) AS s WHERE pg_advisory_unlock(%(class)s::int, s)
+""")
+
 # One sweeper at a time, across processes and hosts: a session-level advisory lock,
 # released by PostgreSQL when its connection ends (kill -9 included).
 SWEEP_LOCK_KEY = 0x45_54_48_4F_01
@@ -461,7 +954,8 @@ FROM retrieval_activity
 
 # When the next sweep is due: an interval after the last one that did not fail.
 LAST_SWEEP_FINISHED = sql("""
-SELECT max(coalesce(finished_at, started_at)) FROM sweep_runs WHERE status <> 'failed'
+SELECT max(coalesce(finished_at, started_at)) FROM sweep_runs
+WHERE status <> 'failed' AND mode <> 'prune'
 """)
 
 DAEMON_HEARTBEAT = sql("""
@@ -495,10 +989,10 @@ ORDER BY d.started_at
 """)
 
 STATUS_LAST_SWEEP = sql("""
-SELECT id, trigger, status, started_at, finished_at, swept_at, scanned, updated, pruned,
+SELECT id, trigger, mode, status, started_at, finished_at, swept_at, scanned, updated, pruned,
        tables, daemon_id,
        round(extract(epoch FROM finished_at - started_at) * 1000) AS duration_ms
-FROM sweep_runs ORDER BY started_at DESC LIMIT 1
+FROM sweep_runs WHERE mode <> 'prune' ORDER BY started_at DESC LIMIT 1
 """)
 
 
@@ -551,16 +1045,23 @@ WHERE configured AND name <> ALL(%(names)s::text[])
 """)
 
 UPSERT_ETHOS_SETTINGS = sql("""
-INSERT INTO ethos_settings AS s (id, default_policy, importance_otherwise, at_risk_margin)
-VALUES (true, %(default_policy)s, %(importance_otherwise)s, %(at_risk_margin)s)
+INSERT INTO ethos_settings AS s (id, default_policy, importance_otherwise, at_risk_margin,
+                                 links_tau_days, links_prune_weight)
+VALUES (true, %(default_policy)s, %(importance_otherwise)s, %(at_risk_margin)s,
+        %(links_tau)s, %(links_prune)s)
 ON CONFLICT (id) DO UPDATE
 SET default_policy = excluded.default_policy,
     importance_otherwise = excluded.importance_otherwise,
-    at_risk_margin = excluded.at_risk_margin, updated_at = now()
-WHERE (s.default_policy, s.importance_otherwise, s.at_risk_margin)
+    at_risk_margin = excluded.at_risk_margin, links_tau_days = excluded.links_tau_days,
+    links_prune_weight = excluded.links_prune_weight, updated_at = now()
+WHERE (s.default_policy, s.importance_otherwise, s.at_risk_margin, s.links_tau_days,
+       s.links_prune_weight)
       IS DISTINCT FROM (excluded.default_policy, excluded.importance_otherwise,
-                        excluded.at_risk_margin)
+                        excluded.at_risk_margin, excluded.links_tau_days,
+                        excluded.links_prune_weight)
 """)
+
+LINK_SETTINGS = sql("SELECT links_tau_days, links_prune_weight FROM ethos_settings")
 
 # %(tiers)s: {policy: minimum importance}.
 REPLACE_IMPORTANCE_TIERS = sql("""
@@ -588,6 +1089,25 @@ ASSIGN_AGENT_POLICY = sql("""
 INSERT INTO agent_policies (agent_id, policy) VALUES (%(agent)s, %(policy)s)
 ON CONFLICT (agent_id) DO UPDATE SET policy = excluded.policy, assigned_at = now()
 """)
+
+
+@cache
+def build_unschedule_query(spec: TableSpec) -> Query:
+    """Every live row of %(policies)s unscheduled (-infinity), with a hint of each kind
+    at once: their schedules were computed on the policies' old curves, and the next
+    passes compute them anew."""
+    return sql(f"""
+    WITH unscheduled AS (
+        UPDATE {spec.name} SET due_at = '-infinity', prune_at = '-infinity'
+        WHERE policy = ANY(%(policies)s::text[]) AND NOT pruned
+        RETURNING id
+    )
+    INSERT INTO {spec.due_table} (prune, at, id, slice)
+    SELECT kind.prune, '-infinity', u.id, ethos_slice(u.id)
+    FROM unscheduled AS u CROSS JOIN (VALUES (false), (true)) AS kind (prune)
+    """)
+
+
 UNASSIGN_AGENT_POLICY = sql(
     "DELETE FROM agent_policies WHERE agent_id = %(agent)s RETURNING policy"
 )
@@ -667,32 +1187,56 @@ def build_recovery_candidates_query(spec: TableSpec, batch_size: int) -> Query:
 
 @cache
 def build_recover_batch_query(spec: TableSpec, batch_size: int) -> Query:
-    """Bring a batch back with a fresh start: %(strength)s anchored at %(now)s; content,
-    embedding, retrieval count and history stay. An expired row loses its expiry, or
-    the next sweep would prune it again at once."""
-    fact = (
-        "confidence_strength = %(strength)s, confidence = %(strength)s,"
-        if spec.has_confidence
-        else ""
-    )
-    expiry = (
-        "expires_at = CASE WHEN m.expires_at <= %(now)s THEN NULL ELSE m.expires_at END,"
+    """Bring a batch back with a fresh start: %(strength)s anchored at %(now)s, and its
+    values stored as they are then; content, embedding, policy, retrieval count and
+    history stay. An expired row loses its expiry, or the next sweep would prune it again
+    at once. It is scheduled anew."""
+    at = {"anchor": "b.anchor_at", "n": "b.n", "at": "b.anchor_at", "alias": "b"}
+    fact_values = fact_set = ""
+    if spec.has_confidence:
+        fact_values = f"""b.strength AS confidence_strength,
+               {salience_call("b.strength", emotion="0", **at)} AS stored_confidence,"""
+        fact_set = "confidence_strength = r.strength, confidence = r.stored_confidence,"
+    kept_expiry = (
+        "CASE WHEN expires_at <= %(now)s THEN NULL ELSE expires_at END AS expires_at,"
         if spec.has_expiry
         else ""
     )
     return sql(f"""
     WITH batch AS (
-        SELECT id FROM {spec.name}
+        SELECT id, policy, created_at, pinned, retrieval_count AS n,
+               {spec.emotion_column or "0"} AS emotion,
+               {kept_expiry}
+               %(strength)s::float8 AS strength, %(now)s::timestamptz AS anchor_at
+        FROM {spec.name}
         WHERE {RECOVERY_FILTER}
         ORDER BY id LIMIT {int(batch_size)}
         FOR UPDATE
-    )
-    UPDATE {spec.name} AS m
-    SET pruned = false, pruned_at = NULL, prune_reason = NULL, {fact} {expiry}
-        strength = %(strength)s, salience = %(strength)s, anchor_at = %(now)s
-    FROM batch
-    WHERE m.id = batch.id
-    RETURNING m.id
+    ),
+    fresh AS (
+        {
+        scheduled(
+            spec,
+            f'''
+        SELECT b.*, b.anchor_at AS reference, b.pinned OR p.never_decays AS frozen,
+               {salience_call("b.strength", emotion="b.emotion", **at)} AS stored_salience,
+               {fact_values} {policy_columns("p")}
+        FROM batch AS b JOIN decay_policies AS p ON p.name = b.policy''',
+        )
+    }
+    ),
+    recovered AS (
+        UPDATE {spec.name} AS m
+        SET pruned = false, pruned_at = NULL, prune_reason = NULL, {fact_set}
+            {"expires_at = r.expires_at," if spec.has_expiry else ""}
+            strength = r.strength, salience = r.stored_salience, anchor_at = r.anchor_at,
+            due_at = r.due_at, prune_at = r.prune_at
+        FROM fresh AS r
+        WHERE m.id = r.id
+        RETURNING m.id, m.due_at, m.prune_at
+    ),
+    hinted AS ({_hint_all(spec, "recovered")})
+    SELECT id FROM recovered
     """)
 
 

@@ -19,7 +19,7 @@ from ethos.tables import TableSpec
 
 log = structlog.get_logger("ethos.recovery")
 
-REASONS = ("decay", "expired")
+REASONS = ("decay", "expired", "feedback", "merged", "manual")
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from sqlalchemy import (
     ForeignKey,
     Integer,
     MetaData,
+    SmallInteger,
     Table,
     Text,
     text,
@@ -43,7 +44,28 @@ def _memory_columns() -> list[Column[object]]:
         # Filled by the insert trigger when an insert names none (ethos.policies).
         Column("policy", Text, ForeignKey("decay_policies.name"), nullable=False),
         Column("importance", Float),
+        # When a sweep must write the row next, and prune it (ethos.decay's schedule).
+        Column("due_at", DateTime(timezone=True), server_default=text("'-infinity'")),
+        Column("prune_at", DateTime(timezone=True), server_default=text("'-infinity'")),
+        # What searches and feedback did to it (ethos.ltp).
+        *(
+            Column(name, Integer, nullable=False, server_default=text("0"))
+            for name in ("surfaced_count", "useful_count", "wrong_count")
+        ),
     ]
+
+
+def _due_table(metadata: MetaData, table: str) -> None:
+    """Hints of when to look at a row again (see migration 0007); no key: a row may
+    have several, stale ones are dropped when popped."""
+    Table(
+        f"{table}_due",
+        metadata,
+        Column("prune", Boolean, nullable=False),
+        Column("at", DateTime(timezone=True), nullable=False),
+        Column("id", UUID(as_uuid=True), nullable=False),
+        Column("slice", SmallInteger, nullable=False),
+    )
 
 
 # The numeric parameters of a decay policy (ethos.decay.DecayParams).
@@ -83,6 +105,8 @@ def build_metadata(dimension: int) -> MetaData:
         Column("confidence", Float, nullable=False, server_default=text("1.0")),
         Column("confidence_strength", Float, nullable=False),
     )
+    for table in ("memory_vectors", "episodic_traces", "semantic_facts"):
+        _due_table(metadata, table)
     Table(
         "sweep_runs",
         metadata,
@@ -99,6 +123,7 @@ def build_metadata(dimension: int) -> MetaData:
         Column("tables", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
         Column("error", Text),
         Column("daemon_id", Text),
+        Column("mode", Text, nullable=False, server_default=text("'due'")),
     )
     Table(
         "daemons",
@@ -150,6 +175,8 @@ def build_metadata(dimension: int) -> MetaData:
         Column("importance_otherwise", Text, ForeignKey("decay_policies.name"), nullable=False),
         Column("at_risk_margin", Float, nullable=False),
         Column("updated_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),
+        Column("links_tau_days", Float, nullable=False, server_default=text("30")),
+        Column("links_prune_weight", Float, nullable=False, server_default=text("0.05")),
     )
     Table(
         "importance_tiers",
@@ -165,6 +192,23 @@ def build_metadata(dimension: int) -> MetaData:
         Column(
             "assigned_at", DateTime(timezone=True), nullable=False, server_default=text("now()")
         ),
+    )
+    Table(
+        "memory_links",
+        metadata,
+        Column("agent_id", Text, nullable=False),
+        Column("a_table", Text, nullable=False),
+        Column("a_id", UUID(as_uuid=True), primary_key=True),
+        Column("b_table", Text, nullable=False),
+        Column("b_id", UUID(as_uuid=True), primary_key=True),
+        Column("weight", Float, nullable=False),
+        Column("weighted_at", DateTime(timezone=True), nullable=False),
+        *(
+            Column(name, Integer, nullable=False, server_default=text("0"))
+            for name in ("co_retrievals", "useful_count", "wrong_count")
+        ),
+        Column("fades_at", DateTime(timezone=True), nullable=False),
+        Column("created_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),
     )
     Table(
         "recoveries",

@@ -65,6 +65,12 @@ class DecaySettings(_Section):
     refresh_tolerance: float = Field(default=0.01, ge=0, lt=1)
 
 
+class SweepSettings(_Section):
+    # Connections a due sweep splits its work over (the rows' 16 slices shared out);
+    # each holds its slices by an advisory lock, so several sweepers share a table.
+    workers: int = Field(default=1, ge=1, le=16)
+
+
 class PolicySettings(_Section):
     """One [policies.NAME] table: keys left out take `standard`'s values."""
 
@@ -136,6 +142,9 @@ class LtpSettings(_Section):
     full_wait_seconds: float = Field(default=1.0, ge=0)
     retry_max_seconds: float = Field(default=5.0, gt=0)
     close_timeout_seconds: float = Field(default=30.0, ge=0)
+    # A search hit is surfaced: "reinforce" counts it as a retrieval (LTP), "count" only
+    # counts it (surfaced_count), and only feedback (useful) reinforces.
+    on_search: Literal["reinforce", "count"] = "reinforce"
 
     def boost(self, spec: TableSpec) -> float:
         """The boost its TableSpec names for a table's retrievals."""
@@ -145,8 +154,23 @@ class LtpSettings(_Section):
         return value
 
 
+class FeedbackSettings(_Section):
+    # "wrong": the strength (facts: and confidence) at that moment times this.
+    wrong_factor: float = Field(default=0.5, gt=0, lt=1)
+
+
+class LinksSettings(_Section):
+    # Memories recalled together: w ← w + η·(1 − w); 0 turns link learning off.
+    learning_rate: float = Field(default=0.1, ge=0, lt=1)
+    tau_days: float = Field(default=30.0, gt=0)  # a link's weight decays as e^(−t/τ)
+    prune_weight: float = Field(default=0.05, gt=0, lt=1)  # the sweep removes links below
+
+
 class SearchSettings(_Section):
     salience_weight: float = Field(default=1.0, ge=0)
+    # > 0: live neighbours of the hits join the results, scored hit score × link weight
+    # × their salience × this (`--expand` does it with 1 when this is 0).
+    link_weight: float = Field(default=0.0, ge=0)
     candidates: int = Field(default=40, ge=1, le=1000)
     max_scan_tuples: int = Field(default=2000, ge=100)
 
@@ -156,6 +180,7 @@ class ConsolidationSettings(_Section):
     jitter: float = Field(default=0.1, ge=0, lt=1)
     idle_seconds: float = Field(default=60.0, ge=0)
     max_defer_seconds: float = Field(default=3600.0, ge=0)
+    prune_interval_seconds: float = Field(default=60.0, gt=0)
     standby_poll_seconds: float = Field(default=5.0, gt=0)
     heartbeat_seconds: float = Field(default=5.0, gt=0)
     shutdown_timeout_seconds: float = Field(default=10.0, gt=0)
@@ -189,7 +214,10 @@ class Settings(BaseSettings):
 
     database: DatabaseSettings = DatabaseSettings()
     decay: DecaySettings = DecaySettings()
+    sweep: SweepSettings = SweepSettings()
     ltp: LtpSettings = LtpSettings()
+    feedback: FeedbackSettings = FeedbackSettings()
+    links: LinksSettings = LinksSettings()
     search: SearchSettings = SearchSettings()
     consolidation: ConsolidationSettings = ConsolidationSettings()
     embedding: EmbeddingSettings = EmbeddingSettings()

@@ -26,7 +26,7 @@ from ethos.logs import redact
 from ethos.policies import Policy, sql_row
 from ethos.queries import Query
 from ethos.settings import Settings
-from ethos.tables import TableSpec
+from ethos.tables import MEMORY_TABLES, TableSpec
 
 log = structlog.get_logger("ethos.store")
 
@@ -69,10 +69,11 @@ def _first_line(exc: BaseException) -> str:
 
 @dataclass(frozen=True)
 class BatchResult:
-    last_id: uuid.UUID | None
+    last_id: uuid.UUID | None  # full sweeps: where the next batch starts
     scanned: int
     updated: int
     pruned: int
+    popped: int = 0  # due sweeps: hints taken (0: nothing left in these slices)
 
 
 # --- before a pool: the server itself ------------------------------------------------
@@ -180,15 +181,18 @@ class Store:
                 server_settings=queries.search_server_settings(
                     settings.search.candidates, settings.search.max_scan_tuples
                 ),
+                # The schedule makes statements of tens of KB: prepare them once too.
+                max_cacheable_statement_size=0,
             )
             sweep_pool = await asyncpg.create_pool(
                 url,
                 min_size=0,
-                max_size=1,
+                max_size=settings.sweep.workers + 1,  # and a prune pass beside a sweep
                 timeout=timeout,
                 init=_init_connection,
                 reset=_keep_session,
                 server_settings=queries.SWEEP_SESSION_SETTINGS,
+                max_cacheable_statement_size=0,
             )
         log.debug("pool_open", url=redact(url))
         return cls(settings, url, pool, sweep_pool)
@@ -234,6 +238,11 @@ class Store:
         missing = sorted(spec.columns - {row["column_name"] for row in rows})
         if missing:
             raise InputError(f"table {spec.name} lacks the columns {', '.join(missing)}")
+        if not await self._fetch(queries.TABLE_COLUMNS, table=spec.due_table):
+            raise InputError(
+                f"table {spec.name} has no {spec.due_table} (the sweep's schedule; see"
+                " migration 0007)"
+            )
         self._checked.add(spec.name)
 
     # --- memories ---------------------------------------------------------------------
@@ -304,11 +313,44 @@ class Store:
             row = await self._sweep_pool.fetchrow(query.text, *query.args(values))
         return BatchResult(row["last_id"], row["scanned"], row["updated"], row["pruned"])
 
+    @asynccontextmanager
+    async def sweep_worker(
+        self, slices: Sequence[int], *, prune: bool
+    ) -> AsyncIterator[SweepWorker]:
+        """A connection of the sweep pool, holding those of `slices` that no other
+        sweeper of the same kind (refresh, or prune) holds, by a session-level advisory
+        lock each, until the block ends."""
+        with _translated():
+            async with self._sweep_pool.acquire() as conn:
+                worker = SweepWorker(
+                    conn,
+                    self,
+                    queries.PRUNE_SLICE_LOCK_CLASS if prune else queries.SWEEP_SLICE_LOCK_CLASS,
+                )
+                try:
+                    worker.slices = list(
+                        await worker.run(queries.TRY_SLICE_LOCKS, slices=list(slices))
+                    )
+                    yield worker
+                finally:
+                    if not conn.is_closed():
+                        await worker.run(queries.UNLOCK_SLICES, slices=worker.slices)
+
+    async def count_due(self, spec: TableSpec, now: datetime, *, prune: bool) -> int:
+        await self.check_table(spec)
+        count: int = await self._fetchval(queries.build_count_due_query(spec, prune=prune), now=now)
+        return count
+
     async def start_sweep_run(
-        self, trigger: str, now: datetime, agent: str | None, daemon_id: str | None
+        self, trigger: str, mode: str, now: datetime, agent: str | None, daemon_id: str | None
     ) -> int:
         run_id: int = await self._fetchval(
-            queries.START_SWEEP_RUN, trigger=trigger, now=now, agent=agent, daemon_id=daemon_id
+            queries.START_SWEEP_RUN,
+            trigger=trigger,
+            mode=mode,
+            now=now,
+            agent=agent,
+            daemon_id=daemon_id,
         )
         return run_id
 
@@ -353,6 +395,43 @@ class Store:
                 yield None
                 return
             yield LtpFlush(tx, self)
+
+    async def remove_faded_links(self, now: datetime, limit: int) -> int:
+        """Up to `limit` links whose weight fell below links.prune_weight by `now`."""
+        removed: int = await self._fetchval(queries.REMOVE_FADED_LINKS, now=now, limit=limit)
+        return removed
+
+    async def links(self, spec: TableSpec, memory_id: uuid.UUID, now: datetime) -> list[Row]:
+        return await self._fetch(
+            queries.MEMORY_LINKS, table=spec.name, id=memory_id, now=now, **self._link_values()
+        )
+
+    async def neighbours(
+        self, spec: TableSpec, ids: list[uuid.UUID], agent: str, now: datetime
+    ) -> list[Row]:
+        """The live links of memories `ids` of spec's table: the other end, the memory it
+        came through, the link's weight now."""
+        return await self._fetch(
+            queries.NEIGHBOURS, table=spec.name, ids=ids, agent=agent, now=now,
+            **self._link_values(),
+        )  # fmt: skip
+
+    async def neighbour_rows(
+        self, spec: TableSpec, ids: list[uuid.UUID], agent: str, now: datetime
+    ) -> list[Row]:
+        await self.check_table(spec)
+        return await self._fetch(
+            queries.build_neighbour_rows_query(spec), ids=ids, agent=agent, now=now
+        )
+
+    def _link_values(self) -> dict[str, float]:
+        links = self.settings.links
+        return {
+            "links_tau": links.tau_days,
+            "links_prune": links.prune_weight,
+            "learning_rate": links.learning_rate,
+            "wrong_factor": self.settings.feedback.wrong_factor,
+        }
 
     async def forget_ltp_flushes(self) -> None:
         await self._fetchval(queries.FORGET_LTP_FLUSHES)
@@ -477,13 +556,26 @@ class Store:
         async with self._transaction() as tx:
             await tx.fetchval(queries.LOCK_SETTINGS_SYNC, key=queries.SETTINGS_SYNC_LOCK_KEY)
             changed = await tx.fetch(queries.UPSERT_POLICIES, policies=json.dumps(rows))
+            names = [row["name"] for row in changed]
+            if names:  # their memories' schedules were computed on the old curves
+                for spec in MEMORY_TABLES:
+                    await tx.fetchval(queries.build_unschedule_query(spec), policies=names)
             await tx.fetchval(queries.UNCONFIGURE_POLICIES, names=sorted(policies))
+            links = (settings.links.tau_days, settings.links.prune_weight)
+            before = await tx.fetchrow(queries.LINK_SETTINGS)
             await tx.fetchval(
                 queries.UPSERT_ETHOS_SETTINGS,
                 default_policy=settings.decay.default_policy,
                 importance_otherwise=settings.importance.otherwise,
                 at_risk_margin=settings.monitoring.at_risk_margin,
+                links_tau=links[0],
+                links_prune=links[1],
             )
+            old = (before["links_tau_days"], before["links_prune_weight"]) if before else links
+            if old != links:  # links fade on the new curve
+                await tx.fetchval(
+                    queries.RESCHEDULE_LINKS, links_tau=links[0], links_prune=links[1]
+                )
             await tx.fetchval(
                 queries.REPLACE_IMPORTANCE_TIERS, tiers=json.dumps(settings.importance.tiers)
             )
@@ -516,7 +608,11 @@ class Store:
         async with self._transaction() as tx:
             await tx.fetchval(queries.build_lock_rows_query(spec), ids=[memory_id])
             row = await tx.fetchrow(
-                queries.build_move_query(spec), id=memory_id, policy=policy, now=now
+                queries.build_move_query(spec),
+                id=memory_id,
+                policy=policy,
+                now=now,
+                tolerance=self.settings.decay.refresh_tolerance,
             )
         if row is None:
             states = await self.id_states(spec, [memory_id])
@@ -560,6 +656,7 @@ class Store:
             after=after or uuid.UUID(queries.NIL_ID),
             strength=strength,
             now=now,
+            tolerance=self.settings.decay.refresh_tolerance,
         )
         return sorted(row["id"] for row in rows)
 
@@ -607,6 +704,52 @@ class _Transaction:
         await self._conn.execute(statement)
 
 
+class SweepWorker:
+    """One sweeper's connection and the slices it holds: what a due sweep runs on."""
+
+    def __init__(self, conn: asyncpg.Connection, store: Store, lock_class: int) -> None:
+        self._conn = conn
+        self._store = store
+        self._lock_class = lock_class
+        self.slices: list[int] = []
+
+    async def run(self, query: Query, **values: Any) -> Any:
+        with _translated():
+            return await self._conn.fetchval(
+                query.text, *query.args({**values, "class": self._lock_class})
+            )
+
+    async def due_batch(
+        self, spec: TableSpec, *, now: datetime, tolerance: float, prune: bool, limit: int
+    ) -> BatchResult:
+        """One batch of due rows of this worker's slices, in its own transaction."""
+        await self._store.check_table(spec)
+        query = queries.build_due_batch_query(spec, prune=prune, batch_size=limit)
+        values = {"now": now, "tolerance": tolerance, "slices": self.slices}
+        with _translated():
+            row = await self._conn.fetchrow(query.text, *query.args(values))
+        return BatchResult(None, row["scanned"], row["updated"], row["pruned"], row["popped"])
+
+
+@dataclass
+class LinkRound:
+    """Link updates of one round, as columns: agent, the two ends (smaller first), and
+    what happened to the pair at its moment."""
+
+    agents: list[str]
+    a_tables: list[str]
+    a_ids: list[uuid.UUID]
+    b_tables: list[str]
+    b_ids: list[uuid.UUID]
+    co: list[int]
+    useful: list[int]
+    wrong: list[int]
+    moments: list[datetime]
+
+    def columns(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
 class LtpFlush:
     """What one flush of retrievals may do inside its transaction."""
 
@@ -620,21 +763,46 @@ class LtpFlush:
         *,
         ids: list[uuid.UUID],
         counts: list[int],
+        useful: list[int],
+        wrong: list[int],
+        surfaced: list[int],
         moments: list[datetime],
     ) -> list[Row]:
-        """One round: each id at most once, retrieved counts[i] times at moments[i].
-        Returns the rows strengthened (unknown and pruned ids are not among them), with
-        their policy before and after."""
+        """One round: each id at most once, with what happened to it at moments[i]
+        (retrievals, useful, wrong, surfaced). Returns the rows written (unknown and
+        pruned ids are not among them), with their policy before and after."""
         await self._store.check_table(spec)
-        ltp = self._store.settings.ltp
+        settings = self._store.settings
         return await self._tx.fetch(
             queries.build_ltp_query(spec),
-            boost=ltp.boost(spec),
-            confidence_bonus=ltp.fact_confidence_bonus,
+            boost=settings.ltp.boost(spec),
+            tolerance=settings.decay.refresh_tolerance,
+            confidence_bonus=settings.ltp.fact_confidence_bonus,
+            wrong_factor=settings.feedback.wrong_factor,
             ids=ids,
             counts=counts,
+            useful=useful,
+            wrong=wrong,
+            surfaced=surfaced,
             moments=moments,
         )
+
+    async def surface(self, spec: TableSpec, ids: list[uuid.UUID], counts: list[int]) -> list[Row]:
+        """Search hits that only count: surfaced_count + counts[i]."""
+        await self._store.check_table(spec)
+        return await self._tx.fetch(queries.build_surfaced_query(spec), ids=ids, counts=counts)
+
+    async def agents(self, spec: TableSpec, ids: list[uuid.UUID]) -> dict[uuid.UUID, str]:
+        """The agent of each live memory among `ids`."""
+        rows = await self._tx.fetch(queries.build_agents_query(spec), ids=ids)
+        return {row["id"]: row["agent_id"] for row in rows}
+
+    async def link(self, pairs: LinkRound) -> int:
+        """One round of link updates (each pair at most once); the count written."""
+        values = {**pairs.columns(), **self._store._link_values()}
+        strengthened = await self._tx.fetch(queries.STRENGTHEN_LINKS, **values)
+        weakened = await self._tx.fetch(queries.WEAKEN_LINKS, **values)
+        return len(strengthened) + len(weakened)
 
     async def touch_retrieval_activity(self) -> None:
         await self._tx.fetchval(queries.TOUCH_RETRIEVAL_ACTIVITY)

@@ -1,25 +1,37 @@
-"""The decay sweep: every live row of each table, in keyset batches, computed in PostgreSQL.
+"""The decay sweep, computed in PostgreSQL, in batches that are each a transaction.
 
 A sweep only materializes salience (the row's curve is a function of its stored state and
-`now`) and prunes; it never changes the state. Running it twice at one `now` writes
-nothing, and any cadence gives the same values.
+`now`) and prunes; it never changes the state, so any cadence gives the same values.
+Three modes:
+
+- due (the default): only the rows whose next write is due (their stored value drifts
+  past the tolerance, they fall below the threshold, or expire), popped from their
+  hints; its cost follows the work, not the table. `sweep.workers` connections share
+  the 16 slices of the rows, each slice held by an advisory lock.
+- prune: the same, for rows due to be pruned only: cheap enough to run every minute.
+- full: every live row in keyset batches (verification and repair; also what a sweep of
+  one agent, or a dry run, does).
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 import structlog
 
 from ethos.errors import TransientDatabaseError
 from ethos.settings import Settings
-from ethos.store import Store
+from ethos.store import BatchResult, Store, SweepWorker
 from ethos.tables import MEMORY_TABLES, TableSpec, table_spec
+
+Mode = Literal["due", "prune", "full"]
+MODES: tuple[Mode, ...] = ("due", "prune", "full")
+SLICES = 16  # ethos_slice(id): the rows' share-out among parallel sweepers
 
 log = structlog.get_logger("ethos.sweep")
 
@@ -41,10 +53,12 @@ class TableCounts:
 class SweepReport:
     now: datetime
     dry_run: bool
+    mode: Mode = "due"
     counts: dict[TableSpec, TableCounts] = field(default_factory=dict)
     duration_ms: int = 0
     status: str = "completed"
     run_id: int | None = None
+    links_removed: int = 0  # links faded below links.prune_weight
 
     @property
     def tables(self) -> dict[str, TableCounts]:
@@ -62,10 +76,12 @@ class SweepReport:
     def as_dict(self) -> dict[str, Any]:
         return {
             "now": self.now.isoformat(),
+            "mode": self.mode,
             "dry_run": self.dry_run,
             "status": self.status,
             "duration_ms": self.duration_ms,
             "tables": {name: asdict(counts) for name, counts in self.tables.items()},
+            "links_removed": self.links_removed,
         }
 
     def summary(self) -> str:
@@ -73,7 +89,8 @@ class SweepReport:
         parts = [
             f"{c.scanned} {spec.plural} ({c.pruned} pruned)" for spec, c in self.counts.items()
         ]
-        return f"{', '.join(parts)} in {self.duration_ms}ms"
+        links = f", {self.links_removed} faded links removed" if self.links_removed else ""
+        return f"{', '.join(parts)}{links} in {self.duration_ms}ms"
 
 
 async def run_sweep(
@@ -84,6 +101,7 @@ async def run_sweep(
     tables: Sequence[TableSpec] = MEMORY_TABLES,
     agent: str | None = None,
     dry_run: bool = False,
+    mode: Mode = "due",
     trigger: str = "manual",
     daemon_id: str | None = None,
     stop: asyncio.Event | None = None,
@@ -91,41 +109,67 @@ async def run_sweep(
 ) -> SweepReport:
     """Sweep `tables` at one fixed `now` (the database's clock by default).
 
-    `stop` is checked between batches: a set event ends the sweep at the next batch
-    boundary, with status `interrupted`. Every batch is its own transaction.
+    A sweep of one agent, or a dry run, is a full sweep (the schedule's hints are not
+    kept per agent, and a dry run takes none). `stop` is checked between batches: a set
+    event ends the sweep at the next batch boundary, with status `interrupted`. A prune
+    pass that found nothing to do leaves no audit row.
     """
+    if agent is not None or dry_run:
+        mode = "full"
     now = now or await store.now()
     specs = [table_spec(t) for t in tables]
     for spec in specs:  # a table unfit for ethos fails here, before the audit row
         await store.check_table(spec)
-    report = SweepReport(now=now, dry_run=dry_run)
+    report = SweepReport(now=now, dry_run=dry_run, mode=mode)
+    report.counts = {spec: TableCounts() for spec in specs}
     started = time.monotonic()
-    run_id = None
-    if not dry_run:
-        run_id = await store.start_sweep_run(trigger, now, agent, daemon_id)
-    report.run_id = run_id
+    if not dry_run and mode != "prune":
+        report.run_id = await store.start_sweep_run(trigger, mode, now, agent, daemon_id)
     error: str | None = None
     try:
-        for spec in specs:
-            counts = report.counts.setdefault(spec, TableCounts())
-            await _sweep_table(store, settings, spec, now, agent, dry_run, counts, stop, progress)
-            if stop is not None and stop.is_set():
-                report.status = "interrupted"
-                break
+        if mode == "full":
+            for spec in specs:
+                await _sweep_table(store, settings, spec, report, agent, stop, progress)
+                if stop is not None and stop.is_set():
+                    break
+        else:
+            # A prune pass is light: one connection takes every slice.
+            workers = 1 if mode == "prune" else settings.sweep.workers
+            await asyncio.gather(
+                *(
+                    _sweep_slices(store, settings, specs, report, slices, stop, progress)
+                    for slices in ([s for s in range(SLICES) if s % workers == i]
+                                   for i in range(workers))
+                )
+            )  # fmt: skip
+            if progress is not None:
+                for spec, counts in report.counts.items():
+                    progress(spec.name, counts.scanned, True)
+        if mode != "prune" and not dry_run and not (stop is not None and stop.is_set()):
+            report.links_removed = await _remove_faded_links(store, settings, report.now)
+        if stop is not None and stop.is_set():
+            report.status = "interrupted"
     except BaseException as exc:
         report.status = "failed" if not isinstance(exc, asyncio.CancelledError) else "interrupted"
         error = f"{type(exc).__name__}: {exc}"
         raise
     finally:
         report.duration_ms = round((time.monotonic() - started) * 1000)
-        if run_id is not None:
+        if report.run_id is None and mode == "prune" and report.totals()[0]:
+            report.run_id = await asyncio.shield(
+                store.start_sweep_run(trigger, mode, now, agent, daemon_id)
+            )
+        if report.run_id is not None:
             # The audit row must be written even when the sweep is being cancelled.
             await asyncio.shield(
                 store.finish_sweep_run(
-                    run_id,
+                    report.run_id,
                     status=report.status,
                     totals=report.totals(),
-                    tables={name: asdict(c) for name, c in report.tables.items()},
+                    tables={
+                        **{name: asdict(c) for name, c in report.tables.items()},
+                        "memory_links": {"removed": report.links_removed},
+                    },
                     error=error,
                 )
             )
@@ -133,41 +177,63 @@ async def run_sweep(
     return report
 
 
+async def _remove_faded_links(store: Store, settings: Settings, now: datetime) -> int:
+    """Links are derived data: those that faded are removed, in batches."""
+    limit = settings.decay.batch_size
+    removed = 0
+    while True:
+        batch = await store.remove_faded_links(now, limit)
+        removed += batch
+        if batch < limit:
+            return removed
+
+
+async def _retrying(batch: Callable[[], Awaitable[BatchResult]], table: str) -> BatchResult:
+    for attempt in range(1, BATCH_ATTEMPTS + 1):
+        try:
+            return await batch()
+        except TransientDatabaseError as exc:
+            # A deadlock with a concurrent write (or a dropped connection): the batch
+            # rolled back whole; the next attempt starts it again.
+            if attempt == BATCH_ATTEMPTS:
+                raise
+            log.warning("decay_sweep_batch_retry", table=table, error=str(exc))
+    raise AssertionError("unreachable")
+
+
+def _add(counts: TableCounts, batch: BatchResult) -> None:
+    counts.scanned += batch.scanned
+    counts.updated += batch.updated
+    counts.pruned += batch.pruned
+
+
 async def _sweep_table(
     store: Store,
     settings: Settings,
     spec: TableSpec,
-    now: datetime,
+    report: SweepReport,
     agent: str | None,
-    dry_run: bool,
-    counts: TableCounts,
     stop: asyncio.Event | None,
     progress: Progress | None,
 ) -> None:
+    """Every live row of one table, in keyset batches."""
     after = None
     limit = settings.decay.batch_size
+    counts = report.counts[spec]
     while stop is None or not stop.is_set():
-        for attempt in range(1, BATCH_ATTEMPTS + 1):
-            try:
-                batch = await store.sweep_batch(
-                    spec,
-                    now=now,
-                    tolerance=settings.decay.refresh_tolerance,
-                    after=after,
-                    limit=limit,
-                    agent=agent,
-                    dry_run=dry_run,
-                )
-                break
-            except TransientDatabaseError as exc:
-                # A deadlock with a concurrent LTP write (or a dropped connection): the
-                # batch rolled back whole; the pool gives the next attempt a connection.
-                if attempt == BATCH_ATTEMPTS:
-                    raise
-                log.warning("decay_sweep_batch_retry", table=spec.name, error=str(exc))
-        counts.scanned += batch.scanned
-        counts.updated += batch.updated
-        counts.pruned += batch.pruned
+        batch = await _retrying(
+            lambda after=after: store.sweep_batch(  # type: ignore[misc]
+                spec,
+                now=report.now,
+                tolerance=settings.decay.refresh_tolerance,
+                after=after,
+                limit=limit,
+                agent=agent,
+                dry_run=report.dry_run,
+            ),
+            spec.name,
+        )
+        _add(counts, batch)
         done = batch.scanned < limit
         if progress is not None:
             progress(spec.name, counts.scanned, done)
@@ -176,10 +242,60 @@ async def _sweep_table(
         after = batch.last_id
 
 
+async def _sweep_slices(
+    store: Store,
+    settings: Settings,
+    specs: Sequence[TableSpec],
+    report: SweepReport,
+    slices: list[int],
+    stop: asyncio.Event | None,
+    progress: Progress | None,
+) -> None:
+    """One worker: the due rows of the slices it can hold, table by table, until no
+    hint of them is due."""
+    async with store.sweep_worker(slices, prune=report.mode == "prune") as worker:
+        if worker.slices != slices:
+            log.info("decay_sweep_slices_busy", held=worker.slices, wanted=slices)
+        if not worker.slices:
+            return
+        for spec in specs:
+            await _drain_due(worker, settings, spec, report, stop, progress)
+            if stop is not None and stop.is_set():
+                return
+
+
+async def _drain_due(
+    worker: SweepWorker,
+    settings: Settings,
+    spec: TableSpec,
+    report: SweepReport,
+    stop: asyncio.Event | None,
+    progress: Progress | None,
+) -> None:
+    counts = report.counts[spec]
+    while stop is None or not stop.is_set():
+        batch = await _retrying(
+            lambda: worker.due_batch(
+                spec,
+                now=report.now,
+                tolerance=settings.decay.refresh_tolerance,
+                prune=report.mode == "prune",
+                limit=settings.decay.batch_size,
+            ),
+            spec.name,
+        )
+        _add(counts, batch)
+        if batch.popped == 0:
+            return
+        if progress is not None:
+            progress(spec.name, counts.scanned, False)
+
+
 def _log_report(report: SweepReport, trigger: str, error: str | None) -> None:
     scanned, updated, pruned = report.totals()
     fields = {
         "trigger": trigger,
+        "mode": report.mode,
         "now": report.now.isoformat(),
         "dry_run": report.dry_run,
         "scanned": scanned,

@@ -11,7 +11,8 @@ MEMORY_COLUMNS = frozenset(
     {
         "id", "agent_id", "content", "salience", "strength", "anchor_at", "retrieval_count",
         "last_retrieved_at", "created_at", "pruned", "pruned_at", "prune_reason", "pinned",
-        "metadata", "policy", "importance",
+        "metadata", "policy", "importance", "due_at", "prune_at", "surfaced_count",
+        "useful_count", "wrong_count",
     }
 )  # fmt: skip
 
@@ -47,6 +48,11 @@ class TableSpec:
         if self.has_source:
             fields |= {"source_type", "source_id"}
         return frozenset(fields)
+
+    @property
+    def due_table(self) -> str:
+        """Its hints of when to look at a row again (migration 0007)."""
+        return f"{self.name}_due"
 
     @property
     def columns(self) -> frozenset[str]:

@@ -11,7 +11,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,7 +20,7 @@ import pytest
 
 from ethos import db
 from ethos.engine import Engine
-from ethos.settings import DatabaseSettings, LtpSettings, Settings
+from ethos.settings import DatabaseSettings, LtpSettings, PolicySettings, Settings
 
 if TYPE_CHECKING:
     from tests.conftest import Cli
@@ -234,4 +234,49 @@ async def test_a_busy_system_still_sweeps_within_max_defer(
     # due every ~1 s, deferred while busy, but never more than max_defer (2 s) past due
     assert max(gaps) < 1.05 + 2 + 1.5  # (heartbeat ticks and a busy machine: slack)
     assert min(gaps) > 2  # and it did defer: the system was never idle
+    assert '"decay_sweep_deferred"' in daemons[0].log()
+
+
+async def test_a_prune_pass_prunes_on_time_while_the_sweep_is_held_back(
+    database_url: str, conn: asyncpg.Connection, daemons: list[DaemonProcess], tmp_path: Path
+) -> None:
+    settings = Settings(
+        database=DatabaseSettings(url=database_url),
+        ltp=LtpSettings(flush_interval_seconds=0.05),
+        policies={"blink": PolicySettings(lifetime="4s")},
+    )
+    async with Engine(settings) as engine:
+        busy = await engine.add("episode", agent_id="a", content="busy")
+        await engine.record_retrieval("episode", [busy])
+        await engine.ltp.drain(5)
+        daemons.append(
+            DaemonProcess(
+                database_url,
+                tmp_path,
+                "d1",
+                ETHOS_CONSOLIDATION__IDLE_SECONDS="30",  # never idle: the sweep waits ...
+                ETHOS_CONSOLIDATION__MAX_DEFER_SECONDS="3600",  # ... all along
+                ETHOS_CONSOLIDATION__PRUNE_INTERVAL_SECONDS="1",
+                ETHOS_POLICIES__BLINK__LIFETIME="4s",
+            )
+        )
+        memory = await engine.add("episode", agent_id="a", content="blink", policy="blink")
+        created = await conn.fetchval(
+            "SELECT created_at FROM episodic_traces WHERE id = $1", memory
+        )
+        deadline = time.monotonic() + 20
+        pruned_at = None
+        while pruned_at is None and time.monotonic() < deadline:
+            await engine.record_retrieval("episode", [busy])
+            await asyncio.sleep(0.2)
+            pruned_at = await conn.fetchval(
+                "SELECT pruned_at FROM episodic_traces WHERE id = $1 AND pruned", memory
+            )
+    code, _ = daemons[0].stop()
+    assert code == 0
+    assert pruned_at is not None, daemons[0].log()
+    late = (pruned_at - (created + timedelta(seconds=4))).total_seconds()
+    assert 0 <= late < 1 + 1.5  # within the prune interval (and slack for a busy machine)
+    assert await conn.fetchval("SELECT count(*) FROM sweep_runs WHERE mode = 'due'") == 0
+    assert await conn.fetchval("SELECT count(*) FROM sweep_runs WHERE mode = 'prune'") >= 1
     assert '"decay_sweep_deferred"' in daemons[0].log()

@@ -20,7 +20,7 @@ from ethos.engine import Engine
 from ethos.errors import DatabaseError, InputError
 from ethos.explain import memory_state
 from ethos.inputs import vector_literal
-from ethos.ltp import LtpBuffer, Pending, apply_retrievals
+from ethos.ltp import Events, LtpBuffer, Pending, apply_retrievals
 from ethos.settings import DatabaseSettings, LtpSettings, SearchSettings, Settings
 from ethos.store import LtpFlush, Store
 from ethos.tables import EPISODES
@@ -354,7 +354,7 @@ async def test_a_flush_retried_after_an_in_doubt_commit_is_not_applied_twice(
     engine: Engine, conn: asyncpg.Connection, t0: datetime, days: Days
 ) -> None:
     memory = await engine.add("episode", agent_id="a", content="e", created_at=t0)
-    pending: Pending = {(EPISODES, memory): {days(1): 2}}
+    pending: Pending = {(EPISODES, memory): {days(1): Events(retrievals=2, units=2)}}
     flush = uuid.uuid4()
     first = await apply_retrievals(engine.store, pending, flush)
     again = await apply_retrievals(engine.store, pending, flush)

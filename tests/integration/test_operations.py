@@ -135,7 +135,8 @@ async def test_recovery_round_trip(engine: Engine, conn: asyncpg.Connection, t0:
     report = await engine.recover("episode", Selector(ids=(memory,)), now=now, command="test")
     assert len(report.rows) == 1
     after = dict(await conn.fetchrow("SELECT * FROM episodic_traces WHERE id = $1", memory))
-    lifecycle = {"pruned", "pruned_at", "prune_reason", "strength", "anchor_at", "salience"}
+    lifecycle = {"pruned", "pruned_at", "prune_reason", "strength", "anchor_at", "salience",
+                 "due_at", "prune_at"}  # fmt: skip
     assert {k: v for k, v in after.items() if k not in lifecycle} == {
         k: v for k, v in before.items() if k not in lifecycle
     }

@@ -18,8 +18,15 @@ from hypothesis import strategies as st
 from ethos import decay, queries
 from ethos.engine import Engine
 from ethos.explain import memory_state
-from ethos.settings import DatabaseSettings, DecaySettings, PolicySettings, Settings
-from ethos.tables import MEMORY_TABLES, TableSpec
+from ethos.settings import (
+    DatabaseSettings,
+    DecaySettings,
+    PolicySettings,
+    Settings,
+    SweepSettings,
+)
+from ethos.sweep import Mode
+from ethos.tables import EPISODES, MEMORY_TABLES, TableSpec
 
 if TYPE_CHECKING:
     from tests.conftest import Days
@@ -173,18 +180,38 @@ async def test_facts_are_pruned_on_confidence(engine: Engine, t0: datetime, days
     assert not survivor["pruned"] and survivor["salience"] < 0.05
 
 
+@pytest.mark.parametrize(("mode", "workers"), [("full", 1), ("due", 1), ("due", 3)])
 async def test_a_sweep_reaches_every_row_across_many_batches(
-    database_url: str, conn: asyncpg.Connection, days: Days, seed_random: Seed
+    database_url: str,
+    conn: asyncpg.Connection,
+    days: Days,
+    seed_random: Seed,
+    mode: Mode,
+    workers: int,
 ) -> None:
     settings = Settings(
-        database=DatabaseSettings(url=database_url), decay=DecaySettings(batch_size=7)
+        database=DatabaseSettings(url=database_url),
+        decay=DecaySettings(batch_size=7),
+        sweep=SweepSettings(workers=workers),
     )
     await seed_random(100)
     calls: list[tuple[str, int, bool]] = []
     async with Engine(settings) as engine:
-        report = await engine.sweep(now=days(20_000), progress=lambda *call: calls.append(call))
+        report = await engine.sweep(
+            now=days(20_000), mode=mode, progress=lambda *call: calls.append(call)
+        )
     assert [c for c in calls if c[2]] == [(s.name, 100, True) for s in MEMORY_TABLES]
-    assert len(calls) == 3 * 15  # ceil(100 / 7) batches per table
+    if mode == "full":
+        assert len(calls) == 3 * 15  # ceil(100 / 7) batches per table
+    else:  # batches of at most 7 hints, from 16 slices shared by the workers
+        assert 3 * 16 <= len(calls) <= 3 * (16 + 15)
+    refresh_hints_due = await conn.fetchval(
+        "SELECT count(*) FROM (SELECT * FROM memory_vectors_due UNION ALL"
+        " SELECT * FROM episodic_traces_due UNION ALL SELECT * FROM semantic_facts_due) AS h"
+        " WHERE NOT prune AND at <= $1",
+        days(20_000),
+    )
+    assert refresh_hints_due == (300 if mode == "full" else 0)  # a full sweep pops none
     for spec in MEMORY_TABLES:
         counts = report.tables[spec.name]
         assert counts.scanned == 100
@@ -215,7 +242,7 @@ async def test_dry_run_counts_and_writes_nothing(
     dry = await engine.sweep(now=days(30), dry_run=True)
     assert await conn.fetch("SELECT id, xmin::text FROM semantic_facts ORDER BY id") == before
     assert await conn.fetchval("SELECT count(*) FROM sweep_runs") == runs
-    real = await engine.sweep(now=days(30))
+    real = await engine.sweep(now=days(30), mode="full")
     assert real.tables == dry.tables
 
 
@@ -249,18 +276,19 @@ async def stored_and_true(
 async def test_hourly_for_30_days_equals_one_sweep_at_the_end(
     engine: Engine, conn: asyncpg.Connection, t0: datetime, days: Days, seed_random: Seed
 ) -> None:
+    """Due sweeps every hour for 30 days, and one full sweep (of a copy) at the end."""
     await seed_random(60, agent="hourly", policies=ALL_POLICIES)
-    for spec in MEMORY_TABLES:  # the same rows again, for the other agent
-        await conn.execute(
-            f"""INSERT INTO {spec.name} (agent_id, content, salience, strength, anchor_at,
-                    created_at, retrieval_count, pinned, policy, {_extra(spec)})
-                SELECT 'once', content, salience, strength, anchor_at,
-                       created_at, retrieval_count, pinned, policy, {_extra(spec)}
-                FROM {spec.name} WHERE agent_id = 'hourly'"""
-        )
     end = days(30)
     for hour in range(0, 30 * 24 + 1):
-        await engine.sweep(now=t0 + timedelta(hours=hour), agent="hourly")
+        await engine.sweep(now=t0 + timedelta(hours=hour))
+    for spec in MEMORY_TABLES:  # the same state, never swept, for the other agent
+        await conn.execute(
+            f"""INSERT INTO {spec.name} (agent_id, content, salience, strength, anchor_at,
+                    created_at, retrieval_count, pinned, policy, {_extra(spec)[0]})
+                SELECT 'once', content, strength, strength, anchor_at,
+                       created_at, retrieval_count, pinned, policy, {_extra(spec)[1]}
+                FROM {spec.name} WHERE agent_id = 'hourly'"""
+        )
     await engine.sweep(now=end, agent="once")
     tolerance = engine.settings.decay.refresh_tolerance
     hourly = await stored_and_true(conn, engine, "hourly", end)
@@ -281,11 +309,15 @@ async def test_hourly_for_30_days_equals_one_sweep_at_the_end(
             assert timedelta(0) <= h[5] - max(crossing, t0) < timedelta(hours=1)
 
 
-def _extra(spec: TableSpec) -> str:
+def _extra(spec: TableSpec) -> tuple[str, str]:
+    """The table's own state columns, and what to copy into them."""
     return {
-        "memory_vectors": "embedding, expires_at",
-        "episodic_traces": "emotional_tone",
-        "semantic_facts": "confidence, confidence_strength",
+        "memory_vectors": ("embedding, expires_at", "embedding, expires_at"),
+        "episodic_traces": ("emotional_tone", "emotional_tone"),
+        "semantic_facts": (
+            "confidence, confidence_strength",
+            "confidence_strength, confidence_strength",
+        ),
     }[spec.name]
 
 
@@ -318,8 +350,9 @@ async def test_any_sweep_sequence_ends_in_the_true_state(
             assert stored == pytest.approx(true, rel=engine.settings.decay.refresh_tolerance)
 
 
+@pytest.mark.parametrize("mode", ["full", "due"])
 async def test_a_concurrent_update_is_never_overwritten_by_a_batch(
-    engine: Engine, conn: asyncpg.Connection, t0: datetime, days: Days
+    engine: Engine, conn: asyncpg.Connection, t0: datetime, days: Days, mode: Mode
 ) -> None:
     memory = await engine.add("episode", agent_id="a", content="x", created_at=t0)
     other = await asyncpg.connect(engine.url)
@@ -332,17 +365,20 @@ async def test_a_concurrent_update_is_never_overwritten_by_a_batch(
                 memory,
                 days(10),
             )
-            sweep = asyncio.create_task(engine.sweep(now=days(10)))
+            sweep = asyncio.create_task(engine.sweep(now=days(10), mode=mode))
             await asyncio.sleep(0.3)
             assert not sweep.done()  # waits on the row lock, for one batch at most
         report = await sweep
     finally:
         await other.close()
-    row = await conn.fetchrow(
-        "SELECT salience, strength, retrieval_count FROM episodic_traces WHERE id = $1", memory
-    )
-    assert (row["salience"], row["strength"], row["retrieval_count"]) == (0.9, 0.9, 1)
-    assert report.tables["episodic_traces"].updated == 0
+    row = await conn.fetchrow("SELECT * FROM episodic_traces WHERE id = $1", memory)
+    assert (row["strength"], row["retrieval_count"], row["anchor_at"]) == (0.9, 1, days(10))
+    if mode == "full":  # the batch's write was skipped; the next sweep refreshes the row
+        assert row["salience"] == 0.9 and report.tables["episodic_traces"].updated == 0
+    else:  # the hint was put back and the row looked at again, as the other write left it
+        p = engine.settings.policy("standard").params
+        fresh = decay.salience(memory_state(EPISODES, row), days(10), p)
+        assert row["salience"] == pytest.approx(fresh, rel=1e-12) and fresh != 0.9
 
 
 async def test_sweep_run_is_recorded(

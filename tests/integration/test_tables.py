@@ -26,12 +26,16 @@ SKILLS = TableSpec(
 @pytest.fixture
 async def skills_table(conn: asyncpg.Connection) -> None:
     """Created here, the way a migration would: the memory columns, the decay-state
-    trigger."""
+    trigger, the schedule's hints and their trigger."""
     await conn.execute(
         """
         CREATE TABLE procedural_skills (LIKE episodic_traces INCLUDING ALL);
         CREATE TRIGGER procedural_skills_init_decay_state BEFORE INSERT ON procedural_skills
             FOR EACH ROW EXECUTE FUNCTION ethos_init_decay_state();
+        CREATE TABLE procedural_skills_due (LIKE episodic_traces_due INCLUDING ALL);
+        CREATE TRIGGER procedural_skills_hint_new_rows AFTER INSERT ON procedural_skills
+            REFERENCING NEW TABLE AS added FOR EACH STATEMENT
+            EXECUTE FUNCTION ethos_hint_new_rows();
         """
     )
 

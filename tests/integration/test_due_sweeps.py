@@ -1,0 +1,271 @@
+"""Sweeps that visit only what is due: the schedule in SQL equals the one in Python, and
+due sweeps leave the same tables as full sweeps over random histories."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import uuid
+from collections.abc import AsyncIterator
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+import asyncpg
+import pytest
+
+from ethos import decay
+from ethos.engine import Engine
+from ethos.explain import memory_state
+from ethos.settings import DatabaseSettings, PolicySettings, Settings
+from ethos.sweep import Mode
+from ethos.tables import MEMORY_TABLES, table_spec
+from tests.conftest import TEMPLATE, database_uri
+
+if TYPE_CHECKING:
+    from tests.conftest import Days
+
+POLICIES = ("standard", "working", "long_term", "permanent", "recall")
+VECTOR = [0.05] * 384
+
+
+def settings_for(url: str) -> Settings:
+    return Settings(
+        database=DatabaseSettings(url=url),
+        policies={"recall": PolicySettings(curve="power", base_tau_days=1.5)},
+    )
+
+
+@pytest.fixture
+def settings(database_url: str) -> Settings:
+    """The shipped policies and `recall`, on the power curve."""
+    return settings_for(database_url)
+
+
+@pytest.fixture
+async def twin_url(admin_uri: str, template_uri: str) -> AsyncIterator[str]:
+    """A second database, for the same history swept the other way."""
+    name = f"twin_{uuid.uuid4().hex[:12]}"
+    conn = await asyncpg.connect(admin_uri)
+    try:
+        await conn.execute(f'CREATE DATABASE "{name}" TEMPLATE {TEMPLATE}')
+        yield database_uri(admin_uri, name)
+        await conn.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+    finally:
+        await conn.close()
+
+
+async def check_schedules(
+    engine: Engine, conn: asyncpg.Connection, written_at: Any, where: str = "true"
+) -> int:
+    """Each live row's due_at and prune_at against decay's, from the moment it was last
+    written (`written_at(row)`)."""
+    tolerance = engine.settings.decay.refresh_tolerance
+    checked = 0
+    for spec in MEMORY_TABLES:
+        for row in await conn.fetch(f"SELECT * FROM {spec.name} WHERE NOT pruned AND {where}"):
+            p = engine.settings.policy(row["policy"]).params
+            reference = written_at(row)
+            state = memory_state(spec, row)
+            deciding = memory_state(spec, row, confidence=True) if spec.has_confidence else state
+            stored = row["confidence"] if spec.has_confidence else row["salience"]
+            expires = row.get("expires_at")
+            prune = decay.prune_due(deciding, reference, p, expires)
+            assert row["prune_at"] == pytest.approx(prune, abs=timedelta(seconds=1))
+            floor = 0 if spec.has_confidence else p.prune_threshold
+            dues = [
+                decay.value_due(state, row["salience"], floor, reference, tolerance, p),
+                decay.value_due(deciding, stored, p.prune_threshold, reference, tolerance, p),
+                expires,
+            ]
+            due = min(d for d in dues if d is not None)
+            assert row["due_at"] == pytest.approx(due, abs=timedelta(seconds=1))
+            checked += 1
+    return checked
+
+
+async def test_the_sql_schedule_is_the_python_one(
+    engine: Engine, conn: asyncpg.Connection, t0: datetime, days: Days
+) -> None:
+    rng = random.Random(11)
+    for i in range(120):
+        table = ("episode", "fact", "vector")[i % 3]
+        extra: dict[str, Any] = {"episode": {"emotional_tone": rng.random()},
+                                 "fact": {"confidence": 0.2 + 0.8 * rng.random()},
+                                 "vector": {"embedding": VECTOR}}[table]  # fmt: skip
+        memory = await engine.add(
+            table, agent_id="a", content=f"m{i}", created_at=t0 - timedelta(days=rng.random() * 5),
+            salience=0.3 + 0.7 * rng.random(), policy=("standard", "recall")[i % 2], **extra,
+        )  # fmt: skip
+        for _ in range(rng.randrange(4)):
+            await engine.record_retrieval(table, [memory], now=t0 + timedelta(hours=rng.random()))
+    await engine.ltp.drain(10)
+    # What LTP wrote: scheduled from the retrieval's moment (the anchor).
+    retrieved = await check_schedules(
+        engine, conn, lambda row: row["anchor_at"], "retrieval_count > 0"
+    )
+    # What a sweep writes: every row unscheduled, then scheduled by a sweep at day 1.
+    for spec in MEMORY_TABLES:
+        await conn.execute(
+            f"""UPDATE {spec.name} SET due_at = '-infinity', prune_at = '-infinity';
+                INSERT INTO {spec.due_table} SELECT false, '-infinity', id, ethos_slice(id)
+                FROM {spec.name}"""
+        )
+    await engine.sweep(now=days(1))
+    swept = await check_schedules(engine, conn, lambda row: days(1))
+    assert retrieved > 40 and swept == 120
+
+
+async def history(
+    engine: Engine, rng: random.Random, t0: datetime, mode: Mode, sweeps: list[datetime]
+) -> None:
+    """Adds, retrievals and moves at random moments, with a sweep at each of `sweeps`."""
+    ids: list[tuple[str, uuid.UUID]] = []
+    moment = t0
+    for n, at in enumerate(sweeps):
+        while moment < at:
+            moment += timedelta(minutes=rng.randrange(5, 600))
+            if moment >= at:
+                break
+            action = rng.random()
+            if action < 0.45 or not ids:
+                table = rng.choice(["episode", "fact", "vector"])
+                extra: dict[str, Any] = {"episode": {"emotional_tone": rng.random()},
+                                         "fact": {"confidence": 0.3 + 0.7 * rng.random()},
+                                         "vector": {"embedding": VECTOR}}[table]  # fmt: skip
+                memory = await engine.add(
+                    table, agent_id="a", content=f"{table} {len(ids)}", created_at=moment,
+                    salience=0.2 + 0.8 * rng.random(), policy=rng.choice(POLICIES), **extra,
+                )  # fmt: skip
+                ids.append((table, memory))
+            elif action < 0.9:
+                picks = rng.sample(ids, min(len(ids), rng.randrange(1, 4)))
+                for table, memory in picks:
+                    await engine.record_retrieval(table, [memory], now=moment)
+                await engine.ltp.drain(10)
+            else:
+                table, memory = rng.choice(ids)
+                info = await engine.explain(table, memory, now=moment)
+                if not info["pruned"]:
+                    await engine.move(table, memory, rng.choice(POLICIES), now=moment)
+        await engine.sweep(now=at, mode=mode)
+        if n % 3 == 2:
+            await engine.sweep(now=at, mode="prune" if mode == "due" else "full")
+
+
+async def snapshot(conn: asyncpg.Connection) -> dict[str, asyncpg.Record]:
+    rows = {}
+    for spec in MEMORY_TABLES:
+        for row in await conn.fetch(f"SELECT * FROM {spec.name}"):
+            rows[row["content"]] = row
+    return rows
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+async def test_due_and_full_sweeps_leave_the_same_tables(
+    database_url: str, twin_url: str, conn: asyncpg.Connection, t0: datetime, seed: int
+) -> None:
+    cadence = random.Random(seed)
+    sweeps, at = [], t0
+    while at < t0 + timedelta(days=25):
+        at += timedelta(minutes=cadence.choice([7, 45, 180, 600, 1440, 4000]))
+        sweeps.append(at)
+    for url, mode in ((database_url, "due"), (twin_url, "full")):
+        async with Engine(settings_for(url)) as engine:
+            await history(engine, random.Random(seed * 1000), t0, mode, sweeps)  # type: ignore[arg-type]
+    twin = await asyncpg.connect(twin_url)
+    try:
+        due, full = await snapshot(conn), await snapshot(twin)
+    finally:
+        await twin.close()
+    settings = settings_for(database_url)
+    tolerance = settings.decay.refresh_tolerance
+    assert set(due) == set(full) and len(due) > 30
+    pruned = 0
+    for content, d in due.items():
+        f = full[content]
+        assert (d["pruned"], d["prune_reason"], d["pruned_at"]) == (
+            f["pruned"], f["prune_reason"], f["pruned_at"],
+        ), content  # fmt: skip
+        assert (d["strength"], d["anchor_at"], d["policy"], d["retrieval_count"]) == (
+            f["strength"], f["anchor_at"], f["policy"], f["retrieval_count"],
+        )  # fmt: skip
+        pruned += d["pruned"]
+        if d["pruned"]:
+            continue
+        spec = table_spec(content.split()[0])
+        p = settings.policy(d["policy"]).params
+        for row in (d, f):  # stored within the tolerance of the truth at the last sweep
+            true = decay.salience(memory_state(spec, row), sweeps[-1], p)
+            assert row["salience"] == pytest.approx(true, rel=tolerance * 1.0001)
+    assert 0 < pruned < len(due)
+
+
+async def test_nothing_due_is_cheap_and_a_prune_pass_prunes_only(
+    engine: Engine, conn: asyncpg.Connection, t0: datetime, days: Days
+) -> None:
+    memories = [
+        await engine.add("episode", agent_id="a", content=f"e{i}", created_at=t0, policy=policy)
+        for i, policy in enumerate(["working", "standard", "long_term"])
+    ]
+    first = await engine.sweep(now=t0)
+    assert first.totals()[0] == 3  # new rows are scheduled by the first pass
+    again = await engine.sweep(now=t0 + timedelta(minutes=1))
+    assert again.totals() == (0, 0, 0)
+    # Nine hours on: the working memory is due to be pruned, the others only to refresh.
+    at = t0 + timedelta(hours=9)
+    assert await engine.count_due("episode", at, prune=True) >= 1  # hints: an upper bound
+    passed = await engine.sweep(now=at, mode="prune")
+    assert passed.totals() == (1, 1, 1)
+    rows = {r["content"]: r for r in await conn.fetch("SELECT * FROM episodic_traces")}
+    assert rows["e0"]["pruned"] and not rows["e1"]["pruned"]
+    assert rows["e1"]["salience"] == 1.0  # not refreshed by the prune pass
+    refreshed = await engine.sweep(now=at)
+    assert refreshed.totals()[1] == 2
+    audit = await conn.fetch("SELECT mode, scanned FROM sweep_runs ORDER BY id")
+    assert [(r["mode"], r["scanned"]) for r in audit] == [
+        ("due", 3), ("due", 0), ("prune", 1), ("due", 2),
+    ]  # fmt: skip
+    assert memories
+
+
+async def test_a_policy_edit_reschedules_its_memories(
+    database_url: str, conn: asyncpg.Connection, t0: datetime
+) -> None:
+    async with Engine(Settings(database=DatabaseSettings(url=database_url))) as engine:
+        memory = await engine.add("fact", agent_id="a", content="x", created_at=t0,
+                                  policy="long_term")  # fmt: skip
+        await engine.sweep(now=t0)
+    before = await conn.fetchrow("SELECT prune_at FROM semantic_facts WHERE id = $1", memory)
+    assert before["prune_at"] == pytest.approx(t0 + timedelta(days=90), abs=timedelta(seconds=1))
+    shorter = Settings(
+        database=DatabaseSettings(url=database_url),
+        policies={"long_term": PolicySettings(lifetime="10d")},
+    )
+    async with Engine(shorter) as engine:
+        # unscheduled (-infinity, which asyncpg reads as datetime.min)
+        unscheduled = await conn.fetchval(
+            "SELECT prune_at FROM semantic_facts WHERE id = $1", memory
+        )
+        assert unscheduled == datetime.min
+        report = await engine.sweep(now=t0 + timedelta(days=11), mode="prune")
+    assert report.totals()[2] == 1  # pruned on the new curve, by a prune pass alone
+    assert await conn.fetchval("SELECT pruned FROM semantic_facts WHERE id = $1", memory)
+
+
+async def test_parallel_workers_share_the_slices(
+    database_url: str, conn: asyncpg.Connection, t0: datetime, days: Days
+) -> None:
+    await conn.execute(
+        """INSERT INTO episodic_traces (agent_id, content, created_at, policy)
+           SELECT 'a', 'm' || g, $1, 'standard' FROM generate_series(1, 3000) g""",
+        t0,
+    )
+    settings = Settings(database=DatabaseSettings(url=database_url))
+    settings.sweep.workers = 4
+    async with Engine(settings) as one, Engine(settings) as other:
+        reports = await asyncio.gather(one.sweep(now=days(1)), other.sweep(now=days(1)))
+    # Two sweepers of four workers each: every row written once, the slices shared.
+    assert sum(r.tables["episodic_traces"].updated for r in reports) == 3000
+    assert (
+        await conn.fetchval("SELECT count(*) FROM episodic_traces WHERE due_at <= $1", days(1)) == 0
+    )
