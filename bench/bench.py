@@ -24,7 +24,7 @@ from ethos.errors import TransientDatabaseError
 from ethos.explain import memory_state
 from ethos.ltp import Events, apply_retrievals
 from ethos.queries import confidence_expr, salience_expr
-from ethos.settings import DatabaseSettings, LoggingSettings, Settings
+from ethos.settings import DatabaseSettings, LoggingSettings, LtpSettings, Settings
 from ethos.sweep import Mode
 from ethos.tables import EPISODES, MEMORY_TABLES
 
@@ -348,19 +348,47 @@ def percentile(values: list[float], q: float) -> float:
 
 
 async def search_latencies(
-    engine: Engine, queries: list[tuple[str, list[float]]]
+    engine: Engine, queries: list[tuple[str, list[float]]], *, learn: bool = False
 ) -> tuple[list[float], list[float]]:
     """Latencies in ms with LTP off and on, alternating query by query so that both
-    see the same cache and background state."""
+    see the same cache and background state. With `learn`, both record the hits, and
+    the second of each pair also teaches their links."""
     off: list[float] = []
     on: list[float] = []
     now = T0 + timedelta(days=1)
+    links = engine.settings.links
     for i, (agent, query) in enumerate(queries):
-        record = i % 2 == 1
+        second = i % 2 == 1
+        if learn:
+            links.learning_rate = 0.1 if second else 0.0
         started = time.perf_counter()
-        await engine.search(agent, query, k=10, now=now, record=record)
-        (on if record else off).append((time.perf_counter() - started) * 1000)
+        await engine.search(agent, query, k=10, now=now, record=second or learn)
+        (on if second else off).append((time.perf_counter() - started) * 1000)
+    links.learning_rate = 0.1
     return off, on
+
+
+async def link_bench(engine: Engine, conn: asyncpg.Connection) -> dict[str, float]:
+    """Link updates through the buffer: feedback on 10 memories at a time (45 pairs)."""
+    ids = [
+        r["id"]
+        for r in await conn.fetch(
+            "SELECT id FROM episodic_traces WHERE NOT pruned AND agent_id = 'agent-1' LIMIT 2000"
+        )
+    ]
+    rng = random.Random(9)
+    at = T0 + timedelta(days=1)
+    before = engine.ltp.stats.links
+    started = time.perf_counter()
+    for _ in range(2000):
+        await engine.ltp.record(EPISODES, rng.sample(ids, 10), at, "useful")
+    await engine.ltp.drain(120)
+    seconds = time.perf_counter() - started
+    written = engine.ltp.stats.links - before
+    print("\nLink learning")
+    print(f"  {written:,} pair updates through the buffer in {seconds:.2f} s ="
+          f" {rate(written, seconds):,.0f} pair updates/s (goal >= 50,000)")  # fmt: skip
+    return {"link_updates": rate(written, seconds)}
 
 
 async def retrieval_bench(
@@ -404,6 +432,14 @@ async def retrieval_bench(
     results["p99_on"] = percentile(on, 0.99)
     print(f"  LTP adds {results['p50_ratio'] - 1:+.1%} to p50 (goal < 10%)")
     print(f"  p99 with LTP {results['p99_on']:.2f} ms (goal < 20)")
+    await engine.ltp.drain(60)
+    plain, learning = await search_latencies(engine, queries, learn=True)
+    await engine.ltp.drain(60)
+    results["links_p50_ratio"] = percentile(learning, 0.5) / percentile(plain, 0.5)
+    print(
+        f"  link learning on vs off (LTP on both): p50 {percentile(learning, 0.5):.2f} vs"
+        f" {percentile(plain, 0.5):.2f} ms, {results['links_p50_ratio'] - 1:+.1%} (goal <= 15%)"
+    )
 
     ids = [
         r["id"]
@@ -444,7 +480,8 @@ async def main(args: argparse.Namespace) -> None:
     await conn.execute(f"CREATE DATABASE {BENCH_DB}")
     await conn.close()
     url = db.embedded_uri(data_dir, BENCH_DB)
-    settings = Settings(database=DatabaseSettings(url=url))
+    # Throughput runs fill the buffer faster than any flush: callers wait, none drops.
+    settings = Settings(database=DatabaseSettings(url=url), ltp=LtpSettings(full_wait_seconds=120))
     await asyncio.to_thread(db.migrate, settings, url)
     async with Engine(settings) as engine:
         conn = await asyncpg.connect(url)
@@ -462,6 +499,7 @@ async def main(args: argparse.Namespace) -> None:
                 await due_bench(engine, conn)
             if not args.skip_search:
                 await retrieval_bench(engine, conn, args.searches, args.agents)
+                await link_bench(engine, conn)
         finally:
             await conn.close()
 

@@ -139,7 +139,7 @@ async def apply_retrievals(
             own, through = by_table.get(spec, {}), sources.get(spec, {})
             returned = await _apply_rounds(flush, spec, _merge(own, through))
             _account(result, spec, own, through, returned)
-        result.links = await _apply_links(flush, list(groups))
+        result.links = await _apply_links(flush, list(groups), store.settings.links.learning_rate)
         if result.applied:
             await flush.touch_retrieval_activity()
     return result
@@ -217,15 +217,10 @@ def _account(
         log.warning("ltp_skipped", table=spec.name, count=len(missing), ids=missing[:5])
 
 
-@dataclass
-class _PairEvents:
-    co: int = 0
-    useful: int = 0
-    wrong: int = 0
-
-
-async def _apply_links(flush: LtpFlush, groups: list[Group]) -> int:
-    """Pairs of each group's memories that belong to one agent, in rounds by moment."""
+async def _apply_links(flush: LtpFlush, groups: list[Group], learning_rate: float) -> int:
+    """Pairs of each group's memories that belong to one agent, in rounds by moment
+    (with link learning off, only the weakening by wrong feedback)."""
+    groups = [g for g in groups if learning_rate > 0 or g.kind == "wrong"]
     if not groups:
         return 0
     members: dict[TableSpec, set[uuid.UUID]] = defaultdict(set)
@@ -236,39 +231,49 @@ async def _apply_links(flush: LtpFlush, groups: list[Group]) -> int:
     for spec, ids in members.items():
         for memory_id, agent in (await flush.agents(spec, sorted(ids))).items():
             agents[(spec, memory_id)] = agent
-    pairs: dict[tuple[str, Key, Key], dict[datetime, _PairEvents]] = defaultdict(dict)
+    # (agent, a, b, moment) -> [co, useful, wrong]; a before b by id.
+    counts: dict[tuple[str, Key, Key, datetime], list[int]] = {}
     for group in groups:
-        live = sorted({m for m in group.members if m in agents}, key=lambda m: m[1])
+        column = _PAIR_COLUMN[group.kind]
+        live = sorted((m for m in group.members if m in agents), key=lambda m: m[1])
         for a, b in itertools.combinations(live, 2):
-            if agents[a] != agents[b]:
+            agent = agents[a]
+            if agent != agents[b]:
                 continue
-            events = pairs[(agents[a], a, b)].setdefault(group.at, _PairEvents())
-            setattr(events, group.kind, getattr(events, group.kind) + 1)
-    ordered = {key: sorted(moments.items()) for key, moments in pairs.items()}
+            key = (agent, a, b, group.at)
+            if key not in counts:
+                counts[key] = [0, 0, 0]
+            counts[key][column] += 1
+    # Round i holds the i-th moment of each pair; pairs in id order, every flush alike.
+    rounds: list[list[tuple[str, Key, Key, datetime]]] = []
+    last, depth = None, 0
+    for key in sorted(counts, key=lambda k: (k[1][1], k[2][1], k[3])):
+        pair = (key[1][1], key[2][1])
+        depth = depth + 1 if pair == last else 0
+        last = pair
+        if depth == len(rounds):
+            rounds.append([])
+        rounds[depth].append(key)
     written = 0
-    for depth in range(max((len(m) for m in ordered.values()), default=0)):
-        level = [(key, m[depth]) for key, m in sorted(ordered.items(), key=_pair_order)
-                 if depth < len(m)]  # fmt: skip
+    for level in rounds:
         written += await flush.link(
             LinkRound(
-                agents=[agent for (agent, _, _), _ in level],
-                a_tables=[a[0].name for (_, a, _), _ in level],
-                a_ids=[a[1] for (_, a, _), _ in level],
-                b_tables=[b[0].name for (_, _, b), _ in level],
-                b_ids=[b[1] for (_, _, b), _ in level],
-                co=[e.co for _, (_, e) in level],
-                useful=[e.useful for _, (_, e) in level],
-                wrong=[e.wrong for _, (_, e) in level],
-                moments=[at for _, (at, _) in level],
-            )
+                agents=[agent for agent, _, _, _ in level],
+                a_tables=[a[0].name for _, a, _, _ in level],
+                a_ids=[a[1] for _, a, _, _ in level],
+                b_tables=[b[0].name for _, _, b, _ in level],
+                b_ids=[b[1] for _, _, b, _ in level],
+                co=[counts[key][0] for key in level],
+                useful=[counts[key][1] for key in level],
+                wrong=[counts[key][2] for key in level],
+                moments=[at for _, _, _, at in level],
+            ),
+            learning_rate=learning_rate,
         )
     return written
 
 
-def _pair_order(item: tuple[tuple[str, Key, Key], Any]) -> tuple[uuid.UUID, uuid.UUID]:
-    """Links are locked in id order, every flush alike."""
-    (_, a, b), _ = item
-    return a[1], b[1]
+_PAIR_COLUMN = {"co": 0, "useful": 1, "wrong": 2}
 
 
 # --- the buffer -------------------------------------------------------------------------

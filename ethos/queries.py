@@ -540,8 +540,7 @@ def build_ltp_query(spec: TableSpec) -> Query:
     """One round of what happened to rows of spec's table, each id at most once, at its
     moment `at`: n retrievals (reinforcing: searches, record_retrieval, useful feedback),
     u of them useful, w wrong (long-term depression), c surfaced. Computed from the
-    row's current state inside the UPDATE, so a concurrent sweep batch cannot lose it;
-    the row is scheduled anew.
+    row's current state inside the UPDATE, so a concurrent sweep batch cannot lose it.
 
     strength ← min(1, strength at `at` × boost^n) × wrong_factor^w on the row's
     policy's curve (facts: confidence likewise, + the bonus per retrieval), and the
@@ -551,6 +550,11 @@ def build_ltp_query(spec: TableSpec) -> Query:
     the stored values are then those of the new policy's curve, which starts at this
     strength and moment. A row that wrongs bring below its threshold is pruned here,
     reason 'feedback'.
+
+    The row is due at `at`: the next sweep schedules it (once, however often it was
+    retrieved meanwhile), and nothing here computes the schedule on the retrieval's
+    path. Its prune moment stands (a retrieval only strengthens), unless a wrong or a
+    new policy may have brought it forward: then it is due at `at` too.
 
     The policy is read in the SET's sub-select, from the row being written: if another
     write changed the row (and its policy) meanwhile, PostgreSQL re-evaluates it on the
@@ -572,29 +576,7 @@ def build_ltp_query(spec: TableSpec) -> Query:
         fact_set = "confidence_strength, confidence, "
         fact_new = "x.confidence_strength, x.stored_confidence, "
         deciding = "stored_confidence"
-    new = f"""
-            SELECT s.strength, {fact_values}
-                   {salience_call("s.strength", emotion=emotion_of(spec), **at)} AS stored_salience,
-                   s.policy AS new_policy, h.at AS anchor_at, m.retrieval_count + h.n AS n,
-                   {emotion_of(spec)} AS emotion, m.created_at,
-                   m.pinned OR np.never_decays AS frozen, h.at AS reference,
-                   {"m.expires_at," if spec.has_expiry else ""} {policy_columns("np")}
-            FROM (
-                SELECT least(1.0, {strength_at_call("m.strength", at="h.at")}
-                                  * power(%(boost)s::float8, h.n)) * {depress}
-                           AS strength,{fact_state}
-                       coalesce(
-                           (SELECT u.target
-                            FROM unnest(p.promotion_counts, p.promotion_targets)
-                                 AS u(reached, target)
-                            WHERE u.reached <= m.retrieval_count + h.n
-                            ORDER BY u.reached DESC LIMIT 1),
-                           p.name) AS policy
-                FROM decay_policies AS p
-                WHERE p.name = m.policy
-            ) AS s
-            JOIN decay_policies AS np ON np.name = s.policy"""
-    pruned = f"(h.w > 0 AND NOT x.frozen AND x.{deciding} < x.prune_threshold)"
+    pruned = f"(h.w > 0 AND NOT (m.pinned OR x.never_decays) AND x.{deciding} < x.prune_threshold)"
     source = ", m.source_type, m.source_id" if spec.has_source else ""
     return sql(f"""
     WITH strengthened AS (
@@ -602,11 +584,34 @@ def build_ltp_query(spec: TableSpec) -> Query:
         SET (strength, {fact_set}salience, policy, due_at, prune_at,
              pruned, pruned_at, prune_reason) = (
                 SELECT x.strength, {fact_new}x.stored_salience, x.new_policy,
-                       CASE WHEN NOT {pruned} THEN x.due_at END,
-                       CASE WHEN NOT {pruned} THEN x.prune_at END,
+                       CASE WHEN NOT {pruned} THEN h.at END,
+                       CASE WHEN {pruned} THEN NULL
+                            WHEN h.w > 0 OR x.new_policy <> m.policy THEN h.at
+                            ELSE m.prune_at END,
                        {pruned}, CASE WHEN {pruned} THEN h.at END,
                        CASE WHEN {pruned} THEN 'feedback' END
-                FROM ({scheduled(spec, new)}) AS x),
+                FROM (
+                    SELECT s.strength, {fact_values}
+                           {salience_call("s.strength", emotion=emotion_of(spec), **at)}
+                               AS stored_salience,
+                           s.policy AS new_policy, np.never_decays, np.prune_threshold
+                    FROM (
+                        SELECT least(1.0, {strength_at_call("m.strength", at="h.at")}
+                                          * power(%(boost)s::float8, h.n)) * {depress}
+                                   AS strength,{fact_state}
+                               coalesce(
+                                   (SELECT u.target
+                                    FROM unnest(p.promotion_counts, p.promotion_targets)
+                                         AS u(reached, target)
+                                    WHERE u.reached <= m.retrieval_count + h.n
+                                    ORDER BY u.reached DESC LIMIT 1),
+                                   p.name) AS policy
+                        FROM decay_policies AS p
+                        WHERE p.name = m.policy
+                    ) AS s
+                    JOIN decay_policies AS np ON np.name = s.policy
+                    OFFSET 0
+                ) AS x),
             retrieval_count = m.retrieval_count + h.n,
             useful_count = m.useful_count + h.u,
             wrong_count = m.wrong_count + h.w,
@@ -622,17 +627,15 @@ def build_ltp_query(spec: TableSpec) -> Query:
                   m.due_at, m.prune_at, before.due_at AS old_due,
                   before.prune_at AS old_prune{source}
     ),
-    -- A retrieval strengthens: the row's moments move later, and the hints it has stand
-    -- for them. Only a moment that came earlier (a wrong), or a new policy, needs one.
+    -- A hint for a moment earlier than the one the row had (whose hint stands for it).
     hinted AS (
         INSERT INTO {spec.due_table} (prune, at, id, slice)
         SELECT kind.prune, CASE WHEN kind.prune THEN s.prune_at ELSE s.due_at END, s.id,
                ethos_slice(s.id)
         FROM strengthened AS s CROSS JOIN (VALUES (false), (true)) AS kind (prune)
         WHERE CASE WHEN kind.prune THEN s.prune_at ELSE s.due_at END IS NOT NULL
-          AND (s.policy <> s.old_policy
-               OR NOT (CASE WHEN kind.prune THEN s.prune_at >= s.old_prune
-                            ELSE s.due_at >= s.old_due END))
+          AND NOT (CASE WHEN kind.prune THEN s.prune_at >= s.old_prune
+                        ELSE s.due_at >= s.old_due END)
     )
     SELECT * FROM strengthened
     """)
@@ -673,7 +676,8 @@ def link_weight_at(at: str, alias: str = "l") -> str:
 def _fades_at(weight: str, at: str) -> str:
     """When a weight set at `at` falls below links.prune_weight."""
     return (
-        f"{at} + make_interval(secs => greatest(ln({weight} / %(links_prune)s::float8), 0)"
+        f"{at} + make_interval(secs =>"
+        f" greatest(ln(greatest({weight}, 1e-300) / %(links_prune)s::float8), 0)"
         f" * %(links_tau)s::float8 * 86400)"
     )
 

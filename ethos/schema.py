@@ -3,6 +3,8 @@ schema against. (Which memory tables there are, and how they differ: ethos.table
 
 from __future__ import annotations
 
+from typing import Any
+
 from pgvector.sqlalchemy import Vector
 from sqlalchemy import (
     ARRAY,
@@ -22,7 +24,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import JSONB, UUID
 
 
-def _memory_columns() -> list[Column[object]]:
+def _memory_columns() -> list[Column[Any]]:
     now = text("now()")
     return [
         Column("id", UUID(as_uuid=True), primary_key=True, server_default=text("ethos_uuid_v7()")),

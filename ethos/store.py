@@ -797,12 +797,19 @@ class LtpFlush:
         rows = await self._tx.fetch(queries.build_agents_query(spec), ids=ids)
         return {row["id"]: row["agent_id"] for row in rows}
 
-    async def link(self, pairs: LinkRound) -> int:
+    async def link(self, pairs: LinkRound, *, learning_rate: float) -> int:
         """One round of link updates (each pair at most once); the count written."""
-        values = {**pairs.columns(), **self._store._link_values()}
-        strengthened = await self._tx.fetch(queries.STRENGTHEN_LINKS, **values)
-        weakened = await self._tx.fetch(queries.WEAKEN_LINKS, **values)
-        return len(strengthened) + len(weakened)
+        values = {
+            **pairs.columns(),
+            **self._store._link_values(),
+            "learning_rate": learning_rate,
+        }
+        written = 0
+        if any(c + u for c, u in zip(pairs.co, pairs.useful, strict=True)):
+            written += len(await self._tx.fetch(queries.STRENGTHEN_LINKS, **values))
+        if any(c + u == 0 for c, u in zip(pairs.co, pairs.useful, strict=True)):
+            written += len(await self._tx.fetch(queries.WEAKEN_LINKS, **values))
+        return written
 
     async def touch_retrieval_activity(self) -> None:
         await self._tx.fetchval(queries.TOUCH_RETRIEVAL_ACTIVITY)

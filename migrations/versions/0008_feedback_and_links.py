@@ -52,7 +52,6 @@ CREATE TABLE memory_links (
 );
 CREATE INDEX memory_links_b_idx ON memory_links (b_id);
 CREATE INDEX memory_links_fades_at_idx ON memory_links (fades_at);
-CREATE INDEX memory_links_agent_idx ON memory_links (agent_id);
 
 ALTER TABLE ethos_settings
     ADD COLUMN links_tau_days double precision NOT NULL DEFAULT 30,

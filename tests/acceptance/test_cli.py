@@ -336,3 +336,38 @@ async def test_policy_commands(database_url: str, conn: asyncpg.Connection, cli:
     }
     line = one_line_error(cli("policy", "list", env=cycle))
     assert "promotion cycle" in line and "ETHOS_POLICIES__" in line
+
+
+async def test_feedback_links_and_recover_from_the_command_line(
+    database_url: str, conn: asyncpg.Connection, cli: Cli
+) -> None:
+    env = {"ETHOS_DATABASE__URL": database_url}
+    at = ["--now", "2026-03-01T00:00:00Z"]
+
+    def add(*args: str) -> str:
+        out = cli("add", *args, "--agent", "a", "--created-at", "2026-03-01T00:00:00Z", "--json",
+                  env=env)  # fmt: skip
+        return str(json.loads(out.stdout)["id"])
+
+    memory = add("episode", "--content", "the wrong one", "--salience", "0.15")
+    for expected_pruned in (0, 1):
+        result = cli("feedback", "episode", memory, "--wrong", *at, "--json", env=env)
+        assert result.returncode == 0, result.stderr
+        assert json.loads(result.stdout)["pruned"] == expected_pruned
+    info = json.loads(cli("explain", "episode", memory, "--json", env=env).stdout)
+    assert (info["pruned"], info["prune_reason"], info["wrong_count"]) == (True, "feedback", 2)
+    recovered = cli("recover", "episode", "--reason", "feedback", "--json", env=env)
+    assert json.loads(recovered.stdout)["count"] == 1
+    a, b = (add("vector", "--content", c, "--embedding", EMBEDDING) for c in ("a", "b"))
+    useful = cli("feedback", "vector", a, b, "--useful", *at, "--json", env=env)
+    assert json.loads(useful.stdout)["links"] == 1
+    links = json.loads(cli("links", "vector", a, *at, "--json", env=env).stdout)["links"]
+    assert [(link["id"], round(link["weight"], 6)) for link in links] == [(b, 0.1)]
+    expanded = cli("search", "--agent", "a", "--embedding", EMBEDDING, "-k", "1", "--expand",
+                   *at, "--json", env=env)  # fmt: skip
+    hits = json.loads(expanded.stdout)["hits"]
+    assert len(hits) == 2 and hits[1]["via"] == hits[0]["id"]
+    assert "one of the arguments --useful --wrong is required" in one_line_error(
+        cli("feedback", "vector", a, env=env)
+    )
+    assert await conn.fetchval("SELECT count(*) FROM memory_links") == 1

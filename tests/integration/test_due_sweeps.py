@@ -99,10 +99,13 @@ async def test_the_sql_schedule_is_the_python_one(
         for _ in range(rng.randrange(4)):
             await engine.record_retrieval(table, [memory], now=t0 + timedelta(hours=rng.random()))
     await engine.ltp.drain(10)
-    # What LTP wrote: scheduled from the retrieval's moment (the anchor).
-    retrieved = await check_schedules(
-        engine, conn, lambda row: row["anchor_at"], "retrieval_count > 0"
-    )
+    # What LTP wrote: due at the retrieval (the next sweep schedules it), the prune
+    # moment left as it was (unscheduled, as new rows are).
+    retrieved = 0
+    for spec in MEMORY_TABLES:
+        for row in await conn.fetch(f"SELECT * FROM {spec.name} WHERE retrieval_count > 0"):
+            assert (row["due_at"], row["prune_at"]) == (row["anchor_at"], datetime.min)
+            retrieved += 1
     # What a sweep writes: every row unscheduled, then scheduled by a sweep at day 1.
     for spec in MEMORY_TABLES:
         await conn.execute(
