@@ -26,7 +26,7 @@ from ethos.ltp import Events, apply_retrievals
 from ethos.queries import confidence_expr, salience_expr
 from ethos.settings import DatabaseSettings, LoggingSettings, LtpSettings, Settings
 from ethos.sweep import Mode
-from ethos.tables import EPISODES, MEMORY_TABLES
+from ethos.tables import EPISODES, FACTS, MEMORY_TABLES
 
 T0 = datetime(2026, 6, 1, tzinfo=UTC)
 BENCH_DB = "ethos_bench"
@@ -260,7 +260,10 @@ async def ltp_latency(
     latencies: list[float] = []
     deadline = time.perf_counter() + seconds
     while time.perf_counter() < deadline:
-        pending = {(EPISODES, memory_id): {at: 1} for memory_id in rng.sample(ids, 50)}
+        pending = {
+            (EPISODES, memory_id): {at: Events(retrievals=1, units=1)}
+            for memory_id in rng.sample(ids, 50)
+        }
         started = time.perf_counter()
         flush = uuid.uuid4()
         while True:  # as the LTP buffer does: a lost deadlock is tried again
@@ -471,6 +474,102 @@ async def retrieval_bench(
     return results
 
 
+async def consolidation_bench(engine: Engine, conn: asyncpg.Connection) -> dict[str, float]:
+    """Exact duplicates: 5% of the episodes and facts copied (other case and spacing),
+    merged by `consolidate`, against a client reading (agent, content) and grouping the
+    normalised keys itself. Near duplicates: 1% of the vectors copied with a little
+    noise, merged through the HNSW index. Purge: batched, against one DELETE."""
+    results: dict[str, float] = {}
+    print("\nConsolidation")
+    for spec in (EPISODES, FACTS):
+        columns = "agent_id, content, salience, strength, created_at, retrieval_count, policy"
+        await conn.execute(
+            f"""INSERT INTO {spec.name} ({columns}{", confidence" if spec.has_confidence else ""})
+                SELECT agent_id, '  ' || upper(content), salience, strength, created_at,
+                       retrieval_count, policy{", confidence" if spec.has_confidence else ""}
+                FROM {spec.name} WHERE NOT pruned AND random() < 0.05"""
+        )
+    await vacuum(conn)
+    tables = ("episode", "fact")
+    live = sum([await engine.count_live(t) for t in tables])
+
+    async def client() -> int:
+        groups: dict[tuple[str, str], int] = {}
+        for spec in (EPISODES, FACTS):
+            async with conn.transaction():
+                async for r in conn.cursor(
+                    f"SELECT agent_id, content FROM {spec.name} WHERE NOT pruned", prefetch=10_000
+                ):
+                    key = (r["agent_id"], " ".join(r["content"].split()).lower())
+                    groups[key] = groups.get(key, 0) + 1
+        return live
+
+    async def merge() -> int:
+        report = await engine.consolidate(tables, now=T0 + timedelta(days=1))
+        merged = sum(c["merged"] for c in report.counts.values())
+        print(f"  ({merged:,} duplicates merged)")
+        return live
+
+    async def idle() -> int:
+        await engine.consolidate(tables, now=T0 + timedelta(days=1))
+        return live - merged_rows
+
+    n, s = await timed("client-side grouping of the normalised content (baseline)", client)
+    baseline = rate(n, s)
+    n, s = await timed("consolidate: exact duplicates, 5% of the rows", merge)
+    results["exact"] = rate(n, s)
+    merged_rows = live - sum([await engine.count_live(t) for t in tables])
+    n, s = await timed("consolidate again, nothing to merge (each daemon cycle)", idle)
+    results["exact_idle"] = rate(n, s)
+    print(f"  merge / client = {results['exact'] / baseline:.1f}x,"
+          f" {results['exact']:,.0f} rows/s scanned (goal >= 100,000)")  # fmt: skip
+
+    vectors = await engine.count_live("vector")
+    await conn.execute(
+        """INSERT INTO memory_vectors (agent_id, content, salience, strength, created_at, policy,
+                                       embedding)
+           SELECT agent_id, content || ' (again)', salience, strength, created_at, policy,
+                  (SELECT array_agg(c + 0.01 * (random() - 0.5)) FROM
+                   unnest(embedding::float4[]) AS c)::vector
+           FROM memory_vectors WHERE NOT pruned AND random() < 0.01"""
+    )
+    await conn.execute("VACUUM (ANALYZE) memory_vectors")
+    copies = await engine.count_live("vector") - vectors
+
+    async def near() -> int:
+        report = await engine.consolidate(["vector"], near=True, now=T0 + timedelta(days=1))
+        print(f"  ({report.counts['near']['merged']:,} of {copies:,} near copies merged)")
+        return vectors + copies
+
+    n, s = await timed(f"consolidate --near over {vectors + copies:,} vectors", near)
+    results["near_seconds"] = s
+    print(f"  near-duplicate pass {s:.1f} s (goal < 120 s)")
+
+    # Purge: half the facts forgotten long ago, deleted in batches vs in one statement.
+    for spec in (EPISODES, FACTS):
+        await conn.execute(
+            f"""UPDATE {spec.name} SET pruned = true, pruned_at = $1, prune_reason = 'manual'
+                WHERE NOT pruned AND random() < 0.2""",
+            T0,
+        )
+    await vacuum(conn)
+    await conn.execute("CREATE TABLE bench_facts_copy AS SELECT * FROM semantic_facts")
+
+    async def batched() -> int:
+        report = await engine.purge(T0 + timedelta(seconds=1), now=T0 + timedelta(days=30))
+        return sum(n for c in report.counts.values() for n in c.values())
+
+    async def one_statement() -> int:
+        done = await conn.execute("DELETE FROM bench_facts_copy WHERE pruned")
+        return int(done.split()[-1])
+
+    n, s = await timed("purge, in batches with links and hints", batched)
+    results["purge"] = rate(n, s)
+    n, s = await timed("one DELETE of a table's pruned rows (baseline)", one_statement)
+    print(f"  purge / one DELETE = {results['purge'] / rate(n, s):.2f}x")
+    return results
+
+
 async def main(args: argparse.Namespace) -> None:
     logs.configure(LoggingSettings(level="warning"))
     data_dir = Path.cwd() / args.data_dir
@@ -500,6 +599,8 @@ async def main(args: argparse.Namespace) -> None:
             if not args.skip_search:
                 await retrieval_bench(engine, conn, args.searches, args.agents)
                 await link_bench(engine, conn)
+            if not args.skip_consolidation:
+                await consolidation_bench(engine, conn)
         finally:
             await conn.close()
 
@@ -514,5 +615,6 @@ if __name__ == "__main__":
     )
     parser.add_argument("--skip-sweep", action="store_true")
     parser.add_argument("--skip-search", action="store_true")
+    parser.add_argument("--skip-consolidation", action="store_true")
     parser.add_argument("--data-dir", default=".ethos/bench-pgdata")
     asyncio.run(main(parser.parse_args()))

@@ -20,11 +20,11 @@ from ethos.demo import run_demo
 from ethos.engine import Engine
 from ethos.errors import EthosError, InputError
 from ethos.inputs import parse_id, parse_time
-from ethos.recovery import REASONS, Selector
+from ethos.recovery import Selector
 from ethos.settings import Settings, load_settings
 from ethos.signals import on_stop
 from ethos.sweep import Mode
-from ethos.tables import MEMORY_TABLES, table_spec
+from ethos.tables import MEMORY_TABLES, PRUNE_REASONS, table_spec
 
 Command = Callable[[argparse.Namespace, Settings], Awaitable[int]]
 
@@ -100,13 +100,14 @@ async def cmd_add(args: argparse.Namespace, settings: Settings) -> int:
         "importance": args.importance,
     }
     async with Engine(settings) as engine:
-        new_id = await engine.add(
+        new_id, created = await engine.add_memory(
             args.table,
             agent_id=args.agent,
             content=args.content,
             **{k: v for k, v in fields.items() if v is not None},
         )
-    emit(args, {"id": str(new_id)}, str(new_id))
+    text = str(new_id) if created else f"{new_id} (a duplicate: the existing memory, retrieved)"
+    emit(args, {"id": str(new_id), "created": created}, text)
     return 0
 
 
@@ -360,6 +361,54 @@ async def cmd_recover(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+async def cmd_consolidate(args: argparse.Namespace, settings: Settings) -> int:
+    async with Engine(settings) as engine:
+        report = await engine.consolidate(
+            args.table, agent=args.agent, near=args.near, now=args.now, dry_run=args.dry_run,
+            trigger="manual",
+        )  # fmt: skip
+    verb = "would merge" if args.dry_run else "merged"
+    lines = [
+        f"{table}: {verb} {c['merged']} duplicates in {c['groups']} groups"
+        for table, c in report.counts.items()
+    ]
+    emit(args, report.as_dict(), "\n".join(lines))
+    return 0
+
+
+async def cmd_forget(args: argparse.Namespace, settings: Settings) -> int:
+    async with Engine(settings) as engine:
+        report = await engine.forget(args.table, args.ids, now=args.now, trigger="manual")
+    text = f"forgot {len(args.ids)} {args.table} rows (reason manual; ethos recover undoes it)"
+    emit(args, report.as_dict(), text)
+    return 0
+
+
+async def cmd_purge(args: argparse.Namespace, settings: Settings) -> int:
+    async with Engine(settings) as engine:
+        report = await engine.purge(
+            args.pruned_before, tables=args.table, agent=args.agent, reason=args.reason,
+            now=args.now, dry_run=args.dry_run, trigger="manual",
+        )  # fmt: skip
+    verb = "would delete" if args.dry_run else "deleted"
+    lines = [
+        f"{table}: {verb} {sum(c.values())} pruned rows"
+        + (f" ({', '.join(f'{why} {n}' for why, n in sorted(c.items()))})" if c else "")
+        for table, c in report.counts.items()
+    ]
+    emit(args, report.as_dict(), "\n".join(lines))
+    return 0
+
+
+async def cmd_erase(args: argparse.Namespace, settings: Settings) -> int:
+    async with Engine(settings) as engine:
+        report = await engine.erase(args.agent, dry_run=args.dry_run, trigger="manual")
+    verb = "would delete" if args.dry_run else "deleted"
+    lines = [f"{name}: {verb} {n}" for name, n in report.counts.items()]
+    emit(args, report.as_dict(), f"agent {args.agent}\n" + "\n".join(lines))
+    return 0
+
+
 async def cmd_curve(args: argparse.Namespace, settings: Settings) -> int:
     policies = list(settings.policy_table.values())
     if args.plot:
@@ -558,9 +607,35 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--agent")
     p.add_argument("--since", type=_time("since"), help="pruned at or after")
     p.add_argument("--until", type=_time("until"), help="pruned before")
-    p.add_argument("--reason", choices=REASONS)
+    p.add_argument("--reason", choices=PRUNE_REASONS)
     p.add_argument("--now", type=_time("now"))
     p.add_argument("--dry-run", action="store_true")
+
+    p = command("consolidate", cmd_consolidate, "merge duplicate memories already stored")
+    p.add_argument("--table", type=_table, action="append", help="repeatable; default: all")
+    p.add_argument("--agent")
+    p.add_argument("--near", action="store_true", help="near-duplicate vectors too")
+    p.add_argument("--now", type=_time("now"))
+    p.add_argument("--dry-run", action="store_true")
+
+    p = command("forget", cmd_forget, "prune memories on request (recoverable)")
+    p.add_argument("table", type=_table)
+    p.add_argument("ids", nargs="+", metavar="ID")
+    p.add_argument("--now", type=_time("now"))
+
+    p = command("purge", cmd_purge, "hard-delete memories pruned before a moment (for good)")
+    p.add_argument("--pruned-before", type=_time("pruned-before"), required=True)
+    p.add_argument("--table", type=_table, action="append", help="repeatable; default: all")
+    p.add_argument("--agent")
+    p.add_argument("--reason", choices=PRUNE_REASONS)
+    p.add_argument("--now", type=_time("now"))
+    p.add_argument("--dry-run", action="store_true")
+
+    p = command("erase", cmd_erase, "hard-delete everything of one agent (for good)")
+    p.add_argument("--agent", required=True)
+    confirm = p.add_mutually_exclusive_group(required=True)
+    confirm.add_argument("--yes", action="store_true", help="really delete")
+    confirm.add_argument("--dry-run", action="store_true", help="count what would go")
 
     p = command("curve", cmd_curve, "time to prune by retrievals and emotion, under these settings")
     p.add_argument("--plot", metavar="FILE.png")

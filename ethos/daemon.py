@@ -1,7 +1,8 @@
 """The consolidation daemon: a long-running asyncio loop that sweeps.
 
 Every consolidation.interval_seconds (± jitter) it runs a consolidation cycle, an
-ordered list of steps of which the decay sweep is the last. It prefers to sweep when
+ordered list of steps (forget old LTP receipts, purge old tombstones if retention says
+so, merge duplicates) of which the decay sweep is the last. It prefers to sweep when
 the system is idle, but never defers a due sweep by more than max_defer_seconds.
 Beside it, every prune_interval_seconds, a prune pass prunes the rows whose moment has
 come, busy or not, during a long sweep too, so a memory is pruned within that interval
@@ -25,6 +26,7 @@ from datetime import datetime, timedelta
 import structlog
 
 from ethos import db
+from ethos.consolidation import purge_cutoff
 from ethos.engine import Engine
 from ethos.errors import DatabaseError, EthosError, TransientDatabaseError
 from ethos.settings import Settings
@@ -59,6 +61,22 @@ async def forget_ltp_receipts(cycle: Cycle) -> object:
     return None
 
 
+async def merge_duplicates(cycle: Cycle) -> object:
+    """Duplicates that plain SQL or COPY inserted, merged before the sweep sees them
+    (near-duplicate vectors too, with dedup.near)."""
+    near = cycle.engine.settings.dedup.near
+    return await cycle.engine.consolidate(near=near, trigger="daemon")
+
+
+async def purge_old_tombstones(cycle: Cycle) -> object:
+    """With retention.purge_after_days set: memories pruned longer ago, hard-deleted."""
+    now = await cycle.engine.now()
+    cutoff = purge_cutoff(cycle.engine.settings, now)
+    if cutoff is None:
+        return None
+    return await cycle.engine.purge(cutoff, now=now, trigger="daemon")
+
+
 async def decay_sweep(cycle: Cycle) -> object:
     return await cycle.engine.sweep(trigger="daemon", daemon_id=cycle.daemon_id, stop=cycle.stop)
 
@@ -75,7 +93,13 @@ class Daemon:
         self.url = url
         # The decay sweep is always the last step: deduplication, promotion and the like
         # slot in before it.
-        self.steps: list[Step] = [forget_ltp_receipts, *steps_before_sweep, decay_sweep]
+        self.steps: list[Step] = [
+            forget_ltp_receipts,
+            purge_old_tombstones,
+            merge_duplicates,
+            *steps_before_sweep,
+            decay_sweep,
+        ]
         self.id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._store: Store | None = None
         self._engine: Engine | None = None

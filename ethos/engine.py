@@ -15,7 +15,8 @@ from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any
 
-from ethos import db
+from ethos import consolidation, db
+from ethos.consolidation import ConsolidationReport
 from ethos.errors import InputError
 from ethos.explain import explain
 from ethos.inputs import MemoryInput, aware, parse_id
@@ -89,15 +90,34 @@ class Engine:
     async def add(
         self, table: str | TableSpec, *, agent_id: str, content: str, **fields: Any
     ) -> uuid.UUID:
-        """Insert one memory; see MemoryInput for the fields each table accepts.
-        `policy` names its decay policy; without it, `importance` (0..1) picks one,
-        else the agent's policy applies, else decay.default_policy."""
+        """Insert one memory and return its id (an existing one's if it is a duplicate,
+        see add_memory)."""
+        memory_id, _ = await self.add_memory(table, agent_id=agent_id, content=content, **fields)
+        return memory_id
+
+    async def add_memory(
+        self, table: str | TableSpec, *, agent_id: str, content: str, **fields: Any
+    ) -> tuple[uuid.UUID, bool]:
+        """Insert one memory: (its id, True). See MemoryInput for the fields each table
+        accepts. `policy` names its decay policy; without it, `importance` (0..1) picks
+        one, else the agent's policy applies, else decay.default_policy.
+
+        Where dedup is on for the table, a live memory of the agent with the same
+        normalised content (a vector: and an embedding at least dedup.near_threshold
+        similar) is found instead: it gets one retrieval (at created_at, if given) and
+        (its id, False) is returned."""
         if fields.get("policy") is not None:
             self.settings.policy(fields["policy"])
         memory = MemoryInput.build(
             table, self.settings.embedding.dimension, agent_id=agent_id, content=content, **fields
         )
-        return await self.store.insert(memory)
+        dedup = memory.table.alias in self.settings.dedup.tables
+        memory_id, created = await self.store.insert(
+            memory, dedup=dedup, near=self.settings.dedup.near_threshold
+        )
+        if not created:
+            await self.ltp.record(memory.table, [memory_id], memory.created_at or datetime.now(UTC))
+        return memory_id, created
 
     async def move(
         self,
@@ -291,6 +311,86 @@ class Engine:
             dry_run=dry_run,
             command=command,
         )
+
+    async def consolidate(
+        self,
+        tables: Iterable[str | TableSpec] | None = None,
+        *,
+        agent: str | None = None,
+        near: bool = False,
+        now: datetime | None = None,
+        dry_run: bool = False,
+        trigger: str = "api",
+    ) -> ConsolidationReport:
+        """Merge duplicates already in the tables (exact; with `near`, near-duplicate
+        vectors too); dry_run counts what would merge and changes nothing."""
+        return await consolidation.merge_duplicates(
+            self.store,
+            self.settings,
+            now=aware(now, "now") if now else await self.store.now(),
+            tables=_specs(tables),
+            agent=agent,
+            near=near,
+            dry_run=dry_run,
+            trigger=trigger,
+        )
+
+    async def forget(
+        self,
+        table: str | TableSpec,
+        ids: Iterable[str | uuid.UUID],
+        *,
+        now: datetime | None = None,
+        trigger: str = "api",
+    ) -> ConsolidationReport:
+        """Soft-delete memories on request (reason manual; `recover` brings them back)."""
+        parsed = [parse_id(i) for i in ids]
+        if not parsed:
+            raise InputError("forget needs at least one id")
+        return await consolidation.forget(
+            self.store,
+            table_spec(table),
+            parsed,
+            now=aware(now, "now") if now else await self.store.now(),
+            trigger=trigger,
+        )
+
+    async def purge(
+        self,
+        pruned_before: datetime,
+        *,
+        tables: Iterable[str | TableSpec] | None = None,
+        agent: str | None = None,
+        reason: str | None = None,
+        now: datetime | None = None,
+        dry_run: bool = False,
+        trigger: str = "api",
+    ) -> ConsolidationReport:
+        """Hard-delete memories pruned before `pruned_before`, with their links: not
+        recoverable. dry_run counts them and changes nothing."""
+        return await consolidation.purge(
+            self.store,
+            self.settings,
+            pruned_before=aware(pruned_before, "pruned_before"),
+            now=aware(now, "now") if now else await self.store.now(),
+            tables=_specs(tables),
+            agent=agent,
+            reason=reason,
+            dry_run=dry_run,
+            trigger=trigger,
+        )
+
+    async def erase(
+        self, agent: str, *, dry_run: bool, trigger: str = "api"
+    ) -> ConsolidationReport:
+        """Hard-delete everything of one agent (every table, links, policy assignment,
+        its retrievals still buffered here): not recoverable. dry_run counts it."""
+        if not dry_run:
+            await self.ltp.flush()
+        return await consolidation.erase(
+            self.store, self.settings, agent, now=await self.store.now(), dry_run=dry_run,
+            trigger=trigger,
+        )  # fmt: skip
 
     async def status(self, alive_seconds: float) -> dict[str, Any]:
         """Daemons with a heartbeat in the last alive_seconds, who holds the sweep lock,

@@ -15,11 +15,9 @@ import structlog
 from ethos.errors import InputError, NotFoundError
 from ethos.settings import Settings
 from ethos.store import Store
-from ethos.tables import TableSpec
+from ethos.tables import PRUNE_REASONS, TableSpec
 
 log = structlog.get_logger("ethos.recovery")
-
-REASONS = ("decay", "expired", "feedback", "merged", "manual")
 
 
 @dataclass(frozen=True)
@@ -35,8 +33,10 @@ class Selector:
     def check(self) -> None:
         if not (self.ids or self.agent or self.since or self.until or self.reason):
             raise InputError("say which rows to recover: --id, --agent, --since or --reason")
-        if self.reason is not None and self.reason not in REASONS:
-            raise InputError(f"unknown reason {self.reason!r}: use one of {', '.join(REASONS)}")
+        if self.reason is not None and self.reason not in PRUNE_REASONS:
+            raise InputError(
+                f"unknown reason {self.reason!r}: use one of {', '.join(PRUNE_REASONS)}"
+            )
         if self.since and self.until and self.until <= self.since:
             raise InputError("--until must come after --since")
 

@@ -54,6 +54,9 @@ def _memory_columns() -> list[Column[Any]]:
             Column(name, Integer, nullable=False, server_default=text("0"))
             for name in ("surfaced_count", "useful_count", "wrong_count")
         ),
+        # ethos_content_key(content), set by the insert trigger; where a merge sent it.
+        Column("content_key", UUID(as_uuid=True), nullable=False),
+        Column("merged_into", UUID(as_uuid=True)),
     ]
 
 
@@ -225,6 +228,20 @@ def build_metadata(dimension: int) -> MetaData:
         Column("command", Text, nullable=False),
         Column("recovered", BigInteger, nullable=False),
         Column("strength", Float, nullable=False),
+    )
+    Table(
+        "consolidation_runs",
+        metadata,
+        Column("id", BigInteger, primary_key=True),
+        Column("kind", Text, nullable=False),
+        Column("trigger", Text, nullable=False),
+        Column("status", Text, nullable=False),
+        Column("started_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),
+        Column("finished_at", DateTime(timezone=True)),
+        Column("as_of", DateTime(timezone=True), nullable=False),
+        Column("selector", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
+        Column("counts", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
+        Column("error", Text),
     )
     Table(
         "ltp_flushes",

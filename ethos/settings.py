@@ -154,6 +154,23 @@ class LtpSettings(_Section):
         return value
 
 
+TableAlias = Literal["vector", "episode", "fact"]
+
+
+class DedupSettings(_Section):
+    # Tables (short names) where adding a duplicate of a live memory of the agent finds it
+    # instead (and retrieves it once). Episodes are off: one event can happen twice.
+    tables: list[TableAlias] = Field(default_factory=lambda: list[TableAlias](["fact", "vector"]))
+    near: bool = False  # the daemon also merges near-duplicate vectors each cycle
+    near_threshold: float = Field(default=0.95, gt=0, le=1)  # cosine similarity
+
+
+class RetentionSettings(_Section):
+    # Pruned memories older than this (days since pruned) are hard-deleted by the daemon;
+    # unset: never. (The daemon's role then needs DELETE on the memory tables.)
+    purge_after_days: float | None = Field(default=None, gt=0)
+
+
 class FeedbackSettings(_Section):
     # "wrong": the strength (facts: and confidence) at that moment times this.
     wrong_factor: float = Field(default=0.5, gt=0, lt=1)
@@ -217,6 +234,8 @@ class Settings(BaseSettings):
     sweep: SweepSettings = SweepSettings()
     ltp: LtpSettings = LtpSettings()
     feedback: FeedbackSettings = FeedbackSettings()
+    dedup: DedupSettings = DedupSettings()
+    retention: RetentionSettings = RetentionSettings()
     links: LinksSettings = LinksSettings()
     search: SearchSettings = SearchSettings()
     consolidation: ConsolidationSettings = ConsolidationSettings()

@@ -251,20 +251,37 @@ class Store:
         value: datetime = await self._fetchval(queries.DATABASE_NOW)
         return value
 
-    async def insert(self, memory: MemoryInput) -> uuid.UUID:
-        await self.check_table(memory.table)
+    async def insert(
+        self, memory: MemoryInput, *, dedup: bool = False, near: float = 1.0
+    ) -> tuple[uuid.UUID, bool]:
+        """Insert a memory: (its id, True). With `dedup`, a live memory of the agent with
+        the same normalised content (a vector: and an embedding at least `near`
+        cosine-similar) is found instead: (its id, False). Adds of one content are taken
+        one at a time, so concurrent ones make one row."""
+        spec = memory.table
+        await self.check_table(spec)
         columns = memory.columns()
         async with self._transaction() as tx:
             if memory.source is not None:
                 source, source_id = memory.source
-                if (
-                    await tx.fetchval(queries.build_fetch_memory_query(source), id=source_id)
-                    is None
-                ):
+                found = await tx.fetchval(queries.build_fetch_memory_query(source), id=source_id)
+                if found is None:
                     raise NotFoundError(f"no {source.name} row with id {source_id}")
-            query = queries.build_insert_query(memory.table, tuple(columns))
+            if dedup:
+                key = {"table": spec.name, "agent": memory.agent_id, "content": memory.content}
+                await tx.fetchval(queries.LOCK_CONTENT, **key)
+                existing = await tx.fetchval(
+                    queries.build_find_duplicate_query(spec),
+                    agent=memory.agent_id,
+                    content=memory.content,
+                    embedding=memory.embedding,
+                    near=near,
+                )
+                if existing is not None:
+                    return existing, False
+            query = queries.build_insert_query(spec, tuple(columns))
             new_id: uuid.UUID = await tx.fetchval(query, **columns)
-            return new_id
+            return new_id, True
 
     async def fetch(self, spec: TableSpec, memory_id: uuid.UUID) -> Row:
         await self.check_table(spec)
@@ -542,6 +559,102 @@ class Store:
         }
 
     # --- monitoring -------------------------------------------------------------------
+
+    # --- consolidation ----------------------------------------------------------------
+
+    async def duplicate_groups(
+        self, spec: TableSpec, agent: str | None, after: tuple[str, uuid.UUID], limit: int
+    ) -> list[Row]:
+        await self.check_table(spec)
+        return await self._fetch(
+            queries.build_duplicate_groups_query(spec, by_agent=agent is not None),
+            agent=agent,
+            after_agent=after[0],
+            after_key=after[1],
+            limit=limit,
+        )
+
+    async def near_duplicates(
+        self, agent: str | None, after: uuid.UUID, limit: int, threshold: float
+    ) -> list[Row]:
+        """The next `limit` vectors after `after`, each with its near duplicates."""
+        async with self._transaction() as tx:
+            await tx.execute_setting(queries.NEAR_DUPLICATE_SEARCH_SETTINGS)
+            return await tx.fetch(
+                queries.NEAR_DUPLICATES, agent=agent, after=after, limit=limit,
+                threshold=threshold,
+            )  # fmt: skip
+
+    async def vector_sources(self, ids: list[uuid.UUID]) -> list[Row]:
+        return await self._fetch(queries.VECTOR_SOURCES, ids=ids)
+
+    async def merge(
+        self, spec: TableSpec, ids: list[uuid.UUID], groups: list[int], now: datetime
+    ) -> Row:
+        """Merge groups of memories (members, and the number of the group of each)."""
+        await self.check_table(spec)
+        row = await self._fetchrow(queries.build_merge_query(spec), ids=ids, groups=groups, now=now)
+        assert row is not None
+        return row
+
+    async def forget(self, spec: TableSpec, ids: list[uuid.UUID], now: datetime) -> list[uuid.UUID]:
+        await self.check_table(spec)
+        rows = await self._fetch(queries.build_forget_query(spec), ids=ids, now=now)
+        return [row["id"] for row in rows]
+
+    async def purge(
+        self, spec: TableSpec, selector: Mapping[str, Any], *, limit: int, dry_run: bool
+    ) -> dict[str, int]:
+        """What a purge deletes (dry_run: would delete), by reason; a batch at a time."""
+        await self.check_table(spec)
+        query = (
+            queries.build_purge_count_query(spec)
+            if dry_run
+            else queries.build_purge_batch_query(spec, limit)
+        )
+        return {row["reason"]: row["n"] for row in await self._fetch(query, **selector)}
+
+    async def erase_count(self, spec: TableSpec, agent: str) -> int:
+        await self.check_table(spec)
+        count: int = await self._fetchval(queries.build_erase_count_query(spec), agent=agent)
+        return count
+
+    async def erase_batch(self, spec: TableSpec, agent: str, limit: int) -> int:
+        await self.check_table(spec)
+        count: int = await self._fetchval(queries.build_erase_batch_query(spec, limit), agent=agent)
+        return count
+
+    async def erase_agent_rest(self, agent: str, *, dry_run: bool) -> dict[str, int]:
+        """The agent's links and policy assignment: deleted (or counted)."""
+        links = queries.COUNT_AGENT_LINKS if dry_run else queries.ERASE_AGENT_LINKS
+        policy = queries.COUNT_AGENT_POLICY if dry_run else queries.ERASE_AGENT_POLICY
+        return {
+            "memory_links": await self._fetchval(links, agent=agent),
+            "agent_policies": await self._fetchval(policy, agent=agent),
+        }
+
+    async def start_consolidation_run(
+        self, kind: str, trigger: str, now: datetime, selector: Mapping[str, Any]
+    ) -> int:
+        run_id: int = await self._fetchval(
+            queries.START_CONSOLIDATION_RUN,
+            kind=kind,
+            trigger=trigger,
+            now=now,
+            selector=json.dumps(selector, default=str),
+        )
+        return run_id
+
+    async def finish_consolidation_run(
+        self, run_id: int, *, status: str, counts: Mapping[str, Any], error: str | None
+    ) -> None:
+        await self._fetchval(
+            queries.FINISH_CONSOLIDATION_RUN,
+            id=run_id,
+            status=status,
+            counts=json.dumps(counts),
+            error=error,
+        )
 
     # --- policies ---------------------------------------------------------------------
 

@@ -7,12 +7,15 @@ from dataclasses import dataclass
 from ethos.errors import InputError
 
 # Columns every memory table has: what a sweep, LTP, explain and recovery read and write.
+# Why a memory was pruned (the prune_reason column's CHECK says the same).
+PRUNE_REASONS = ("decay", "expired", "feedback", "merged", "manual")
+
 MEMORY_COLUMNS = frozenset(
     {
         "id", "agent_id", "content", "salience", "strength", "anchor_at", "retrieval_count",
         "last_retrieved_at", "created_at", "pruned", "pruned_at", "prune_reason", "pinned",
         "metadata", "policy", "importance", "due_at", "prune_at", "surfaced_count",
-        "useful_count", "wrong_count",
+        "useful_count", "wrong_count", "content_key", "merged_into",
     }
 )  # fmt: skip
 

@@ -18,16 +18,10 @@ from ethos import decay
 from ethos.engine import Engine
 from ethos.recovery import Selector
 from ethos.settings import DatabaseSettings, LtpSettings, Settings
+from tests.vectors import unit
 
 if TYPE_CHECKING:
     from tests.conftest import Days
-
-
-def unit(seed: int, dimension: int = 384) -> list[float]:
-    rng = random.Random(seed)
-    values = [rng.gauss(0, 1) for _ in range(dimension)]
-    norm = math.sqrt(sum(v * v for v in values))
-    return [v / norm for v in values]
 
 
 async def row(conn: asyncpg.Connection, table: str, memory_id: uuid.UUID) -> asyncpg.Record:

@@ -24,16 +24,10 @@ from ethos.ltp import Events, LtpBuffer, Pending, apply_retrievals
 from ethos.settings import DatabaseSettings, LtpSettings, SearchSettings, Settings
 from ethos.store import LtpFlush, Store
 from ethos.tables import EPISODES
+from tests.vectors import unit
 
 if TYPE_CHECKING:
     from tests.conftest import Days
-
-
-def unit(seed: int, dimension: int = 384) -> list[float]:
-    rng = random.Random(seed)
-    values = [rng.gauss(0, 1) for _ in range(dimension)]
-    norm = math.sqrt(sum(v * v for v in values))
-    return [v / norm for v in values]
 
 
 async def fetch(conn: asyncpg.Connection, table: str, memory_id: uuid.UUID) -> asyncpg.Record:

@@ -7,8 +7,10 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import asyncpg
+import pytest
 
 from ethos.engine import Engine
+from ethos.errors import DatabaseError
 from ethos.recovery import Selector
 from ethos.settings import DatabaseSettings, Settings
 
@@ -27,7 +29,9 @@ async def test_the_documented_grants_run_ethos(
 ) -> None:
     name = await conn.fetchval("SELECT current_database()")
     # Roles are cluster-wide: the runbook's names, made unique to this database.
-    sql = role_sql().replace("ethos_app", f"{name}_app").replace("ethos_owner", f"{name}_owner")
+    sql = role_sql()
+    for role in ("app", "owner", "eraser"):
+        sql = sql.replace(f"ethos_{role}", f"{name}_{role}")
     await conn.execute(sql.replace("DATABASE ethos", f"DATABASE {name}"))
     app_url = database_url.replace("postgresql://postgres:", f"postgresql://{name}_app:", 1)
     try:
@@ -47,6 +51,14 @@ async def test_the_documented_grants_run_ethos(
                 {"table_name": "episodic_traces", "live": 1, "pruned": 0, "pinned": 0}
             ]
             await engine.store.forget_ltp_flushes()
+            await engine.consolidate()
+            await engine.forget("episode", [memory])
+            with pytest.raises(DatabaseError, match="permission denied"):
+                await engine.purge(await engine.now())
+        eraser_url = app_url.replace(f"{name}_app:", f"{name}_eraser:", 1)
+        async with Engine(Settings(database=DatabaseSettings(url=eraser_url))) as engine:
+            report = await engine.erase("a", dry_run=False)
+            assert report.counts["episodic_traces"] == 1
         # and nothing can be hard-deleted
         app = await asyncpg.connect(app_url)
         try:
@@ -58,5 +70,6 @@ async def test_the_documented_grants_run_ethos(
         assert denied is False
     finally:
         await conn.execute(
-            f"DROP OWNED BY {name}_app; DROP ROLE {name}_app; DROP ROLE {name}_owner"
+            f"DROP OWNED BY {name}_app, {name}_eraser; DROP ROLE {name}_eraser;"
+            f" DROP ROLE {name}_app; DROP ROLE {name}_owner"
         )

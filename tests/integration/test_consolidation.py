@@ -1,0 +1,331 @@
+"""Consolidation beyond decay: duplicates found at write and merged afterwards, forgetting
+on request, purging old tombstones, erasing an agent; each audited, each previewable."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from typing import TYPE_CHECKING
+
+import asyncpg
+import pytest
+
+from ethos.engine import Engine
+from ethos.errors import InputError
+from ethos.recovery import Selector
+from ethos.settings import DatabaseSettings, Settings
+from tests.vectors import at_cosine, unit
+
+if TYPE_CHECKING:
+    from tests.conftest import Cli, Days
+
+
+async def live(conn: asyncpg.Connection, table: str, agent: str) -> list[asyncpg.Record]:
+    return await conn.fetch(
+        f"SELECT * FROM {table} WHERE agent_id = $1 AND NOT pruned ORDER BY created_at, id", agent
+    )
+
+
+async def test_a_duplicate_add_finds_the_memory_and_retrieves_it(
+    engine: Engine, conn: asyncpg.Connection, days: Days
+) -> None:
+    first, created = await engine.add_memory("fact", agent_id="ada", content="Ada likes tea",
+                                             created_at=days(0))  # fmt: skip
+    again, again_created = await engine.add_memory(
+        "fact", agent_id="ada", content=" ada  likes\tTEA ", created_at=days(1)
+    )
+    other_agent, other_created = await engine.add_memory(
+        "fact", agent_id="bob", content="Ada likes tea", created_at=days(1)
+    )
+    await engine.ltp.drain(5)
+    assert (created, again, again_created, other_created) == (True, first, False, True)
+    assert other_agent != first
+    [fact] = await live(conn, "semantic_facts", "ada")
+    assert (fact["id"], fact["retrieval_count"], fact["last_retrieved_at"]) == (first, 1, days(1))
+    # Episodes are not deduplicated by default: one event can happen twice.
+    one = await engine.add("episode", agent_id="ada", content="rain")
+    two = await engine.add("episode", agent_id="ada", content="Rain")
+    assert one != two
+
+
+async def test_twenty_concurrent_adds_of_one_new_fact_make_one_row(
+    engine: Engine, conn: asyncpg.Connection
+) -> None:
+    results = await asyncio.gather(
+        *(engine.add_memory("fact", agent_id="ada", content="Ada likes tea") for _ in range(20))
+    )
+    await engine.ltp.drain(5)
+    assert len({memory_id for memory_id, _ in results}) == 1
+    assert sorted(created for _, created in results) == [False] * 19 + [True]
+    [fact] = await live(conn, "semantic_facts", "ada")
+    assert fact["retrieval_count"] == 19
+
+
+async def test_vectors_are_duplicates_only_when_the_embedding_matches_too(
+    engine: Engine, conn: asyncpg.Connection
+) -> None:
+    base = unit(1)
+    first = await engine.add("vector", agent_id="a", content="tea", embedding=base)
+    close = await engine.add("vector", agent_id="a", content="TEA",
+                             embedding=at_cosine(base, 0.97, 2))  # fmt: skip
+    far = await engine.add("vector", agent_id="a", content="tea", embedding=at_cosine(base, 0.9, 3))
+    assert close == first
+    assert far != first
+
+
+async def test_consolidate_merges_duplicates_loaded_by_sql(
+    settings: Settings, conn: asyncpg.Connection, days: Days, cli: Cli, database_url: str
+) -> None:
+    # 1,000 facts: 100 groups of 3 duplicates (differing in case and spaces), 700 alone.
+    rows = []
+    for n in range(100):
+        for copy, spelling in enumerate((f"fact {n}", f"FACT  {n} ", f" Fact {n}")):
+            rows.append(("a", spelling, days(copy), copy + 1, 0.5 + copy / 10))
+    rows += [("a", f"single {n}", days(0), 1, 0.5) for n in range(700)]
+    await conn.executemany(
+        "INSERT INTO semantic_facts (agent_id, content, created_at, retrieval_count, salience)"
+        " VALUES ($1, $2, $3, $4, $5)",
+        rows,
+    )
+    env = {"ETHOS_DATABASE__URL": database_url}
+    now = days(3).isoformat()
+    preview = cli("consolidate", "--table", "fact", "--dry-run", "--now", now, "--json", env=env)
+    assert preview.returncode == 0, preview.stderr
+    previewed = json.loads(preview.stdout)["counts"]["semantic_facts"]
+    assert (previewed["groups"], previewed["merged"]) == (100, 200)
+    assert len(await live(conn, "semantic_facts", "a")) == 1000
+
+    done = cli("consolidate", "--table", "fact", "--now", now, "--json", env=env)
+    assert done.returncode == 0, done.stderr
+    counts = json.loads(done.stdout)["counts"]["semantic_facts"]
+    assert (counts["groups"], counts["merged"]) == (100, 200)
+    survivors = {r["content"]: r for r in await live(conn, "semantic_facts", "a")}
+    assert len(survivors) == 800
+    for n in range(100):
+        survivor = survivors[f"fact {n}"]  # the earliest of its group
+        assert survivor["retrieval_count"] == 1 + 2 + 3
+        assert survivor["anchor_at"] == days(3)
+    merged = await conn.fetch(
+        "SELECT m.merged_into, s.content FROM semantic_facts AS m"
+        " JOIN semantic_facts AS s ON s.id = m.merged_into WHERE m.prune_reason = 'merged'"
+    )
+    assert len(merged) == 200
+    assert all(r["content"].startswith("fact ") for r in merged)
+
+    again = cli("consolidate", "--table", "fact", "--now", now, "--json", env=env)
+    assert json.loads(again.stdout)["counts"]["semantic_facts"]["merged"] == 0
+    audit = await conn.fetch(
+        "SELECT kind, trigger, status, counts FROM ethos_consolidation_runs ORDER BY id"
+    )
+    assert [(r["kind"], r["trigger"], r["status"]) for r in audit] == [
+        ("merge", "manual", "completed")
+    ] * 2  # the dry run changes nothing, the audit table included
+    assert json.loads(audit[0]["counts"])["semantic_facts"]["merged"] == 200
+
+
+async def test_the_survivor_takes_the_strongest_curve_and_the_links(
+    engine: Engine, conn: asyncpg.Connection, days: Days
+) -> None:
+    weak, strong, other = [
+        await conn.fetchval(
+            "INSERT INTO semantic_facts (agent_id, content, created_at, salience, confidence)"
+            " VALUES ('a', $1, $2, $3, $4) RETURNING id",
+            content,
+            days(day),
+            salience,
+            confidence,
+        )
+        for content, day, salience, confidence in (
+            ("tea", 0, 0.2, 0.9),
+            ("Tea", 1, 0.9, 0.4),
+            ("coffee", 0, 1.0, 1.0),
+        )
+    ]
+    await engine.feedback("fact", [strong, other], "useful", at=days(1))
+    await engine.ltp.drain(5)
+    strong_before = await engine.explain("fact", strong, now=days(2))
+    report = await engine.consolidate(["fact"], now=days(2))
+    assert report.counts["semantic_facts"]["links_moved"] == 1
+    survivor = await conn.fetchrow("SELECT * FROM semantic_facts WHERE id = $1", weak)
+    assert survivor["retrieval_count"] == 1
+    # The strongest member's curve (S × D at the merge), under the survivor's own boosts.
+    after = await engine.explain("fact", weak, now=days(2))
+    assert after["strength"] == pytest.approx(
+        strong_before["strength"] * strong_before["decay_factor"]
+    )
+    assert survivor["salience"] == pytest.approx(after["salience"])
+    assert survivor["confidence"] == pytest.approx(after["confidence"])
+    links = await engine.links("fact", weak, now=days(2))
+    assert [link["id"] for link in links] == [str(other)]
+    assert await engine.links("fact", strong, now=days(2)) == []
+    # A merged memory recovered is its own memory again; the survivor keeps the sum.
+    await engine.recover("fact", Selector(ids=(strong,)), now=days(3))
+    back = await conn.fetchrow("SELECT * FROM semantic_facts WHERE id = $1", strong)
+    assert (back["pruned"], back["merged_into"], back["retrieval_count"]) == (False, None, 1)
+    kept = await conn.fetchval("SELECT retrieval_count FROM semantic_facts WHERE id = $1", weak)
+    assert kept == 1
+
+
+async def test_near_duplicate_vectors_merge_and_so_do_the_rows_they_embed(
+    engine: Engine, conn: asyncpg.Connection, days: Days
+) -> None:
+    base, apart = unit(10), unit(11)
+    episodes = [
+        await engine.add("episode", agent_id="a", content=text, created_at=days(n))
+        for n, text in enumerate(("saw a heron", "a heron, seen", "rain", "drizzle"))
+    ]
+    vectors = [  # plain SQL: no check at write
+        await conn.fetchval(
+            "INSERT INTO memory_vectors (agent_id, content, embedding, created_at, source_type,"
+            " source_id) VALUES ('a', $1, $2::float4[]::vector, $3, 'episodic_traces', $4)"
+            " RETURNING id",
+            text,
+            embedding,
+            days(n),
+            episodes[n],
+        )
+        for n, (text, embedding) in enumerate(
+            (
+                ("saw a heron", base),
+                ("a heron, seen", at_cosine(base, 0.97, 12)),
+                ("rain", apart),
+                ("drizzle", at_cosine(apart, 0.90, 13)),
+            )
+        )
+    ]
+    preview = await engine.consolidate(["vector"], near=True, now=days(5), dry_run=True)
+    assert preview.counts["near"] == {"groups": 1, "merged": 1}
+    report = await engine.consolidate(["vector"], near=True, now=days(5))
+    assert report.counts["near"]["merged"] == 1
+    assert report.counts["near"]["episodic_traces_merged"] == 1
+    assert [r["id"] for r in await live(conn, "memory_vectors", "a")] == [
+        vectors[0], vectors[2], vectors[3]
+    ]  # fmt: skip
+    assert [r["id"] for r in await live(conn, "episodic_traces", "a")] == [
+        episodes[0], episodes[2], episodes[3]
+    ]  # fmt: skip
+
+
+async def test_forget_is_a_recoverable_prune_and_unknown_ids_change_nothing(
+    engine: Engine, conn: asyncpg.Connection, days: Days
+) -> None:
+    keep, drop = [await engine.add("fact", agent_id="a", content=c) for c in ("x", "y")]
+    with pytest.raises(InputError, match="no semantic_facts row with id"):
+        await engine.forget("fact", [drop, uuid.uuid4()], now=days(1))
+    assert len(await live(conn, "semantic_facts", "a")) == 2
+    report = await engine.forget("fact", [drop], now=days(1))
+    assert report.counts == {"semantic_facts": {"manual": 1}}
+    gone = await conn.fetchrow("SELECT * FROM semantic_facts WHERE id = $1", drop)
+    assert (gone["pruned"], gone["prune_reason"]) == (True, "manual")
+    with pytest.raises(InputError, match="already pruned"):
+        await engine.forget("fact", [drop], now=days(1))
+    await engine.recover("fact", Selector(reason="manual"), now=days(2))
+    assert len(await live(conn, "semantic_facts", "a")) == 2
+    assert keep
+
+
+async def test_purge_dry_run_reports_exactly_what_the_purge_deletes(
+    settings: Settings, conn: asyncpg.Connection, days: Days, cli: Cli, database_url: str
+) -> None:
+    settings.decay.batch_size = 7  # several batches
+    async with Engine(settings) as engine:
+        ids = [
+            await engine.add(
+                "episode", agent_id="a" if n % 3 else "b", content=f"e{n}", salience=0.5
+            )
+            for n in range(40)
+        ]
+        linked = ids[:2]
+        await engine.feedback("episode", linked, "useful", at=days(0))
+        await engine.ltp.drain(5)
+        await engine.forget("episode", ids[:25], now=days(1))
+        await engine.forget("episode", ids[25:30], now=days(20))
+    env = {"ETHOS_DATABASE__URL": database_url}
+    args = ("purge", "--pruned-before", days(10).isoformat(), "--now", days(30).isoformat())
+    preview = json.loads(cli(*args, "--dry-run", "--json", env=env).stdout)
+    assert await conn.fetchval("SELECT count(*) FROM episodic_traces") == 40
+    done = cli(*args, "--json", env=env)
+    assert done.returncode == 0, done.stderr
+    purged = json.loads(done.stdout)
+    assert preview["counts"] == purged["counts"]
+    assert purged["counts"]["episodic_traces"] == {"manual": 25}
+    left = {r["id"] for r in await conn.fetch("SELECT id FROM episodic_traces")}
+    assert left == set(ids[25:])
+    assert await conn.fetchval("SELECT count(*) FROM memory_links") == 0
+    bad = cli("purge", "--pruned-before", "yesterday", env=env)
+    assert bad.returncode == 2
+    assert "pruned-before" in bad.stderr
+
+
+async def test_erase_leaves_nothing_of_the_agent_and_audits_counts_only(
+    settings: Settings, conn: asyncpg.Connection, days: Days, cli: Cli, database_url: str
+) -> None:
+    async with Engine(settings) as engine:
+        for agent in ("secret-agent", "other"):
+            facts = [
+                await engine.add("fact", agent_id=agent, content=f"{agent} likes {drink}")
+                for drink in ("tea", "coffee")
+            ]
+            episode = await engine.add("episode", agent_id=agent, content=f"{agent} met Ada")
+            await engine.add("vector", agent_id=agent, content="v", embedding=unit(5),
+                             source_type="fact", source_id=facts[0])  # fmt: skip
+            await engine.feedback("fact", facts, "useful", at=days(0))  # links them
+            await engine.forget("episode", [episode], now=days(1))
+        await engine.assign_policy("secret-agent", "long_term")
+        # Retrievals still buffered when the erase starts are applied, then erased too.
+        await engine.record_retrieval("fact", facts)
+    env = {"ETHOS_DATABASE__URL": database_url}
+    preview = cli("erase", "--agent", "secret-agent", "--dry-run", "--json", env=env)
+    assert json.loads(preview.stdout)["counts"] == {
+        "memory_vectors": 1, "episodic_traces": 1, "semantic_facts": 2,
+        "memory_links": 1, "agent_policies": 1,
+    }  # fmt: skip
+    refused = cli("erase", "--agent", "secret-agent", env=env)
+    assert refused.returncode == 2
+    assert "--yes" in refused.stderr
+    done = cli("erase", "--agent", "secret-agent", "--yes", "--json", env=env)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["counts"] == json.loads(preview.stdout)["counts"]
+    tables = await conn.fetch(
+        "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'"
+        " AND table_type = 'BASE TABLE'"
+    )
+    for table in (r["table_name"] for r in tables):
+        mentions = await conn.fetchval(
+            f"SELECT count(*) FROM {table} AS t WHERE t::text LIKE '%secret-agent%'"
+        )
+        assert mentions == (1 if table == "consolidation_runs" else 0), table
+    for table in ("semantic_facts", "episodic_traces", "memory_vectors", "memory_links"):
+        others = await conn.fetchval(f"SELECT count(*) FROM {table} WHERE agent_id = 'other'")
+        assert others == {"semantic_facts": 2}.get(table, 1), table
+    audit = await conn.fetchrow("SELECT * FROM consolidation_runs WHERE kind = 'erase'")
+    # The audit says whose (what was asked) and how many; never what they remembered.
+    assert "likes" not in str(dict(audit)) and "met Ada" not in str(dict(audit))
+    assert json.loads(audit["counts"])["semantic_facts"] == 2
+
+
+async def test_the_daemon_merges_and_purges_each_cycle(
+    database_url: str, conn: asyncpg.Connection
+) -> None:
+    from ethos.daemon import Cycle, merge_duplicates, purge_old_tombstones
+
+    await conn.execute(
+        "INSERT INTO semantic_facts (agent_id, content, pruned, pruned_at, prune_reason)"
+        " VALUES ('a', 'dup', false, NULL, NULL), ('a', 'DUP', false, NULL, NULL),"
+        " ('a', 'old', true, now() - interval '3 days', 'decay'),"
+        " ('a', 'recent', true, now() - interval '1 hour', 'decay')"
+    )
+    settings = Settings(database=DatabaseSettings(url=database_url))
+    async with Engine(settings) as engine:
+        cycle = Cycle(engine=engine, store=engine.store, daemon_id="d", stop=asyncio.Event())
+        assert await purge_old_tombstones(cycle) is None  # retention unset: never
+        settings.retention.purge_after_days = 2
+        await purge_old_tombstones(cycle)
+        await merge_duplicates(cycle)
+    left = await conn.fetch(
+        "SELECT content, prune_reason FROM semantic_facts ORDER BY 2 NULLS FIRST, 1"
+    )
+    assert [tuple(r) for r in left] == [("dup", None), ("recent", "decay"), ("DUP", "merged")]
+    runs = await conn.fetch("SELECT kind, trigger FROM consolidation_runs ORDER BY id")
+    assert [tuple(r) for r in runs] == [("purge", "daemon"), ("merge", "daemon")]
