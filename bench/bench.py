@@ -10,21 +10,32 @@ from __future__ import annotations
 import argparse
 import asyncio
 import random
+import sys
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import asyncpg
 
+# The benchmarks borrow the tests' local embeddings server: the repository root on the path.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
 from ethos import db, decay, logs
+from ethos.embedding import openai_embedder
 from ethos.engine import Engine
 from ethos.errors import TransientDatabaseError
 from ethos.explain import memory_state
 from ethos.ltp import Events, apply_retrievals
 from ethos.queries import confidence_expr, salience_expr
-from ethos.settings import DatabaseSettings, LoggingSettings, LtpSettings, Settings
+from ethos.settings import (
+    DatabaseSettings,
+    EmbeddingSettings,
+    LoggingSettings,
+    LtpSettings,
+    Settings,
+)
 from ethos.sweep import Mode
 from ethos.tables import EPISODES, FACTS, MEMORY_TABLES
 
@@ -34,6 +45,17 @@ BENCH_DB = "ethos_bench"
 POLICIES = ("standard", "working", "long_term", "permanent")
 TOPICS = 500
 SPREAD = 0.5
+# Memories' text: six words of a 3,000-word vocabulary, common words more often (as in
+# language); `g > 0` keeps PostgreSQL from computing it once for every row.
+VOCABULARY = 3000
+WORDS_SQL = (
+    f"(SELECT string_agg('w' || floor({VOCABULARY} * random() ^ 2)::int, ' ')"
+    " FROM generate_series(1, 6) WHERE g > 0)"
+)
+
+
+def words(rng: random.Random, n: int) -> str:
+    return " ".join(f"w{int(VOCABULARY * rng.random() ** 2)}" for _ in range(n))
 
 
 def rate(rows: int, seconds: float) -> float:
@@ -62,7 +84,8 @@ async def load(
     working = POLICIES.index("working")
 
     def common(count: int) -> str:
-        return f"""'agent-' || (g % {agents}), 'memory ' || g, 0.0, 0.5 + random() / 2,
+        return f"""'agent-' || (g % {agents}), 'memory ' || g || ' ' || {WORDS_SQL},
+                0.0, 0.5 + random() / 2,
                 CASE WHEN g % {len(POLICIES)} = {working}
                      THEN $1::timestamptz + interval '1 day' - random() * interval '6 hours'
                      ELSE $1::timestamptz - (1 - g::float8 / {count}) * interval '10 days'
@@ -474,6 +497,117 @@ async def retrieval_bench(
     return results
 
 
+async def recall_bench(
+    engine: Engine, conn: asyncpg.Connection, searches: int, agents: int
+) -> dict[str, float]:
+    """Recall by text over every table for one agent at a time; then hybrid, with the
+    local embeddings server as the provider, its own time taken out."""
+    await vacuum(conn)  # settle the bulk load, as autovacuum would have by then
+    rng = random.Random(3)
+    queries = [(f"agent-{rng.randrange(agents)}", words(rng, 3)) for _ in range(searches)]
+    at = T0 + timedelta(days=1)
+    results: dict[str, float] = {}
+    total = sum([await engine.count_live(spec) for spec in MEMORY_TABLES])
+    print(f"\nRecall by text: {searches:,} queries of 3 words, k=10, one agent of {agents}"
+          f" over {total:,} live memories (p50 / p99 in ms)")  # fmt: skip
+
+    async def latencies(recalling: Engine, spent: list[float]) -> list[float]:
+        times = []
+        for agent, query in queries:
+            before = sum(spent)
+            started = time.perf_counter()
+            await recalling.recall(agent, query, k=10, at=at)
+            times.append((time.perf_counter() - started - (sum(spent) - before)) * 1000)
+        return times
+
+    for agent, query in queries[:100]:  # warm the cache
+        await engine.recall(agent, query, at=at, record=False)
+    text = await latencies(engine, [])
+    results["text_p99"] = percentile(text, 0.99)
+    print(f"  text       p50 {percentile(text, 0.5):6.2f}   p99 {results['text_p99']:6.2f}"
+          "   (goal p99 < 50)")  # fmt: skip
+
+    from tests.embedding_server import embedding_server  # the tests' local provider
+
+    spent: list[float] = []
+    with embedding_server() as (url, _):
+        provider = openai_embedder(EmbeddingSettings(provider="openai", url=url, model="bench"))
+
+        async def timed_embedder(texts: Sequence[str]) -> list[list[float]]:
+            started = time.perf_counter()
+            try:
+                return await provider(texts)
+            finally:
+                spent.append(time.perf_counter() - started)
+
+        async with Engine(engine.settings, store=engine.store, embedder=timed_embedder) as hybrid:
+            hybrid_ms = await latencies(hybrid, spent)
+    results["hybrid_p99"] = percentile(hybrid_ms, 0.99)
+    own = 1000 * sum(spent) / len(spent)
+    print(f"  hybrid     p50 {percentile(hybrid_ms, 0.5):6.2f}   p99 {results['hybrid_p99']:6.2f}"
+          f"   (the provider's own {own:.2f} ms a query left out)")  # fmt: skip
+    await engine.ltp.drain(60)
+    return results
+
+
+async def queue_bench(engine: Engine, conn: asyncpg.Connection, agents: int) -> dict[str, float]:
+    """Retrievals recorded from plain SQL (one id a call, 100 ids a call), the daemon's
+    drain of the queue, and search with a durable buffer against the in-memory one."""
+    results: dict[str, float] = {}
+    ids = [
+        r["id"]
+        for r in await conn.fetch("SELECT id FROM episodic_traces WHERE NOT pruned LIMIT 20000")
+    ]
+    rng = random.Random(11)
+    at = T0 + timedelta(days=1)
+    record = "SELECT ethos_record_retrieval('episodic_traces', $1::uuid[], $2)"
+    print("\nRetrievals from SQL (ethos_record_retrieval) and the durable queue")
+
+    async def single() -> int:
+        for _ in range(5000):
+            await conn.fetchval(record, [rng.choice(ids)], at)
+        return 5000
+
+    async def hundreds() -> int:
+        for _ in range(1000):
+            await conn.fetchval(record, [rng.choice(ids) for _ in range(100)], at)
+        return 100_000
+
+    n, s = await timed("enqueued, one id a call", single)
+    results["enqueue_single"] = rate(n, s)
+    n, s = await timed("enqueued, 100 ids a call", hundreds)
+    results["enqueue_100"] = rate(n, s)
+
+    async def drain() -> int:
+        before = engine.ltp.stats.applied + engine.ltp.stats.skipped
+        await engine.ltp.drain_queue()
+        return engine.ltp.stats.applied + engine.ltp.stats.skipped - before
+
+    n, s = await timed("drained and applied (coalesced, exactly once)", drain)
+    results["drain"] = rate(n, s)
+    print(f"  drain {results['drain']:,.0f} retrievals/s (goal >= 50,000)")
+
+    topics = [list(r["centre"]) for r in await conn.fetch("SELECT centre FROM bench_topics")]
+    queries = [(f"agent-{i % agents}", [c + SPREAD * rng.uniform(-0.5, 0.5) for c in
+                rng.choice(topics)]) for i in range(600)]  # fmt: skip
+    durable_settings = engine.settings.model_copy(
+        update={"ltp": engine.settings.ltp.model_copy(update={"durable": True})}
+    )
+    async with Engine(durable_settings, store=engine.store) as durable:
+        memory: list[float] = []
+        written: list[float] = []
+        for i, (agent, query) in enumerate(queries):
+            started = time.perf_counter()
+            await (durable if i % 2 else engine).search(agent, query, k=10, now=at)
+            (written if i % 2 else memory).append((time.perf_counter() - started) * 1000)
+    results["durable_p50_ratio"] = percentile(written, 0.5) / percentile(memory, 0.5)
+    extra = results["durable_p50_ratio"] - 1
+    print(f"  search p50 with durable on {percentile(written, 0.5):.2f} ms vs off"
+          f" {percentile(memory, 0.5):.2f} ms ({extra:+.1%})")  # fmt: skip
+    await engine.ltp.drain(60)
+    return results
+
+
 async def consolidation_bench(engine: Engine, conn: asyncpg.Connection) -> dict[str, float]:
     """Exact duplicates: 5% of the episodes and facts copied (other case and spacing),
     merged by `consolidate`, against a client reading (agent, content) and grouping the
@@ -599,6 +733,9 @@ async def main(args: argparse.Namespace) -> None:
             if not args.skip_search:
                 await retrieval_bench(engine, conn, args.searches, args.agents)
                 await link_bench(engine, conn)
+                await queue_bench(engine, conn, args.agents)
+            if not args.skip_recall:
+                await recall_bench(engine, conn, args.searches // 4, args.agents)
             if not args.skip_consolidation:
                 await consolidation_bench(engine, conn)
         finally:
@@ -615,6 +752,7 @@ if __name__ == "__main__":
     )
     parser.add_argument("--skip-sweep", action="store_true")
     parser.add_argument("--skip-search", action="store_true")
+    parser.add_argument("--skip-recall", action="store_true")
     parser.add_argument("--skip-consolidation", action="store_true")
     parser.add_argument("--data-dir", default=".ethos/bench-pgdata")
     asyncio.run(main(parser.parse_args()))

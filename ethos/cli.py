@@ -21,6 +21,7 @@ from ethos.engine import Engine
 from ethos.errors import EthosError, InputError
 from ethos.inputs import parse_id, parse_time
 from ethos.recovery import Selector
+from ethos.retrieval import Hit
 from ethos.settings import Settings, load_settings
 from ethos.signals import on_stop
 from ethos.sweep import Mode
@@ -165,14 +166,28 @@ async def cmd_explain(args: argparse.Namespace, settings: Settings) -> int:
 
 async def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
     async with Engine(settings) as engine:
-        hits = await engine.search(
-            args.agent, args.embedding, k=args.k, now=args.now, expand=args.expand
-        )
+        if args.query is not None:
+            if args.expand:
+                raise InputError("--expand goes with --embedding")
+            hits = await engine.recall(
+                args.agent, args.query, k=args.k, tables=args.table, at=args.now
+            )
+        else:
+            if args.table:
+                raise InputError("--table goes with --query (--embedding searches vectors)")
+            hits = await engine.search(
+                args.agent, args.embedding, k=args.k, now=args.now, expand=args.expand
+            )
     # The engine is closed: the LTP of these hits has been applied (or counted as dropped).
     stats = engine.ltp.stats
+
+    def why(h: Hit) -> str:
+        if h.via:
+            return f"  (linked to {h.via})"
+        return f"  sim {h.similarity:.4f}" if h.similarity is not None else ""
+
     lines = [
-        f"{h.score:.4f}  sal {h.salience:.4f}  {h.id}  {h.content}"
-        + (f"  (linked to {h.via})" if h.via else f"  sim {h.similarity:.4f}")
+        f"{h.score:.4f}  sal {h.salience:.4f}  {h.table:<15} {h.id}  {h.content}{why(h)}"
         for h in hits
     ]
     emit(
@@ -181,6 +196,32 @@ async def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
         "\n".join(lines) or "no hits",
     )
     return _ltp_exit(stats.dropped)
+
+
+async def cmd_embed(args: argparse.Namespace, settings: Settings) -> int:
+    async with Engine(settings) as engine:
+        made = await engine.embed_missing(args.agent)
+    lines = [f"{table}: {n} vectors written" for table, n in made.items()]
+    emit(args, {"written": made}, "\n".join(lines))
+    return 0
+
+
+async def cmd_mcp(args: argparse.Namespace, settings: Settings) -> int:
+    try:
+        from ethos.integrations.mcp import build_server
+    except ImportError as exc:
+        raise InputError(
+            f"ethos mcp needs the mcp extra: pip install 'ethos[mcp]' ({exc})"
+        ) from None
+    server = build_server(settings, agent=args.agent)
+    if args.http is None:
+        await server.run_stdio_async()
+    else:
+        host, _, port = args.http.rpartition(":")
+        if not host or not port.isdigit():
+            raise InputError(f"--http takes HOST:PORT (got {args.http!r})")
+        await server.run_streamable_http_async(host=host, port=int(port))
+    return 0
 
 
 async def cmd_feedback(args: argparse.Namespace, settings: Settings) -> int:
@@ -224,6 +265,8 @@ def _ltp_exit(dropped: int) -> int:
 
 
 async def cmd_daemon(args: argparse.Namespace, settings: Settings) -> int:
+    if args.metrics:
+        settings.metrics.listen = args.metrics
     stop = asyncio.Event()
     with on_stop(stop.set):
         try:
@@ -593,9 +636,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("id")
     p.add_argument("--now", type=_time("now"))
 
-    command(
+    p = command(
         "daemon", cmd_daemon, "run the consolidation daemon until SIGTERM or SIGINT", reports=False
     )
+    p.add_argument("--metrics", metavar="HOST:PORT", help="serve /metrics and /healthz there")
     command("status", cmd_status, "daemons, the sweep lock, the last and next sweep, LTP")
 
     p = command("stats", cmd_stats, "what the monitoring views say, as readable tables")
@@ -667,12 +711,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--policy", required=True)
     p.add_argument("--now", type=_time("now"))
 
-    p = command("search", cmd_search, "nearest live vectors of an agent, ranked by score")
+    p = command("search", cmd_search, "an agent's memories that answer a query, by text or vector")
     p.add_argument("--agent", required=True)
-    p.add_argument("--embedding", required=True, help="a JSON array of numbers")
+    what = p.add_mutually_exclusive_group(required=True)
+    what.add_argument("--query", help="words: recall by text (hybrid with a provider)")
+    what.add_argument("--embedding", help="a JSON array of numbers: nearest vectors")
+    p.add_argument("--table", type=_table, action="append", help="with --query; repeatable")
     p.add_argument("-k", type=int, default=10)
     p.add_argument("--now", type=_time("now"))
     p.add_argument("--expand", action="store_true", help="add the hits' linked memories")
+
+    p = command("embed", cmd_embed, "write the vectors episodes and facts lack (a provider)")
+    p.add_argument("--missing", action="store_true", required=True, help="those with none")
+    p.add_argument("--agent")
+
+    p = command(
+        "mcp", cmd_mcp, "serve memory tools over MCP (stdio; --http HOST:PORT)", reports=False
+    )
+    p.add_argument("--agent", help="every tool works on this agent (default: tools take agent)")
+    p.add_argument("--http", metavar="HOST:PORT", help="streamable HTTP at /mcp instead of stdio")
 
     p = command("feedback", cmd_feedback, "memories the agent used, or found wrong")
     p.add_argument("table", type=_table)

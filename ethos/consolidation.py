@@ -272,18 +272,20 @@ async def erase(
     report = ConsolidationReport("erase", now, dry_run)
     limit = settings.decay.batch_size
     async with audited(store, report, trigger, {"agent": agent}):
+        # Links and the policy assignment first: then the links counted are the agent's.
+        report.counts.update(await store.erase_agent_rest(agent, dry_run=dry_run))
         for spec in MEMORY_TABLES:
             if dry_run:
                 report.counts[spec.name] = await store.erase_count(spec, agent)
                 continue
-            erased = 0
+            erased, after = 0, uuid.UUID(int=0)
             while True:
-                batch = await store.erase_batch(spec, agent, limit)
+                batch, last = await store.erase_batch(spec, agent, after, limit)
                 erased += batch
                 report.counts[spec.name] = erased
-                if batch < limit:
+                if last is None or batch < limit:
                     break
-        report.counts.update(await store.erase_agent_rest(agent, dry_run=dry_run))
+                after = last
     return report
 
 

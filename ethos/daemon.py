@@ -18,19 +18,26 @@ import contextlib
 import os
 import random
 import socket
+import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 import structlog
 
 from ethos import db
 from ethos.consolidation import purge_cutoff
 from ethos.engine import Engine
-from ethos.errors import DatabaseError, EthosError, TransientDatabaseError
+from ethos.errors import ConfigError, DatabaseError, EthosError, TransientDatabaseError
+from ethos.ltp import LtpStats
 from ethos.settings import Settings
 from ethos.store import Store
+from ethos.sweep import SweepReport
+
+if TYPE_CHECKING:
+    from ethos.metrics import DaemonMetrics
 
 log = structlog.get_logger("ethos.daemon")
 
@@ -50,6 +57,7 @@ class Cycle:
     store: Store
     daemon_id: str
     stop: asyncio.Event
+    metrics: DaemonMetrics | None = None
 
 
 Step = Callable[[Cycle], Awaitable[object]]
@@ -78,7 +86,23 @@ async def purge_old_tombstones(cycle: Cycle) -> object:
 
 
 async def decay_sweep(cycle: Cycle) -> object:
-    return await cycle.engine.sweep(trigger="daemon", daemon_id=cycle.daemon_id, stop=cycle.stop)
+    sweep = cycle.engine.sweep(trigger="daemon", daemon_id=cycle.daemon_id, stop=cycle.stop)
+    return await observed(cycle.metrics, "due", sweep)
+
+
+async def observed(
+    metrics: DaemonMetrics | None, mode: str, sweep: Awaitable[SweepReport]
+) -> SweepReport:
+    """A daemon sweep, counted in the metrics (when they are served)."""
+    try:
+        report = await sweep
+    except Exception:
+        if metrics is not None:
+            metrics.failed("daemon", mode)
+        raise
+    if metrics is not None:
+        metrics.observe(report, "daemon")
+    return report
 
 
 class Daemon:
@@ -107,6 +131,27 @@ class Daemon:
         self._due_at: datetime | None = None
         self._deferred_for: datetime | None = None
         self._pruning: asyncio.Task[None] | None = None
+        self._leader_since = 0.0  # time.monotonic() when it took the lock
+        self.metrics: DaemonMetrics | None = None
+
+    @property
+    def store(self) -> Store | None:
+        return self._store
+
+    @property
+    def leading(self) -> bool:
+        """Whether this daemon holds the sweep lock."""
+        return self._leader
+
+    @property
+    def leading_for_seconds(self) -> float:
+        return time.monotonic() - self._leader_since if self._leader else 0.0
+
+    def ltp_stats(self) -> LtpStats | None:
+        return self._engine.ltp.stats if self._engine is not None else None
+
+    def ltp_backlog(self) -> int:
+        return self._engine.ltp.backlog if self._engine is not None else 0
 
     async def run(self, stop: asyncio.Event) -> None:
         """Run until `stop` is set, then stop gracefully: the batch in flight finishes,
@@ -114,6 +159,7 @@ class Daemon:
         Cancelling run() asks for the same stop. Either way the loop gets
         consolidation.shutdown_timeout_seconds; past that it is cancelled and
         DaemonStopTimeout is raised."""
+        served = await self._serve_metrics()
         loop = asyncio.create_task(self._loop(stop), name="ethos-daemon")
         stopping = asyncio.create_task(stop.wait())
         try:
@@ -124,9 +170,24 @@ class Daemon:
             raise
         finally:
             stopping.cancel()
+            if served is not None:
+                served.close()
         if not loop.done():
             await self._wind_down(loop)
         loop.result()
+
+    async def _serve_metrics(self) -> asyncio.Server | None:
+        """/metrics and /healthz on metrics.listen, if set."""
+        listen = self.settings.metrics.listen
+        if not listen:
+            return None
+        try:
+            from ethos import metrics
+        except ImportError as exc:
+            hint = "pip install 'ethos[metrics]'"
+            raise ConfigError(f"metrics.listen needs the metrics extra: {hint} ({exc})") from None
+        self.metrics = metrics.DaemonMetrics(self)
+        return await metrics.serve(self.metrics, listen)
 
     async def _wind_down(self, loop: asyncio.Task[None]) -> None:
         timeout = self.settings.consolidation.shutdown_timeout_seconds
@@ -211,7 +272,9 @@ class Daemon:
     async def _cycle(
         self, engine: Engine, store: Store, stop: asyncio.Event, *, overdue: bool
     ) -> None:
-        cycle = Cycle(engine=engine, store=store, daemon_id=self.id, stop=stop)
+        cycle = Cycle(
+            engine=engine, store=store, daemon_id=self.id, stop=stop, metrics=self.metrics
+        )
         log.debug("consolidation_cycle", daemon_id=self.id, overdue=overdue)
         # A long sweep must not look like a dead daemon: keep the heartbeat going.
         beating = asyncio.create_task(self._beat_during_cycle(engine, store))
@@ -233,7 +296,8 @@ class Daemon:
         await _wait(stop, interval)  # a new leader sweeps first, when it can
         while not stop.is_set() and self._leader:
             try:
-                await engine.sweep(mode="prune", trigger="daemon", daemon_id=self.id, stop=stop)
+                sweep = engine.sweep(mode="prune", trigger="daemon", daemon_id=self.id, stop=stop)
+                await observed(self.metrics, "prune", sweep)
             except DatabaseError as exc:
                 log.warning("prune_pass_failed", error=str(exc))
             await _wait(stop, interval)
@@ -255,7 +319,7 @@ class Daemon:
             url = self.url or await db.resolve_url(self.settings)
             self._store = await Store.open(self.settings, url)
         if self._engine is None:
-            engine = Engine(self.settings, store=self._store)
+            engine = Engine(self.settings, store=self._store, drains_queue=True)
             await engine.__aenter__()
             self._engine = engine
         return self._engine, self._store
@@ -268,6 +332,7 @@ class Daemon:
             await self._stop_pruning()
         if self._leader and not was_leader:
             log.info("daemon_took_sweep_lock", daemon_id=self.id)
+            self._leader_since = time.monotonic()
             self._due_at = None  # recomputed from the sweeps the previous holder made
         return self._leader
 

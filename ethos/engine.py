@@ -9,25 +9,31 @@ async with Engine(load_settings()) as engine:
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
-from collections.abc import Iterable, Sequence
-from datetime import UTC, datetime
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
 from types import TracebackType
 from typing import Any
 
+import structlog
+
 from ethos import consolidation, db
 from ethos.consolidation import ConsolidationReport
-from ethos.errors import InputError
+from ethos.embedding import Embedder, ProviderUnavailable, check_dimension, configured
+from ethos.errors import InputError, NotFoundError
 from ethos.explain import explain
 from ethos.inputs import MemoryInput, aware, parse_id
 from ethos.ltp import LtpBuffer
 from ethos.policies import Policy
 from ethos.recovery import RecoveryReport, Selector, recover
-from ethos.retrieval import Hit, search
+from ethos.retrieval import Hit, recall, search
 from ethos.settings import Settings, load_settings
 from ethos.store import Row, Store
 from ethos.sweep import MODES, Mode, Progress, SweepReport, run_sweep
-from ethos.tables import MEMORY_TABLES, TableSpec, table_spec
+from ethos.tables import FACTS, MEMORY_TABLES, SOURCE_TABLES, TableSpec, table_spec
+
+log = structlog.get_logger("ethos.engine")
 
 
 class Engine:
@@ -42,8 +48,13 @@ class Engine:
         *,
         url: str | None = None,
         store: Store | None = None,
+        embedder: Embedder | None = None,
+        drains_queue: bool = False,
     ) -> None:
         self.settings = settings or load_settings()
+        # Texts to vectors: the one given, else the provider the settings name, else none.
+        self.embedder = embedder or configured(self.settings.embedding)
+        self._drains_queue = drains_queue  # apply the durable retrieval queue (the daemon)
         self._url = url
         self._store = store
         self._owns_store = store is None
@@ -55,7 +66,7 @@ class Engine:
             self._store = await Store.open(self.settings, url)
         self._open = True
         await self.store.sync_settings()
-        self.ltp = LtpBuffer(self.store, self.settings)
+        self.ltp = LtpBuffer(self.store, self.settings, drains_queue=self._drains_queue)
         self.ltp.start()
         return self
 
@@ -108,16 +119,55 @@ class Engine:
         (its id, False) is returned."""
         if fields.get("policy") is not None:
             self.settings.policy(fields["policy"])
+        spec = table_spec(table)
+        embedded = None  # the vector of an episode or fact, written with it
+        if self.embedder is not None and isinstance(content, str):
+            if spec.has_embedding and fields.get("embedding") is None:
+                fields["embedding"] = await self._embed(content, spec, required=True)
+            elif spec in SOURCE_TABLES:
+                embedded = await self._embed(content, spec, required=False)
         memory = MemoryInput.build(
-            table, self.settings.embedding.dimension, agent_id=agent_id, content=content, **fields
+            spec, self.settings.embedding.dimension, agent_id=agent_id, content=content, **fields
         )
-        dedup = memory.table.alias in self.settings.dedup.tables
+        dedup = spec.alias in self.settings.dedup.tables
         memory_id, created = await self.store.insert(
-            memory, dedup=dedup, near=self.settings.dedup.near_threshold
+            memory, dedup=dedup, near=self.settings.dedup.near_threshold, embedded=embedded
         )
         if not created:
             await self.ltp.record(memory.table, [memory_id], memory.created_at or datetime.now(UTC))
         return memory_id, created
+
+    async def _embed(self, content: str, spec: TableSpec, *, required: bool) -> list[float] | None:
+        """The content's vector. A provider that is down fails the add of a vector
+        (required) and leaves an episode or fact without one (logged; `ethos embed
+        --missing` fills it in later); any other provider error fails the add."""
+        assert self.embedder is not None
+        try:
+            [vector] = await self.embedder([content])
+        except ProviderUnavailable as exc:
+            if required:
+                raise
+            log.warning("embedding_missing", table=spec.name, reason=str(exc))
+            return None
+        check_dimension([vector], self.settings.embedding.dimension)
+        return vector
+
+    async def embed_missing(self, agent: str | None = None) -> dict[str, int]:
+        """Vectors for the live episodes and facts (of one agent, or all) that have none,
+        in batches of embedding.batch_size: how many were made per table."""
+        if self.embedder is None:
+            raise InputError('no embedding provider: set [embedding] provider = "openai"')
+        made: dict[str, int] = {}
+        for spec in SOURCE_TABLES:
+            made[spec.name], after = 0, uuid.UUID(int=0)
+            limit = self.settings.embedding.batch_size
+            while rows := await self.store.missing_vectors(spec, agent, after, limit):
+                vectors = await self.embedder([row["content"] for row in rows])
+                check_dimension(vectors, self.settings.embedding.dimension)
+                ids = [row["id"] for row in rows]
+                made[spec.name] += await self.store.insert_source_vectors(spec, ids, vectors)
+                after = ids[-1]
+        return made
 
     async def move(
         self,
@@ -230,6 +280,32 @@ class Engine:
             expand=expand,
         )
 
+    async def recall(
+        self,
+        agent_id: str,
+        query: str,
+        k: int = 10,
+        *,
+        tables: Iterable[str | TableSpec] | None = None,
+        at: datetime | None = None,
+        record: bool = True,
+    ) -> list[Hit]:
+        """The agent's live memories (in every table, or those named) that best answer
+        `query`: by text rank × salience^weight, or, with an embedding provider, text and
+        vector candidates fused by reciprocal rank × salience^weight. Returns at once; the
+        hits are recorded as surfaced, as search does (record=False: not at all)."""
+        return await recall(
+            self.store,
+            self.ltp if record else None,
+            self.settings,
+            self.embedder,
+            agent=agent_id,
+            query=query,
+            k=k,
+            tables=_specs(tables),
+            now=aware(at, "at") if at else datetime.now(UTC),
+        )
+
     async def record_retrieval(
         self,
         table: str | TableSpec,
@@ -285,6 +361,99 @@ class Engine:
             }
             for row in await self.store.links(spec, memory, at)
         ]
+
+    async def locate(
+        self, ids: Iterable[str | uuid.UUID], *, agent: str | None = None
+    ) -> dict[TableSpec, list[uuid.UUID]]:
+        """The memories by table, for callers that know only ids (ids are unique across
+        tables). An unknown id, or one of another agent than `agent`, is an error."""
+        parsed = [parse_id(i) for i in ids]
+        if not parsed:
+            raise InputError("give at least one id")
+        rows = {row["id"]: row for row in await self.store.locate(parsed)}
+        unknown = [
+            str(i) for i in parsed if i not in rows or agent not in (None, rows[i]["agent_id"])
+        ]
+        if unknown:
+            whose = f" of agent {agent}" if agent else ""
+            raise NotFoundError(f"no memory{whose} with id {', '.join(unknown)}")
+        found: dict[TableSpec, list[uuid.UUID]] = {}
+        for memory_id in parsed:
+            found.setdefault(table_spec(rows[memory_id]["table_name"]), []).append(memory_id)
+        return found
+
+    # --- memories a client names by key (the LangGraph store keeps items as facts) ----
+
+    async def get_item(self, agent: str, key: str, *, record: bool = True) -> Row | None:
+        """The live, unexpired fact of `agent` with this client key; with `record`,
+        retrieved (LTP, in the background)."""
+        now = datetime.now(UTC)
+        row = await self.store.get_item(agent, key, now)
+        if row is not None and record:
+            await self.ltp.record(FACTS, [row["id"]], now)
+        return row
+
+    async def put_item(
+        self,
+        agent: str,
+        key: str,
+        value: Mapping[str, Any],
+        *,
+        content: str,
+        embedding: list[float] | None = None,
+        ttl_minutes: float | None = None,
+    ) -> bool:
+        """Store `value` as the fact of `agent` under `key` (its text: `content`), or
+        replace the value of the one there, which keeps its history. True if new."""
+        if not isinstance(value, Mapping):
+            raise InputError("an item's value must be a JSON object")
+        if embedding is not None:
+            check_dimension([embedding], self.settings.embedding.dimension)
+        now = datetime.now(UTC)
+        expires_at = None if ttl_minutes is None else now + timedelta(minutes=ttl_minutes)
+        row = await self.store.put_item(
+            agent, key, content=content, value=json.dumps(value), expires_at=expires_at,
+            now=now, embedding=embedding,
+        )  # fmt: skip
+        created: bool = row["created"]
+        return created
+
+    async def delete_item(self, agent: str, key: str) -> bool:
+        """Forget the item (a soft delete, reason manual: `ethos recover` brings it back)."""
+        return await self.store.delete_item(agent, key, datetime.now(UTC))
+
+    async def search_items(
+        self,
+        prefix: str,
+        *,
+        text: str | None = None,
+        embedding: list[float] | None = None,
+        contains: Mapping[str, Any] | None = None,
+        path: str = "true",
+        variables: Mapping[str, Any] | None = None,
+        limit: int = 10,
+        offset: int = 0,
+        record: bool = True,
+    ) -> list[Row]:
+        """Items of the agent `prefix` and of agents under it ("prefix.*"), passing the
+        filter (containment, and a jsonpath predicate over `variables`): by similarity
+        to `embedding` × salience, else by text rank of `text` × salience, else newest
+        first. With `record`, the results are surfaced (LTP), as search does."""
+        now = datetime.now(UTC)
+        under = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + ".%"
+        ranked_by = "vector" if embedding is not None else "text" if text else None
+        rows = await self.store.search_items(
+            ranked_by, prefix=prefix, under=under, text=text, embedding=embedding,
+            contains=json.dumps(dict(contains or {})), path=path,
+            vars=json.dumps(dict(variables or {})), limit=limit, offset=offset, now=now,
+        )  # fmt: skip
+        if rows and record:
+            await self.ltp.record(FACTS, [row["id"] for row in rows], now, "surfaced")
+        return rows
+
+    async def item_namespaces(self) -> list[str]:
+        """The agents that hold live items."""
+        return await self.store.item_namespaces()
 
     async def stats(self, agent: str | None = None) -> dict[str, list[dict[str, Any]]]:
         """What the monitoring views say, for one agent or all."""
@@ -396,7 +565,11 @@ class Engine:
         """Daemons with a heartbeat in the last alive_seconds, who holds the sweep lock,
         the last sweep; and this engine's own LTP counters."""
         status = await self.store.status(alive_seconds)
-        status["ltp"] = {"backlog": self.ltp.backlog, **self.ltp.stats.as_dict()}
+        status["ltp"] = {
+            "backlog": self.ltp.backlog,
+            "queue_backlog": await self.store.queue_backlog(),
+            **self.ltp.stats.as_dict(),
+        }
         return status
 
     async def count_live(self, table: str | TableSpec, agent: str | None = None) -> int:

@@ -84,6 +84,7 @@ class LtpStats:
     pruned: int = 0  # memories that wrong feedback brought below their threshold
     links: int = 0  # link updates (pairs) written
     dropped: int = 0  # what could not be buffered or applied
+    queued: int = 0  # of the recorded, written to the durable queue (ltp.durable)
     failed_flushes: int = 0
 
     def as_dict(self) -> dict[str, int]:
@@ -114,35 +115,82 @@ async def apply_retrievals(
     reinforcements join the target rows' own events, so every row takes its events in
     time order, as one after another. Links come last.
     """
+    async with store.ltp_flush(flush_id) as flush:
+        if flush is None:
+            units = sum(e.units for m in pending.values() for e in m.values())
+            return LtpResult(applied=units, replayed=True)
+        return await _apply(flush, store.settings, pending, groups)
+
+
+async def apply_queued(store: Store, limit: int) -> LtpResult | None:
+    """Apply the oldest `limit` events of the durable queue (ethos_record_retrieval,
+    durable buffers) in the transaction that deletes them; None if it is empty."""
+    async with store.ltp_queue(limit) as (flush, rows):
+        if not rows:
+            return None
+        pending: Pending = defaultdict(dict)
+        together: dict[uuid.UUID, list[Row]] = defaultdict(list)
+        for row in rows:
+            key = (table_spec(row["table_name"]), row["memory_id"])
+            pending[key].setdefault(row["at"], Events()).add(event_of(row["kind"], store.settings))
+            if row["grp"] is not None:
+                together[row["grp"]].append(row)
+        groups = [
+            group
+            for members in together.values()
+            if (group := group_of([(table_spec(r["table_name"]), r["memory_id"]) for r in members],
+                                  members[0]["at"], members[0]["kind"], store.settings))
+        ]  # fmt: skip
+        return await _apply(flush, store.settings, pending, groups)
+
+
+async def _apply(
+    flush: LtpFlush, settings: Settings, pending: Pending, groups: Iterable[Group]
+) -> LtpResult:
     by_table: dict[TableSpec, Rows] = defaultdict(dict)
     for (spec, memory_id), moments in pending.items():
         by_table[spec][memory_id] = moments
     result = LtpResult()
-    async with store.ltp_flush(flush_id) as flush:
-        if flush is None:
-            result.applied = sum(e.units for r in by_table.values() for m in r.values()
-                                 for e in m.values())  # fmt: skip
-            result.replayed = True
-            return result
-        sources: dict[TableSpec, Rows] = defaultdict(dict)
-        for spec in [s for s in by_table if s.has_source]:
-            returned = await _apply_rounds(flush, spec, by_table[spec])
-            _account(result, spec, by_table[spec], {}, returned)
-            for row in returned:
-                if row.get("source_id") is not None and row["n"] > 0:
-                    rows = sources[table_spec(row["source_type"])]
-                    rows.setdefault(row["source_id"], {}).setdefault(row["at"], Events()).add(
-                        Events(retrievals=row["n"])
-                    )
-        targets = {s for s in by_table if not s.has_source} | set(sources)
-        for spec in sorted(targets, key=lambda s: s.name):
-            own, through = by_table.get(spec, {}), sources.get(spec, {})
-            returned = await _apply_rounds(flush, spec, _merge(own, through))
-            _account(result, spec, own, through, returned)
-        result.links = await _apply_links(flush, list(groups), store.settings.links.learning_rate)
-        if result.applied:
-            await flush.touch_retrieval_activity()
+    sources: dict[TableSpec, Rows] = defaultdict(dict)
+    for spec in [s for s in by_table if s.has_source]:
+        returned = await _apply_rounds(flush, spec, by_table[spec])
+        _account(result, spec, by_table[spec], {}, returned)
+        for row in returned:
+            if row.get("source_id") is not None and row["n"] > 0:
+                rows = sources[table_spec(row["source_type"])]
+                rows.setdefault(row["source_id"], {}).setdefault(row["at"], Events()).add(
+                    Events(retrievals=row["n"])
+                )
+    targets = {s for s in by_table if not s.has_source} | set(sources)
+    for spec in sorted(targets, key=lambda s: s.name):
+        own, through = by_table.get(spec, {}), sources.get(spec, {})
+        returned = await _apply_rounds(flush, spec, _merge(own, through))
+        _account(result, spec, own, through, returned)
+    result.links = await _apply_links(flush, list(groups), settings.links.learning_rate)
+    if result.applied:
+        await flush.touch_retrieval_activity()
     return result
+
+
+def event_of(kind: str, settings: Settings) -> Events:
+    """What one recorded event of `kind` does to its memory."""
+    if kind == "surfaced":
+        reinforce = settings.ltp.on_search == "reinforce"
+        return Events(retrievals=int(reinforce), surfaced=1, units=1)
+    if kind == "useful":
+        return Events(retrievals=1, useful=1, units=1)
+    if kind == "wrong":
+        return Events(wrong=1, units=1)
+    return Events(retrievals=1, units=1)
+
+
+def group_of(keys: Iterable[Key], at: datetime, kind: str, settings: Settings) -> Group | None:
+    """The link-learning group of memories recorded in one call, if they teach links."""
+    members = tuple(dict.fromkeys(keys))
+    learning = settings.links.learning_rate > 0
+    if len(members) < 2 or kind == "retrieval" or (kind != "wrong" and not learning):
+        return None
+    return Group("co" if kind == "surfaced" else kind, at, members)  # type: ignore[arg-type]
 
 
 async def _apply_rounds(flush: LtpFlush, spec: TableSpec, rows: Rows) -> list[Row]:
@@ -291,9 +339,12 @@ class _Batch:
 
 
 class LtpBuffer:
-    def __init__(self, store: Store, settings: Settings) -> None:
+    def __init__(self, store: Store, settings: Settings, *, drains_queue: bool = False) -> None:
         self._store = store
         self._settings = settings
+        # Also apply the durable queue, every flush interval and on close (the daemon,
+        # and durable buffers, whose own events go there).
+        self._drains_queue = drains_queue or settings.ltp.durable
         self._pending: Pending = defaultdict(dict)
         self._groups: list[Group] = []
         self._retry: _Batch | None = None
@@ -328,7 +379,9 @@ class LtpBuffer:
         # A table the flush could not write fails its caller now, not the flush later.
         ltp.boost(spec)
         await self._store.check_table(spec)
-        group = self._group(spec, ids, at, kind)
+        group = group_of(((spec, i) for i in ids), at, kind, self._settings)
+        if ltp.durable and await self._enqueue(spec, ids, at, kind, group):
+            return
         count = len(ids) + (group.pairs if group else 0)
         deadline = asyncio.get_running_loop().time() + ltp.full_wait_seconds
         while self._size + count > ltp.buffer_capacity:
@@ -341,7 +394,7 @@ class LtpBuffer:
                 self.stats.dropped += count
                 log.error("ltp_dropped", reason="buffer full", count=count, backlog=self._size)
                 return
-        event = self._event(kind)
+        event = event_of(kind, self._settings)
         for memory_id in ids:
             self._pending[(spec, memory_id)].setdefault(at, Events()).add(event)
         if group is not None:
@@ -351,24 +404,42 @@ class LtpBuffer:
         if len(self._pending) >= ltp.flush_max_rows:
             self._wake.set()
 
-    def _event(self, kind: Kind) -> Events:
-        if kind == "surfaced":
-            reinforce = self._settings.ltp.on_search == "reinforce"
-            return Events(retrievals=int(reinforce), surfaced=1, units=1)
-        if kind == "useful":
-            return Events(retrievals=1, useful=1, units=1)
-        if kind == "wrong":
-            return Events(wrong=1, units=1)
-        return Events(retrievals=1, units=1)
+    async def _enqueue(
+        self, spec: TableSpec, ids: list[uuid.UUID], at: datetime, kind: Kind, group: Group | None
+    ) -> bool:
+        """Durable: the events are in the database queue when this returns True. With the
+        database away they go to the memory buffer instead (False), as without durable."""
+        try:
+            await self._store.enqueue(spec, ids, at, kind, uuid.uuid4() if group else None)
+        except DatabaseError as exc:
+            log.warning("ltp_durable_fallback", error=str(exc), count=len(ids))
+            return False
+        self.stats.recorded += len(ids)
+        self.stats.queued += len(ids)
+        self._wake.set()
+        return True
 
-    def _group(
-        self, spec: TableSpec, ids: list[uuid.UUID], at: datetime, kind: Kind
-    ) -> Group | None:
-        members = tuple(dict.fromkeys((spec, i) for i in ids))
-        learning = self._settings.links.learning_rate > 0
-        if len(members) < 2 or kind == "retrieval" or (kind != "wrong" and not learning):
-            return None
-        return Group("co" if kind == "surfaced" else kind, at, members)
+    async def drain_queue(self) -> bool:
+        """Apply what the durable queue holds, batch by batch, until it is empty; False
+        if the database was away (what is queued stays queued)."""
+        while True:
+            try:
+                result = await apply_queued(self._store, self._settings.ltp.flush_max_rows)
+            except TransientDatabaseError as exc:
+                self.stats.failed_flushes += 1
+                log.warning("ltp_queue_drain_failed", error=str(exc))
+                return False
+            except DatabaseError as exc:  # stays queued: an operator must look
+                self.stats.failed_flushes += 1
+                log.error("ltp_queue_drain_failed", error=str(exc), permanent=True)
+                return False
+            if result is None:
+                return True
+            self._count(result)
+
+    def _count(self, result: LtpResult) -> None:
+        for name in ("applied", "skipped", "reinforced", "promoted", "pruned", "links"):
+            setattr(self.stats, name, getattr(self.stats, name) + getattr(result, name))
 
     async def flush(self) -> bool:
         """Apply what is buffered now (at most ltp.flush_max_rows rows, a row being one
@@ -399,8 +470,7 @@ class LtpBuffer:
             self._settle(batch.size)
             if result.replayed:
                 log.warning("ltp_flush_replayed", flush_id=str(batch.flush_id), count=batch.size)
-            for name in ("applied", "skipped", "reinforced", "promoted", "pruned", "links"):
-                setattr(self.stats, name, getattr(self.stats, name) + getattr(result, name))
+            self._count(result)
             return True
 
     async def drain(self, timeout_seconds: float) -> None:
@@ -423,6 +493,8 @@ class LtpBuffer:
             await self._task
             self._task = None
         await self.drain(self._settings.ltp.close_timeout_seconds)
+        if self._drains_queue:
+            await self.drain_queue()
         if self._size:
             self.stats.dropped += self._size
             log.error(
@@ -448,6 +520,8 @@ class LtpBuffer:
                     failures += 1
                     break
                 failures = 0
+            if self._drains_queue and not self._stopping and not await self.drain_queue():
+                failures += 1
 
     def _backoff(self, failures: int) -> float:
         """Capped exponential backoff with jitter."""

@@ -15,7 +15,7 @@ from functools import cache
 from typing import Any
 
 from ethos.decay import SCHEDULE_HORIZON_DAYS
-from ethos.tables import SOURCE_TABLES, VECTORS, TableSpec
+from ethos.tables import FACTS, MEMORY_TABLES, SOURCE_TABLES, VECTORS, TableSpec
 
 _SOURCE_SPECS = frozenset(SOURCE_TABLES)
 _NAMED = re.compile(r"%\((\w+)\)s")
@@ -858,6 +858,36 @@ CLAIM_LTP_FLUSH = sql(
 # Receipts only need to outlive a flush's retries.
 FORGET_LTP_FLUSHES = sql("DELETE FROM ltp_flushes WHERE applied_at < now() - interval '1 day'")
 
+# The durable path: events queued by ethos_record_retrieval() or a durable buffer. A
+# drain pops the oldest %(limit)s in the transaction that applies them (a crash loses
+# none, applies none twice); SKIP LOCKED lets several drainers share the queue.
+POP_RETRIEVAL_QUEUE = sql("""
+DELETE FROM retrieval_queue
+WHERE id IN (SELECT id FROM retrieval_queue ORDER BY id LIMIT %(limit)s FOR UPDATE SKIP LOCKED)
+RETURNING table_name, memory_id, at, kind, grp
+""")
+
+ENQUEUE_RETRIEVALS = sql("""
+INSERT INTO retrieval_queue (table_name, memory_id, at, kind, grp)
+SELECT %(table)s, memory_id, %(at)s, %(kind)s, %(grp)s::uuid
+FROM unnest(%(ids)s::uuid[]) AS memory_id
+""")
+
+RETRIEVAL_QUEUE_BACKLOG = sql("SELECT count(*) FROM retrieval_queue")
+
+# Live and pruned rows per memory table, without counting: the planner's row estimates
+# of the partial indexes over live rows (id WHERE NOT pruned) and pruned rows (pruned_at
+# WHERE pruned), as of the last ANALYZE or VACUUM.
+ROW_ESTIMATES = sql(
+    "\nUNION ALL\n".join(
+        f"""SELECT '{spec.name}' AS table_name, state, reltuples::bigint AS estimate
+    FROM (VALUES ('live', '{spec.name}_live_id_idx'), ('pruned', '{spec.name}_pruned_at_idx'))
+         AS i (state, index_name)
+    JOIN pg_class AS c ON c.relname = i.index_name"""
+        for spec in MEMORY_TABLES
+    )
+)
+
 TOUCH_RETRIEVAL_ACTIVITY = sql("""
 INSERT INTO retrieval_activity (id, last_retrieval_at) VALUES (true, now())
 ON CONFLICT (id) DO UPDATE
@@ -925,6 +955,180 @@ def search_server_settings(candidates: int, max_scan_tuples: int) -> dict[str, s
         "hnsw.iterative_scan": "relaxed_order",
         "hnsw.max_scan_tuples": str(max_scan_tuples),
     }
+
+
+@cache
+def build_recall_query(tables: tuple[TableSpec, ...]) -> Query:
+    """Live memories of one agent in `tables` with any word of %(text)s (in the
+    database's text configuration), ranked by text rank × salience^weight at %(now)s.
+
+    Each table gives its %(candidates)s best by text rank, found through its GIN index
+    (the agent's lexeme intersected with the words); vectors that embed an episode or
+    fact stand for it and are left out, as are expired ones."""
+    parts = []
+    for spec in tables:
+        only = " AND m.source_id IS NULL" if spec.has_source else ""
+        live = (" AND (m.expires_at IS NULL OR m.expires_at > %(now)s)"
+                if spec.has_expiry else "")  # fmt: skip
+        parts.append(f"""
+        (SELECT '{spec.name}' AS table_name, m.id, m.content, m.metadata,
+                ts_rank_cd(m.content_tsv, q.words) AS text_rank,
+                {salience_expr(spec)} AS salience
+         FROM {spec.name} AS m JOIN decay_policies AS p ON p.name = m.policy, q
+         WHERE m.content_tsv @@ (q.words && q.agent) AND m.agent_id = %(agent)s
+           AND NOT m.pruned{only}{live}
+         ORDER BY text_rank DESC, m.id
+         LIMIT %(candidates)s)""")
+    union = "\n        UNION ALL".join(parts)
+    return sql(f"""
+    WITH q AS (
+        SELECT ethos_text_query(ethos_text_config(), %(text)s) AS words,
+               quote_literal(ethos_agent_lexeme(%(agent)s))::tsquery AS agent
+    ),
+    found AS ({union}
+    )
+    SELECT f.*, f.text_rank * power(f.salience, %(salience_weight)s::float8) AS score
+    FROM found AS f
+    ORDER BY score DESC, f.id
+    LIMIT %(k)s
+    """)
+
+
+@cache
+def build_missing_vectors_query(spec: TableSpec, *, by_agent: bool) -> Query:
+    """The next %(limit)s live memories after %(after)s that no vector embeds."""
+    agent = "AND m.agent_id = %(agent)s" if by_agent else ""
+    return sql(f"""
+    SELECT m.id, m.content FROM {spec.name} AS m
+    WHERE NOT m.pruned AND m.id > %(after)s {agent}
+      AND NOT EXISTS (SELECT 1 FROM memory_vectors AS v
+                      WHERE v.source_type = '{spec.name}' AND v.source_id = m.id)
+    ORDER BY m.id
+    LIMIT %(limit)s
+    """)
+
+
+@cache
+def build_insert_source_vectors_query(spec: TableSpec) -> Query:
+    """Vectors %(embeddings)s (text, '[x, ...]') of memories %(ids)s: their agent,
+    content and creation, embedding them; none where one appeared meanwhile."""
+    return sql(f"""
+    INSERT INTO memory_vectors (agent_id, content, embedding, source_type, source_id,
+                                created_at)
+    SELECT m.agent_id, m.content, e.embedding::vector, '{spec.name}', m.id, m.created_at
+    FROM unnest(%(ids)s::uuid[], %(embeddings)s::text[]) AS e (id, embedding)
+    JOIN {spec.name} AS m ON m.id = e.id
+    WHERE NOT EXISTS (SELECT 1 FROM memory_vectors AS v
+                      WHERE v.source_type = '{spec.name}' AND v.source_id = m.id)
+    RETURNING id
+    """)
+
+
+# Which table each of %(ids)s is in (ids are unique across the memory tables), and whose.
+LOCATE_MEMORIES = sql(
+    "\nUNION ALL\n".join(
+        f"SELECT '{spec.name}' AS table_name, id, agent_id FROM {spec.name}"
+        " WHERE id = ANY(%(ids)s::uuid[])"
+        for spec in MEMORY_TABLES
+    )
+)
+
+
+# --- client-keyed memories (the LangGraph store): items are facts ----------------------
+
+# A live, unexpired item of one namespace (agent) by its key.
+_ITEM_LIVE = "NOT m.pruned AND (m.expires_at IS NULL OR m.expires_at > %(now)s)"
+
+GET_ITEM = sql(f"""
+SELECT m.id, m.agent_id, m.client_key, m.metadata, m.created_at,
+       coalesce(m.updated_at, m.created_at) AS updated_at
+FROM semantic_facts AS m
+WHERE m.agent_id = %(agent)s AND m.client_key = %(key)s AND {_ITEM_LIVE}
+""")
+
+# An expired item under the key, pruned (reason expired) before a put: its key is free.
+EXPIRE_ITEM = sql("""
+UPDATE semantic_facts
+SET pruned = true, pruned_at = %(now)s, prune_reason = 'expired', due_at = NULL, prune_at = NULL
+WHERE agent_id = %(agent)s AND client_key = %(key)s AND NOT pruned AND expires_at <= %(now)s
+""")
+
+# Insert an item, or replace the value of the live one with its key (keeping its
+# history: retrievals, curve). Returns the memory and whether it is new.
+PUT_ITEM = sql("""
+INSERT INTO semantic_facts AS m (agent_id, client_key, content, metadata, expires_at,
+                                 created_at, updated_at)
+VALUES (%(agent)s, %(key)s, %(content)s, %(value)s::jsonb, %(expires_at)s, %(now)s, %(now)s)
+ON CONFLICT (agent_id, client_key) WHERE client_key IS NOT NULL AND NOT pruned
+DO UPDATE SET content = excluded.content, metadata = excluded.metadata,
+              expires_at = excluded.expires_at, updated_at = excluded.updated_at
+RETURNING m.id, (xmax = 0) AS created
+""")
+
+# The vector of an item (when the store has an index): replaced, or made.
+PUT_ITEM_VECTOR = sql("""
+WITH replaced AS (
+    UPDATE memory_vectors
+    SET embedding = %(embedding)s::vector, content = %(content)s, pruned = false,
+        pruned_at = NULL, prune_reason = NULL
+    WHERE source_type = 'semantic_facts' AND source_id = %(id)s
+    RETURNING id
+)
+INSERT INTO memory_vectors (agent_id, content, embedding, source_type, source_id)
+SELECT %(agent)s, %(content)s, %(embedding)s::vector, 'semantic_facts', %(id)s
+WHERE NOT EXISTS (SELECT 1 FROM replaced)
+""")
+
+# An item deleted: a soft delete, reason manual, recoverable.
+DELETE_ITEM = sql("""
+UPDATE semantic_facts
+SET pruned = true, pruned_at = %(now)s, prune_reason = 'manual', due_at = NULL, prune_at = NULL
+WHERE agent_id = %(agent)s AND client_key = %(key)s AND NOT pruned
+RETURNING id
+""")
+
+
+def build_search_items_query(*, ranked_by: str | None) -> Query:
+    """Live, unexpired items under the namespace %(prefix)s (the agent itself, or any
+    agent under it: %(under)s is its LIKE pattern), passing the filter (containment
+    %(contains)s and the jsonpath %(path)s over %(vars)s), in the order LangGraph
+    documents: most recently updated first without a query; with one, by similarity
+    (ranked_by "vector": to %(embedding)s) or text rank ("text": of %(text)s), times
+    salience^%(salience_weight)s. %(limit)s after %(offset)s."""
+    join, score, matches = "", "NULL::float8", ""
+    salience = f"power({salience_expr(FACTS)}, %(salience_weight)s::float8)"
+    if ranked_by == "vector":
+        join = """JOIN memory_vectors AS v
+              ON v.source_type = 'semantic_facts' AND v.source_id = m.id AND NOT v.pruned"""
+        score = f"(1 - (v.embedding <=> %(embedding)s::vector)) * {salience}"
+    elif ranked_by == "text":
+        score = f"ts_rank_cd(m.content_tsv, q.words) * {salience}"
+        join = "CROSS JOIN (SELECT ethos_text_query(ethos_text_config(), %(text)s) AS words) AS q"
+        matches = "AND m.content_tsv @@ q.words"
+    order = "score DESC, m.id" if ranked_by else "coalesce(m.updated_at, m.created_at) DESC, m.id"
+    return sql(f"""
+    SELECT m.id, m.agent_id, m.client_key, m.metadata, m.created_at,
+           coalesce(m.updated_at, m.created_at) AS updated_at, {score} AS score
+    FROM semantic_facts AS m JOIN decay_policies AS p ON p.name = m.policy
+    {join}
+    WHERE (m.agent_id = %(prefix)s OR m.agent_id LIKE %(under)s OR %(prefix)s = '')
+      AND m.client_key IS NOT NULL AND {_ITEM_LIVE} {matches}
+      AND m.metadata @> %(contains)s::jsonb
+      AND jsonb_path_match(m.metadata, %(path)s::jsonpath, %(vars)s::jsonb)
+    ORDER BY {order}
+    LIMIT %(limit)s OFFSET %(offset)s
+    """)
+
+
+SEARCH_ITEMS = build_search_items_query(ranked_by=None)
+SEARCH_ITEMS_BY_VECTOR = build_search_items_query(ranked_by="vector")
+SEARCH_ITEMS_BY_TEXT = build_search_items_query(ranked_by="text")
+
+# The namespaces (agents) that hold live items.
+ITEM_NAMESPACES = sql("""
+SELECT DISTINCT agent_id FROM semantic_facts WHERE client_key IS NOT NULL AND NOT pruned
+ORDER BY agent_id
+""")
 
 
 # --- the daemon ---------------------------------------------------------------------
@@ -1051,20 +1255,33 @@ WHERE configured AND name <> ALL(%(names)s::text[])
 
 UPSERT_ETHOS_SETTINGS = sql("""
 INSERT INTO ethos_settings AS s (id, default_policy, importance_otherwise, at_risk_margin,
-                                 links_tau_days, links_prune_weight)
+                                 links_tau_days, links_prune_weight, text_config)
 VALUES (true, %(default_policy)s, %(importance_otherwise)s, %(at_risk_margin)s,
-        %(links_tau)s, %(links_prune)s)
+        %(links_tau)s, %(links_prune)s, %(text_config)s::regconfig)
 ON CONFLICT (id) DO UPDATE
 SET default_policy = excluded.default_policy,
     importance_otherwise = excluded.importance_otherwise,
     at_risk_margin = excluded.at_risk_margin, links_tau_days = excluded.links_tau_days,
-    links_prune_weight = excluded.links_prune_weight, updated_at = now()
+    links_prune_weight = excluded.links_prune_weight, text_config = excluded.text_config,
+    updated_at = now()
 WHERE (s.default_policy, s.importance_otherwise, s.at_risk_margin, s.links_tau_days,
-       s.links_prune_weight)
+       s.links_prune_weight, s.text_config)
       IS DISTINCT FROM (excluded.default_policy, excluded.importance_otherwise,
                         excluded.at_risk_margin, excluded.links_tau_days,
-                        excluded.links_prune_weight)
+                        excluded.links_prune_weight, excluded.text_config)
 """)
+
+TEXT_CONFIG = sql("SELECT text_config::text FROM ethos_settings")
+TEXT_CONFIG_EXISTS = sql("SELECT EXISTS (SELECT 1 FROM pg_ts_config WHERE cfgname = %(config)s)")
+
+
+@cache
+def build_reindex_text_query(spec: TableSpec) -> Query:
+    """Every memory's text again, in a new text search configuration."""
+    return sql(f"""
+    UPDATE {spec.name} SET content_tsv = ethos_text_vector(%(config)s::regconfig, agent_id, content)
+    """)
+
 
 LINK_SETTINGS = sql("SELECT links_tau_days, links_prune_weight FROM ethos_settings")
 
@@ -1442,7 +1659,11 @@ def build_merge_query(spec: TableSpec) -> Query:
                    other.tbl AS other_table, l.weight, l.weighted_at, l.co_retrievals,
                    l.useful_count, l.wrong_count, l.fades_at, l.created_at
             FROM merged AS mg
-            JOIN memory_links AS l ON l.a_id = mg.id OR l.b_id = mg.id
+            JOIN LATERAL (
+                SELECT * FROM memory_links WHERE a_id = mg.id
+                UNION ALL
+                SELECT * FROM memory_links WHERE b_id = mg.id
+            ) AS l ON true
             CROSS JOIN LATERAL (
                 SELECT CASE WHEN l.a_id = mg.id THEN l.b_id ELSE l.a_id END AS id,
                        CASE WHEN l.a_id = mg.id THEN l.b_table ELSE l.a_table END AS tbl
@@ -1460,11 +1681,8 @@ def build_merge_query(spec: TableSpec) -> Query:
             fades_at = greatest(l.fades_at, excluded.fades_at)
         RETURNING 1
     ),
-    unlinked AS (
-        DELETE FROM memory_links AS l USING merged AS mg
-        WHERE l.a_id = mg.id OR l.b_id = mg.id
-        RETURNING 1
-    )
+    unlinked_a AS (DELETE FROM memory_links AS l USING merged AS mg WHERE l.a_id = mg.id),
+    unlinked_b AS (DELETE FROM memory_links AS l USING merged AS mg WHERE l.b_id = mg.id)
     SELECT (SELECT count(*) FROM survived) AS groups, (SELECT count(*) FROM merged) AS merged,
            (SELECT count(*) FROM moved) AS links_moved
     """)
@@ -1499,23 +1717,24 @@ def build_purge_count_query(spec: TableSpec) -> Query:
     """)
 
 
+# Links of the memories a statement deleted (CTE `gone`): one index each way.
+_UNLINK_GONE = """
+    unlinked_a AS (DELETE FROM memory_links AS l USING gone WHERE l.a_id = gone.id),
+    unlinked_b AS (DELETE FROM memory_links AS l USING gone WHERE l.b_id = gone.id)"""
+
+
 @cache
 def build_purge_batch_query(spec: TableSpec, batch_size: int) -> Query:
-    """Hard-delete a batch of pruned rows selected by PURGE_FILTER, with their links and
-    hints: the reasons of what was deleted."""
+    """Hard-delete a batch of pruned rows selected by PURGE_FILTER (through the pruned_at
+    index, oldest first), with their links: the reasons of what was deleted. Their due
+    hints are left to drop out when popped (a hint without a row is skipped)."""
     return sql(f"""
     WITH gone AS (
-        DELETE FROM {spec.name} WHERE ctid = ANY (ARRAY(
-            SELECT ctid FROM {spec.name} WHERE {PURGE_FILTER} LIMIT {int(batch_size)}))
+        DELETE FROM {spec.name} WHERE id IN (
+            SELECT id FROM {spec.name} WHERE {PURGE_FILTER}
+            ORDER BY pruned_at LIMIT {int(batch_size)})
         RETURNING id, prune_reason
-    ),
-    unlinked AS (
-        DELETE FROM memory_links AS l USING gone WHERE l.a_id = gone.id OR l.b_id = gone.id
-        RETURNING 1
-    ),
-    unhinted AS (
-        DELETE FROM {spec.due_table} AS d USING gone WHERE d.id = gone.id RETURNING 1
-    )
+    ),{_UNLINK_GONE}
     SELECT prune_reason AS reason, count(*) AS n FROM gone GROUP BY prune_reason
     """)
 
@@ -1527,17 +1746,16 @@ def build_erase_count_query(spec: TableSpec) -> Query:
 
 @cache
 def build_erase_batch_query(spec: TableSpec, batch_size: int) -> Query:
-    """Hard-delete a batch of an agent's memories (live or pruned) and their hints."""
+    """Hard-delete the next batch of an agent's memories (live or pruned) after id
+    %(after)s, and their links: how many, and the last id (hints drop out as above)."""
     return sql(f"""
     WITH gone AS (
-        DELETE FROM {spec.name} WHERE ctid = ANY (ARRAY(
-            SELECT ctid FROM {spec.name} WHERE agent_id = %(agent)s LIMIT {int(batch_size)}))
+        DELETE FROM {spec.name} WHERE id IN (
+            SELECT id FROM {spec.name} WHERE agent_id = %(agent)s AND id > %(after)s
+            ORDER BY id LIMIT {int(batch_size)})
         RETURNING id
-    ),
-    unhinted AS (
-        DELETE FROM {spec.due_table} AS d USING gone WHERE d.id = gone.id RETURNING 1
-    )
-    SELECT count(*) FROM gone
+    ),{_UNLINK_GONE}
+    SELECT count(*) AS n, (SELECT id FROM gone ORDER BY id DESC LIMIT 1) AS last_id FROM gone
     """)
 
 

@@ -1,5 +1,7 @@
 """Search: the nearest live vectors of an agent, ranked by similarity × salience, and
-(link-aware) the memories linked to them.
+(link-aware) the memories linked to them. Recall: the same by text (full-text search,
+no model needed), or hybrid when an embedding provider is configured: text and vector
+candidates fused by reciprocal rank, then × salience.
 
 Results return before any write: the hits are recorded in the LTP buffer as surfaced
 (reinforced or only counted, per ltp.on_search; their links learn from being recalled
@@ -10,16 +12,21 @@ from __future__ import annotations
 
 import json
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
+import structlog
+
 from ethos import inputs
+from ethos.embedding import Embedder, ProviderUnavailable, check_dimension
 from ethos.errors import InputError
 from ethos.ltp import LtpBuffer
 from ethos.settings import Settings
 from ethos.store import Store
-from ethos.tables import VECTORS, table_spec
+from ethos.tables import VECTORS, TableSpec, table_spec
+
+log = structlog.get_logger("ethos.retrieval")
 
 
 @dataclass(frozen=True)
@@ -36,6 +43,7 @@ class Hit:
     table: str = VECTORS.name
     via: uuid.UUID | None = None  # a neighbour: the hit it is linked to
     link_weight: float | None = None
+    text_rank: float | None = None  # recall: PostgreSQL's ts_rank_cd of the words
 
     def as_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -57,6 +65,8 @@ class Hit:
         if self.via is not None:
             data["via"] = str(self.via)
             data["link_weight"] = self.link_weight
+        if self.text_rank is not None:
+            data["text_rank"] = self.text_rank
         return data
 
 
@@ -73,8 +83,7 @@ async def search(
 ) -> list[Hit]:
     """The top k hits at `now`, and with `expand` (or search.link_weight > 0) the live
     memories linked to them; all recorded in `ltp` as surfaced (None: not recorded)."""
-    if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
-        raise InputError(f"k must be a positive integer (got {k!r})")
+    _check_k(k)
     if not isinstance(agent, str) or not agent:
         raise InputError("agent is required")
     vector = inputs.embedding(embedding, settings.embedding.dimension)
@@ -137,6 +146,114 @@ async def _neighbours(
                 )
             )
     return found
+
+
+# Reciprocal rank fusion's constant (Cormack et al. 2009): 1 / (RRF_K + rank).
+RRF_K = 60
+
+
+async def recall(
+    store: Store,
+    ltp: LtpBuffer | None,
+    settings: Settings,
+    embedder: Embedder | None,
+    *,
+    agent: str,
+    query: str,
+    k: int,
+    tables: tuple[TableSpec, ...],
+    now: datetime,
+) -> list[Hit]:
+    """The agent's k live memories (of `tables`) that best answer `query`: by text rank ×
+    salience^weight; with an embedder, by reciprocal rank fusion of the text and vector
+    candidates × salience^weight. Recorded in `ltp` as surfaced, as search is. A provider
+    that is down leaves the text ranking (logged)."""
+    _check_k(k)
+    if not isinstance(agent, str) or not agent:
+        raise InputError("agent is required")
+    if not isinstance(query, str) or not query.strip():
+        raise InputError("query is required (some words to look for)")
+    vector = None
+    if embedder is not None:
+        try:
+            [vector] = await embedder([query])
+            check_dimension([vector], settings.embedding.dimension)
+        except ProviderUnavailable as exc:
+            log.warning("recall_text_only", reason=str(exc))
+    depth = max(settings.search.candidates, k)
+    rows = await store.recall(
+        agent=agent, query=query, tables=tables, k=k if vector is None else depth, now=now
+    )
+    hits = [
+        Hit(id=row["id"], content=row["content"], similarity=None, salience=row["salience"],
+            score=row["score"], metadata=_json(row["metadata"]), table=row["table_name"],
+            text_rank=row["text_rank"])
+        for row in rows
+    ]  # fmt: skip
+    if vector is not None:
+        hits = await _fuse(store, settings, hits, vector, agent, tables, depth, now)
+    hits = sorted(hits, key=lambda h: (-h.score, h.id))[:k]
+    if ltp is not None:
+        for table in {h.table for h in hits}:
+            await ltp.record(table_spec(table), [h.id for h in hits if h.table == table], now,
+                             "surfaced")  # fmt: skip
+    return hits
+
+
+async def _fuse(
+    store: Store,
+    settings: Settings,
+    text_hits: list[Hit],
+    vector: list[float],
+    agent: str,
+    tables: tuple[TableSpec, ...],
+    depth: int,
+    now: datetime,
+) -> list[Hit]:
+    """Text and vector candidates by reciprocal rank fusion, × salience^weight. A vector
+    that embeds an episode or fact stands for it."""
+    names = {spec.name for spec in tables}
+    by_text = sorted(text_hits, key=lambda h: -(h.text_rank or 0.0))
+    fused: dict[tuple[str, uuid.UUID], float] = {}
+    for rank, hit in enumerate(by_text, 1):
+        fused[(hit.table, hit.id)] = 1 / (RRF_K + rank)
+    found = {(hit.table, hit.id): hit for hit in text_hits}
+    similar: dict[tuple[str, uuid.UUID], float] = {}
+    sources: dict[str, list[uuid.UUID]] = {}
+    rows = await store.search(agent=agent, embedding=vector, k=depth, now=now)
+    for rank, row in enumerate(sorted(rows, key=lambda r: -r["similarity"]), 1):
+        key = (
+            (row["source_type"], row["source_id"])
+            if row["source_id"]
+            else (VECTORS.name, row["id"])
+        )
+        if key[0] not in names or key in similar:
+            continue
+        similar[key] = row["similarity"]
+        fused[key] = fused.get(key, 0.0) + 1 / (RRF_K + rank)
+        if key not in found:
+            if row["source_id"]:
+                sources.setdefault(key[0], []).append(key[1])
+            else:
+                found[key] = Hit(id=row["id"], content=row["content"], similarity=None,
+                                 salience=row["salience"], score=0.0,
+                                 metadata=_json(row["metadata"]))  # fmt: skip
+    for table, ids in sources.items():
+        for row in await store.neighbour_rows(table_spec(table), ids, agent, now):
+            found[(table, row["id"])] = Hit(
+                id=row["id"], content=row["content"], similarity=None, salience=row["salience"],
+                score=0.0, metadata=_json(row["metadata"]), table=table,
+            )  # fmt: skip
+    weight = settings.search.salience_weight
+    return [
+        replace(hit, similarity=similar.get(key), score=fused[key] * hit.salience**weight)
+        for key, hit in found.items()
+    ]
+
+
+def _check_k(k: object) -> None:
+    if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
+        raise InputError(f"k must be a positive integer (got {k!r})")
 
 
 def _json(value: Any) -> dict[str, Any]:

@@ -21,7 +21,7 @@ from sqlalchemy import (
     Text,
     text,
 )
-from sqlalchemy.dialects.postgresql import JSONB, UUID
+from sqlalchemy.dialects.postgresql import JSONB, REGCONFIG, TSVECTOR, UUID
 
 
 def _memory_columns() -> list[Column[Any]]:
@@ -57,6 +57,12 @@ def _memory_columns() -> list[Column[Any]]:
         # ethos_content_key(content), set by the insert trigger; where a merge sent it.
         Column("content_key", UUID(as_uuid=True), nullable=False),
         Column("merged_into", UUID(as_uuid=True)),
+        # Its words and its agent's lexeme (migration 0010), set by a trigger.
+        Column("content_tsv", TSVECTOR, nullable=False),
+        # A client's name for it (unique among the agent's live memories), and when a
+        # client last replaced it (the LangGraph store).
+        Column("client_key", Text),
+        Column("updated_at", DateTime(timezone=True)),
     ]
 
 
@@ -109,6 +115,7 @@ def build_metadata(dimension: int) -> MetaData:
         *_memory_columns(),
         Column("confidence", Float, nullable=False, server_default=text("1.0")),
         Column("confidence_strength", Float, nullable=False),
+        Column("expires_at", DateTime(timezone=True)),
     )
     for table in ("memory_vectors", "episodic_traces", "semantic_facts"):
         _due_table(metadata, table)
@@ -182,6 +189,7 @@ def build_metadata(dimension: int) -> MetaData:
         Column("updated_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),
         Column("links_tau_days", Float, nullable=False, server_default=text("30")),
         Column("links_prune_weight", Float, nullable=False, server_default=text("0.05")),
+        Column("text_config", REGCONFIG, nullable=False, server_default=text("'english'")),
     )
     Table(
         "importance_tiers",
@@ -242,6 +250,19 @@ def build_metadata(dimension: int) -> MetaData:
         Column("selector", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
         Column("counts", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
         Column("error", Text),
+    )
+    Table(
+        "retrieval_queue",
+        metadata,
+        Column("id", BigInteger, primary_key=True),
+        Column("table_name", Text, nullable=False),
+        Column("memory_id", UUID(as_uuid=True), nullable=False),
+        Column("at", DateTime(timezone=True), nullable=False),
+        Column("kind", Text, nullable=False, server_default=text("'retrieval'")),
+        Column("grp", UUID(as_uuid=True)),
+        Column(
+            "enqueued_at", DateTime(timezone=True), nullable=False, server_default=text("now()")
+        ),
     )
     Table(
         "ltp_flushes",

@@ -145,6 +145,9 @@ class LtpSettings(_Section):
     # A search hit is surfaced: "reinforce" counts it as a retrieval (LTP), "count" only
     # counts it (surfaced_count), and only feedback (useful) reinforces.
     on_search: Literal["reinforce", "count"] = "reinforce"
+    # Write recorded events through the database queue (ethos_record_retrieval's) at
+    # once: a killed process loses none; the daemon (or this process) applies them.
+    durable: bool = False
 
     def boost(self, spec: TableSpec) -> float:
         """The boost its TableSpec names for a table's retrievals."""
@@ -185,6 +188,9 @@ class LinksSettings(_Section):
 
 class SearchSettings(_Section):
     salience_weight: float = Field(default=1.0, ge=0)
+    # PostgreSQL's text search configuration for recall by text (SELECT cfgname FROM
+    # pg_ts_config lists them); changing it re-indexes every memory's text once.
+    text_config: str = Field(default="english", pattern=r"^[a-z_][a-z0-9_]*$")
     # > 0: live neighbours of the hits join the results, scored hit score × link weight
     # × their salience × this (`--expand` does it with 1 when this is 0).
     link_weight: float = Field(default=0.0, ge=0)
@@ -206,6 +212,21 @@ class ConsolidationSettings(_Section):
 
 class EmbeddingSettings(_Section):
     dimension: int = Field(default=384, ge=1, le=16_000)
+    # "openai": any server speaking the OpenAI embeddings API (POST {url}/embeddings).
+    provider: Literal["none", "openai"] = "none"
+    url: str = ""  # e.g. https://api.openai.com/v1 or http://127.0.0.1:8080/v1
+    model: str = ""
+    api_key_env: str = ""  # the NAME of the variable holding the key (never the key)
+    batch_size: int = Field(default=64, ge=1, le=2048)
+    timeout_seconds: float = Field(default=30.0, gt=0)
+
+    @model_validator(mode="after")
+    def _provider_complete(self) -> EmbeddingSettings:
+        if self.provider == "openai":
+            for key in ("url", "model"):
+                if not getattr(self, key):
+                    raise ValueError(f'{key}: required with provider = "openai"')
+        return self
 
 
 class RecoverySettings(_Section):
@@ -214,6 +235,11 @@ class RecoverySettings(_Section):
 
 class MonitoringSettings(_Section):
     at_risk_margin: float = Field(default=0.05, ge=0, le=1)
+
+
+class MetricsSettings(_Section):
+    # HOST:PORT where the daemon serves /metrics and /healthz; empty: not served.
+    listen: str = Field(default="", pattern=r"^$|^.+:\d{1,5}$")
 
 
 class LoggingSettings(_Section):
@@ -236,6 +262,7 @@ class Settings(BaseSettings):
     feedback: FeedbackSettings = FeedbackSettings()
     dedup: DedupSettings = DedupSettings()
     retention: RetentionSettings = RetentionSettings()
+    metrics: MetricsSettings = MetricsSettings()
     links: LinksSettings = LinksSettings()
     search: SearchSettings = SearchSettings()
     consolidation: ConsolidationSettings = ConsolidationSettings()

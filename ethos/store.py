@@ -26,7 +26,7 @@ from ethos.logs import redact
 from ethos.policies import Policy, sql_row
 from ethos.queries import Query
 from ethos.settings import Settings
-from ethos.tables import MEMORY_TABLES, TableSpec
+from ethos.tables import MEMORY_TABLES, VECTORS, TableSpec
 
 log = structlog.get_logger("ethos.store")
 
@@ -252,10 +252,16 @@ class Store:
         return value
 
     async def insert(
-        self, memory: MemoryInput, *, dedup: bool = False, near: float = 1.0
+        self,
+        memory: MemoryInput,
+        *,
+        dedup: bool = False,
+        near: float = 1.0,
+        embedded: list[float] | None = None,
     ) -> tuple[uuid.UUID, bool]:
-        """Insert a memory: (its id, True). With `dedup`, a live memory of the agent with
-        the same normalised content (a vector: and an embedding at least `near`
+        """Insert a memory: (its id, True); with `embedded`, also the vector that embeds
+        it, in the same transaction. With `dedup`, a live memory of the agent with the
+        same normalised content (a vector: and an embedding at least `near`
         cosine-similar) is found instead: (its id, False). Adds of one content are taken
         one at a time, so concurrent ones make one row."""
         spec = memory.table
@@ -281,6 +287,17 @@ class Store:
                     return existing, False
             query = queries.build_insert_query(spec, tuple(columns))
             new_id: uuid.UUID = await tx.fetchval(query, **columns)
+            if embedded is not None:
+                vector = {
+                    "agent_id": memory.agent_id,
+                    "content": memory.content,
+                    "embedding": embedded,
+                    "source_type": spec.name,
+                    "source_id": new_id,
+                }
+                if memory.created_at is not None:
+                    vector["created_at"] = memory.created_at
+                await tx.fetchval(queries.build_insert_query(VECTORS, tuple(vector)), **vector)
             return new_id, True
 
     async def fetch(self, spec: TableSpec, memory_id: uuid.UUID) -> Row:
@@ -413,6 +430,31 @@ class Store:
                 return
             yield LtpFlush(tx, self)
 
+    @asynccontextmanager
+    async def ltp_queue(self, limit: int) -> AsyncIterator[tuple[LtpFlush, list[Row]]]:
+        """The transaction that applies the oldest `limit` queued events: they are
+        deleted in it, so they are applied exactly when it commits."""
+        async with self._transaction() as tx:
+            rows = await tx.fetch(queries.POP_RETRIEVAL_QUEUE, limit=limit)
+            yield LtpFlush(tx, self), rows
+
+    async def enqueue(
+        self, spec: TableSpec, ids: list[uuid.UUID], at: datetime, kind: str,
+        group: uuid.UUID | None,
+    ) -> None:  # fmt: skip
+        """Events into the durable queue (committed when this returns)."""
+        await self._fetchval(
+            queries.ENQUEUE_RETRIEVALS, table=spec.name, ids=ids, at=at, kind=kind, grp=group
+        )
+
+    async def row_estimates(self) -> list[Row]:
+        """Live and pruned rows per memory table, from the planner's statistics."""
+        return await self._fetch(queries.ROW_ESTIMATES)
+
+    async def queue_backlog(self) -> int:
+        backlog: int = await self._fetchval(queries.RETRIEVAL_QUEUE_BACKLOG)
+        return backlog
+
     async def remove_faded_links(self, now: datetime, limit: int) -> int:
         """Up to `limit` links whose weight fell below links.prune_weight by `now`."""
         removed: int = await self._fetchval(queries.REMOVE_FADED_LINKS, now=now, limit=limit)
@@ -476,6 +518,94 @@ class Store:
             if len(rows) < k:  # the bounded index scan fell short: look at every vector
                 rows = await tx.fetch(queries.SEARCH_VECTORS_EXACT, **values)
         return rows
+
+    async def recall(
+        self, *, agent: str, query: str, tables: tuple[TableSpec, ...], k: int, now: datetime
+    ) -> list[Row]:
+        """Live memories of the agent matching any word of `query`, best first."""
+        for spec in tables:
+            await self.check_table(spec)
+        return await self._fetch(
+            queries.build_recall_query(tables),
+            agent=agent,
+            text=query,
+            now=now,
+            k=k,
+            candidates=max(self.settings.search.candidates, k),
+            salience_weight=self.settings.search.salience_weight,
+        )
+
+    async def locate(self, ids: list[uuid.UUID]) -> list[Row]:
+        """The table and agent of each of these memories that exists."""
+        return await self._fetch(queries.LOCATE_MEMORIES, ids=ids)
+
+    # --- client-keyed memories (the LangGraph store) -------------------------------
+
+    async def get_item(self, agent: str, key: str, now: datetime) -> Row | None:
+        return await self._fetchrow(queries.GET_ITEM, agent=agent, key=key, now=now)
+
+    async def put_item(
+        self,
+        agent: str,
+        key: str,
+        *,
+        content: str,
+        value: str,
+        expires_at: datetime | None,
+        now: datetime,
+        embedding: list[float] | None,
+    ) -> Row:
+        """Insert or replace the item (a fact) and, with `embedding`, its vector, in one
+        transaction: (id, created)."""
+        async with self._transaction() as tx:
+            await tx.fetchval(queries.EXPIRE_ITEM, agent=agent, key=key, now=now)
+            row = await tx.fetchrow(
+                queries.PUT_ITEM, agent=agent, key=key, content=content, value=value,
+                expires_at=expires_at, now=now,
+            )  # fmt: skip
+            assert row is not None
+            if embedding is not None:
+                await tx.fetchval(
+                    queries.PUT_ITEM_VECTOR, id=row["id"], agent=agent, content=content,
+                    embedding=embedding,
+                )  # fmt: skip
+            return row
+
+    async def delete_item(self, agent: str, key: str, now: datetime) -> bool:
+        return await self._fetchval(queries.DELETE_ITEM, agent=agent, key=key, now=now) is not None
+
+    async def search_items(self, ranked_by: str | None, **values: Any) -> list[Row]:
+        """Items under a namespace: newest first, or ranked by "vector" or "text"."""
+        query = {
+            None: queries.SEARCH_ITEMS,
+            "vector": queries.SEARCH_ITEMS_BY_VECTOR,
+            "text": queries.SEARCH_ITEMS_BY_TEXT,
+        }[ranked_by]
+        return await self._fetch(
+            query, salience_weight=self.settings.search.salience_weight, **values
+        )
+
+    async def item_namespaces(self) -> list[str]:
+        return [row["agent_id"] for row in await self._fetch(queries.ITEM_NAMESPACES)]
+
+    async def missing_vectors(
+        self, spec: TableSpec, agent: str | None, after: uuid.UUID, limit: int
+    ) -> list[Row]:
+        await self.check_table(spec)
+        return await self._fetch(
+            queries.build_missing_vectors_query(spec, by_agent=agent is not None),
+            agent=agent, after=after, limit=limit,
+        )  # fmt: skip
+
+    async def insert_source_vectors(
+        self, spec: TableSpec, ids: list[uuid.UUID], embeddings: list[list[float]]
+    ) -> int:
+        """Vectors embedding these memories (where none does yet): how many were made."""
+        texts = ["[" + ",".join(repr(float(x)) for x in e) + "]" for e in embeddings]
+        rows = await self._fetch(
+            queries.build_insert_source_vectors_query(spec), ids=ids, embeddings=texts
+        )
+        return len(rows)
 
     async def build_vector_index(self) -> None:
         """Build the HNSW index with database.index_build_memory of maintenance_work_mem."""
@@ -619,10 +749,16 @@ class Store:
         count: int = await self._fetchval(queries.build_erase_count_query(spec), agent=agent)
         return count
 
-    async def erase_batch(self, spec: TableSpec, agent: str, limit: int) -> int:
+    async def erase_batch(
+        self, spec: TableSpec, agent: str, after: uuid.UUID, limit: int
+    ) -> tuple[int, uuid.UUID | None]:
+        """Delete the agent's next `limit` memories after `after`: (how many, last id)."""
         await self.check_table(spec)
-        count: int = await self._fetchval(queries.build_erase_batch_query(spec, limit), agent=agent)
-        return count
+        row = await self._fetchrow(
+            queries.build_erase_batch_query(spec, limit), agent=agent, after=after
+        )
+        assert row is not None
+        return row["n"], row["last_id"]
 
     async def erase_agent_rest(self, agent: str, *, dry_run: bool) -> dict[str, int]:
         """The agent's links and policy assignment: deleted (or counted)."""
@@ -676,6 +812,13 @@ class Store:
             await tx.fetchval(queries.UNCONFIGURE_POLICIES, names=sorted(policies))
             links = (settings.links.tau_days, settings.links.prune_weight)
             before = await tx.fetchrow(queries.LINK_SETTINGS)
+            text_config = settings.search.text_config
+            if not await tx.fetchval(queries.TEXT_CONFIG_EXISTS, config=text_config):
+                raise InputError(
+                    f"search.text_config: the database has no text search configuration"
+                    f" {text_config!r} (the view pg_ts_config lists them)"
+                )
+            old_config = await tx.fetchval(queries.TEXT_CONFIG)
             await tx.fetchval(
                 queries.UPSERT_ETHOS_SETTINGS,
                 default_policy=settings.decay.default_policy,
@@ -683,7 +826,12 @@ class Store:
                 at_risk_margin=settings.monitoring.at_risk_margin,
                 links_tau=links[0],
                 links_prune=links[1],
+                text_config=text_config,
             )
+            if old_config not in (None, text_config):  # words are stemmed anew
+                log.warning("text_reindex", old=old_config, new=text_config)
+                for spec in MEMORY_TABLES:
+                    await tx.fetchval(queries.build_reindex_text_query(spec), config=text_config)
             old = (before["links_tau_days"], before["links_prune_weight"]) if before else links
             if old != links:  # links fade on the new curve
                 await tx.fetchval(

@@ -15,7 +15,7 @@ MEMORY_COLUMNS = frozenset(
         "id", "agent_id", "content", "salience", "strength", "anchor_at", "retrieval_count",
         "last_retrieved_at", "created_at", "pruned", "pruned_at", "prune_reason", "pinned",
         "metadata", "policy", "importance", "due_at", "prune_at", "surfaced_count",
-        "useful_count", "wrong_count", "content_key", "merged_into",
+        "useful_count", "wrong_count", "content_key", "merged_into", "client_key", "updated_at",
     }
 )  # fmt: skip
 
@@ -73,7 +73,9 @@ VECTORS = TableSpec(
 EPISODES = TableSpec(
     "episodic_traces", "episode", "episodes", "episode_boost", emotion_column="emotional_tone"
 )
-FACTS = TableSpec("semantic_facts", "fact", "facts", "fact_boost", has_confidence=True)
+FACTS = TableSpec(
+    "semantic_facts", "fact", "facts", "fact_boost", has_confidence=True, has_expiry=True
+)
 MEMORY_TABLES: tuple[TableSpec, ...] = (VECTORS, EPISODES, FACTS)
 # What a vector's source_type may name: the tables whose rows a vector can embed.
 SOURCE_TABLES: tuple[TableSpec, ...] = tuple(s for s in MEMORY_TABLES if not s.has_source)

@@ -5,84 +5,20 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-import os
-import signal
-import subprocess
-import sys
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import asyncpg
-import pytest
 
 from ethos import db
 from ethos.engine import Engine
 from ethos.settings import DatabaseSettings, LtpSettings, PolicySettings, Settings
+from tests.acceptance.daemons import FAST, DaemonProcess, wait_for
 
 if TYPE_CHECKING:
     from tests.conftest import Cli
-
-FAST = {
-    "ETHOS_CONSOLIDATION__INTERVAL_SECONDS": "1",
-    "ETHOS_CONSOLIDATION__JITTER": "0.05",
-    "ETHOS_CONSOLIDATION__IDLE_SECONDS": "0",
-    "ETHOS_CONSOLIDATION__HEARTBEAT_SECONDS": "0.2",
-    "ETHOS_CONSOLIDATION__STANDBY_POLL_SECONDS": "0.3",
-    "ETHOS_CONSOLIDATION__RETRY_MAX_SECONDS": "1",
-    "ETHOS_LOGGING__FORMAT": "json",
-}
-
-
-class DaemonProcess:
-    def __init__(self, url: str, log_dir: Path, name: str, **env: str) -> None:
-        self.log_path = log_dir / f"{name}.log"
-        self._log = self.log_path.open("w")
-        self.process = subprocess.Popen(
-            [str(Path(sys.executable).parent / "ethos"), "daemon"],
-            env={**os.environ, **FAST, "ETHOS_DATABASE__URL": url, **env},
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-        )
-
-    def log(self) -> str:
-        return self.log_path.read_text()
-
-    def stop(self, sig: int = signal.SIGTERM, wait_seconds: float = 15) -> tuple[int, float]:
-        started = time.monotonic()
-        self.process.send_signal(sig)
-        code = self.process.wait(wait_seconds)
-        self._log.close()
-        return code, time.monotonic() - started
-
-    def kill(self) -> None:
-        """SIGKILL: no goodbye."""
-        self.process.kill()
-        self.process.wait()
-        self._log.close()
-
-
-@pytest.fixture
-def daemons(tmp_path: Path) -> Iterator[list[DaemonProcess]]:
-    started: list[DaemonProcess] = []
-    yield started
-    for daemon in started:
-        if daemon.process.poll() is None:
-            daemon.kill()
-
-
-async def wait_for(
-    conn: asyncpg.Connection, query: str, *args: object, within: float = 15
-) -> object:
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        value = await conn.fetchval(query, *args)
-        if value:
-            return value
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"timed out waiting for: {query}")
 
 
 async def test_daemon_sweeps_every_interval(

@@ -26,12 +26,15 @@ SKILLS = TableSpec(
 @pytest.fixture
 async def skills_table(conn: asyncpg.Connection) -> None:
     """Created here, the way a migration would: the memory columns, the decay-state
-    trigger, the schedule's hints and their trigger."""
+    and content (key, words) triggers, the schedule's hints and their trigger."""
     await conn.execute(
         """
         CREATE TABLE procedural_skills (LIKE episodic_traces INCLUDING ALL);
         CREATE TRIGGER procedural_skills_init_decay_state BEFORE INSERT ON procedural_skills
             FOR EACH ROW EXECUTE FUNCTION ethos_init_decay_state();
+        CREATE TRIGGER procedural_skills_content_derived
+            BEFORE INSERT OR UPDATE OF content, agent_id ON procedural_skills
+            FOR EACH ROW EXECUTE FUNCTION ethos_content_derived();
         CREATE TABLE procedural_skills_due (LIKE episodic_traces_due INCLUDING ALL);
         CREATE TRIGGER procedural_skills_hint_new_rows AFTER INSERT ON procedural_skills
             REFERENCING NEW TABLE AS added FOR EACH STATEMENT
@@ -78,7 +81,7 @@ async def test_a_table_without_the_memory_columns_fails_by_name(
 ) -> None:
     await conn.execute("CREATE TABLE half_memories (id uuid PRIMARY KEY, agent_id text)")
     half = TableSpec("half_memories", "half", "halves", "episode_boost")
-    with pytest.raises(InputError, match=r"half_memories lacks the columns anchor_at, content"):
+    with pytest.raises(InputError, match=r"half_memories lacks the columns anchor_at, client_key, content"):
         await engine.sweep(tables=[half])
     missing = TableSpec("no_such_memories", "none", "nones", "episode_boost")
     with pytest.raises(InputError, match="table no_such_memories does not exist"):

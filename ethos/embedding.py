@@ -1,0 +1,133 @@
+"""Embedding providers: texts in, vectors out.
+
+An Embedder is any async function `texts -> vectors`. ethos ships one for servers that
+speak the OpenAI embeddings API (`POST {url}/embeddings` with `model` and `input`),
+hosted or local, over the standard library's HTTP client (in a worker thread), so the
+core needs no HTTP package. The key is read from the variable embedding.api_key_env
+names, when a request is made, and never logged or printed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import urllib.error
+import urllib.request
+from collections.abc import Awaitable, Callable, Sequence
+
+from ethos.errors import EthosError
+from ethos.settings import EmbeddingSettings
+
+Embedder = Callable[[Sequence[str]], Awaitable[list[list[float]]]]
+
+
+class EmbeddingError(EthosError):
+    """The provider refused the request or answered something unusable (a wrong
+    dimension, a rejected key): a configuration problem, nothing is written."""
+
+
+class ProviderUnavailable(EmbeddingError):
+    """The provider is down, overloaded or too slow: memories are stored without a
+    vector, which `ethos embed --missing` fills in later."""
+
+
+def openai_embedder(settings: EmbeddingSettings) -> Embedder:
+    """An Embedder for settings.url, in requests of settings.batch_size texts."""
+    endpoint = settings.url.rstrip("/") + "/embeddings"
+
+    async def embed(texts: Sequence[str]) -> list[list[float]]:
+        headers = {"Content-Type": "application/json"}
+        if settings.api_key_env:
+            key = os.environ.get(settings.api_key_env)
+            if not key:
+                raise EmbeddingError(
+                    f"embedding.api_key_env names {settings.api_key_env}, which is not set"
+                )
+            headers["Authorization"] = f"Bearer {key}"
+        vectors: list[list[float]] = []
+        for start in range(0, len(texts), settings.batch_size):
+            batch = list(texts[start : start + settings.batch_size])
+            body = json.dumps({"model": settings.model, "input": batch}).encode()
+            request = urllib.request.Request(endpoint, data=body, headers=headers, method="POST")
+            answer = await asyncio.to_thread(_post, request, settings.timeout_seconds)
+            vectors += _vectors(answer, len(batch), endpoint)
+        return vectors
+
+    return embed
+
+
+def _post(request: urllib.request.Request, timeout: float) -> object:
+    endpoint = request.full_url
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        if exc.code in (401, 403):
+            raise EmbeddingError(
+                f"embedding provider at {endpoint} refused the key (HTTP {exc.code}):"
+                " check embedding.api_key_env"
+            ) from None
+        if exc.code == 429 or exc.code >= 500:
+            raise ProviderUnavailable(
+                f"embedding provider at {endpoint} is unavailable (HTTP {exc.code})"
+            ) from None
+        raise EmbeddingError(
+            f"embedding provider at {endpoint} answered HTTP {exc.code}: {_first_line(exc)}"
+        ) from None
+    except TimeoutError:
+        raise ProviderUnavailable(
+            f"embedding provider at {endpoint} did not answer within {timeout:g} s"
+            " (embedding.timeout_seconds)"
+        ) from None
+    except urllib.error.URLError as exc:
+        if isinstance(exc.reason, TimeoutError):
+            raise ProviderUnavailable(
+                f"embedding provider at {endpoint} did not answer within {timeout:g} s"
+                " (embedding.timeout_seconds)"
+            ) from None
+        raise ProviderUnavailable(
+            f"embedding provider at {endpoint} is unreachable: {exc.reason}"
+        ) from None
+    except json.JSONDecodeError:
+        raise EmbeddingError(f"embedding provider at {endpoint} answered no JSON") from None
+
+
+def _first_line(exc: urllib.error.HTTPError) -> str:
+    try:
+        text = exc.read().decode(errors="replace").strip()
+    except OSError:
+        text = ""
+    return (text.splitlines() or [exc.reason or ""])[0][:200]
+
+
+def _vectors(answer: object, count: int, endpoint: str) -> list[list[float]]:
+    """The answer's vectors in input order (the API numbers them by `index`)."""
+    try:
+        items = sorted(answer["data"], key=lambda item: item["index"])  # type: ignore[index]
+        vectors = [[float(x) for x in item["embedding"]] for item in items]
+    except (KeyError, TypeError, ValueError):
+        raise EmbeddingError(
+            f"embedding provider at {endpoint} answered in an unknown format"
+            " (expected the OpenAI embeddings API's data[].embedding)"
+        ) from None
+    if len(vectors) != count:
+        raise EmbeddingError(
+            f"embedding provider at {endpoint} answered {len(vectors)} vectors for {count} texts"
+        )
+    return vectors
+
+
+def check_dimension(vectors: Sequence[Sequence[float]], dimension: int) -> None:
+    """Every vector has the dimension the schema was migrated with, or nothing is written."""
+    for vector in vectors:
+        if len(vector) != dimension:
+            raise EmbeddingError(
+                f"the embedding provider answered {len(vector)} numbers per vector;"
+                f" the schema has {dimension} (embedding.dimension)"
+            )
+
+
+def configured(settings: EmbeddingSettings) -> Embedder | None:
+    """The provider the settings name, or None."""
+    return openai_embedder(settings) if settings.provider == "openai" else None

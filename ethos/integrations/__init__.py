@@ -1,0 +1,1 @@
+"""Integrations with other projects, each behind an optional extra."""

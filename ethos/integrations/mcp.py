@@ -1,0 +1,167 @@
+"""An MCP server: any agent that speaks the Model Context Protocol remembers, recalls,
+corrects and forgets through ethos. Needs the extra: pip install 'ethos[mcp]'.
+
+    ethos mcp [--agent A]                 # stdio, what desktop and IDE clients launch
+    ethos mcp --http 127.0.0.1:8765       # streamable HTTP, at /mcp
+
+The server holds one Engine for its lifetime; closing it applies every retrieval the
+tools recorded (LTP). With --agent every tool works on that agent's memories only;
+without it each tool takes `agent`. Errors reach the model as tool errors with the same
+one-line messages as the CLI, and a failed call writes nothing.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any, Literal
+
+from mcp.server import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
+from ethos.engine import Engine
+from ethos.errors import EthosError, InputError
+from ethos.inputs import parse_id
+from ethos.recovery import Selector
+from ethos.settings import Settings
+from ethos.tables import table_spec
+
+Kind = Literal["episode", "fact", "vector"]
+
+INSTRUCTIONS = """\
+Long-term memory that forgets the way people do: memories fade unless they are used,
+and what is recalled and confirmed useful lives longer. Remember what is worth keeping,
+recall before answering from memory, and say which recalled memories were useful or
+wrong."""
+
+
+def build_server(settings: Settings, *, agent: str | None = None) -> MCPServer[Any]:
+    """The ethos MCP server over `settings`; with `agent`, fixed to that agent."""
+    opened: list[Engine] = []
+
+    @asynccontextmanager
+    async def lifespan(_: MCPServer[Any]) -> AsyncIterator[None]:
+        async with Engine(settings) as engine:
+            opened.append(engine)
+            try:
+                yield
+            finally:
+                opened.clear()
+
+    server: MCPServer[Any] = MCPServer(
+        "ethos", instructions=INSTRUCTIONS, lifespan=lifespan, log_level="WARNING"
+    )
+
+    def tool(fn: Callable[..., Awaitable[Any]]) -> None:
+        """Register `fn(engine, agent, ...)` as a tool: the engine is the server's, and
+        `agent` is either fixed (and left out of the schema) or a required argument."""
+        signature = inspect.signature(fn, eval_str=True)
+        params = list(signature.parameters.values())[2:]  # after engine, agent
+
+        @functools.wraps(fn)
+        async def run(**arguments: Any) -> Any:
+            who = agent if agent is not None else arguments.pop("agent")
+            try:
+                return await fn(opened[0], who, **arguments)
+            except EthosError as exc:
+                raise ToolError(str(exc)) from exc
+
+        if agent is None:
+            whose = inspect.Parameter("agent", inspect.Parameter.KEYWORD_ONLY, annotation=str)
+            params = [whose, *params]
+        run.__signature__ = signature.replace(  # type: ignore[attr-defined]
+            parameters=[p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in params]
+        )
+        run.__annotations__ = {p.name: p.annotation for p in params} | {
+            "return": signature.return_annotation
+        }
+        server.tool(description=inspect.getdoc(fn))(run)
+
+    for fn in (remember, recall, feedback, forget, recover, explain, stats):
+        tool(fn)
+    return server
+
+
+async def remember(
+    engine: Engine,
+    agent: str,
+    content: str,
+    kind: Literal["episode", "fact"] = "episode",
+    emotional_tone: float | None = None,
+    confidence: float | None = None,
+    importance: float | None = None,
+    policy: str | None = None,
+) -> dict[str, Any]:
+    """Store something worth remembering: an episode (what happened; emotional_tone
+    0..1 makes it last longer) or a fact (durable knowledge, with a confidence 0..1).
+    importance 0..1 or a named policy choose how long it lasts. Returns its id; a fact
+    the agent already holds is not stored twice (created is false, it is reinforced)."""
+    fields = {"emotional_tone": emotional_tone, "confidence": confidence,
+              "importance": importance, "policy": policy}  # fmt: skip
+    memory_id, created = await engine.add_memory(
+        kind, agent_id=agent, content=content,
+        **{name: value for name, value in fields.items() if value is not None},
+    )  # fmt: skip
+    return {"id": str(memory_id), "kind": kind, "created": created}
+
+
+async def recall(
+    engine: Engine, agent: str, query: str, k: int = 5, kinds: list[Kind] | None = None
+) -> list[dict[str, Any]]:
+    """Recall memories that answer a question or topic, best first: their content, kind,
+    salience (how alive the memory is, 0..1) and score. Use before answering from
+    memory. Recalling strengthens what is recalled."""
+    hits = await engine.recall(agent, query, k=k, tables=kinds)
+    return [
+        {"id": str(h.id), "kind": _kind(h.table), "content": h.content,
+         "salience": round(h.salience, 4), "score": round(h.score, 6)}
+        for h in hits
+    ]  # fmt: skip
+
+
+async def feedback(
+    engine: Engine, agent: str, ids: list[str], verdict: Literal["useful", "wrong"]
+) -> dict[str, Any]:
+    """Say how recalled memories served: "useful" strengthens them (and links them to
+    each other), "wrong" weakens them (a fact also loses confidence) until they are
+    forgotten."""
+    for spec, found in (await engine.locate(ids, agent=agent)).items():
+        await engine.feedback(spec, found, verdict)
+    return {"ids": ids, "verdict": verdict}
+
+
+async def forget(engine: Engine, agent: str, ids: list[str]) -> dict[str, Any]:
+    """Forget memories on request (the user asks, or they are obsolete). Recoverable
+    with recover."""
+    for spec, found in (await engine.locate(ids, agent=agent)).items():
+        await engine.forget(spec, found, trigger="api")
+    return {"forgotten": ids}
+
+
+async def recover(engine: Engine, agent: str, ids: list[str]) -> dict[str, Any]:
+    """Bring forgotten (or faded) memories back, with their content and history."""
+    recovered: list[str] = []
+    for spec, found in (await engine.locate(ids, agent=agent)).items():
+        report = await engine.recover(spec, Selector(ids=tuple(found)), command="mcp")
+        recovered += [str(row["id"]) for row in report.rows]
+    missing = sorted({str(parse_id(i)) for i in ids} - set(recovered))
+    if missing:  # live already: nothing to bring back
+        raise InputError(f"not forgotten: {', '.join(missing)}")
+    return {"recovered": recovered}
+
+
+async def explain(engine: Engine, agent: str, id: str) -> dict[str, Any]:
+    """Why a memory has its salience now, and when it will be forgotten if not used."""
+    [(spec, [memory_id])] = (await engine.locate([id], agent=agent)).items()
+    return await engine.explain(spec, memory_id)
+
+
+async def stats(engine: Engine, agent: str) -> dict[str, Any]:
+    """How many memories the agent has, live and forgotten, per kind."""
+    return await engine.stats(agent)
+
+
+def _kind(table: str) -> str:
+    return table_spec(table).alias

@@ -1,0 +1,206 @@
+"""Prometheus metrics and a health check for the daemon, on [metrics] listen (or
+`ethos daemon --metrics HOST:PORT`). Needs the extra: pip install 'ethos[metrics]'.
+
+    GET /metrics   the text exposition format
+    GET /healthz   200 while the database answers and the last sweep is no older than
+                   interval + max_defer (a standby is healthy); 503 otherwise; one line
+                   of JSON saying why
+
+Counters count what this process did; gauges that need the database (row estimates,
+the queue's backlog, the last sweep) are read when scraped, the row estimates at most
+once a minute and from the planner's statistics, never by counting rows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+import structlog
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from ethos.errors import DatabaseError, InputError
+from ethos.sweep import SweepReport
+
+if TYPE_CHECKING:
+    from ethos.daemon import Daemon
+
+log = structlog.get_logger("ethos.metrics")
+
+ESTIMATES_MAX_AGE_SECONDS = 60.0
+DATABASE_TIMEOUT_SECONDS = 2.0
+
+
+@dataclass
+class _DatabaseState:
+    """What the gauges read from the database, refreshed before each scrape."""
+
+    estimates: list[Mapping[str, Any]] = field(default_factory=list)
+    estimated_at: float = float("-inf")
+    queue_backlog: int | None = None
+    last_sweep: datetime | None = None
+    now: datetime | None = None
+
+
+class DaemonMetrics:
+    def __init__(self, daemon: Daemon) -> None:
+        self.daemon = daemon
+        self.registry = CollectorRegistry()
+        self.sweeps = Counter(
+            "ethos_sweeps", "Sweeps run by this process.", ["trigger", "mode", "outcome"],
+            registry=self.registry,
+        )  # fmt: skip
+        self.duration = Histogram(
+            "ethos_sweep_duration_seconds", "How long sweeps took.", ["mode"],
+            buckets=(0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900), registry=self.registry,
+        )  # fmt: skip
+        self.refreshed = Counter(
+            "ethos_rows_refreshed", "Rows whose stored salience a sweep refreshed.", ["table"],
+            registry=self.registry,
+        )  # fmt: skip
+        self.pruned = Counter(
+            "ethos_rows_pruned", "Rows pruned by sweeps (decay, or expiry for vectors).",
+            ["table"], registry=self.registry,
+        )  # fmt: skip
+        self.state = _DatabaseState()
+        self.registry.register(_StateCollector(self))
+
+    def observe(self, report: SweepReport, trigger: str) -> None:
+        self.sweeps.labels(trigger, report.mode, report.status).inc()
+        self.duration.labels(report.mode).observe(report.duration_ms / 1000)
+        for table, counts in report.tables.items():
+            self.refreshed.labels(table).inc(counts.updated - counts.pruned)
+            self.pruned.labels(table).inc(counts.pruned)
+
+    def failed(self, trigger: str, mode: str) -> None:
+        self.sweeps.labels(trigger, mode, "error").inc()
+
+    async def refresh(self) -> None:
+        """Read the database's side of the gauges (skipped, and left stale, when it is
+        away: the scrape still answers)."""
+        store = self.daemon.store
+        if store is None:
+            return
+        state = self.state
+        with contextlib.suppress(DatabaseError, TimeoutError):
+            async with asyncio.timeout(DATABASE_TIMEOUT_SECONDS):
+                if time.monotonic() - state.estimated_at > ESTIMATES_MAX_AGE_SECONDS:
+                    state.estimates = await store.row_estimates()
+                    state.estimated_at = time.monotonic()
+                state.queue_backlog = await store.queue_backlog()
+                state.last_sweep = await store.last_sweep_finished()
+                state.now = await store.now()
+
+    async def health(self) -> tuple[int, dict[str, Any]]:
+        store = self.daemon.store
+        if store is None:
+            return 503, {"status": "unhealthy", "reason": "not connected to the database yet"}
+        try:
+            async with asyncio.timeout(DATABASE_TIMEOUT_SECONDS):
+                now = await store.now()
+                last = await store.last_sweep_finished()
+        except (DatabaseError, TimeoutError) as exc:
+            reason = str(exc) or f"no answer within {DATABASE_TIMEOUT_SECONDS:g} s"
+            return 503, {"status": "unhealthy", "reason": f"database: {reason}"}
+        role = "leader" if self.daemon.leading else "standby"
+        c = self.daemon.settings.consolidation
+        limit = c.interval_seconds + c.max_defer_seconds
+        age = (now - last).total_seconds() if last else None
+        if (
+            role == "leader"
+            and self.daemon.leading_for_seconds > limit
+            and (age is None or age > limit)
+        ):
+            since = "never" if age is None else f"{age:.0f} s ago"
+            return 503, {"status": "unhealthy", "role": role,
+                         "reason": f"last sweep {since}; limit {limit:g} s"}  # fmt: skip
+        return 200, {"status": "ok", "role": role, "last_sweep_age_seconds": age}
+
+
+class _StateCollector(Collector):
+    def __init__(self, metrics: DaemonMetrics) -> None:
+        self.metrics = metrics
+
+    def collect(self) -> Iterator[Metric]:
+        daemon, state = self.metrics.daemon, self.metrics.state
+        stats = daemon.ltp_stats()
+        retrievals = CounterMetricFamily(
+            "ethos_retrievals", "LTP events by what became of them.", labels=["outcome"]
+        )
+        if stats is not None:
+            for outcome in ("recorded", "applied", "skipped", "dropped"):
+                retrievals.add_metric([outcome], getattr(stats, outcome))
+        yield retrievals
+        backlog = GaugeMetricFamily("ethos_ltp_backlog", "LTP events waiting to be applied.",
+                                    labels=["buffer"])  # fmt: skip
+        backlog.add_metric(["memory"], daemon.ltp_backlog())
+        if state.queue_backlog is not None:
+            backlog.add_metric(["queue"], state.queue_backlog)
+        yield backlog
+        rows = GaugeMetricFamily(
+            "ethos_memories", "Rows per table and state (planner estimates, at most a minute"
+            " old).", labels=["table", "state"],
+        )  # fmt: skip
+        for row in state.estimates:
+            rows.add_metric([row["table_name"], row["state"]], max(row["estimate"], 0))
+        yield rows
+        yield GaugeMetricFamily(
+            "ethos_sweep_lock_held", "1 while this process holds the sweep lock.",
+            value=int(daemon.leading),
+        )  # fmt: skip
+        if state.last_sweep is not None and state.now is not None:
+            yield GaugeMetricFamily(
+                "ethos_last_sweep_age_seconds", "Since the last completed sweep finished.",
+                value=(state.now - state.last_sweep).total_seconds(),
+            )  # fmt: skip
+
+
+def parse_listen(value: str) -> tuple[str, int]:
+    host, _, port = value.rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise InputError(f"metrics.listen takes HOST:PORT (got {value!r})")
+    return host, int(port)
+
+
+async def serve(metrics: DaemonMetrics, listen: str) -> asyncio.Server:
+    """Answer GET /metrics and GET /healthz on `listen` (HOST:PORT)."""
+    host, port = parse_listen(listen)
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            request = (await reader.readline()).decode(errors="replace").split()
+            while (await reader.readline()).strip():  # the headers: not needed
+                pass
+            path = request[1] if len(request) > 1 else ""
+            if path == "/metrics":
+                await metrics.refresh()
+                status, body = 200, generate_latest(metrics.registry)
+                kind = "text/plain; version=0.0.4; charset=utf-8"
+            elif path == "/healthz":
+                status, answer = await metrics.health()
+                body, kind = (json.dumps(answer) + "\n").encode(), "application/json"
+            else:
+                status, body, kind = 404, b"not found\n", "text/plain"
+            reason = {200: "OK", 404: "Not Found", 503: "Service Unavailable"}[status]
+            writer.write(
+                f"HTTP/1.1 {status} {reason}\r\nContent-Type: {kind}\r\n"
+                f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode()
+                + body
+            )
+            await writer.drain()
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(handle, host, port)
+    log.info("metrics_listening", listen=f"{host}:{port}")
+    return server

@@ -1,0 +1,118 @@
+"""Retrievals recorded from plain SQL through ethos_record_retrieval(), and durable
+buffers: applied exactly once by the daemon, whatever gets killed on the way."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import signal
+import sys
+import textwrap
+from pathlib import Path
+
+import asyncpg
+import pytest
+
+from ethos.engine import Engine
+from ethos.settings import DatabaseSettings, LtpSettings, Settings
+from tests.acceptance.daemons import DaemonProcess, wait_for
+
+QUEUE_EMPTY = "SELECT NOT EXISTS (SELECT 1 FROM retrieval_queue)"
+
+
+async def test_eight_sql_sessions_recording_while_daemons_sweep_and_die(
+    database_url: str, conn: asyncpg.Connection, daemons: list[DaemonProcess], tmp_path: Path
+) -> None:
+    ids = [
+        r["id"]
+        for r in await conn.fetch(
+            "INSERT INTO episodic_traces (agent_id, content) SELECT 'a', 'e' || g"
+            " FROM generate_series(1, 200) g RETURNING id"
+        )
+    ]
+    daemons.append(DaemonProcess(database_url, tmp_path, "d1"))
+
+    async def session(number: int) -> int:
+        rng = random.Random(number)
+        recorded = 0
+        client = await asyncpg.connect(database_url)
+        try:
+            while recorded < 1250:  # 8 × 1,250 = 10,000
+                n = min(rng.choice((1, 1, 10, 100)), 1250 - recorded)
+                picks = [rng.choice(ids) for _ in range(n)]
+                async with client.transaction():  # in the caller's own transaction
+                    queued = await client.fetchval(
+                        "SELECT ethos_record_retrieval('episodic_traces', $1::uuid[])", picks
+                    )
+                recorded += queued
+                if number == 0 and recorded >= 600 and daemons[0].process.poll() is None:
+                    daemons[0].kill()  # SIGKILL mid-stream: the next daemon finishes
+                    daemons.append(DaemonProcess(database_url, tmp_path, "d2"))
+                await asyncio.sleep(0)
+        finally:
+            await client.close()
+        return recorded
+
+    assert sum(await asyncio.gather(*(session(n) for n in range(8)))) == 10_000
+    await wait_for(conn, QUEUE_EMPTY, within=30)
+    total = await conn.fetchval("SELECT sum(retrieval_count) FROM episodic_traces")
+    assert total == 10_000
+    assert await conn.fetchval("SELECT count(*) FROM sweep_runs WHERE trigger = 'daemon'") > 0
+
+
+async def test_sql_callers_get_one_line_errors_and_nothing_is_queued(
+    conn: asyncpg.Connection,
+) -> None:
+    with pytest.raises(asyncpg.InvalidParameterValueError, match="unknown table notes: use"):
+        await conn.fetchval("SELECT ethos_record_retrieval('notes', ARRAY[gen_random_uuid()])")
+    with pytest.raises(asyncpg.InvalidParameterValueError, match="at must be a moment"):
+        await conn.fetchval("SELECT ethos_record_retrieval('fact', ARRAY[gen_random_uuid()], NULL)")
+    assert await conn.fetchval("SELECT count(*) FROM retrieval_queue") == 0
+    # The short names work too; unknown ids are queued and skipped when applied.
+    assert await conn.fetchval(
+        "SELECT ethos_record_retrieval('fact', ARRAY[gen_random_uuid(), gen_random_uuid()])"
+    ) == 2  # fmt: skip
+    assert await conn.fetchval("SELECT backlog FROM ethos_retrieval_queue") == 2
+
+
+async def test_a_durable_process_killed_before_its_flush_loses_nothing(
+    database_url: str, conn: asyncpg.Connection, tmp_path: Path
+) -> None:
+    async with Engine(Settings(database=DatabaseSettings(url=database_url))) as engine:
+        memory = await engine.add("fact", agent_id="a", content="durable")
+    script = tmp_path / "record_and_die.py"
+    script.write_text(
+        textwrap.dedent(f"""
+        import asyncio, os, signal
+        from ethos.engine import Engine
+        from ethos.settings import DatabaseSettings, LtpSettings, Settings
+
+        async def main():
+            settings = Settings(database=DatabaseSettings(url={database_url!r}),
+                                ltp=LtpSettings(durable=True, flush_interval_seconds=3600))
+            engine = await Engine(settings).__aenter__()
+            for _ in range(100):
+                await engine.record_retrieval("fact", [{str(memory)!r}] * 10)
+            print(engine.ltp.stats.queued, flush=True)
+            os.kill(os.getpid(), signal.SIGKILL)
+
+        asyncio.run(main())
+    """)
+    )
+    died = await asyncio.create_subprocess_exec(
+        sys.executable, str(script), stdout=asyncio.subprocess.PIPE
+    )
+    out, _ = await asyncio.wait_for(died.communicate(), 60)
+    assert died.returncode == -signal.SIGKILL
+    assert out.decode().splitlines()[-1] == "1000"  # all in the queue when recorded
+    # Killed part way: what its own drain applied is gone from the queue, the rest waits.
+    queued = await conn.fetchval("SELECT count(*) FROM retrieval_queue")
+    applied = await conn.fetchval("SELECT retrieval_count FROM semantic_facts")
+    assert queued > 0 and queued + applied == 1000
+    # The next daemon (here its engine, which drains the queue) applies all of them.
+    settings = Settings(database=DatabaseSettings(url=database_url), ltp=LtpSettings())
+    async with Engine(settings, drains_queue=True) as engine:
+        await wait_for(conn, QUEUE_EMPTY)
+        status = await engine.status(60)
+    assert await conn.fetchval("SELECT retrieval_count FROM semantic_facts") == 1000
+    assert status["ltp"]["queue_backlog"] == 0 and engine.ltp.stats.applied == queued

@@ -1,0 +1,178 @@
+"""The LangGraph store: BaseStore's documented behaviours on ethos, and a compiled graph
+whose node remembers through the store that compile(store=...) hands it."""
+
+from __future__ import annotations
+
+import asyncio
+import operator
+from collections.abc import Sequence
+from typing import Annotated, TypedDict
+
+import asyncpg
+import pytest
+from langgraph.graph import END, START, StateGraph
+from langgraph.store.base import BaseStore
+
+from ethos.engine import Engine
+from ethos.errors import InputError
+from ethos.integrations.langgraph import AsyncEthosStore, EthosStore
+from ethos.recovery import Selector
+from ethos.settings import Settings
+from tests.embedding_server import embed_text
+
+
+def embed(texts: Sequence[str]) -> list[list[float]]:
+    return [embed_text(text, 384) for text in texts]
+
+
+async def fact(conn: asyncpg.Connection, key: str) -> asyncpg.Record:
+    return await conn.fetchrow("SELECT * FROM semantic_facts WHERE client_key = $1", key)
+
+
+async def test_items_round_trip_and_keep_their_history(
+    settings: Settings, conn: asyncpg.Connection
+) -> None:
+    value = {"text": "Ada prefers green tea", "n": 3, "ratio": 0.1, "tags": ["a", "ü"],
+             "nested": {"deep": [1, {"x": None}]}}  # fmt: skip
+    async with AsyncEthosStore(settings) as store:
+        assert store.supports_ttl
+        await store.aput(("users", "ada"), "tea", value)
+        first = await store.aget(("users", "ada"), "tea")
+        assert first is not None and first.value == value
+        assert (first.key, first.namespace) == ("tea", ("users", "ada"))
+        assert first.created_at == first.updated_at
+        await asyncio.sleep(0.01)
+        await store.aput(("users", "ada"), "tea", {"text": "Ada now drinks coffee"})
+        second = await store.aget(("users", "ada"), "tea", refresh_ttl=False)
+        assert second is not None and second.value == {"text": "Ada now drinks coffee"}
+        assert second.created_at == first.created_at < second.updated_at
+        assert await store.aget(("users", "bob"), "tea") is None
+        await store.engine.ltp.drain(5)  # before the delete: LTP skips pruned memories
+        await store.adelete(("users", "ada"), "tea")
+        assert await store.aget(("users", "ada"), "tea") is None
+    row = await fact(conn, "tea")
+    # One memory all along: two gets with refresh (the default) retrieved it, one did not.
+    assert (row["agent_id"], row["retrieval_count"]) == ("users.ada", 1)
+    assert (row["pruned"], row["prune_reason"]) == (True, "manual")
+    async with Engine(settings) as engine:
+        await engine.recover("fact", Selector(ids=(row["id"],)))
+    async with AsyncEthosStore(settings) as store:
+        back = await store.aget(("users", "ada"), "tea")
+        assert back is not None and back.value == {"text": "Ada now drinks coffee"}
+
+
+async def test_search_filters_pages_and_ranks_by_text_without_an_index(
+    settings: Settings, conn: asyncpg.Connection
+) -> None:
+    async with AsyncEthosStore(settings) as store:
+        for n, (who, text) in enumerate(
+            [
+                ("ada", "likes green tea"),
+                ("ada", "owns a bicycle"),
+                ("bob", "likes black tea"),
+                ("bob", "hates tea"),
+            ]
+        ):
+            await store.aput(("users", who), f"k{n}", {"text": text, "n": n, "who": who})
+        await store.aput(("other",), "k9", {"text": "tea elsewhere"})
+        newest = await store.asearch(("users",))
+        assert [i.key for i in newest] == ["k3", "k2", "k1", "k0"]  # most recently updated
+        page = await store.asearch(("users",), limit=2, offset=1)
+        assert [i.key for i in page] == ["k2", "k1"]
+        assert [i.key for i in await store.asearch(("users", "bob"))] == ["k3", "k2"]
+        assert [i.key for i in await store.asearch(("users",), filter={"who": "ada"})] == [
+            "k1", "k0"
+        ]  # fmt: skip
+        ranged = await store.asearch(("users",), filter={"n": {"$gte": 1, "$lt": 3}})
+        assert [i.key for i in ranged] == ["k2", "k1"]
+        assert [i.key for i in await store.asearch(("users",), filter={"n": {"$ne": 0}})] == [
+            "k3", "k2", "k1"
+        ]  # fmt: skip
+        found = await store.asearch(("users",), query="green tea")
+        assert found[0].key == "k0" and {i.key for i in found} == {"k0", "k2", "k3"}
+        assert all(i.score is not None and i.score > 0 for i in found)
+        with pytest.raises(InputError, match=r"unknown filter operator \$regex"):
+            await store.asearch(("users",), filter={"n": {"$regex": "x"}})
+        assert await store.alist_namespaces() == [("other",), ("users", "ada"), ("users", "bob")]
+        assert await store.alist_namespaces(prefix=("users",), max_depth=1) == [("users",)]
+        assert await store.alist_namespaces(suffix=("*", "bob")) == [("users", "bob")]
+    surfaced = await conn.fetchval(
+        "SELECT surfaced_count FROM semantic_facts WHERE client_key = 'k0'"
+    )
+    assert surfaced == 3  # the three searches above that returned it
+
+
+async def test_an_index_ranks_by_similarity_and_ttl_expires(
+    settings: Settings, conn: asyncpg.Connection
+) -> None:
+    with pytest.raises(InputError, match="index dims 8 differ from the schema's 384"):
+        AsyncEthosStore(settings, index={"dims": 8, "embed": embed})
+    index = {"dims": 384, "embed": embed, "fields": ["text"]}
+    async with AsyncEthosStore(settings, index=index) as store:  # type: ignore[arg-type]
+        await store.aput(("u",), "car", {"text": "Bob drives an automobile", "id": 1})
+        await store.aput(("u",), "jazz", {"text": "Bob likes jazz"})
+        await store.aput(("u",), "raw", {"text": "not embedded"}, index=False)
+        hits = await store.asearch(("u",), query="which vehicle")
+        assert [h.key for h in hits][:1] == ["car"] and "raw" not in [h.key for h in hits]
+        await store.aput(("u",), "brief", {"text": "gone soon"}, ttl=0.005)  # 0.3 s
+        assert await store.aget(("u",), "brief") is not None
+        await asyncio.sleep(0.5)
+        assert await store.aget(("u",), "brief") is None
+        assert "brief" not in [i.key for i in await store.asearch(("u",))]
+    vectors = await conn.fetchval(
+        "SELECT count(*) FROM memory_vectors v JOIN semantic_facts f ON f.id = v.source_id"
+        " WHERE f.client_key IN ('car', 'jazz', 'raw')"
+    )
+    assert vectors == 2
+    async with Engine(settings) as engine:
+        await engine.sweep()
+    assert (await fact(conn, "brief"))["prune_reason"] == "expired"
+
+
+class State(TypedDict):
+    user: str
+    said: str
+    recalled: Annotated[list[str], operator.add]
+
+
+def remember_and_recall(state: State, *, store: BaseStore) -> dict[str, list[str]]:
+    namespace = ("memories", state["user"])
+    store.put(namespace, f"m{len(store.search(namespace))}", {"text": state["said"]})
+    return {"recalled": [item.value["text"] for item in store.search(namespace, query="tea")]}
+
+
+async def aremember_and_recall(state: State, *, store: BaseStore) -> dict[str, list[str]]:
+    namespace = ("memories", state["user"])
+    await store.aput(namespace, "async", {"text": state["said"]})
+    found = await store.asearch(namespace, query="tea")
+    return {"recalled": [item.value["text"] for item in found]}
+
+
+def graph(node: object) -> StateGraph[State]:
+    builder = StateGraph(State)
+    builder.add_node("remember", node)  # type: ignore[call-overload]
+    builder.add_edge(START, "remember")
+    builder.add_edge("remember", END)
+    return builder
+
+
+def test_a_compiled_graph_remembers_through_the_sync_store(settings: Settings) -> None:
+    with EthosStore(settings) as store:
+        app = graph(remember_and_recall).compile(store=store)
+        app.invoke({"user": "ada", "said": "Ada prefers green tea", "recalled": []})
+        out = app.invoke({"user": "ada", "said": "Ada dislikes coffee", "recalled": []})
+        assert out["recalled"] == ["Ada prefers green tea"]
+        other = app.invoke({"user": "bob", "said": "Bob likes jazz", "recalled": []})
+        assert other["recalled"] == []
+        assert [i.key for i in store.search(("memories", "ada"))] == ["m1", "m0"]
+
+
+async def test_a_compiled_graph_remembers_through_the_async_store(
+    settings: Settings, conn: asyncpg.Connection
+) -> None:
+    async with AsyncEthosStore(settings) as store:
+        app = graph(aremember_and_recall).compile(store=store)
+        out = await app.ainvoke({"user": "cy", "said": "Cy brews oolong tea", "recalled": []})
+        assert out["recalled"] == ["Cy brews oolong tea"]
+    row = await fact(conn, "async")
+    assert (row["agent_id"], row["surfaced_count"]) == ("memories.cy", 1)

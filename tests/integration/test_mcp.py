@@ -1,0 +1,117 @@
+"""The MCP server, driven by the MCP SDK's own client: over stdio against the real
+`ethos mcp` process, and over streamable HTTP on 127.0.0.1."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import sys
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+ETHOS = str(Path(sys.executable).parent / "ethos")
+
+
+def result(call: Any) -> Any:
+    """A tool call's structured result (lists come wrapped in {"result": ...})."""
+    assert not call.is_error, call.content
+    data = call.structured_content
+    return data["result"] if set(data) == {"result"} else data
+
+
+def error(call: Any) -> str:
+    assert call.is_error
+    text: str = call.content[0].text
+    return text
+
+
+def stdio(database_url: str, *args: str) -> StdioServerParameters:
+    env = {**os.environ, "ETHOS_DATABASE__URL": database_url, "ETHOS_LOGGING__FORMAT": "json"}
+    return StdioServerParameters(command=ETHOS, args=["mcp", *args], env=env)
+
+
+async def test_a_client_over_stdio_remembers_recalls_and_reinforces(
+    database_url: str, conn: asyncpg.Connection
+) -> None:
+    async with Client(stdio(database_url, "--agent", "ada"), read_timeout_seconds=60) as client:
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        assert set(tools) == {"remember", "recall", "feedback", "forget", "recover", "explain",
+                              "stats"}  # fmt: skip
+        assert "agent" not in tools["recall"].input_schema["properties"]  # fixed by --agent
+        assert tools["remember"].description.startswith("Store something worth remembering")
+        saved = result(await client.call_tool(
+            "remember", {"content": "Ada prefers green tea", "kind": "fact"}
+        ))  # fmt: skip
+        assert saved["created"] is True
+        again = result(await client.call_tool(
+            "remember", {"content": "ada prefers GREEN tea", "kind": "fact"}
+        ))  # fmt: skip
+        assert (again["id"], again["created"]) == (saved["id"], False)
+        other = result(await client.call_tool("remember", {"content": "took the train"}))
+        hits = result(await client.call_tool("recall", {"query": "which tea does Ada like"}))
+        assert [h["id"] for h in hits] == [saved["id"]]
+        assert hits[0]["kind"] == "fact" and hits[0]["salience"] > 0
+        why = result(await client.call_tool("explain", {"id": other["id"]}))
+        assert why["table"] == "episodic_traces"
+        assert "bad id 'nope': expected a UUID" in error(
+            await client.call_tool("forget", {"ids": ["nope"]})
+        )
+        unknown = "01000000-0000-7000-8000-000000000000"
+        assert f"no memory of agent ada with id {unknown}" in error(
+            await client.call_tool("feedback", {"ids": [unknown], "verdict": "useful"})
+        )
+        result(await client.call_tool("forget", {"ids": [other["id"]]}))
+        assert result(await client.call_tool("recall", {"query": "train"})) == []
+        result(await client.call_tool("recover", {"ids": [other["id"]]}))
+        counts = result(await client.call_tool("stats", {}))["counts"]
+        assert {c["table_name"]: c["live"] for c in counts} == {
+            "episodic_traces": 1, "semantic_facts": 1
+        }  # fmt: skip
+    # The server has exited: the retrievals it recorded were applied on the way out.
+    fact = await conn.fetchrow("SELECT retrieval_count FROM semantic_facts")
+    assert fact["retrieval_count"] == 2  # the duplicate remember, and the recall
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+async def test_over_http_each_tool_takes_the_agent(database_url: str) -> None:
+    port = free_port()
+    env = {**os.environ, "ETHOS_DATABASE__URL": database_url, "ETHOS_LOGGING__FORMAT": "json"}
+    server = await asyncio.create_subprocess_exec(
+        ETHOS, "mcp", "--http", f"127.0.0.1:{port}", env=env,
+        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        for _ in range(200):  # until it listens
+            try:
+                _, writer = await asyncio.open_connection("127.0.0.1", port)
+                writer.close()
+                break
+            except OSError:
+                await asyncio.sleep(0.1)
+        async with Client(f"http://127.0.0.1:{port}/mcp", read_timeout_seconds=60) as client:
+            tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+            assert "agent" in tools["recall"].input_schema["required"]
+            saved = result(await client.call_tool(
+                "remember", {"agent": "bo", "content": "bo owns a red bicycle", "kind": "fact"}
+            ))  # fmt: skip
+            mine = result(await client.call_tool("recall", {"agent": "bo", "query": "bicycle"}))
+            theirs = result(await client.call_tool("recall", {"agent": "cy", "query": "bicycle"}))
+            assert ([h["id"] for h in mine], theirs) == ([saved["id"]], [])
+            refused = error(await client.call_tool("forget", {"agent": "cy", "ids": [saved["id"]]}))
+            assert "no memory of agent cy" in refused
+            assert json.dumps(saved)
+    finally:
+        server.terminate()
+        await server.wait()
