@@ -34,6 +34,9 @@ log = structlog.get_logger("ethos.ltp")
 Kind = Literal["retrieval", "surfaced", "useful", "wrong"]
 KINDS: tuple[Kind, ...] = ("retrieval", "surfaced", "useful", "wrong")
 Key = tuple[TableSpec, uuid.UUID]
+# Queued events applied per transaction: many, since events of one row at one moment
+# coalesce into one write, and queued events arrive one SQL call at a time.
+QUEUE_BATCH = 50_000
 
 
 @dataclass
@@ -424,7 +427,7 @@ class LtpBuffer:
         if the database was away (what is queued stays queued)."""
         while True:
             try:
-                result = await apply_queued(self._store, self._settings.ltp.flush_max_rows)
+                result = await apply_queued(self._store, QUEUE_BATCH)
             except TransientDatabaseError as exc:
                 self.stats.failed_flushes += 1
                 log.warning("ltp_queue_drain_failed", error=str(exc))

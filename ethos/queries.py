@@ -1681,8 +1681,8 @@ def build_merge_query(spec: TableSpec) -> Query:
             fades_at = greatest(l.fades_at, excluded.fades_at)
         RETURNING 1
     ),
-    unlinked_a AS (DELETE FROM memory_links AS l USING merged AS mg WHERE l.a_id = mg.id),
-    unlinked_b AS (DELETE FROM memory_links AS l USING merged AS mg WHERE l.b_id = mg.id)
+    unlinked_a AS (DELETE FROM memory_links WHERE a_id = ANY (ARRAY(SELECT id FROM merged))),
+    unlinked_b AS (DELETE FROM memory_links WHERE b_id = ANY (ARRAY(SELECT id FROM merged)))
     SELECT (SELECT count(*) FROM survived) AS groups, (SELECT count(*) FROM merged) AS merged,
            (SELECT count(*) FROM moved) AS links_moved
     """)
@@ -1717,10 +1717,11 @@ def build_purge_count_query(spec: TableSpec) -> Query:
     """)
 
 
-# Links of the memories a statement deleted (CTE `gone`): one index each way.
+# Links of the memories a statement deleted (CTE `gone`): one index each way (an array,
+# so that the planner, which cannot know how many were deleted, probes the indexes).
 _UNLINK_GONE = """
-    unlinked_a AS (DELETE FROM memory_links AS l USING gone WHERE l.a_id = gone.id),
-    unlinked_b AS (DELETE FROM memory_links AS l USING gone WHERE l.b_id = gone.id)"""
+    unlinked_a AS (DELETE FROM memory_links WHERE a_id = ANY (ARRAY(SELECT id FROM gone))),
+    unlinked_b AS (DELETE FROM memory_links WHERE b_id = ANY (ARRAY(SELECT id FROM gone)))"""
 
 
 @cache

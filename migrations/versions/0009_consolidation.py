@@ -1,7 +1,7 @@
 """Consolidation beyond decay: duplicates, forgetting on request, purge and erase.
 
 Each memory keeps a key of its normalised content (ethos_content_key: whitespace runs
-collapsed to one space, trimmed, lower case; then hashed), filled by the insert trigger,
+collapsed to one space, trimmed, lower case; then hashed), filled by a trigger,
 so duplicates of one agent are found through an index; a merged memory points at the
 memory it was merged into. consolidation_runs audits every merge, forget, purge and
 erase: what, when, by which trigger, counts per table and reason; never content.
@@ -10,8 +10,6 @@ Revision ID: 0009
 Revises: 0008
 Create Date: 2026-11-22
 """
-
-import importlib
 
 from ethos.migrations import execute_script
 
@@ -28,27 +26,10 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
     SELECT md5(lower(btrim(regexp_replace(content, '\s+', ' ', 'g'))))::uuid
 $$;
 
-CREATE OR REPLACE FUNCTION ethos_init_decay_state() RETURNS trigger LANGUAGE plpgsql AS $$
+-- What is derived from a memory's content, kept with it whoever writes the row.
+CREATE FUNCTION ethos_content_derived() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    NEW.strength := coalesce(NEW.strength, NEW.salience);
-    NEW.anchor_at := coalesce(NEW.anchor_at, NEW.created_at);
     NEW.content_key := ethos_content_key(NEW.content);
-    IF TG_TABLE_NAME = 'semantic_facts' THEN
-        NEW.confidence_strength := coalesce(NEW.confidence_strength, NEW.confidence);
-    END IF;
-    IF NEW.policy IS NULL AND NEW.importance IS NOT NULL THEN
-        NEW.policy := coalesce(
-            (SELECT t.policy FROM importance_tiers AS t
-             WHERE t.min_importance <= NEW.importance
-             ORDER BY t.min_importance DESC LIMIT 1),
-            (SELECT s.importance_otherwise FROM ethos_settings AS s));
-    END IF;
-    IF NEW.policy IS NULL THEN
-        NEW.policy := coalesce(
-            (SELECT a.policy FROM agent_policies AS a WHERE a.agent_id = NEW.agent_id),
-            (SELECT s.default_policy FROM ethos_settings AS s),
-            'standard');
-    END IF;
     RETURN NEW;
 END
 $$;
@@ -59,6 +40,9 @@ ALTER TABLE {table} ADD COLUMN content_key uuid, ADD COLUMN merged_into uuid;
 UPDATE {table} SET content_key = ethos_content_key(content);
 ALTER TABLE {table} ALTER COLUMN content_key SET NOT NULL;
 CREATE INDEX {table}_content_key_idx ON {table} (agent_id, content_key) WHERE NOT pruned;
+CREATE TRIGGER {table}_content_derived
+    BEFORE INSERT OR UPDATE OF content, agent_id ON {table}
+    FOR EACH ROW EXECUTE FUNCTION ethos_content_derived();
 """
 
 RUNS = """
@@ -92,10 +76,10 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    policies = importlib.import_module("ethos.migrations.versions.0006_policies")
     execute_script("DROP VIEW ethos_consolidation_runs; DROP TABLE consolidation_runs;")
     for table in MEMORY_TABLES:
-        execute_script(f"ALTER TABLE {table} DROP COLUMN content_key, DROP COLUMN merged_into;")
-    # The trigger as migration 0006 left it.
-    trigger = policies.FUNCTIONS.split("-- A row inserted by plain SQL or COPY")[1]
-    execute_script("-- " + trigger + "\nDROP FUNCTION ethos_content_key(text);")
+        execute_script(
+            f"DROP TRIGGER {table}_content_derived ON {table};"
+            f" ALTER TABLE {table} DROP COLUMN content_key, DROP COLUMN merged_into;"
+        )
+    execute_script("DROP FUNCTION ethos_content_derived(); DROP FUNCTION ethos_content_key(text);")

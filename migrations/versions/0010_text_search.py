@@ -4,8 +4,9 @@ search, in the configuration of [search] text_config) with a GIN index.
 The tsvector also holds one lexeme naming the memory's agent (ethos_agent_lexeme: a hash,
 never a word), so "this agent's memories with any of these words" is an intersection of
 GIN posting lists, without visiting other agents' rows: one agent among many stays fast.
-A trigger fills it, and the content key, on insert and whenever the content or the
-agent changes; sweeps touch neither, so they stay HOT updates and never re-index text.
+The content trigger of migration 0009 fills it too, on insert and whenever the content
+or the agent changes; sweeps touch neither, so they stay HOT updates and never re-index
+text.
 
 Revision ID: 0010
 Revises: 0009
@@ -44,7 +45,7 @@ CREATE FUNCTION ethos_text_config() RETURNS regconfig LANGUAGE sql STABLE AS $$
     SELECT coalesce((SELECT text_config FROM ethos_settings), 'english'::regconfig)
 $$;
 
-CREATE FUNCTION ethos_content_derived() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE OR REPLACE FUNCTION ethos_content_derived() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     NEW.content_key := ethos_content_key(NEW.content);
     NEW.content_tsv := ethos_text_vector(ethos_text_config(), NEW.agent_id, NEW.content);
@@ -58,9 +59,6 @@ ALTER TABLE {table} ADD COLUMN content_tsv tsvector;
 UPDATE {table} SET content_tsv = ethos_text_vector('english', agent_id, content);
 ALTER TABLE {table} ALTER COLUMN content_tsv SET NOT NULL;
 CREATE INDEX {table}_content_tsv_idx ON {table} USING gin (content_tsv) WHERE NOT pruned;
-CREATE TRIGGER {table}_content_derived
-    BEFORE INSERT OR UPDATE OF content, agent_id ON {table}
-    FOR EACH ROW EXECUTE FUNCTION ethos_content_derived();
 """
 
 
@@ -71,14 +69,19 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    for table in MEMORY_TABLES:
-        execute_script(
-            f"DROP TRIGGER {table}_content_derived ON {table};"
-            f" ALTER TABLE {table} DROP COLUMN content_tsv;"
-        )
     execute_script(
-        """DROP FUNCTION ethos_content_derived(); DROP FUNCTION ethos_text_config();
-           DROP FUNCTION ethos_text_query(regconfig, text);
+        """CREATE OR REPLACE FUNCTION ethos_content_derived() RETURNS trigger
+           LANGUAGE plpgsql AS $$
+           BEGIN
+               NEW.content_key := ethos_content_key(NEW.content);
+               RETURN NEW;
+           END
+           $$;"""
+    )
+    for table in MEMORY_TABLES:
+        execute_script(f"ALTER TABLE {table} DROP COLUMN content_tsv;")
+    execute_script(
+        """DROP FUNCTION ethos_text_config(); DROP FUNCTION ethos_text_query(regconfig, text);
            DROP FUNCTION ethos_text_vector(regconfig, text, text);
            DROP FUNCTION ethos_agent_lexeme(text);
            ALTER TABLE ethos_settings DROP COLUMN text_config;"""

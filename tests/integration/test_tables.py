@@ -81,7 +81,9 @@ async def test_a_table_without_the_memory_columns_fails_by_name(
 ) -> None:
     await conn.execute("CREATE TABLE half_memories (id uuid PRIMARY KEY, agent_id text)")
     half = TableSpec("half_memories", "half", "halves", "episode_boost")
-    with pytest.raises(InputError, match=r"half_memories lacks the columns anchor_at, client_key, content"):
+    with pytest.raises(
+        InputError, match=r"half_memories lacks the columns anchor_at, client_key, content"
+    ):
         await engine.sweep(tables=[half])
     missing = TableSpec("no_such_memories", "none", "nones", "episode_boost")
     with pytest.raises(InputError, match="table no_such_memories does not exist"):
