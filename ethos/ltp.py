@@ -345,9 +345,9 @@ class LtpBuffer:
     def __init__(self, store: Store, settings: Settings, *, drains_queue: bool = False) -> None:
         self._store = store
         self._settings = settings
-        # Also apply the durable queue, every flush interval and on close (the daemon,
-        # and durable buffers, whose own events go there).
-        self._drains_queue = drains_queue or settings.ltp.durable
+        # Also apply the durable queue every flush interval (the daemon's buffer). A
+        # durable buffer's own events wait there for the daemon, or for its close.
+        self._drains_queue = drains_queue
         self._pending: Pending = defaultdict(dict)
         self._groups: list[Group] = []
         self._retry: _Batch | None = None
@@ -496,7 +496,7 @@ class LtpBuffer:
             await self._task
             self._task = None
         await self.drain(self._settings.ltp.close_timeout_seconds)
-        if self._drains_queue:
+        if self._drains_queue or self._settings.ltp.durable:
             await self.drain_queue()
         if self._size:
             self.stats.dropped += self._size

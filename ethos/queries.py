@@ -1606,15 +1606,15 @@ def build_merge_query(spec: TableSpec) -> Query:
         SELECT r.survivor, r.grp, sum(r.retrieval_count)::int AS retrieval_count,
                sum(r.surfaced_count)::int AS surfaced_count,
                sum(r.useful_count)::int AS useful_count, sum(r.wrong_count)::int AS wrong_count,
-               max(r.last_retrieved_at) AS last_retrieved_at
+               max(r.last_retrieved_at) AS last_retrieved_at,
+               (array_agg(r.best))[1] AS best  -- one value per group
         FROM ranked AS r WHERE r.size > 1 GROUP BY r.survivor, r.grp
     ),
     best AS (
         SELECT g.*, {strength_at_call("b.strength", at="%(now)s", alias="b")} AS strength,
                b.policy{fact_state}
         FROM groups AS g
-        JOIN ranked AS b ON b.id = (SELECT r.best FROM ranked AS r WHERE r.survivor = g.survivor
-                                    LIMIT 1)
+        JOIN ranked AS b ON b.id = g.best
         JOIN decay_policies AS p ON p.name = b.policy
     ),
     survived AS (

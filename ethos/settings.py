@@ -146,7 +146,8 @@ class LtpSettings(_Section):
     # counts it (surfaced_count), and only feedback (useful) reinforces.
     on_search: Literal["reinforce", "count"] = "reinforce"
     # Write recorded events through the database queue (ethos_record_retrieval's) at
-    # once: a killed process loses none; the daemon (or this process) applies them.
+    # once: a killed process loses none; the daemon applies them (or this process, when
+    # it closes).
     durable: bool = False
 
     def boost(self, spec: TableSpec) -> float:
