@@ -131,20 +131,22 @@ async def apply_queued(store: Store, limit: int) -> LtpResult | None:
     async with store.ltp_queue(limit) as (flush, rows):
         if not rows:
             return None
+        settings = store.settings
         pending: Pending = defaultdict(dict)
-        together: dict[uuid.UUID, list[Row]] = defaultdict(list)
+        together: dict[uuid.UUID, list[tuple[Key, datetime, str]]] = defaultdict(list)
         for row in rows:
             key = (table_spec(row["table_name"]), row["memory_id"])
-            pending[key].setdefault(row["at"], Events()).add(event_of(row["kind"], store.settings))
-            if row["grp"] is not None:
-                together[row["grp"]].append(row)
+            event = event_of(row["kind"], settings, row["n"])
+            pending[key].setdefault(row["at"], Events()).add(event)
+            for grp in row["grps"] or ():
+                together[grp].append((key, row["at"], row["kind"]))
         groups = [
             group
             for members in together.values()
-            if (group := group_of([(table_spec(r["table_name"]), r["memory_id"]) for r in members],
-                                  members[0]["at"], members[0]["kind"], store.settings))
+            if (group := group_of([key for key, _, _ in members], members[0][1], members[0][2],
+                                  settings))
         ]  # fmt: skip
-        return await _apply(flush, store.settings, pending, groups)
+        return await _apply(flush, settings, pending, groups)
 
 
 async def _apply(
@@ -175,16 +177,16 @@ async def _apply(
     return result
 
 
-def event_of(kind: str, settings: Settings) -> Events:
-    """What one recorded event of `kind` does to its memory."""
+def event_of(kind: str, settings: Settings, n: int = 1) -> Events:
+    """What n recorded events of `kind` do to their memory."""
     if kind == "surfaced":
         reinforce = settings.ltp.on_search == "reinforce"
-        return Events(retrievals=int(reinforce), surfaced=1, units=1)
+        return Events(retrievals=n * int(reinforce), surfaced=n, units=n)
     if kind == "useful":
-        return Events(retrievals=1, useful=1, units=1)
+        return Events(retrievals=n, useful=n, units=n)
     if kind == "wrong":
-        return Events(wrong=1, units=1)
-    return Events(retrievals=1, units=1)
+        return Events(wrong=n, units=n)
+    return Events(retrievals=n, units=n)
 
 
 def group_of(keys: Iterable[Key], at: datetime, kind: str, settings: Settings) -> Group | None:

@@ -862,9 +862,17 @@ FORGET_LTP_FLUSHES = sql("DELETE FROM ltp_flushes WHERE applied_at < now() - int
 # drain pops the oldest %(limit)s in the transaction that applies them (a crash loses
 # none, applies none twice); SKIP LOCKED lets several drainers share the queue.
 POP_RETRIEVAL_QUEUE = sql("""
-DELETE FROM retrieval_queue
-WHERE id IN (SELECT id FROM retrieval_queue ORDER BY id LIMIT %(limit)s FOR UPDATE SKIP LOCKED)
-RETURNING table_name, memory_id, at, kind, grp
+WITH popped AS (
+    DELETE FROM retrieval_queue
+    WHERE id IN (SELECT id FROM retrieval_queue ORDER BY id LIMIT %(limit)s
+                 FOR UPDATE SKIP LOCKED)
+    RETURNING table_name, memory_id, at, kind, grp
+)
+-- counted here: one row per memory, moment and kind (and the calls it came with)
+SELECT table_name, memory_id, at, kind, count(*)::int AS n,
+       array_agg(grp) FILTER (WHERE grp IS NOT NULL) AS grps
+FROM popped
+GROUP BY table_name, memory_id, at, kind
 """)
 
 ENQUEUE_RETRIEVALS = sql("""
