@@ -23,8 +23,8 @@ demo: install  ## a short walk through simulated days on the embedded database
 	$(BIN)/ethos migrate
 	$(BIN)/ethos demo
 
-test: install lint typecheck
-	$(BIN)/pytest -q
+test: install lint typecheck  ## two workers: the suite waits on PostgreSQL and subprocesses
+	$(BIN)/pytest -q -n 2
 
 unit: install
 	$(BIN)/pytest -q tests/unit

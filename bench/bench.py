@@ -338,10 +338,6 @@ async def due_bench(engine: Engine, conn: asyncpg.Connection) -> dict[str, float
         )
     engine.settings.sweep.workers = 1
     print(f"  LTP flush p50/p99 with no sweep running: {p50_p99(idle)}")
-    # The memories the LTP measurements retrieved are due at once (a retrieval leaves
-    # its row's schedule to the next sweep): that sweep, at t1, leaves nothing due.
-    written, seconds = await sweep(t1, "due")
-    print(f"  due sweep after {len(ids):,} retrievals: {written:,} rows in {seconds:.2f} s")
     for key, later in (("15m", timedelta(minutes=15)), ("2h", timedelta(hours=2))):
         written, due_seconds = await sweep(t1 + later, "due")
         await vacuum(conn)
@@ -353,7 +349,7 @@ async def due_bench(engine: Engine, conn: asyncpg.Connection) -> dict[str, float
         )
     print("\n  ratios (goal)")
     lines = [
-        ("full / due, nothing due (15 min)", results["full_15m"] / results["due_15m"], ">= 30"),
+        ("full / due, 15 min later", results["full_15m"] / results["due_15m"], ">= 30"),
         ("due / full, 2 hours later", results["due_2h"] / results["full_2h"], "<= 0.25"),
         ("all-due rate / full sweep (a)", results["all_due_1"] / FULL_RATE[0], ">= 0.8"),
         ("2 workers / 1, all due", results["all_due_2"] / results["all_due_1"], ">= 1.4"),

@@ -115,7 +115,7 @@ async def test_daemon_outlives_a_database_outage(
         await wait_for(conn, "SELECT count(*) >= 1 FROM sweep_runs WHERE status = 'completed'")
         await conn.close()
         db.stop_embedded(data_dir)
-        await asyncio.sleep(10)
+        await asyncio.sleep(6)
         assert daemons[0].process.poll() is None
         db.embedded_uri(data_dir)
         restarted = datetime.now(UTC)

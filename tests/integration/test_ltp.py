@@ -326,7 +326,7 @@ async def test_an_agent_with_few_memories_still_gets_all_of_them(
            SELECT 'crowd', 'v' || g,
                   (SELECT array_agg(random() - 0.5)::vector
                    FROM generate_series(1, 384) WHERE g > 0)
-           FROM generate_series(1, 3000) g"""
+           FROM generate_series(1, 1200) g"""
     )
     await conn.execute("ANALYZE memory_vectors")
     # Steer the planner to the HNSW walk (it would pick the b-tree for so rare an agent).
