@@ -238,7 +238,10 @@ def falls_below(
 
     latest = days_at(0.0)  # f at the reference: the largest it will be
     answer = days_at(latest)
-    if refine and m.retrieval_count > 0 and answer < 0.9 * latest:
+    # Refine where the bracket is wide, measured from the reference (not the anchor,
+    # which may lie far back, where every bracket looks narrow).
+    elapsed = max(reference_age - anchor_age, 0.0)
+    if refine and m.retrieval_count > 0 and answer - elapsed < 0.9 * (latest - elapsed):
         for moment in candidates(m, target, latest, answer, anchor_age, reference_age, p):
             answer = max(answer, min(moment, days_at(moment)))
     return m.anchor_at + timedelta(days=answer)

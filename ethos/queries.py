@@ -269,9 +269,11 @@ def scheduled(
             f"(_elapsed + greatest({log} + {reference_log} - {log_target}, 0) / {slope})",
         ]
         tries = ", ".join(f"least({t}, {_days(log, log_target, t)})" for t in moments)
-        # (Only where the bracket is wide: most rows are settled by the first two steps.)
+        # (Only where the bracket, seen from the reference, is wide: most rows are settled
+        # by the first two steps.)
         refined.append(
-            f"CASE WHEN frozen OR n = 0 OR _answer_{name} >= 0.9 * _latest_{name}"
+            f"CASE WHEN frozen OR n = 0"
+            f" OR _answer_{name} - _elapsed >= 0.9 * (_latest_{name} - _elapsed)"
             f" THEN _answer_{name} ELSE greatest(_answer_{name}, {tries}) END AS _days_{name}"
         )
     layer4 = f"SELECT _3.*, {', '.join(refined)} FROM ({layer3}) AS _3 OFFSET 0"
