@@ -67,8 +67,8 @@ class DaemonMetrics:
             registry=self.registry,
         )  # fmt: skip
         self.pruned = Counter(
-            "ethos_rows_pruned", "Rows pruned by sweeps (decay, or expiry for vectors).",
-            ["table"], registry=self.registry,
+            "ethos_rows_pruned", "Rows pruned by sweeps, by reason (decay or expired).",
+            ["table", "reason"], registry=self.registry,
         )  # fmt: skip
         self.state = _DatabaseState()
         self.registry.register(_StateCollector(self))
@@ -78,7 +78,8 @@ class DaemonMetrics:
         self.duration.labels(report.mode).observe(report.duration_ms / 1000)
         for table, counts in report.tables.items():
             self.refreshed.labels(table).inc(counts.updated - counts.pruned)
-            self.pruned.labels(table).inc(counts.pruned)
+            self.pruned.labels(table, "decay").inc(counts.pruned - counts.expired)
+            self.pruned.labels(table, "expired").inc(counts.expired)
 
     def failed(self, trigger: str, mode: str) -> None:
         self.sweeps.labels(trigger, mode, "error").inc()

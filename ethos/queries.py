@@ -434,7 +434,8 @@ def build_sweep_batch_query(
     SELECT (SELECT id FROM batch ORDER BY id DESC LIMIT 1) AS last_id,
            (SELECT count(*) FROM batch) AS scanned,
            (SELECT count(*) FROM written) AS updated,
-           (SELECT count(*) FROM written WHERE reason IS NOT NULL) AS pruned
+           (SELECT count(*) FROM written WHERE reason IS NOT NULL) AS pruned,
+           (SELECT count(*) FROM written WHERE reason = 'expired') AS expired
     """)
 
 
@@ -496,7 +497,8 @@ def build_due_batch_query(spec: TableSpec, *, prune: bool, batch_size: int) -> Q
     SELECT (SELECT count(*) FROM popped) AS popped,
            (SELECT count(*) FROM looked WHERE is_due) AS scanned,
            (SELECT count(*) FROM written) AS updated,
-           (SELECT count(*) FROM written WHERE reason IS NOT NULL) AS pruned
+           (SELECT count(*) FROM written WHERE reason IS NOT NULL) AS pruned,
+           (SELECT count(*) FROM written WHERE reason = 'expired') AS expired
     """
     )
 

@@ -73,6 +73,7 @@ class BatchResult:
     scanned: int
     updated: int
     pruned: int
+    expired: int  # of the pruned, by expires_at (the others by decay)
     popped: int = 0  # due sweeps: hints taken (0: nothing left in these slices)
 
 
@@ -345,7 +346,9 @@ class Store:
         }
         with _translated():
             row = await self._sweep_pool.fetchrow(query.text, *query.args(values))
-        return BatchResult(row["last_id"], row["scanned"], row["updated"], row["pruned"])
+        return BatchResult(
+            row["last_id"], row["scanned"], row["updated"], row["pruned"], row["expired"]
+        )
 
     @asynccontextmanager
     async def sweep_worker(
@@ -989,7 +992,9 @@ class SweepWorker:
         values = {"now": now, "tolerance": tolerance, "slices": self.slices}
         with _translated():
             row = await self._conn.fetchrow(query.text, *query.args(values))
-        return BatchResult(None, row["scanned"], row["updated"], row["pruned"], row["popped"])
+        return BatchResult(
+            None, row["scanned"], row["updated"], row["pruned"], row["expired"], row["popped"]
+        )
 
 
 @dataclass

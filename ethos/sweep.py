@@ -47,6 +47,7 @@ class TableCounts:
     scanned: int = 0
     updated: int = 0
     pruned: int = 0
+    expired: int = 0  # of the pruned, by expires_at (the others by decay)
 
 
 @dataclass
@@ -205,6 +206,7 @@ def _add(counts: TableCounts, batch: BatchResult) -> None:
     counts.scanned += batch.scanned
     counts.updated += batch.updated
     counts.pruned += batch.pruned
+    counts.expired += batch.expired
 
 
 async def _sweep_table(

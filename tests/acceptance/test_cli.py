@@ -140,6 +140,7 @@ async def test_sweep_and_explain_json(database_url: str, cli: Cli) -> None:
         "scanned": 1,
         "updated": 1,
         "pruned": 1,
+        "expired": 0,
     }
     swept = json.loads(cli("sweep", "--now", "2026-01-22T00:00:00Z", "--json", env=env).stdout)
     assert swept["dry_run"] is False and swept["now"] == "2026-01-22T00:00:00+00:00"

@@ -61,6 +61,10 @@ async def test_the_counters_match_sweep_runs(
         old,
     )
     await conn.execute("INSERT INTO episodic_traces (agent_id, content) VALUES ('a', 'fresh')")
+    await conn.execute(
+        "INSERT INTO memory_vectors (agent_id, content, embedding, expires_at)"
+        " VALUES ('a', 'gone', array_fill(0.1, ARRAY[384])::vector, now() - interval '1 hour')"
+    )
     port = free_port()
     listen = {"ETHOS_METRICS__LISTEN": f"127.0.0.1:{port}"}
     daemons.append(
@@ -80,7 +84,11 @@ async def test_the_counters_match_sweep_runs(
     swept = found[("ethos_sweeps_total", (("mode", "due"), ("outcome", "completed"),
                                           ("trigger", "daemon")))]  # fmt: skip
     assert swept == runs == 2
-    assert found[("ethos_rows_pruned_total", (("table", "episodic_traces"),))] == pruned == 30
+    by_decay = (("reason", "decay"), ("table", "episodic_traces"))
+    by_expiry = (("reason", "expired"), ("table", "memory_vectors"))
+    assert found[("ethos_rows_pruned_total", by_decay)] == 30
+    assert found[("ethos_rows_pruned_total", by_expiry)] == 1
+    assert pruned == 31
     assert found[("ethos_sweep_lock_held", ())] == 1
     assert found[("ethos_ltp_backlog", (("buffer", "queue"),))] == 0
     assert 0 <= found[("ethos_last_sweep_age_seconds", ())] < 10
