@@ -36,6 +36,11 @@ class TableSpec:
     has_embedding: bool = False  # an embedding column, searched by similarity
     has_source: bool = False  # source_type/source_id: the episode or fact it embeds
 
+    def __hash__(self) -> int:
+        # The name identifies the table; hashing it alone keeps specs cheap as dict keys
+        # (LTP keys every event by (spec, id)).
+        return hash(self.name)
+
     @property
     def input_fields(self) -> frozenset[str]:
         """The fields an add() accepts for this table beyond the common ones."""
