@@ -19,7 +19,7 @@ from ethos.daemon import Daemon, DaemonStopTimeout
 from ethos.demo import run_demo
 from ethos.engine import Engine
 from ethos.errors import EthosError, InputError
-from ethos.inputs import parse_id, parse_time
+from ethos.inputs import host_port, parse_id, parse_time
 from ethos.recovery import Selector
 from ethos.retrieval import Hit
 from ethos.settings import Settings, load_settings
@@ -217,10 +217,8 @@ async def cmd_mcp(args: argparse.Namespace, settings: Settings) -> int:
     if args.http is None:
         await server.run_stdio_async()
     else:
-        host, _, port = args.http.rpartition(":")
-        if not host or not port.isdigit():
-            raise InputError(f"--http takes HOST:PORT (got {args.http!r})")
-        await server.run_streamable_http_async(host=host, port=int(port))
+        host, port = host_port(args.http, "--http")
+        await server.run_streamable_http_async(host=host, port=port)
     return 0
 
 

@@ -75,13 +75,9 @@ def _post(request: urllib.request.Request, timeout: float) -> object:
         raise EmbeddingError(
             f"embedding provider at {endpoint} answered HTTP {exc.code}: {_first_line(exc)}"
         ) from None
-    except TimeoutError:
-        raise ProviderUnavailable(
-            f"embedding provider at {endpoint} did not answer within {timeout:g} s"
-            " (embedding.timeout_seconds)"
-        ) from None
-    except urllib.error.URLError as exc:
-        if isinstance(exc.reason, TimeoutError):
+    except (TimeoutError, urllib.error.URLError) as exc:
+        # A timeout comes bare or, while connecting, wrapped in a URLError.
+        if isinstance(exc, TimeoutError) or isinstance(exc.reason, TimeoutError):
             raise ProviderUnavailable(
                 f"embedding provider at {endpoint} did not answer within {timeout:g} s"
                 " (embedding.timeout_seconds)"
@@ -115,6 +111,14 @@ def _vectors(answer: object, count: int, endpoint: str) -> list[list[float]]:
         raise EmbeddingError(
             f"embedding provider at {endpoint} answered {len(vectors)} vectors for {count} texts"
         )
+    return vectors
+
+
+async def embed(embedder: Embedder, texts: Sequence[str], dimension: int) -> list[list[float]]:
+    """The texts' vectors, each of the dimension the schema was migrated with, or an
+    error and nothing to write."""
+    vectors = await embedder(texts)
+    check_dimension(vectors, dimension)
     return vectors
 
 

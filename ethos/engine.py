@@ -20,7 +20,7 @@ import structlog
 
 from ethos import consolidation, db
 from ethos.consolidation import ConsolidationReport
-from ethos.embedding import Embedder, ProviderUnavailable, check_dimension, configured
+from ethos.embedding import Embedder, ProviderUnavailable, check_dimension, configured, embed
 from ethos.errors import InputError, NotFoundError
 from ethos.explain import explain
 from ethos.inputs import MemoryInput, aware, parse_id
@@ -69,6 +69,10 @@ class Engine:
         self.ltp = LtpBuffer(self.store, self.settings, drains_queue=self._drains_queue)
         self.ltp.start()
         return self
+
+    async def _moment(self, now: datetime | None) -> datetime:
+        """`now` as given (with a time zone), else the database's clock."""
+        return aware(now, "now") if now else await self.store.now()
 
     @property
     def store(self) -> Store:
@@ -143,13 +147,12 @@ class Engine:
         --missing` fills it in later); any other provider error fails the add."""
         assert self.embedder is not None
         try:
-            [vector] = await self.embedder([content])
+            [vector] = await embed(self.embedder, [content], self.settings.embedding.dimension)
         except ProviderUnavailable as exc:
             if required:
                 raise
             log.warning("embedding_missing", table=spec.name, reason=str(exc))
             return None
-        check_dimension([vector], self.settings.embedding.dimension)
         return vector
 
     async def embed_missing(self, agent: str | None = None) -> dict[str, int]:
@@ -162,8 +165,8 @@ class Engine:
             made[spec.name], after = 0, uuid.UUID(int=0)
             limit = self.settings.embedding.batch_size
             while rows := await self.store.missing_vectors(spec, agent, after, limit):
-                vectors = await self.embedder([row["content"] for row in rows])
-                check_dimension(vectors, self.settings.embedding.dimension)
+                texts = [row["content"] for row in rows]
+                vectors = await embed(self.embedder, texts, self.settings.embedding.dimension)
                 ids = [row["id"] for row in rows]
                 made[spec.name] += await self.store.insert_source_vectors(spec, ids, vectors)
                 after = ids[-1]
@@ -181,7 +184,7 @@ class Engine:
         strength then on the old curve), so its salience goes on from there."""
         self.settings.policy(policy)
         spec = table_spec(table)
-        at = aware(now, "now") if now else await self.store.now()
+        at = await self._moment(now)
         row = await self.store.move(spec, parse_id(memory_id), policy, at)
         return {
             "table": spec.name,
@@ -251,7 +254,7 @@ class Engine:
     ) -> dict[str, Any]:
         spec = table_spec(table)
         row = await self.store.fetch(spec, parse_id(memory_id))
-        at = aware(now, "now") if now else await self.store.now()
+        at = await self._moment(now)
         return explain(spec, row, at, await self.store.policy(row["policy"]))
 
     async def search(
@@ -348,7 +351,7 @@ class Engine:
         spec = table_spec(table)
         memory = parse_id(memory_id)
         await self.store.fetch(spec, memory)  # one line if it does not exist
-        at = aware(now, "now") if now else await self.store.now()
+        at = await self._moment(now)
         return [
             {
                 "table": row["table_name"],
@@ -440,10 +443,9 @@ class Engine:
         to `embedding` × salience, else by text rank of `text` × salience, else newest
         first. With `record`, the results are surfaced (LTP), as search does."""
         now = datetime.now(UTC)
-        under = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + ".%"
         ranked_by = "vector" if embedding is not None else "text" if text else None
         rows = await self.store.search_items(
-            ranked_by, prefix=prefix, under=under, text=text, embedding=embedding,
+            ranked_by, prefix=prefix, text=text, embedding=embedding,
             contains=json.dumps(dict(contains or {})), path=path,
             vars=json.dumps(dict(variables or {})), limit=limit, offset=offset, now=now,
         )  # fmt: skip
@@ -476,7 +478,7 @@ class Engine:
             self.settings,
             spec,
             selector,
-            now=aware(now, "now") if now else await self.store.now(),
+            now=await self._moment(now),
             dry_run=dry_run,
             command=command,
         )
@@ -496,7 +498,7 @@ class Engine:
         return await consolidation.merge_duplicates(
             self.store,
             self.settings,
-            now=aware(now, "now") if now else await self.store.now(),
+            now=await self._moment(now),
             tables=_specs(tables),
             agent=agent,
             near=near,
@@ -520,7 +522,7 @@ class Engine:
             self.store,
             table_spec(table),
             parsed,
-            now=aware(now, "now") if now else await self.store.now(),
+            now=await self._moment(now),
             trigger=trigger,
         )
 
@@ -541,7 +543,7 @@ class Engine:
             self.store,
             self.settings,
             pruned_before=aware(pruned_before, "pruned_before"),
-            now=aware(now, "now") if now else await self.store.now(),
+            now=await self._moment(now),
             tables=_specs(tables),
             agent=agent,
             reason=reason,
@@ -555,7 +557,7 @@ class Engine:
         """Hard-delete everything of one agent (every table, links, policy assignment,
         its retrievals still buffered here): not recoverable. dry_run counts it."""
         if not dry_run:
-            await self.ltp.flush()
+            await self.ltp.drain(self.settings.ltp.close_timeout_seconds)
         return await consolidation.erase(
             self.store, self.settings, agent, now=await self.store.now(), dry_run=dry_run,
             trigger=trigger,

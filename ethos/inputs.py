@@ -33,6 +33,14 @@ def aware(value: datetime, name: str = "time") -> datetime:
     return value
 
 
+def host_port(value: str, name: str) -> tuple[str, int]:
+    """HOST:PORT, for a server to listen on."""
+    host, _, port = value.rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise InputError(f"{name} takes HOST:PORT (got {value!r})")
+    return host, int(port)
+
+
 def parse_id(value: str | uuid.UUID) -> uuid.UUID:
     if isinstance(value, uuid.UUID):
         return value

@@ -27,7 +27,8 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, generate_la
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from ethos.errors import DatabaseError, InputError
+from ethos.errors import DatabaseError
+from ethos.inputs import host_port
 from ethos.sweep import SweepReport
 
 if TYPE_CHECKING:
@@ -164,16 +165,9 @@ class _StateCollector(Collector):
             )  # fmt: skip
 
 
-def parse_listen(value: str) -> tuple[str, int]:
-    host, _, port = value.rpartition(":")
-    if not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise InputError(f"metrics.listen takes HOST:PORT (got {value!r})")
-    return host, int(port)
-
-
 async def serve(metrics: DaemonMetrics, listen: str) -> asyncio.Server:
     """Answer GET /metrics and GET /healthz on `listen` (HOST:PORT)."""
-    host, port = parse_listen(listen)
+    host, port = host_port(listen, "metrics.listen")
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:

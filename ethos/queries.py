@@ -379,6 +379,14 @@ def _sweep_write(spec: TableSpec, source: str) -> str:
         RETURNING m.id, d.reason, m.due_at, m.prune_at, d.old_due, d.old_prune"""
 
 
+# What a sweep batch wrote (CTE `written`), in one pass: rows written, of them pruned,
+# of those by expiry.
+_WRITTEN_COUNTS = """(
+        SELECT count(*) AS updated, count(*) FILTER (WHERE reason IS NOT NULL) AS pruned,
+               count(*) FILTER (WHERE reason = 'expired') AS expired
+        FROM written) AS w"""
+
+
 def _hint(spec: TableSpec, rows: str, *, prune: bool, always: str = "false") -> str:
     """Hints for written rows whose next moment of a kind came earlier than the one
     they had (the hint of the old one still stands for a later one), or when `always`."""
@@ -432,10 +440,8 @@ def build_sweep_batch_query(
     written AS ({written}),
     hinted AS ({hinted})
     SELECT (SELECT id FROM batch ORDER BY id DESC LIMIT 1) AS last_id,
-           (SELECT count(*) FROM batch) AS scanned,
-           (SELECT count(*) FROM written) AS updated,
-           (SELECT count(*) FROM written WHERE reason IS NOT NULL) AS pruned,
-           (SELECT count(*) FROM written WHERE reason = 'expired') AS expired
+           (SELECT count(*) FROM batch) AS scanned, w.*
+    FROM {_WRITTEN_COUNTS}
     """)
 
 
@@ -495,10 +501,8 @@ def build_due_batch_query(spec: TableSpec, *, prune: bool, batch_size: int) -> Q
           AND (l.is_due OR l.{old} IS NOT NULL)
     )
     SELECT (SELECT count(*) FROM popped) AS popped,
-           (SELECT count(*) FROM looked WHERE is_due) AS scanned,
-           (SELECT count(*) FROM written) AS updated,
-           (SELECT count(*) FROM written WHERE reason IS NOT NULL) AS pruned,
-           (SELECT count(*) FROM written WHERE reason = 'expired') AS expired
+           (SELECT count(*) FROM looked WHERE is_due) AS scanned, w.*
+    FROM {_WRITTEN_COUNTS}
     """
     )
 
@@ -918,6 +922,10 @@ CREATE INDEX IF NOT EXISTS memory_vectors_embedding_hnsw ON memory_vectors
 """)
 
 
+# A memory (m) of a table with expires_at that has not expired by %(now)s.
+_UNEXPIRED = "(m.expires_at IS NULL OR m.expires_at > %(now)s)"
+
+
 def build_search_query(*, exact: bool) -> Query:
     """The nearest live vectors of one agent, re-ranked by similarity × salience^weight.
 
@@ -932,8 +940,7 @@ def build_search_query(*, exact: bool) -> Query:
     WITH candidates AS MATERIALIZED (
         SELECT m.*, {distance} AS distance
         FROM memory_vectors AS m
-        WHERE m.agent_id = %(agent)s AND NOT m.pruned
-          AND (m.expires_at IS NULL OR m.expires_at > %(now)s)
+        WHERE m.agent_id = %(agent)s AND NOT m.pruned AND {_UNEXPIRED}
         ORDER BY {order}
         LIMIT %(candidates)s
     ),
@@ -980,8 +987,7 @@ def build_recall_query(tables: tuple[TableSpec, ...]) -> Query:
     parts = []
     for spec in tables:
         only = " AND m.source_id IS NULL" if spec.has_source else ""
-        live = (" AND (m.expires_at IS NULL OR m.expires_at > %(now)s)"
-                if spec.has_expiry else "")  # fmt: skip
+        live = f" AND {_UNEXPIRED}" if spec.has_expiry else ""
         parts.append(f"""
         (SELECT '{spec.name}' AS table_name, m.id, m.content, m.metadata,
                 ts_rank_cd(m.content_tsv, q.words) AS text_rank,
@@ -1049,7 +1055,7 @@ LOCATE_MEMORIES = sql(
 # --- client-keyed memories (the LangGraph store): items are facts ----------------------
 
 # A live, unexpired item of one namespace (agent) by its key.
-_ITEM_LIVE = "NOT m.pruned AND (m.expires_at IS NULL OR m.expires_at > %(now)s)"
+_ITEM_LIVE = f"NOT m.pruned AND {_UNEXPIRED}"
 
 GET_ITEM = sql(f"""
 SELECT m.id, m.agent_id, m.client_key, m.metadata, m.created_at,
@@ -1102,7 +1108,7 @@ RETURNING id
 
 def build_search_items_query(*, ranked_by: str | None) -> Query:
     """Live, unexpired items under the namespace %(prefix)s (the agent itself, or any
-    agent under it: %(under)s is its LIKE pattern), passing the filter (containment
+    agent under it: "prefix.…"; all with an empty prefix), passing the filter (containment
     %(contains)s and the jsonpath %(path)s over %(vars)s), in the order LangGraph
     documents: most recently updated first without a query; with one, by similarity
     (ranked_by "vector": to %(embedding)s) or text rank ("text": of %(text)s), times
@@ -1123,7 +1129,8 @@ def build_search_items_query(*, ranked_by: str | None) -> Query:
            coalesce(m.updated_at, m.created_at) AS updated_at, {score} AS score
     FROM semantic_facts AS m JOIN decay_policies AS p ON p.name = m.policy
     {join}
-    WHERE (m.agent_id = %(prefix)s OR m.agent_id LIKE %(under)s OR %(prefix)s = '')
+    WHERE (m.agent_id = %(prefix)s OR starts_with(m.agent_id, %(prefix)s || '.')
+           OR %(prefix)s = '')
       AND m.client_key IS NOT NULL AND {_ITEM_LIVE} {matches}
       AND m.metadata @> %(contains)s::jsonb
       AND jsonb_path_match(m.metadata, %(path)s::jsonpath, %(vars)s::jsonb)

@@ -19,7 +19,7 @@ from typing import Any
 import structlog
 
 from ethos import inputs
-from ethos.embedding import Embedder, ProviderUnavailable, check_dimension
+from ethos.embedding import Embedder, ProviderUnavailable, embed
 from ethos.errors import InputError
 from ethos.ltp import LtpBuffer
 from ethos.settings import Settings
@@ -176,8 +176,7 @@ async def recall(
     vector = None
     if embedder is not None:
         try:
-            [vector] = await embedder([query])
-            check_dimension([vector], settings.embedding.dimension)
+            [vector] = await embed(embedder, [query], settings.embedding.dimension)
         except ProviderUnavailable as exc:
             log.warning("recall_text_only", reason=str(exc))
     depth = max(settings.search.candidates, k)

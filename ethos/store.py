@@ -26,7 +26,7 @@ from ethos.logs import redact
 from ethos.policies import Policy, sql_row
 from ethos.queries import Query
 from ethos.settings import Settings
-from ethos.tables import MEMORY_TABLES, VECTORS, TableSpec
+from ethos.tables import MEMORY_TABLES, TableSpec
 
 log = structlog.get_logger("ethos.store")
 
@@ -289,16 +289,11 @@ class Store:
             query = queries.build_insert_query(spec, tuple(columns))
             new_id: uuid.UUID = await tx.fetchval(query, **columns)
             if embedded is not None:
-                vector = {
-                    "agent_id": memory.agent_id,
-                    "content": memory.content,
-                    "embedding": embedded,
-                    "source_type": spec.name,
-                    "source_id": new_id,
-                }
-                if memory.created_at is not None:
-                    vector["created_at"] = memory.created_at
-                await tx.fetchval(queries.build_insert_query(VECTORS, tuple(vector)), **vector)
+                await tx.fetch(
+                    queries.build_insert_source_vectors_query(spec),
+                    ids=[new_id],
+                    embeddings=_vector_texts([embedded]),
+                )
             return new_id, True
 
     async def fetch(self, spec: TableSpec, memory_id: uuid.UUID) -> Row:
@@ -604,9 +599,10 @@ class Store:
         self, spec: TableSpec, ids: list[uuid.UUID], embeddings: list[list[float]]
     ) -> int:
         """Vectors embedding these memories (where none does yet): how many were made."""
-        texts = ["[" + ",".join(repr(float(x)) for x in e) + "]" for e in embeddings]
         rows = await self._fetch(
-            queries.build_insert_source_vectors_query(spec), ids=ids, embeddings=texts
+            queries.build_insert_source_vectors_query(spec),
+            ids=ids,
+            embeddings=_vector_texts(embeddings),
         )
         return len(rows)
 
@@ -1014,6 +1010,11 @@ class LinkRound:
 
     def columns(self) -> dict[str, Any]:
         return dict(self.__dict__)
+
+
+def _vector_texts(embeddings: Sequence[Sequence[float]]) -> list[str]:
+    """pgvector's text form of each, for a text[] bind cast to vector row by row."""
+    return ["[" + ",".join(repr(float(x)) for x in e) + "]" for e in embeddings]
 
 
 class LtpFlush:

@@ -20,20 +20,26 @@ depends_on = None
 
 MEMORY_TABLES = ("memory_vectors", "episodic_traces", "semantic_facts")
 
-FUNCTIONS = r"""
-CREATE FUNCTION ethos_content_key(content text) RETURNS uuid
-LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-    SELECT md5(lower(btrim(regexp_replace(content, '\s+', ' ', 'g'))))::uuid
-$$;
-
--- What is derived from a memory's content, kept with it whoever writes the row.
-CREATE FUNCTION ethos_content_derived() RETURNS trigger LANGUAGE plpgsql AS $$
+# What is derived from a memory's content, kept with it whoever writes the row (0010
+# adds the words, and its downgrade puts this back).
+CONTENT_DERIVED = """
+CREATE OR REPLACE FUNCTION ethos_content_derived() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     NEW.content_key := ethos_content_key(NEW.content);
     RETURN NEW;
 END
 $$;
 """
+
+FUNCTIONS = (
+    r"""
+CREATE FUNCTION ethos_content_key(content text) RETURNS uuid
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT md5(lower(btrim(regexp_replace(content, '\s+', ' ', 'g'))))::uuid
+$$;
+"""
+    + CONTENT_DERIVED
+)
 
 TABLE = """
 ALTER TABLE {table} ADD COLUMN content_key uuid, ADD COLUMN merged_into uuid;

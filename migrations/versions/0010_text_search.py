@@ -13,6 +13,8 @@ Revises: 0009
 Create Date: 2026-11-22
 """
 
+import importlib
+
 from ethos.migrations import execute_script
 
 revision = "0010"
@@ -69,15 +71,8 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    execute_script(
-        """CREATE OR REPLACE FUNCTION ethos_content_derived() RETURNS trigger
-           LANGUAGE plpgsql AS $$
-           BEGIN
-               NEW.content_key := ethos_content_key(NEW.content);
-               RETURN NEW;
-           END
-           $$;"""
-    )
+    consolidation = importlib.import_module("ethos.migrations.versions.0009_consolidation")
+    execute_script(consolidation.CONTENT_DERIVED)
     for table in MEMORY_TABLES:
         execute_script(f"ALTER TABLE {table} DROP COLUMN content_tsv;")
     execute_script(
