@@ -28,7 +28,7 @@ from ethos.engine import Engine
 from ethos.errors import TransientDatabaseError
 from ethos.explain import memory_state
 from ethos.ltp import Events, apply_retrievals
-from ethos.queries import confidence_expr, salience_expr
+from ethos.queries import build_unschedule_query, confidence_expr, salience_expr
 from ethos.settings import (
     DatabaseSettings,
     EmbeddingSettings,
@@ -261,17 +261,12 @@ async def sweep_bench(engine: Engine, conn: asyncpg.Connection, rows: int) -> di
 
 
 async def unschedule(conn: asyncpg.Connection) -> None:
-    """Every live row due at once (as after a bulk load, or a policy edit)."""
+    """Every live row due at once (as after a bulk load, or a policy edit), with no
+    other hint."""
     for spec in MEMORY_TABLES:
         await conn.execute(f"TRUNCATE {spec.due_table}")
-        await conn.execute(
-            f"""WITH unscheduled AS (
-                    UPDATE {spec.name} SET due_at = '-infinity', prune_at = '-infinity'
-                    WHERE NOT pruned RETURNING id)
-                INSERT INTO {spec.due_table}
-                SELECT kind, '-infinity', id, ethos_slice(id)
-                FROM unscheduled CROSS JOIN (VALUES (false), (true)) AS k (kind)"""
-        )
+        query = build_unschedule_query(spec)
+        await conn.execute(query.text, *query.args({"policies": list(POLICIES)}))
     await vacuum(conn)
 
 

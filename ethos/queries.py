@@ -376,7 +376,7 @@ def _sweep_write(spec: TableSpec, source: str) -> str:
             prune_at = CASE WHEN d.reason IS NULL THEN d.prune_at END
         FROM ({rows}) AS d
         WHERE m.ctid = d.row_ctid AND m.xmin = d.row_version
-        RETURNING m.id, d.reason, m.due_at, m.prune_at, d.old_due, d.old_prune"""
+        RETURNING m.id, m.ctid AS place, d.reason, m.due_at, m.prune_at, d.old_due, d.old_prune"""
 
 
 # What a sweep batch wrote (CTE `written`), in one pass: rows written, of them pruned,
@@ -387,12 +387,42 @@ _WRITTEN_COUNTS = """(
         FROM written) AS w"""
 
 
-def _hint(spec: TableSpec, rows: str, *, prune: bool, always: str = "false") -> str:
-    """Hints for written rows whose next moment of a kind came earlier than the one
+# Hints come in groups: the rows one statement scheduled, of one kind and slice, whose
+# moments lie within a factor of √2 of each other seen from the statement's moment (a
+# batch at most; statements of any size group by HINT_GROUP_ROWS instead). A group is
+# due at its earliest moment; the sweep that pops it
+# looks at each of its rows where the hint saw it, writes those that are due, and
+# groups the others anew. One hint row a group, not a row: see migration 0013.
+HINT_GROUP_ROWS = 500
+# Hints a due batch considers: reading one costs a page, and groups hold many rows.
+HINTS_A_BATCH = 64
+
+
+def _insert_hints(spec: TableSpec, rows: str, *, since: str | None) -> str:
+    """Insert the hints of `rows` (prune, at, id, place), grouped as above; without
+    `since` (rows due at one moment, any number of them), by kind and slice, in parts
+    of HINT_GROUP_ROWS."""
+    if since:
+        group = f"floor(2 * ln(greatest(date_part('epoch', r.at - {since}) / 60, 1)) / ln(2))"
+    else:
+        group = f"""(row_number() OVER (PARTITION BY r.prune, ethos_slice(r.place)
+                                        ORDER BY r.id) - 1) / {HINT_GROUP_ROWS}"""
+    return f"""
+        INSERT INTO {spec.due_table} (prune, at, slice, n, ids, places)
+        SELECT prune, min(at), slice, count(*), array_agg(id), array_agg(place)
+        FROM (SELECT r.prune, r.at, r.id, r.place, ethos_slice(r.place) AS slice,
+                     {group} AS part
+              FROM ({rows}) AS r) AS g
+        GROUP BY prune, slice, part"""
+
+
+def _hint(rows: str, *, prune: bool, always: str = "false") -> str:
+    """Hint rows for written rows whose next moment of a kind came earlier than the one
     they had (the hint of the old one still stands for a later one), or when `always`."""
     column = "prune_at" if prune else "due_at"
     old = "old_prune" if prune else "old_due"
-    return f"""SELECT {str(prune).lower()}, w.{column}, w.id, ethos_slice(w.id) FROM {rows} AS w
+    return f"""SELECT {str(prune).lower()} AS prune, w.{column} AS at, w.id, w.place
+        FROM {rows} AS w
         WHERE w.reason IS NULL AND w.{column} IS NOT NULL
           AND ({always} OR NOT (w.{column} >= w.{old}))"""
 
@@ -418,10 +448,13 @@ def build_sweep_batch_query(
         hinted = "SELECT"
     else:
         written = _sweep_write(spec, "due")
-        hinted = f"""INSERT INTO {spec.due_table} (prune, at, id, slice)
-        {_hint(spec, "written", prune=False)}
-        UNION ALL
-        {_hint(spec, "written", prune=True)}"""
+        hinted = _insert_hints(
+            spec,
+            f"""{_hint("written", prune=False)}
+            UNION ALL
+            {_hint("written", prune=True)}""",
+            since="%(now)s::timestamptz",
+        )
     return sql(f"""
     WITH batch AS (
         SELECT *, {_prune_reason(spec)} AS reason
@@ -459,47 +492,69 @@ def build_due_batch_query(spec: TableSpec, *, prune: bool, batch_size: int) -> Q
     """
     kind = str(prune).lower()
     old = "old_prune" if prune else "old_due"
+    # What the batch wrote, scheduled anew; what it looked at and did not write, for
+    # when it is due (at once if another write changed it meanwhile); its overflow.
+    hinted = _insert_hints(
+        spec,
+        f"""{_hint("written", prune=prune, always="true")}
+        UNION ALL
+        {_hint("written", prune=not prune)}
+        UNION ALL
+        SELECT {kind}, CASE WHEN l.is_due THEN l.hinted_at ELSE l.{old} END, l.id, l.row_ctid
+        FROM looked AS l
+        WHERE NOT EXISTS (SELECT 1 FROM written AS w WHERE w.id = l.id)
+          AND (l.is_due OR l.{old} IS NOT NULL)
+        UNION ALL
+        SELECT {kind}, at, id, place FROM members WHERE k > {int(batch_size)}""",
+        since="%(now)s::timestamptz",
+    )
     return sql(
         f"""
     WITH popped AS (
         -- the earliest hints of each slice, through the index (a range per slice: the
-        -- index gives them in order, so a sweep with nothing due reads next to nothing)
+        -- index gives them in order, so a sweep with nothing due reads next to nothing),
+        -- until they hold batch_size rows
         DELETE FROM {spec.due_table} AS d
         WHERE d.ctid = ANY (ARRAY(
-            SELECT h.ctid
-            FROM unnest(%(slices)s::smallint[]) AS s (slice)
-            CROSS JOIN LATERAL (
-                SELECT ctid FROM {spec.due_table}
-                WHERE prune = {kind} AND slice = s.slice AND at <= %(now)s
-                ORDER BY at LIMIT {int(batch_size)}
+            SELECT h.ctid FROM (
+                SELECT h.ctid, sum(h.n) OVER (ROWS UNBOUNDED PRECEDING) - h.n AS before
+                FROM unnest(%(slices)s::smallint[]) AS s (slice)
+                CROSS JOIN LATERAL (
+                    SELECT ctid, n FROM {spec.due_table}
+                    WHERE prune = {kind} AND slice = s.slice AND at <= %(now)s
+                    ORDER BY at LIMIT {HINTS_A_BATCH}
+                ) AS h
+                LIMIT {HINTS_A_BATCH}
             ) AS h
-            LIMIT {int(batch_size)}))
-        RETURNING d.id, d.at
+            WHERE h.before < {int(batch_size)}))
+        RETURNING d.at, d.ids, d.places
+    ),
+    -- their rows, in order; those past batch_size go back as they were
+    members AS (
+        SELECT u.id, u.place, p.at, row_number() OVER (ORDER BY p.at, u.id) AS k
+        FROM popped AS p CROSS JOIN LATERAL unnest(p.ids, p.places) AS u (id, place)
     ),
     looked AS MATERIALIZED (
         SELECT m.*, {_prune_reason(spec)} AS reason,
                m.{old} <= %(now)s AS is_due
         FROM (
             SELECT {_sweep_columns(spec)}, h.hinted_at
-            FROM (SELECT id, min(at) AS hinted_at FROM popped GROUP BY id) AS h
-            JOIN {spec.name} AS m ON m.id = h.id
+            FROM (SELECT id, min(at) AS hinted_at, max(place) AS place
+                  FROM members WHERE k <= {int(batch_size)} GROUP BY id) AS h
+            -- the row where its hint saw it, else (it moved since) by id
+            CROSS JOIN LATERAL (
+                (SELECT ctid FROM {spec.name} WHERE ctid = h.place AND id = h.id)
+                UNION ALL
+                (SELECT ctid FROM {spec.name} WHERE id = h.id)
+                LIMIT 1
+            ) AS found
+            JOIN {spec.name} AS m ON m.ctid = found.ctid
             JOIN decay_policies AS p ON p.name = m.policy
             WHERE NOT m.pruned
         ) AS m
     ),
     written AS ({_sweep_write(spec, "(SELECT * FROM looked WHERE is_due) AS due")}),
-    hinted AS (
-        INSERT INTO {spec.due_table} (prune, at, id, slice)
-        {_hint(spec, "written", prune=prune, always="true")}
-        UNION ALL
-        {_hint(spec, "written", prune=not prune)}
-        UNION ALL
-        SELECT {kind}, CASE WHEN l.is_due THEN l.hinted_at ELSE l.{old} END,
-               l.id, ethos_slice(l.id)
-        FROM looked AS l
-        WHERE NOT EXISTS (SELECT 1 FROM written AS w WHERE w.id = l.id)
-          AND (l.is_due OR l.{old} IS NOT NULL)
-    )
+    hinted AS ({hinted})
     SELECT (SELECT count(*) FROM popped) AS popped,
            (SELECT count(*) FROM looked WHERE is_due) AS scanned, w.*
     FROM {_WRITTEN_COUNTS}
@@ -509,9 +564,11 @@ def build_due_batch_query(spec: TableSpec, *, prune: bool, batch_size: int) -> Q
 
 @cache
 def build_count_due_query(spec: TableSpec, *, prune: bool) -> Query:
-    """Hints at or before %(now)s (a row may have more than one): the work ahead."""
+    """Rows hinted at or before %(now)s (a row may be in more than one hint, and a
+    group's rows after its first may be due later): the work ahead, at most."""
     return sql(
-        f"SELECT count(*) FROM {spec.due_table} WHERE prune = {str(prune).lower()}"
+        f"SELECT coalesce(sum(n), 0) FROM {spec.due_table}"
+        f" WHERE prune = {str(prune).lower()}"
         " AND at <= %(now)s"
     )
 
@@ -542,6 +599,17 @@ def build_lock_rows_query(spec: TableSpec) -> Query:
         SELECT 1 FROM {spec.name} WHERE id = ANY(%(ids)s::uuid[]) ORDER BY id FOR UPDATE
     ) AS locked
     """)
+
+
+# Rows of CTE `strengthened` whose moment of a kind came earlier (the hint of the old
+# one still stands for a later one).
+_EARLIER_MOMENTS = """
+    SELECT kind.prune, CASE WHEN kind.prune THEN s.prune_at ELSE s.due_at END AS at,
+           s.id, s.place
+    FROM strengthened AS s CROSS JOIN (VALUES (false), (true)) AS kind (prune)
+    WHERE CASE WHEN kind.prune THEN s.prune_at ELSE s.due_at END IS NOT NULL
+      AND NOT (CASE WHEN kind.prune THEN s.prune_at >= s.old_prune
+                    ELSE s.due_at >= s.old_due END)"""
 
 
 @cache
@@ -634,18 +702,10 @@ def build_ltp_query(spec: TableSpec) -> Query:
         WHERE m.id = h.id AND NOT m.pruned
         RETURNING m.id, m.agent_id, h.n, h.at, m.pruned, before.policy AS old_policy, m.policy,
                   m.due_at, m.prune_at, before.due_at AS old_due,
-                  before.prune_at AS old_prune{source}
+                  before.prune_at AS old_prune, m.ctid AS place{source}
     ),
     -- A hint for a moment earlier than the one the row had (whose hint stands for it).
-    hinted AS (
-        INSERT INTO {spec.due_table} (prune, at, id, slice)
-        SELECT kind.prune, CASE WHEN kind.prune THEN s.prune_at ELSE s.due_at END, s.id,
-               ethos_slice(s.id)
-        FROM strengthened AS s CROSS JOIN (VALUES (false), (true)) AS kind (prune)
-        WHERE CASE WHEN kind.prune THEN s.prune_at ELSE s.due_at END IS NOT NULL
-          AND NOT (CASE WHEN kind.prune THEN s.prune_at >= s.old_prune
-                        ELSE s.due_at >= s.old_due END)
-    )
+    hinted AS ({_insert_hints(spec, _EARLIER_MOMENTS, since=None)})
     SELECT * FROM strengthened
     """)
 
@@ -798,14 +858,26 @@ def build_neighbour_rows_query(spec: TableSpec) -> Query:
     """)
 
 
+def _hint_both_at(spec: TableSpec, rows: str, at: str) -> str:
+    """Hints of both kinds at `at` for the rows of `rows` (id, place)."""
+    return _insert_hints(
+        spec,
+        f"""SELECT kind.prune, {at}::timestamptz AS at, r.id, r.place
+        FROM {rows} AS r CROSS JOIN (VALUES (false), (true)) AS kind (prune)""",
+        since=None,
+    )
+
+
 def _hint_all(spec: TableSpec, rows: str) -> str:
-    """Hints of both kinds for rows just scheduled anew (a move, a recovery)."""
-    return f"""
-        INSERT INTO {spec.due_table} (prune, at, id, slice)
-        SELECT kind.prune, CASE WHEN kind.prune THEN r.prune_at ELSE r.due_at END, r.id,
-               ethos_slice(r.id)
+    """Hints of both kinds for rows just scheduled anew at %(now)s (a move, a recovery)."""
+    return _insert_hints(
+        spec,
+        f"""SELECT kind.prune, CASE WHEN kind.prune THEN r.prune_at ELSE r.due_at END AS at,
+               r.id, r.place
         FROM {rows} AS r CROSS JOIN (VALUES (false), (true)) AS kind (prune)
-        WHERE CASE WHEN kind.prune THEN r.prune_at ELSE r.due_at END IS NOT NULL"""
+        WHERE CASE WHEN kind.prune THEN r.prune_at ELSE r.due_at END IS NOT NULL""",
+        since="%(now)s::timestamptz",
+    )
 
 
 @cache
@@ -850,7 +922,7 @@ def build_move_query(spec: TableSpec) -> Query:
             due_at = s.due_at, prune_at = s.prune_at
         FROM s
         WHERE m.id = s.id
-        RETURNING m.id, s.old_policy, m.policy, m.salience, m.due_at, m.prune_at
+        RETURNING m.id, s.old_policy, m.policy, m.salience, m.due_at, m.prune_at, m.ctid AS place
     ),
     hinted AS ({_hint_all(spec, "moved")})
     SELECT * FROM moved
@@ -1152,7 +1224,7 @@ ORDER BY agent_id
 
 # --- the daemon ---------------------------------------------------------------------
 
-# A due sweep's work is split into slices (ethos_slice of the row id); a sweeper holds
+# A due sweep's work is split into slices (ethos_slice of the row's place); a sweeper holds
 # each slice it works on by a session-level advisory lock, so several sweepers share the
 # work and a dead one's slices are free as soon as its connection is gone.
 # Refresh sweeps and prune passes lock slices apart: a prune pass runs beside a long
@@ -1341,11 +1413,9 @@ def build_unschedule_query(spec: TableSpec) -> Query:
     WITH unscheduled AS (
         UPDATE {spec.name} SET due_at = '-infinity', prune_at = '-infinity'
         WHERE policy = ANY(%(policies)s::text[]) AND NOT pruned
-        RETURNING id
+        RETURNING id, ctid AS place
     )
-    INSERT INTO {spec.due_table} (prune, at, id, slice)
-    SELECT kind.prune, '-infinity', u.id, ethos_slice(u.id)
-    FROM unscheduled AS u CROSS JOIN (VALUES (false), (true)) AS kind (prune)
+    {_hint_both_at(spec, "unscheduled", "'-infinity'")}
     """)
 
 
@@ -1475,7 +1545,7 @@ def build_recover_batch_query(spec: TableSpec, batch_size: int) -> Query:
             due_at = r.due_at, prune_at = r.prune_at
         FROM fresh AS r
         WHERE m.id = r.id
-        RETURNING m.id, m.due_at, m.prune_at
+        RETURNING m.id, m.ctid AS place, m.due_at, m.prune_at
     ),
     hinted AS ({_hint_all(spec, "recovered")})
     SELECT id FROM recovered
@@ -1646,13 +1716,9 @@ def build_merge_query(spec: TableSpec) -> Query:
             due_at = %(now)s, prune_at = %(now)s
         FROM best AS g JOIN decay_policies AS gp ON gp.name = g.policy
         WHERE m.id = g.survivor
-        RETURNING m.id
+        RETURNING m.id, m.ctid AS place
     ),
-    hinted AS (
-        INSERT INTO {spec.due_table} (prune, at, id, slice)
-        SELECT kind.prune, %(now)s, s.id, ethos_slice(s.id)
-        FROM survived AS s CROSS JOIN (VALUES (false), (true)) AS kind (prune)
-    ),
+    hinted AS ({_hint_both_at(spec, "survived", "%(now)s")}),
     merged AS (
         UPDATE {spec.name} AS m
         SET pruned = true, pruned_at = %(now)s, prune_reason = 'merged',

@@ -22,6 +22,20 @@ from sqlalchemy import (
     text,
 )
 from sqlalchemy.dialects.postgresql import JSONB, REGCONFIG, TSVECTOR, UUID
+from sqlalchemy.dialects.postgresql.base import ischema_names
+from sqlalchemy.types import UserDefinedType
+
+
+class Tid(UserDefinedType[str]):
+    """PostgreSQL's tid (a row version's place), which SQLAlchemy does not name."""
+
+    cache_ok = True
+
+    def get_col_spec(self, **kw: Any) -> str:
+        return "tid"
+
+
+ischema_names["tid"] = Tid  # so that reflection (Alembic's comparison) knows it too
 
 
 def _memory_columns() -> list[Column[Any]]:
@@ -67,15 +81,17 @@ def _memory_columns() -> list[Column[Any]]:
 
 
 def _due_table(metadata: MetaData, table: str) -> None:
-    """Hints of when to look at a row again (see migration 0007); no key: a row may
-    have several, stale ones are dropped when popped."""
+    """Hints of when to look at rows again, each for a group of rows (see migrations
+    0007 and 0013); no key: a row may be in several, stale ones cost a look."""
     Table(
         f"{table}_due",
         metadata,
         Column("prune", Boolean, nullable=False),
         Column("at", DateTime(timezone=True), nullable=False),
-        Column("id", UUID(as_uuid=True), nullable=False),
         Column("slice", SmallInteger, nullable=False),
+        Column("n", Integer, nullable=False),
+        Column("ids", ARRAY(UUID(as_uuid=True)), nullable=False),
+        Column("places", ARRAY(Tid), nullable=False),  # each row's ctid then
     )
 
 

@@ -31,7 +31,7 @@ from ethos.tables import MEMORY_TABLES, TableSpec, table_spec
 
 Mode = Literal["due", "prune", "full"]
 MODES: tuple[Mode, ...] = ("due", "prune", "full")
-SLICES = 16  # ethos_slice(id): the rows' share-out among parallel sweepers
+SLICES = 16  # ethos_slice(ctid): the rows' share-out among parallel sweepers, by place
 
 log = structlog.get_logger("ethos.sweep")
 

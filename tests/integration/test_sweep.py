@@ -203,10 +203,10 @@ async def test_a_sweep_reaches_every_row_across_many_batches(
     assert [c for c in calls if c[2]] == [(s.name, 100, True) for s in MEMORY_TABLES]
     if mode == "full":
         assert len(calls) == 3 * 15  # ceil(100 / 7) batches per table
-    else:  # batches of at most 7 hints, from 16 slices shared by the workers
+    else:  # batches of at most 7 rows, from 16 slices shared by the workers
         assert 3 * 16 <= len(calls) <= 3 * (16 + 15)
     refresh_hints_due = await conn.fetchval(
-        "SELECT count(*) FROM (SELECT * FROM memory_vectors_due UNION ALL"
+        "SELECT coalesce(sum(n), 0) FROM (SELECT * FROM memory_vectors_due UNION ALL"
         " SELECT * FROM episodic_traces_due UNION ALL SELECT * FROM semantic_facts_due) AS h"
         " WHERE NOT prune AND at <= $1",
         days(20_000),
