@@ -534,24 +534,32 @@ def build_due_batch_query(spec: TableSpec, *, prune: bool, batch_size: int) -> Q
         SELECT u.id, u.place, p.at, row_number() OVER (ORDER BY p.at, u.id) AS k
         FROM popped AS p CROSS JOIN LATERAL unnest(p.ids, p.places) AS u (id, place)
     ),
+    taken AS (
+        SELECT id, min(at) AS hinted_at, max(place) AS place
+        FROM members WHERE k <= {int(batch_size)} GROUP BY id
+    ),
+    -- the rows where their hints saw them: one scan of their pages, in order
+    at_place AS MATERIALIZED (
+        SELECT {_sweep_columns(spec)}, m.pruned, h.hinted_at
+        FROM {spec.name} AS m
+        JOIN taken AS h ON h.id = m.id
+        JOIN decay_policies AS p ON p.name = m.policy
+        WHERE m.ctid = ANY (ARRAY(SELECT place FROM taken))
+    ),
     looked AS MATERIALIZED (
         SELECT m.*, {_prune_reason(spec)} AS reason,
                m.{old} <= %(now)s AS is_due
         FROM (
-            SELECT {_sweep_columns(spec)}, h.hinted_at
-            FROM (SELECT id, min(at) AS hinted_at, max(place) AS place
-                  FROM members WHERE k <= {int(batch_size)} GROUP BY id) AS h
-            -- the row where its hint saw it, else (it moved since) by id
-            CROSS JOIN LATERAL (
-                (SELECT ctid FROM {spec.name} WHERE ctid = h.place AND id = h.id)
-                UNION ALL
-                (SELECT ctid FROM {spec.name} WHERE id = h.id)
-                LIMIT 1
-            ) AS found
-            JOIN {spec.name} AS m ON m.ctid = found.ctid
+            SELECT * FROM at_place
+            UNION ALL
+            -- and those that moved since (any update makes a new version), by id
+            SELECT {_sweep_columns(spec)}, m.pruned, h.hinted_at
+            FROM taken AS h
+            JOIN {spec.name} AS m ON m.id = h.id
             JOIN decay_policies AS p ON p.name = m.policy
-            WHERE NOT m.pruned
+            WHERE h.id NOT IN (SELECT id FROM at_place)
         ) AS m
+        WHERE NOT m.pruned
     ),
     written AS ({_sweep_write(spec, "(SELECT * FROM looked WHERE is_due) AS due")}),
     hinted AS ({hinted})
