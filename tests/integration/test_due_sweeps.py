@@ -273,3 +273,44 @@ async def test_parallel_workers_share_the_slices(
     assert (
         await conn.fetchval("SELECT count(*) FROM episodic_traces WHERE due_at <= $1", days(1)) == 0
     )
+
+
+async def test_a_hint_names_a_group_looked_at_its_earliest_moment(
+    engine: Engine, conn: asyncpg.Connection, t0: datetime
+) -> None:
+    """Rows scheduled together share one hint; each is still written at its own moment,
+    also those that moved (an LTP write, a plain UPDATE) after the hint saw them."""
+    await conn.execute(
+        """INSERT INTO episodic_traces (agent_id, content, created_at, policy)
+           SELECT 'a', 'm' || g, $1, 'standard' FROM generate_series(1, 10) g""",
+        t0,
+    )
+    await engine.sweep(now=t0)
+    groups = await conn.fetch("SELECT at, n FROM episodic_traces_due WHERE NOT prune")
+    assert [g["n"] for g in groups] == [10]  # one hint for the ten rows
+    moment = groups[0]["at"]
+    ids = await conn.fetchval("SELECT array_agg(id ORDER BY id) FROM episodic_traces")
+    moved, touched = ids[:2]
+    place = "SELECT ctid FROM episodic_traces WHERE id = $1"
+    places = [await conn.fetchval(place, moved), await conn.fetchval(place, touched)]
+    retrieved = t0 + (moment - t0) / 2
+    await engine.record_retrieval("episode", [moved], now=retrieved)
+    await engine.ltp.drain(10)
+    # A write that is not ethos's: no new hint, the row's version elsewhere.
+    await conn.execute("UPDATE episodic_traces SET metadata = '{\"k\": 1}' WHERE id = $1", touched)
+    assert [await conn.fetchval(place, moved), await conn.fetchval(place, touched)] != places
+    assert (await engine.sweep(now=retrieved)).totals()[1] == 1  # the retrieved one's hint
+    # At the group's moment: the nine others are due (the touched one found by id, not
+    # where the hint saw it), the retrieved one is not, and goes back for its own moment.
+    assert (await engine.sweep(now=moment)).totals()[1] == 9
+    due_at = "SELECT due_at FROM episodic_traces WHERE id = $1"
+    own = await conn.fetchval(due_at, moved)
+    assert own > moment
+    await engine.sweep(now=own - timedelta(seconds=1))
+    assert await conn.fetchval(due_at, moved) == own  # not written before its moment
+    await engine.sweep(now=own)
+    assert await conn.fetchval(due_at, moved) > own  # written then, and scheduled anew
+    late = await conn.fetchval(
+        "SELECT count(*) FROM episodic_traces WHERE NOT pruned AND due_at <= $1", own
+    )
+    assert late == 0
