@@ -405,26 +405,33 @@ def _insert_hints(spec: TableSpec, rows: str, *, since: str | None) -> str:
     if since:
         group = f"floor(2 * ln(greatest(date_part('epoch', r.at - {since}) / 60, 1)) / ln(2))"
     else:
-        group = f"""(row_number() OVER (PARTITION BY r.prune, ethos_slice(r.place)
-                                        ORDER BY r.id) - 1) / {HINT_GROUP_ROWS}"""
+        group = f"""(row_number() OVER (PARTITION BY r.prune, r.slice ORDER BY r.id) - 1)
+                    / {HINT_GROUP_ROWS}"""
     return f"""
         INSERT INTO {spec.due_table} (prune, at, slice, n, ids, places)
         SELECT prune, min(at), slice, count(*), array_agg(id), array_agg(place)
-        FROM (SELECT r.prune, r.at, r.id, r.place, ethos_slice(r.place) AS slice,
-                     {group} AS part
-              FROM ({rows}) AS r) AS g
+        FROM (SELECT r.*, {group} AS part
+              FROM (SELECT r.*, ethos_slice(r.place) AS slice FROM ({rows}) AS r) AS r) AS g
         GROUP BY prune, slice, part"""
 
 
-def _hint(rows: str, *, prune: bool, always: str = "false") -> str:
-    """Hint rows for written rows whose next moment of a kind came earlier than the one
-    they had (the hint of the old one still stands for a later one), or when `always`."""
-    column = "prune_at" if prune else "due_at"
-    old = "old_prune" if prune else "old_due"
-    return f"""SELECT {str(prune).lower()} AS prune, w.{column} AS at, w.id, w.place
-        FROM {rows} AS w
-        WHERE w.reason IS NULL AND w.{column} IS NOT NULL
-          AND ({always} OR NOT (w.{column} >= w.{old}))"""
+def _moments(rows: str, *, earlier: bool = False, always: bool | None = None) -> str:
+    """Hint rows (prune, at, id, place) for the rows of `rows` (id, place, due_at,
+    prune_at), one for each kind they have a moment of (false: any write, due_at; true:
+    pruning, prune_at). With `earlier`, only moments earlier than the one the row had
+    (old_due, old_prune: the hint of the old one still stands for a later one), except
+    for the kind `always`."""
+    moment = "CASE WHEN kind.prune THEN r.prune_at ELSE r.due_at END"
+    where = f"{moment} IS NOT NULL"
+    if earlier:
+        sooner = """NOT (CASE WHEN kind.prune THEN r.prune_at >= r.old_prune
+                              ELSE r.due_at >= r.old_due END)"""
+        if always is not None:
+            sooner = f"(kind.prune = {str(always).lower()} OR {sooner})"
+        where += f"\n          AND {sooner}"
+    return f"""SELECT kind.prune, {moment} AS at, r.id, r.place
+        FROM {rows} AS r CROSS JOIN (VALUES (false), (true)) AS kind (prune)
+        WHERE {where}"""
 
 
 @cache
@@ -449,11 +456,7 @@ def build_sweep_batch_query(
     else:
         written = _sweep_write(spec, "due")
         hinted = _insert_hints(
-            spec,
-            f"""{_hint("written", prune=False)}
-            UNION ALL
-            {_hint("written", prune=True)}""",
-            since="%(now)s::timestamptz",
+            spec, _moments("written", earlier=True), since="%(now)s::timestamptz"
         )
     return sql(f"""
     WITH batch AS (
@@ -496,9 +499,7 @@ def build_due_batch_query(spec: TableSpec, *, prune: bool, batch_size: int) -> Q
     # when it is due (at once if another write changed it meanwhile); its overflow.
     hinted = _insert_hints(
         spec,
-        f"""{_hint("written", prune=prune, always="true")}
-        UNION ALL
-        {_hint("written", prune=not prune)}
+        f"""{_moments("written", earlier=True, always=prune)}
         UNION ALL
         SELECT {kind}, CASE WHEN l.is_due THEN l.hinted_at ELSE l.{old} END, l.id, l.row_ctid
         FROM looked AS l
@@ -609,17 +610,6 @@ def build_lock_rows_query(spec: TableSpec) -> Query:
     """)
 
 
-# Rows of CTE `strengthened` whose moment of a kind came earlier (the hint of the old
-# one still stands for a later one).
-_EARLIER_MOMENTS = """
-    SELECT kind.prune, CASE WHEN kind.prune THEN s.prune_at ELSE s.due_at END AS at,
-           s.id, s.place
-    FROM strengthened AS s CROSS JOIN (VALUES (false), (true)) AS kind (prune)
-    WHERE CASE WHEN kind.prune THEN s.prune_at ELSE s.due_at END IS NOT NULL
-      AND NOT (CASE WHEN kind.prune THEN s.prune_at >= s.old_prune
-                    ELSE s.due_at >= s.old_due END)"""
-
-
 @cache
 def build_ltp_query(spec: TableSpec) -> Query:
     """One round of what happened to rows of spec's table, each id at most once, at its
@@ -713,7 +703,7 @@ def build_ltp_query(spec: TableSpec) -> Query:
                   before.prune_at AS old_prune, m.ctid AS place{source}
     ),
     -- A hint for a moment earlier than the one the row had (whose hint stands for it).
-    hinted AS ({_insert_hints(spec, _EARLIER_MOMENTS, since=None)})
+    hinted AS ({_insert_hints(spec, _moments("strengthened", earlier=True), since=None)})
     SELECT * FROM strengthened
     """)
 
@@ -878,14 +868,7 @@ def _hint_both_at(spec: TableSpec, rows: str, at: str) -> str:
 
 def _hint_all(spec: TableSpec, rows: str) -> str:
     """Hints of both kinds for rows just scheduled anew at %(now)s (a move, a recovery)."""
-    return _insert_hints(
-        spec,
-        f"""SELECT kind.prune, CASE WHEN kind.prune THEN r.prune_at ELSE r.due_at END AS at,
-               r.id, r.place
-        FROM {rows} AS r CROSS JOIN (VALUES (false), (true)) AS kind (prune)
-        WHERE CASE WHEN kind.prune THEN r.prune_at ELSE r.due_at END IS NOT NULL""",
-        since="%(now)s::timestamptz",
-    )
+    return _insert_hints(spec, _moments(rows), since="%(now)s::timestamptz")
 
 
 @cache
@@ -1000,6 +983,14 @@ BUILD_VECTOR_INDEX = sql("""
 CREATE INDEX IF NOT EXISTS memory_vectors_embedding_hnsw ON memory_vectors
     USING hnsw (embedding vector_cosine_ops) WHERE NOT pruned
 """)
+
+
+def _pruned_set(reason: str) -> str:
+    """SET of a row soft-deleted at %(now)s for `reason`: pruned rows have no schedule."""
+    return (
+        f"pruned = true, pruned_at = %(now)s, prune_reason = '{reason}', due_at = NULL,"
+        " prune_at = NULL"
+    )
 
 
 # A memory (m) of a table with expires_at that has not expired by %(now)s.
@@ -1145,9 +1136,9 @@ WHERE m.agent_id = %(agent)s AND m.client_key = %(key)s AND {_ITEM_LIVE}
 """)
 
 # An expired item under the key, pruned (reason expired) before a put: its key is free.
-EXPIRE_ITEM = sql("""
+EXPIRE_ITEM = sql(f"""
 UPDATE semantic_facts
-SET pruned = true, pruned_at = %(now)s, prune_reason = 'expired', due_at = NULL, prune_at = NULL
+SET {_pruned_set("expired")}
 WHERE agent_id = %(agent)s AND client_key = %(key)s AND NOT pruned AND expires_at <= %(now)s
 """)
 
@@ -1178,9 +1169,9 @@ WHERE NOT EXISTS (SELECT 1 FROM replaced)
 """)
 
 # An item deleted: a soft delete, reason manual, recoverable.
-DELETE_ITEM = sql("""
+DELETE_ITEM = sql(f"""
 UPDATE semantic_facts
-SET pruned = true, pruned_at = %(now)s, prune_reason = 'manual', due_at = NULL, prune_at = NULL
+SET {_pruned_set("manual")}
 WHERE agent_id = %(agent)s AND client_key = %(key)s AND NOT pruned
 RETURNING id
 """)
@@ -1729,8 +1720,7 @@ def build_merge_query(spec: TableSpec) -> Query:
     hinted AS ({_hint_both_at(spec, "survived", "%(now)s")}),
     merged AS (
         UPDATE {spec.name} AS m
-        SET pruned = true, pruned_at = %(now)s, prune_reason = 'merged',
-            merged_into = r.survivor, due_at = NULL, prune_at = NULL
+        SET {_pruned_set("merged")}, merged_into = r.survivor
         FROM ranked AS r
         WHERE m.id = r.id AND r.id <> r.survivor AND r.size > 1
         RETURNING m.id, m.merged_into
@@ -1774,8 +1764,7 @@ def build_merge_query(spec: TableSpec) -> Query:
             fades_at = greatest(l.fades_at, excluded.fades_at)
         RETURNING 1
     ),
-    unlinked_a AS (DELETE FROM memory_links WHERE a_id = ANY (ARRAY(SELECT id FROM merged))),
-    unlinked_b AS (DELETE FROM memory_links WHERE b_id = ANY (ARRAY(SELECT id FROM merged)))
+    {_unlink("merged")}
     SELECT (SELECT count(*) FROM survived) AS groups, (SELECT count(*) FROM merged) AS merged,
            (SELECT count(*) FROM moved) AS links_moved
     """)
@@ -1786,8 +1775,7 @@ def build_forget_query(spec: TableSpec) -> Query:
     """Soft-delete live memories %(ids)s on request: reason 'manual', recoverable."""
     return sql(f"""
     UPDATE {spec.name}
-    SET pruned = true, pruned_at = %(now)s, prune_reason = 'manual', due_at = NULL,
-        prune_at = NULL
+    SET {_pruned_set("manual")}
     WHERE id = ANY(%(ids)s::uuid[]) AND NOT pruned
     RETURNING id
     """)
@@ -1810,11 +1798,13 @@ def build_purge_count_query(spec: TableSpec) -> Query:
     """)
 
 
-# Links of the memories a statement deleted (CTE `gone`): one index each way (an array,
-# so that the planner, which cannot know how many were deleted, probes the indexes).
-_UNLINK_GONE = """
-    unlinked_a AS (DELETE FROM memory_links WHERE a_id = ANY (ARRAY(SELECT id FROM gone))),
-    unlinked_b AS (DELETE FROM memory_links WHERE b_id = ANY (ARRAY(SELECT id FROM gone)))"""
+def _unlink(rows: str) -> str:
+    """CTEs deleting the links of the memories of CTE `rows`: one index each way (an
+    array, so that the planner, which cannot know how many rows there are, probes the
+    indexes)."""
+    return f"""
+    unlinked_a AS (DELETE FROM memory_links WHERE a_id = ANY (ARRAY(SELECT id FROM {rows}))),
+    unlinked_b AS (DELETE FROM memory_links WHERE b_id = ANY (ARRAY(SELECT id FROM {rows})))"""
 
 
 @cache
@@ -1828,7 +1818,7 @@ def build_purge_batch_query(spec: TableSpec, batch_size: int) -> Query:
             SELECT id FROM {spec.name} WHERE {PURGE_FILTER}
             ORDER BY pruned_at LIMIT {int(batch_size)})
         RETURNING id, prune_reason
-    ),{_UNLINK_GONE}
+    ),{_unlink("gone")}
     SELECT prune_reason AS reason, count(*) AS n FROM gone GROUP BY prune_reason
     """)
 
@@ -1848,7 +1838,7 @@ def build_erase_batch_query(spec: TableSpec, batch_size: int) -> Query:
             SELECT id FROM {spec.name} WHERE agent_id = %(agent)s AND id > %(after)s
             ORDER BY id LIMIT {int(batch_size)})
         RETURNING id
-    ),{_UNLINK_GONE}
+    ),{_unlink("gone")}
     SELECT count(*) AS n, (SELECT id FROM gone ORDER BY id DESC LIMIT 1) AS last_id FROM gone
     """)
 

@@ -34,7 +34,7 @@ CREATE FUNCTION ethos_slice(id uuid) RETURNS smallint LANGUAGE sql IMMUTABLE PAR
 $$;
 
 -- New rows are unscheduled: a forced hint of each kind makes the next pass schedule them.
-CREATE FUNCTION ethos_hint_new_rows() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE OR REPLACE FUNCTION ethos_hint_new_rows() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     EXECUTE format(
         'INSERT INTO %I (prune, at, id, slice)

@@ -24,6 +24,8 @@ Revises: 0012
 Create Date: 2026-11-22
 """
 
+import importlib
+
 from ethos.migrations import execute_script
 
 revision = "0013"
@@ -47,12 +49,13 @@ BEGIN
     EXECUTE format(
         'INSERT INTO %I (prune, at, slice, n, ids, places)
          SELECT prune, ''-infinity'', slice, count(*), array_agg(id), array_agg(place)
-         FROM (SELECT kind.prune, t.id, t.ctid AS place, ethos_slice(t.ctid) AS slice,
-                      (row_number() OVER (PARTITION BY kind.prune, ethos_slice(t.ctid)
-                                          ORDER BY t.id) - 1) / 500 AS part
-               FROM added JOIN %I AS t ON t.id = added.id
-               CROSS JOIN (VALUES (false), (true)) AS kind (prune)
-               WHERE NOT added.pruned) AS g
+         FROM (SELECT g.*,
+                      (row_number() OVER (PARTITION BY prune, slice ORDER BY id) - 1) / 500
+                          AS part
+               FROM (SELECT kind.prune, t.id, t.ctid AS place, ethos_slice(t.ctid) AS slice
+                     FROM added JOIN %I AS t ON t.id = added.id
+                     CROSS JOIN (VALUES (false), (true)) AS kind (prune)
+                     WHERE NOT added.pruned) AS g) AS g
          GROUP BY prune, slice, part', TG_TABLE_NAME || '_due', TG_TABLE_NAME);
     RETURN NULL;
 END
@@ -84,25 +87,6 @@ FROM (SELECT g.*, (row_number() OVER (PARTITION BY prune, slice, span ORDER BY i
 GROUP BY prune, slice, span, part;
 """
 
-OLD_FUNCTIONS = """
-CREATE FUNCTION ethos_slice(id uuid) RETURNS smallint LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-    SELECT (get_byte(uuid_send(id), 15) & 15)::smallint
-$$;
-
-CREATE OR REPLACE FUNCTION ethos_hint_new_rows() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    EXECUTE format(
-        'INSERT INTO %I (prune, at, id, slice)
-         SELECT kind.prune, ''-infinity'', added.id, ethos_slice(added.id)
-         FROM added CROSS JOIN (VALUES (false), (true)) AS kind (prune)
-         WHERE NOT added.pruned', TG_TABLE_NAME || '_due');
-    RETURN NULL;
-END
-$$;
-
-DROP FUNCTION ethos_slice(tid);
-"""
-
 OLD_TABLE = """
 TRUNCATE {table}_due;
 ALTER TABLE {table}_due DROP COLUMN n, DROP COLUMN ids, DROP COLUMN places,
@@ -124,6 +108,9 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    execute_script(OLD_FUNCTIONS)
+    # 0007's functions (its trigger function is created or replaced), then this one's
+    # slice function goes.
+    execute_script(importlib.import_module("ethos.migrations.versions.0007_due_sweeps").FUNCTIONS)
+    execute_script("DROP FUNCTION ethos_slice(tid);")
     for table in MEMORY_TABLES:
         execute_script(OLD_TABLE.format(table=table))
