@@ -486,29 +486,39 @@ def build_due_batch_query(spec: TableSpec, *, prune: bool, batch_size: int) -> Q
     """One batch of a due sweep (prune=False: every write that is due) or of a prune
     pass (prune=True: only rows due to be pruned), in one statement.
 
-    It pops up to batch_size hints of its kind at or before %(now)s from the slices in
-    %(slices)s (which this sweeper holds: no other pops them), looks at their rows, and writes
-    those that are due (unscheduled rows, -infinity, are) as a full sweep would,
-    scheduled anew. A hint of a row that is not due (it moved since) is put back for
-    when it is; a row that another write changed meanwhile is put back for the next
-    batch. Each row's own due_at/prune_at is the truth; the hints only point at it.
+    It pops the earliest hints of its kind at or before %(now)s from the slices in
+    %(slices)s (which this sweeper holds: no other pops them) until they hold batch_size
+    rows (the last one's overflow is put back), looks at their rows, and writes those
+    that are due (unscheduled rows, -infinity, are) as a full sweep would, scheduled
+    anew. A hint of a row that is not due (it moved since) is put back for when it is;
+    a row that another write changed meanwhile is put back at once. Each row's own
+    due_at/prune_at is the truth; the hints only point at it.
     """
     kind = str(prune).lower()
     old = "old_prune" if prune else "old_due"
-    # What the batch wrote, scheduled anew; what it looked at and did not write, for
-    # when it is due (at once if another write changed it meanwhile); its overflow.
+    # What the batch wrote, scheduled anew; what it looked at and did not write: for
+    # when it is due, or at once if another write changed it meanwhile (rare: counts
+    # gate that look, as they gate the lookup of moved rows); its overflow.
     hinted = _insert_hints(
         spec,
         f"""{_moments("written", earlier=True, always=prune)}
         UNION ALL
-        SELECT {kind}, CASE WHEN l.is_due THEN l.hinted_at ELSE l.{old} END, l.id, l.row_ctid
-        FROM looked AS l
-        WHERE NOT EXISTS (SELECT 1 FROM written AS w WHERE w.id = l.id)
-          AND (l.is_due OR l.{old} IS NOT NULL)
+        SELECT {kind}, l.{old}, l.id, l.row_ctid FROM looked AS l
+        WHERE NOT l.is_due AND l.{old} IS NOT NULL
+        UNION ALL
+        SELECT {kind}, %(now)s, l.id, l.row_ctid FROM looked AS l
+        WHERE l.is_due
+          AND (SELECT count(*) FROM written) < (SELECT count(*) FROM looked WHERE is_due)
+          AND NOT EXISTS (SELECT 1 FROM written AS w WHERE w.id = l.id)
         UNION ALL
         SELECT {kind}, at, id, place FROM members WHERE k > {int(batch_size)}""",
         since="%(now)s::timestamptz",
     )
+    # (The fence keeps the policies a hash join: the planner expects one row here and
+    # would look a policy up by index for each of the batch's rows.)
+    rows = f"""SELECT {_sweep_columns(spec)}, m.pruned
+        FROM {spec.name} AS m
+        JOIN (SELECT * FROM decay_policies OFFSET 0) AS p ON p.name = m.policy"""
     return sql(
         f"""
     WITH popped AS (
@@ -528,37 +538,31 @@ def build_due_batch_query(spec: TableSpec, *, prune: bool, batch_size: int) -> Q
                 LIMIT {HINTS_A_BATCH}
             ) AS h
             WHERE h.before < {int(batch_size)}))
-        RETURNING d.at, d.ids, d.places
+        RETURNING d.at, d.n, d.ids, d.places
     ),
-    -- their rows, in order; those past batch_size go back as they were
+    -- their rows, numbered; those past batch_size (of the last hint) go back
     members AS (
-        SELECT u.id, u.place, p.at, row_number() OVER (ORDER BY p.at, u.id) AS k
-        FROM popped AS p CROSS JOIN LATERAL unnest(p.ids, p.places) AS u (id, place)
+        SELECT u.id, u.place, p.before + u.k AS k, p.at
+        FROM (SELECT *, sum(n) OVER (ORDER BY at ROWS UNBOUNDED PRECEDING) - n AS before
+              FROM popped) AS p
+        CROSS JOIN LATERAL unnest(p.ids, p.places) WITH ORDINALITY AS u (id, place, k)
     ),
-    taken AS (
-        SELECT id, min(at) AS hinted_at, max(place) AS place
-        FROM members WHERE k <= {int(batch_size)} GROUP BY id
-    ),
+    taken AS (SELECT id, place FROM members WHERE k <= {int(batch_size)}),
     -- the rows where their hints saw them: one scan of their pages, in order
     at_place AS MATERIALIZED (
-        SELECT {_sweep_columns(spec)}, m.pruned, h.hinted_at
-        FROM {spec.name} AS m
-        JOIN taken AS h ON h.id = m.id
-        JOIN decay_policies AS p ON p.name = m.policy
+        {rows}
         WHERE m.ctid = ANY (ARRAY(SELECT place FROM taken))
+          AND m.id IN (SELECT id FROM taken)
     ),
     looked AS MATERIALIZED (
-        SELECT m.*, {_prune_reason(spec)} AS reason,
-               m.{old} <= %(now)s AS is_due
+        SELECT m.*, {_prune_reason(spec)} AS reason, m.{old} <= %(now)s AS is_due
         FROM (
             SELECT * FROM at_place
             UNION ALL
             -- and those that moved since (any update makes a new version), by id
-            SELECT {_sweep_columns(spec)}, m.pruned, h.hinted_at
-            FROM taken AS h
-            JOIN {spec.name} AS m ON m.id = h.id
-            JOIN decay_policies AS p ON p.name = m.policy
-            WHERE h.id NOT IN (SELECT id FROM at_place)
+            {rows}
+            WHERE (SELECT count(*) FROM at_place) < (SELECT count(*) FROM taken)
+              AND m.id IN (SELECT id FROM taken WHERE id NOT IN (SELECT id FROM at_place))
         ) AS m
         WHERE NOT m.pruned
     ),

@@ -7,6 +7,7 @@ import asyncio
 import math
 from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
+from itertools import pairwise
 from typing import TYPE_CHECKING
 
 import asyncpg
@@ -205,6 +206,8 @@ async def test_a_sweep_reaches_every_row_across_many_batches(
         assert len(calls) == 3 * 15  # ceil(100 / 7) batches per table
     else:  # batches of at most 7 rows, from 16 slices shared by the workers
         assert 3 * 16 <= len(calls) <= 3 * (16 + 15)
+    steps = [b[1] - a[1] for a, b in pairwise(calls) if a[0] == b[0]]
+    assert 0 < max(steps) <= 7
     refresh_hints_due = await conn.fetchval(
         "SELECT coalesce(sum(n), 0) FROM (SELECT * FROM memory_vectors_due UNION ALL"
         " SELECT * FROM episodic_traces_due UNION ALL SELECT * FROM semantic_facts_due) AS h"
