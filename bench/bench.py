@@ -364,20 +364,19 @@ async def due_bench(engine: Engine, conn: asyncpg.Connection) -> dict[str, float
     )
     # The full sweep's own 2 hours, from the state the due sweep had at t1 (every row
     # written then by an all-due sweep): it scans all and writes what is due.
-    results["full_2h_reading"] = results["full_2h"]
     await unschedule(conn)
     await sweep(t2, "due")
     await vacuum(conn)
-    written, results["full_2h"] = await sweep(t2 + timedelta(hours=2), "full")
+    written, results["full_2h_writing"] = await sweep(t2 + timedelta(hours=2), "full")
     print(
-        f"  2h later, from the same state a day on: full sweep {results['full_2h']:.2f} s"
+        f"  2h later, from the same state a day on: full sweep {results['full_2h_writing']:.2f} s"
         f" ({written:,} rows due, written)"
     )
     print("\n  ratios (goal)")
     lines = [
         ("full / due, 15 min later", results["full_15m"] / results["due_15m"], ">= 30"),
-        ("due / full, 2 hours later", results["due_2h"] / results["full_2h"], "<= 0.25"),
-        ("  (full only reading)", results["due_2h"] / results["full_2h_reading"], "as before"),
+        ("due / full, 2 hours later", results["due_2h"] / results["full_2h_writing"], "<= 0.25"),
+        ("  (full only reading)", results["due_2h"] / results["full_2h"], "as before"),
         ("all-due rate / full sweep (a)", results["all_due_1"] / FULL_RATE[0], ">= 0.8"),
         ("2 workers / 1, all due", results["all_due_2"] / results["all_due_1"], ">= 1.4"),
     ]

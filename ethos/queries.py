@@ -390,9 +390,9 @@ _WRITTEN_COUNTS = """(
 # Hints come in groups: the rows one statement scheduled, of one kind and slice, whose
 # moments lie within a factor of √2 of each other seen from the statement's moment (a
 # batch at most; statements of any size group by HINT_GROUP_ROWS instead). A group is
-# due at its earliest moment; the sweep that pops it
-# looks at each of its rows where the hint saw it, writes those that are due, and
-# groups the others anew. One hint row a group, not a row: see migration 0013.
+# due at its earliest moment; the sweep that pops it looks at each of its rows where the
+# hint saw it, writes those that are due, and groups the others anew. One hint row a
+# group, not a row: see migration 0013.
 HINT_GROUP_ROWS = 500
 # Hints a due batch considers: reading one costs a page, and groups hold many rows.
 HINTS_A_BATCH = 64

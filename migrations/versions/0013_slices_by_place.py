@@ -7,10 +7,10 @@ insertion), and the rows of a batch spread over as many pages as rows. Now:
 
 - A hint names a group of rows (ids, and the place, ctid, each had when the hint was
   made): the rows one statement scheduled, of one kind and slice, whose moments lie
-  within a factor of two of each other seen from that statement's moment (at most
-  500). The group is due at its earliest moment; the sweep that pops it looks at every
-  row in it, writes those that are due, and groups the others anew. One hint row per
-  group instead of per row.
+  within a factor of √2 of each other seen from that statement's moment (at most
+  500; the rebuild below, done once, groups by a factor of two). The group is due at
+  its earliest moment; the sweep that pops it looks at every row in it, writes those
+  that are due, and groups the others anew. One hint row per group instead of per row.
 - A row is read where its hint saw it (one page) and only looked up by id when it moved
   since (any update makes a new version).
 - Slices follow places: runs of 64 pages (512 kB) dealt round the 16 slices. A batch's
