@@ -7,8 +7,10 @@ from __future__ import annotations
 import asyncio
 import itertools
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import AsyncIterator, Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -33,10 +35,15 @@ def database_uri(admin_uri: str, name: str) -> str:
 
 
 @pytest.fixture(scope="session")
-def pg_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    data_dir = tmp_path_factory.mktemp("pg") / "data"
+def pg_data_dir() -> Iterator[Path]:
+    # Outside pytest's temp root: a second pytest session started as root resets that
+    # root's permissions, which the server's own user then can no longer enter.
+    root = Path(tempfile.mkdtemp(prefix="ethos-test-pg-"))
+    root.chmod(0o755)
+    data_dir = root / "data"
     yield data_dir
     db.stop_embedded(data_dir)
+    shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
