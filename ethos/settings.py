@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import tomllib
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Literal
 
@@ -29,6 +30,17 @@ from ethos.tables import TableSpec
 ENV_PREFIX = "ETHOS_"
 CONFIG_ENV = "ETHOS_CONFIG"
 DEFAULT_CONFIG_NAME = "ethos.toml"
+
+# The config file's values while load_settings builds a Settings: the lowest source.
+_FILE_VALUES: ContextVar[dict[str, Any]] = ContextVar("ethos_file_values", default={})
+
+
+class _FileSource(PydanticBaseSettingsSource):
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False  # unused: __call__ gives every value at once
+
+    def __call__(self) -> dict[str, Any]:
+        return _FILE_VALUES.get()
 
 
 class _Section(BaseModel):
@@ -288,8 +300,8 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        # The file's values arrive as init arguments; the environment overrides them.
-        return env_settings, init_settings
+        # pydantic-settings' own order: arguments, then the environment, then the file.
+        return init_settings, env_settings, _FileSource(settings_cls)
 
     @field_validator("policies", mode="before")
     @classmethod
@@ -387,8 +399,10 @@ def _policy(name: str, keys: PolicySettings, inherited: DecayParams) -> Policy:
         params = DecayParams(**{**_params(params), "base_tau_days": tau})
     if params.base_tau_days > params.max_tau_days:
         what = "lifetime" if keys.lifetime is not None else "base_tau_days"
+        # standard's τ given as decay.base_tau_days is named as it was given.
+        given_as = "decay" if what not in keys.model_fields_set else f"policies.{name}"
         raise ValueError(
-            f"policies.{name}.{what}: τ of {params.base_tau_days:.6g} days is above"
+            f"{given_as}.{what}: τ of {params.base_tau_days:.6g} days is above"
             f" max_tau_days ({params.max_tau_days:g})"
         )
     return Policy(name, params, keys.promote_after, keys.promote_to)
@@ -409,7 +423,9 @@ def find_config(explicit: str | Path | None = None) -> Path | None:
 
 
 def load_settings(config: str | Path | None = None, **overrides: Any) -> Settings:
-    """Load and validate settings; a bad value raises ConfigError naming key and source."""
+    """Load and validate settings; a bad value raises ConfigError naming key and source.
+
+    overrides (section=dict) win over ETHOS_* variables, which win over the file."""
     path = find_config(config)
     data: dict[str, Any] = {}
     if path is not None:
@@ -420,15 +436,39 @@ def load_settings(config: str | Path | None = None, **overrides: Any) -> Setting
             raise ConfigError(f"{path}: config file not found") from None
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{path}: invalid TOML: {exc}") from None
-    for section, values in overrides.items():
-        data.setdefault(section, {}).update(values)
+    _check_env_sections()
+    token = _FILE_VALUES.set(data)
     try:
-        return Settings(**data, config_path=path)
+        return Settings(**overrides, config_path=path)
     except ValidationError as exc:
-        raise ConfigError(_describe(exc, path)) from None
+        raise ConfigError(_describe(exc, path, overrides)) from None
+    finally:
+        _FILE_VALUES.reset(token)
 
 
-def _describe(exc: ValidationError, path: Path | None) -> str:
+def _given(values: Any, parts: list[str]) -> bool:
+    for part in parts:
+        if not isinstance(values, dict) or part not in values:
+            return False
+        values = values[part]
+    return True
+
+
+def _check_env_sections() -> None:
+    """pydantic-settings ignores a variable naming no section: a typo would go unseen."""
+    sections = set(Settings.model_fields) - {"config_path"}
+    for name in sorted(os.environ):
+        if not name.startswith(ENV_PREFIX) or name == CONFIG_ENV:
+            continue
+        section = name[len(ENV_PREFIX) :].split("__", 1)[0].lower()
+        if section not in sections:
+            raise ConfigError(
+                f"environment variable {name}: unknown section {section!r}"
+                f" (sections: {', '.join(sorted(sections))})"
+            )
+
+
+def _describe(exc: ValidationError, path: Path | None, overrides: dict[str, Any]) -> str:
     error = exc.errors()[0]
     key = ".".join(str(part) for part in error["loc"])
     message = str(error["ctx"]["error"]) if error["type"] == "value_error" else error["msg"]
@@ -436,7 +476,9 @@ def _describe(exc: ValidationError, path: Path | None) -> str:
         # A check across sections names its key at the start of its message.
         key, _, message = message.partition(": ") if ": " in message else ("settings", "", message)
     env_name = ENV_PREFIX + key.upper().replace(".", "__")
-    if env_name in os.environ:
+    if _given(overrides, key.split(".")):
+        source = "load_settings argument"
+    elif env_name in os.environ:
         source = f"environment variable {env_name}"
     elif path is not None:
         source = str(path)

@@ -184,3 +184,36 @@ def test_a_bad_policy_from_the_environment_names_the_variable(
         load_settings(None)
     assert "ETHOS_POLICIES__WORKING__PROMOTE_TO" in str(err.value)
     assert "unknown policy 'nowhere'" in str(err.value)
+
+
+def test_explicit_arguments_win_over_the_environment_which_wins_over_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write(tmp_path, "[search]\ncandidates = 30\n[decay]\nbase_tau_days = 10\n")
+    monkeypatch.setenv("ETHOS_SEARCH__CANDIDATES", "40")
+    monkeypatch.setenv("ETHOS_DECAY__BASE_TAU_DAYS", "12")
+    loaded = load_settings(path, search={"candidates": 50})
+    assert loaded.search.candidates == 50  # argument over environment
+    assert loaded.decay.base_tau_days == 12  # environment over file
+
+
+def test_an_env_value_that_breaks_a_policy_names_the_variable_not_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write(tmp_path, "[decay]\nfrequency_weight = 0.3\n")
+    monkeypatch.setenv("ETHOS_DECAY__BASE_TAU_DAYS", "5000")
+    with pytest.raises(ConfigError) as err:
+        load_settings(path)
+    message = str(err.value)
+    assert message.startswith("environment variable ETHOS_DECAY__BASE_TAU_DAYS: ")
+    assert str(path) not in message
+
+
+@pytest.mark.parametrize("name", ["ETHOS_DECAYY__X", "ETHOS_NOTHING"])
+def test_an_unknown_section_in_the_environment_is_named(
+    monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    monkeypatch.setenv(name, "1")
+    with pytest.raises(ConfigError) as err:
+        load_settings(None)
+    assert str(err.value).startswith(f"environment variable {name}: unknown")
