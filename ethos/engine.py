@@ -18,7 +18,7 @@ from typing import Any
 
 import structlog
 
-from ethos import consolidation, db
+from ethos import consolidation, db, logs
 from ethos.consolidation import ConsolidationReport
 from ethos.embedding import Embedder, ProviderUnavailable, check_dimension, configured, embed
 from ethos.errors import InputError, NotFoundError
@@ -51,6 +51,7 @@ class Engine:
         embedder: Embedder | None = None,
         drains_queue: bool = False,
     ) -> None:
+        logs.library_default()
         self.settings = settings or load_settings()
         # Texts to vectors: the one given, else the provider the settings name, else none.
         self.embedder = embedder or configured(self.settings.embedding)

@@ -18,6 +18,25 @@ def redact(url: str) -> str:
     return _PASSWORD.sub(r"\1***@", url)
 
 
+def library_default() -> None:
+    """Used as a library (no CLI, no structlog configuration of the caller's): events go
+    to the standard logging module under their module's name, so the caller's logging
+    configuration decides, and nothing is printed to stdout (unconfigured, Python prints
+    warnings and errors to stderr)."""
+    if structlog.is_configured():
+        return
+    structlog.configure(
+        processors=[
+            structlog.stdlib.filter_by_level,
+            structlog.processors.format_exc_info,
+            structlog.stdlib.render_to_log_kwargs,
+        ],
+        wrapper_class=structlog.stdlib.BoundLogger,
+        logger_factory=structlog.stdlib.LoggerFactory(),
+        cache_logger_on_first_use=False,
+    )
+
+
 def configure(settings: LoggingSettings) -> None:
     level = logging.getLevelNamesMapping()[settings.level.upper()]
     as_json = settings.format == "json" or (settings.format == "auto" and not sys.stderr.isatty())

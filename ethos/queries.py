@@ -587,8 +587,9 @@ def build_count_due_query(spec: TableSpec, *, prune: bool) -> Query:
 
 
 START_SWEEP_RUN = sql("""
-INSERT INTO sweep_runs (trigger, mode, status, swept_at, agent_id, daemon_id)
-VALUES (%(trigger)s, %(mode)s, 'running', %(now)s, %(agent)s, %(daemon_id)s)
+INSERT INTO sweep_runs (trigger, mode, status, swept_at, agent_id, daemon_id, owner)
+VALUES (%(trigger)s, %(mode)s, 'running', %(now)s, %(agent)s, %(daemon_id)s,
+        current_setting('application_name'))
 RETURNING id
 """)
 
@@ -1859,9 +1860,32 @@ COUNT_AGENT_LINKS = sql("SELECT count(*) FROM memory_links WHERE agent_id = %(ag
 COUNT_AGENT_POLICY = sql("SELECT count(*) FROM agent_policies WHERE agent_id = %(agent)s")
 
 START_CONSOLIDATION_RUN = sql("""
-INSERT INTO consolidation_runs (kind, trigger, status, as_of, selector)
-VALUES (%(kind)s, %(trigger)s, 'running', %(now)s, %(selector)s::jsonb)
+INSERT INTO consolidation_runs (kind, trigger, status, as_of, selector, owner)
+VALUES (%(kind)s, %(trigger)s, 'running', %(now)s, %(selector)s::jsonb,
+        current_setting('application_name'))
 RETURNING id
+""")
+
+
+def _interrupt_orphans(table: str) -> str:
+    # A row's owner is the application_name of the process that wrote it; no session
+    # with that name means the process is gone (killed: it never finished the row).
+    return f"""
+    {table}_gone AS (
+        UPDATE {table} AS r
+        SET status = 'interrupted', finished_at = clock_timestamp(),
+            error = coalesce(r.error, 'its process ended while it ran')
+        WHERE r.status = 'running' AND r.owner IS NOT NULL
+          AND NOT EXISTS (SELECT 1 FROM pg_stat_activity AS a
+                          WHERE a.application_name = r.owner)
+        RETURNING 1
+    )"""
+
+
+INTERRUPT_ORPHANED_RUNS = sql(f"""
+WITH {_interrupt_orphans("sweep_runs")},
+{_interrupt_orphans("consolidation_runs")}
+SELECT (SELECT count(*) FROM sweep_runs_gone) + (SELECT count(*) FROM consolidation_runs_gone)
 """)
 
 FINISH_CONSOLIDATION_RUN = sql("""

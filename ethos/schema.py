@@ -152,6 +152,7 @@ def build_metadata(dimension: int) -> MetaData:
         Column("error", Text),
         Column("daemon_id", Text),
         Column("mode", Text, nullable=False, server_default=text("'due'")),
+        Column("owner", Text),
     )
     Table(
         "daemons",
@@ -266,6 +267,7 @@ def build_metadata(dimension: int) -> MetaData:
         Column("selector", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
         Column("counts", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
         Column("error", Text),
+        Column("owner", Text),
     )
     Table(
         "retrieval_queue",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import uuid
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
@@ -124,6 +125,11 @@ async def check_server(url: str, timeout_seconds: float) -> None:
         raise DatabaseError(f"pgvector {available} is too old: ethos needs pgvector 0.5 or newer")
 
 
+# Every connection of this process carries this name: an audit row it leaves `running`
+# is known to be orphaned once no session has the name (see INTERRUPT_ORPHANED_RUNS).
+PROCESS_NAME = f"ethos {os.getpid()} {uuid.uuid4().hex[:12]}"
+
+
 async def _init_connection(conn: asyncpg.Connection) -> None:
     """pgvector's text form both ways, so no binary codec (or numpy) is needed."""
     try:
@@ -179,9 +185,12 @@ class Store:
                 max_size=settings.database.pool_max_size,
                 timeout=timeout,
                 init=_init_connection,
-                server_settings=queries.search_server_settings(
-                    settings.search.candidates, settings.search.max_scan_tuples
-                ),
+                server_settings={
+                    **queries.search_server_settings(
+                        settings.search.candidates, settings.search.max_scan_tuples
+                    ),
+                    "application_name": PROCESS_NAME,
+                },
                 # The schedule makes statements of tens of KB: prepare them once too.
                 max_cacheable_statement_size=0,
             )
@@ -192,7 +201,10 @@ class Store:
                 timeout=timeout,
                 init=_init_connection,
                 reset=_keep_session,
-                server_settings=queries.SWEEP_SESSION_SETTINGS,
+                server_settings={
+                    **queries.SWEEP_SESSION_SETTINGS,
+                    "application_name": PROCESS_NAME,
+                },
                 max_cacheable_statement_size=0,
             )
         log.debug("pool_open", url=redact(url))
@@ -373,9 +385,15 @@ class Store:
         count: int = await self._fetchval(queries.build_count_due_query(spec, prune=prune), now=now)
         return count
 
+    async def interrupt_orphaned_runs(self) -> int:
+        """Mark `interrupted` the audit rows left `running` by processes that are gone."""
+        count: int = await self._fetchval(queries.INTERRUPT_ORPHANED_RUNS)
+        return count
+
     async def start_sweep_run(
         self, trigger: str, mode: str, now: datetime, agent: str | None, daemon_id: str | None
     ) -> int:
+        await self.interrupt_orphaned_runs()
         run_id: int = await self._fetchval(
             queries.START_SWEEP_RUN,
             trigger=trigger,
@@ -678,6 +696,7 @@ class Store:
         await self._fetchval(queries.DAEMON_STOPPED, id=daemon_id)
 
     async def status(self, alive_seconds: float) -> dict[str, Any]:
+        await self.interrupt_orphaned_runs()
         daemons = await self._fetch(
             queries.STATUS_DAEMONS, alive_seconds=alive_seconds, lock_key=queries.SWEEP_LOCK_KEY
         )
@@ -771,6 +790,7 @@ class Store:
     async def start_consolidation_run(
         self, kind: str, trigger: str, now: datetime, selector: Mapping[str, Any]
     ) -> int:
+        await self.interrupt_orphaned_runs()
         run_id: int = await self._fetchval(
             queries.START_CONSOLIDATION_RUN,
             kind=kind,

@@ -112,8 +112,7 @@ async def run_sweep(
 
     A sweep of one agent, or a dry run, is a full sweep (the schedule's hints are not
     kept per agent, and a dry run takes none). `stop` is checked between batches: a set
-    event ends the sweep at the next batch boundary, with status `interrupted`. A prune
-    pass that found nothing to do leaves no audit row.
+    event ends the sweep at the next batch boundary, with status `interrupted`.
     """
     if agent is not None or dry_run:
         mode = "full"
@@ -124,7 +123,7 @@ async def run_sweep(
     report = SweepReport(now=now, dry_run=dry_run, mode=mode)
     report.counts = {spec: TableCounts() for spec in specs}
     started = time.monotonic()
-    if not dry_run and mode != "prune":
+    if not dry_run:
         report.run_id = await store.start_sweep_run(trigger, mode, now, agent, daemon_id)
     error: str | None = None
     try:
@@ -156,10 +155,6 @@ async def run_sweep(
         raise
     finally:
         report.duration_ms = round((time.monotonic() - started) * 1000)
-        if report.run_id is None and mode == "prune" and report.totals()[0]:
-            report.run_id = await asyncio.shield(
-                store.start_sweep_run(trigger, mode, now, agent, daemon_id)
-            )
         if report.run_id is not None:
             # The audit row must be written even when the sweep is being cancelled.
             await asyncio.shield(
