@@ -264,6 +264,7 @@ def _ltp_exit(dropped: int) -> int:
 
 async def cmd_daemon(args: argparse.Namespace, settings: Settings) -> int:
     if args.metrics:
+        host_port(args.metrics, "--metrics")
         settings.metrics.listen = args.metrics
     stop = asyncio.Event()
     with on_stop(stop.set):

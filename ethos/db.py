@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ethos import store
+from ethos.errors import ConfigError
 from ethos.settings import Settings
 
 EMBEDDED_DATABASE = "ethos"
@@ -28,12 +29,25 @@ def embedded_uri(data_dir: Path, database: str = EMBEDDED_DATABASE) -> str:
     Several processes may call this at once: pgserver serialises start-up with an
     inter-process lock and reuses a server that is already running.
     """
+    _check_data_dir(data_dir)
     data_dir.parent.mkdir(parents=True, exist_ok=True)
     server = _pgserver().get_server(data_dir, cleanup_mode=None, start=False)
     # pgserver caches one handle per data dir; start() also revives a server that was
     # stopped since (`ethos db stop`, a crash) and is a no-op when it runs.
     server.start()
     return str(server.get_uri(database=database))
+
+
+def _check_data_dir(data_dir: Path) -> None:
+    """The embedded server takes only an empty or missing folder, or its own: initdb would
+    fail on anything else, after its owner had been changed (as root) to the server's."""
+    if data_dir.is_dir() and not (data_dir / "PG_VERSION").exists() and any(data_dir.iterdir()):
+        raise ConfigError(
+            f"database.data_dir: {data_dir} holds files but no PostgreSQL data: name an empty"
+            " or new folder"
+        )
+    if data_dir.exists() and not data_dir.is_dir():
+        raise ConfigError(f"database.data_dir: {data_dir} is a file, not a folder")
 
 
 def stop_embedded(data_dir: Path) -> bool:

@@ -23,7 +23,7 @@ from ethos.consolidation import ConsolidationReport
 from ethos.embedding import Embedder, ProviderUnavailable, check_dimension, configured, embed
 from ethos.errors import InputError, NotFoundError
 from ethos.explain import explain
-from ethos.inputs import MemoryInput, aware, parse_id
+from ethos.inputs import MemoryInput, aware, content_text, parse_id
 from ethos.ltp import LtpBuffer
 from ethos.policies import Policy
 from ethos.recovery import RecoveryReport, Selector, recover
@@ -125,8 +125,9 @@ class Engine:
         if fields.get("policy") is not None:
             self.settings.policy(fields["policy"])
         spec = table_spec(table)
+        content = content_text(content)  # before a provider is asked to embed it
         embedded = None  # the vector of an episode or fact, written with it
-        if self.embedder is not None and isinstance(content, str):
+        if self.embedder is not None:
             if spec.has_embedding and fields.get("embedding") is None:
                 fields["embedding"] = await self._embed(content, spec, required=True)
             elif spec in SOURCE_TABLES:
@@ -411,6 +412,7 @@ class Engine:
         replace the value of the one there, which keeps its history. True if new."""
         if not isinstance(value, Mapping):
             raise InputError("an item's value must be a JSON object")
+        content = content_text(content)
         if embedding is not None:
             check_dimension([embedding], self.settings.embedding.dimension)
         now = datetime.now(UTC)

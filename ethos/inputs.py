@@ -50,6 +50,28 @@ def parse_id(value: str | uuid.UUID) -> uuid.UUID:
         raise InputError(f"bad id {value!r}: expected a UUID") from None
 
 
+# Content longer than this (256 KiB) is refused: it keeps every memory's lexemes under
+# PostgreSQL's tsvector limit (1 MiB), even when every word is distinct and short.
+MAX_CONTENT_BYTES = 262_144
+
+
+def content_text(value: Any) -> str:
+    """Text PostgreSQL can store and index, with something in it."""
+    if not isinstance(value, str):
+        raise InputError("content must be text")
+    if not value.strip():
+        raise InputError("content must not be empty")
+    try:
+        size = len(value.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise InputError("content is not valid UTF-8 text") from None
+    if "\x00" in value:
+        raise InputError("content must not contain NUL characters")
+    if size > MAX_CONTENT_BYTES:
+        raise InputError(f"content is {size:,} bytes: at most {MAX_CONTENT_BYTES:,} are stored")
+    return value
+
+
 def unit_interval(name: str, value: float) -> float:
     if not isinstance(value, int | float) or not 0 <= value <= 1:  # NaN fails too
         raise InputError(f"{name} must be between 0 and 1 (got {value!r})")
@@ -123,8 +145,7 @@ class MemoryInput:
     def _check(self, dimension: int) -> None:
         if not isinstance(self.agent_id, str) or not self.agent_id.strip():
             raise InputError("agent_id is required and must not be empty")
-        if not isinstance(self.content, str):
-            raise InputError("content must be text")
+        self.content = content_text(self.content)
         for name in TABLE_FIELDS:
             if getattr(self, name) is not None and name not in self.table.input_fields:
                 owners = [s.name for s in MEMORY_TABLES if name in s.input_fields]

@@ -20,7 +20,12 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    SettingsError,
+)
 
 from ethos.decay import Curve, DecayParams, tau_for_lifetime
 from ethos.errors import ConfigError, InputError
@@ -442,8 +447,22 @@ def load_settings(config: str | Path | None = None, **overrides: Any) -> Setting
         return Settings(**overrides, config_path=path)
     except ValidationError as exc:
         raise ConfigError(_describe(exc, path, overrides)) from None
+    except SettingsError as exc:
+        # A list or table given in the environment must be JSON; pydantic-settings says
+        # only which section failed, so the variables of that section are named.
+        raise ConfigError(_unparsed_env(str(exc))) from None
     finally:
         _FILE_VALUES.reset(token)
+
+
+def _unparsed_env(error: str) -> str:
+    section = error.split('"')[1] if error.count('"') >= 2 else ""
+    prefix = f"{ENV_PREFIX}{section.upper()}"
+    shown = ", ".join(n for n in sorted(os.environ) if n.startswith(prefix)) or prefix
+    return (
+        f"environment variable {shown}: a list or table value must be JSON"
+        """ (e.g. ETHOS_DEDUP__TABLES='["fact", "vector"]')"""
+    )
 
 
 def _given(values: Any, parts: list[str]) -> bool:

@@ -216,3 +216,27 @@ async def test_a_prune_pass_prunes_on_time_while_the_sweep_is_held_back(
     assert await conn.fetchval("SELECT count(*) FROM sweep_runs WHERE mode = 'due'") == 0
     assert await conn.fetchval("SELECT count(*) FROM sweep_runs WHERE mode = 'prune'") >= 1
     assert '"decay_sweep_deferred"' in daemons[0].log()
+
+
+async def test_while_the_database_is_gone_every_log_event_is_one_json_line(
+    admin_uri: str, template_uri: str, daemons: list[DaemonProcess], tmp_path: Path
+) -> None:
+    """The driver logs a lost pool connection with a multi-line traceback through the
+    standard logging module: it must come out as one JSON event like ethos's own."""
+    admin = await asyncpg.connect(admin_uri)
+    try:
+        await admin.execute("CREATE DATABASE gone_soon TEMPLATE ethos_template")
+        url = admin_uri.replace("/postgres?", "/gone_soon?", 1)
+        daemons.append(DaemonProcess(url, tmp_path, "d", ETHOS_LOGGING__LEVEL="debug"))
+        conn = await asyncpg.connect(url)
+        await wait_for(conn, "SELECT count(*) >= 1 FROM sweep_runs WHERE status = 'completed'")
+        await conn.close()
+        await admin.execute("DROP DATABASE gone_soon WITH (FORCE)")
+        await asyncio.sleep(3)
+        daemons[0].stop()
+    finally:
+        await admin.execute("DROP DATABASE IF EXISTS gone_soon WITH (FORCE)")
+        await admin.close()
+    lines = daemons[0].log().splitlines()
+    events = [json.loads(line) for line in lines]  # each line is one whole event
+    assert any(e.get("level") in ("warning", "error") for e in events)

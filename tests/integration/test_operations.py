@@ -3,7 +3,9 @@ answers."""
 
 from __future__ import annotations
 
+import itertools
 import math
+import string
 import uuid
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -16,6 +18,7 @@ from ethos import decay
 from ethos.curve import curve_table, days_until_pruned, plot
 from ethos.engine import Engine
 from ethos.errors import InputError, NotFoundError
+from ethos.inputs import MAX_CONTENT_BYTES
 from ethos.recovery import Selector
 from ethos.settings import Settings
 
@@ -209,3 +212,18 @@ def test_curve_matches_the_decay_math(tmp_path: Path) -> None:
     path = tmp_path / "curve.png"
     plot(Settings().policy_table.values(), path)
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+async def test_content_at_the_size_limit_is_stored_and_indexed(
+    engine: Engine, conn: asyncpg.Connection
+) -> None:
+    """The content limit keeps the worst case, every word distinct and short (each
+    lexeme costs its entry and position beside its letters), under PostgreSQL's tsvector
+    limit of 1 MiB."""
+    words = ("".join(w) for w in itertools.product(string.ascii_lowercase, repeat=4))
+    content = " ".join(itertools.islice(words, MAX_CONTENT_BYTES // 5))
+    memory = await engine.add("fact", agent_id="a", content=content)
+    lexemes = await conn.fetchval(
+        "SELECT length(content_tsv) FROM semantic_facts WHERE id = $1", memory
+    )
+    assert lexemes > 50_000

@@ -217,3 +217,19 @@ def test_an_unknown_section_in_the_environment_is_named(
     with pytest.raises(ConfigError) as err:
         load_settings(None)
     assert str(err.value).startswith(f"environment variable {name}: unknown")
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("", "content must not be empty"),
+        (" \n\t ", "content must not be empty"),
+        ("caf\udcff\udcfe secret", "content is not valid UTF-8 text"),
+        ("a\x00b", "content must not contain NUL characters"),
+        ("x" * 262_145, "content is 262,145 bytes: at most 262,144 are stored"),
+    ],
+)
+def test_content_postgresql_cannot_store_or_index_is_one_line(content: str, message: str) -> None:
+    with pytest.raises(InputError) as err:
+        MemoryInput.build("fact", 4, agent_id="a", content=content)
+    assert str(err.value) == message  # one line, and none of the content echoed
