@@ -9,7 +9,7 @@ import json
 import os
 import sys
 from collections.abc import Awaitable, Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,7 @@ from ethos.curve import plot, policy_curves
 from ethos.daemon import Daemon, DaemonStopTimeout
 from ethos.demo import run_demo
 from ethos.engine import Engine
-from ethos.errors import EthosError, InputError
+from ethos.errors import EthosError, InputError, NotFoundError
 from ethos.inputs import host_port, parse_id, parse_time
 from ethos.recovery import Selector
 from ethos.retrieval import Hit
@@ -34,6 +34,10 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> Any:  # one line, exit 2, like every other bad input
         print(f"ethos: error: {message}", file=sys.stderr)
         sys.exit(2)
+
+
+# How far ahead of the database's clock a sweep's --now may be without --allow-future.
+FUTURE_SKEW = timedelta(minutes=1)
 
 
 def _time(name: str) -> Callable[[str], datetime]:
@@ -115,6 +119,13 @@ async def cmd_add(args: argparse.Namespace, settings: Settings) -> int:
 async def cmd_sweep(args: argparse.Namespace, settings: Settings) -> int:
     mode: Mode = "full" if args.full else "prune" if args.prune else "due"
     async with Engine(settings) as engine:
+        if args.now is not None and not args.allow_future:
+            ahead = args.now - await engine.now()
+            if ahead > FUTURE_SKEW:
+                raise InputError(
+                    f"--now is {ahead} ahead of the database's clock: a sweep then prunes"
+                    " memories that are live now (--allow-future if that is meant)"
+                )
         tables = args.table or None
         progress = None
         if sys.stderr.isatty() and not args.json:
@@ -225,6 +236,7 @@ async def cmd_mcp(args: argparse.Namespace, settings: Settings) -> int:
 async def cmd_feedback(args: argparse.Namespace, settings: Settings) -> int:
     kind = "useful" if args.useful else "wrong"
     async with Engine(settings) as engine:
+        await engine.check_ids(args.table, args.ids)
         await engine.feedback(args.table, args.ids, kind, at=args.now)
     stats = engine.ltp.stats
     text = (
@@ -245,6 +257,7 @@ async def cmd_links(args: argparse.Namespace, settings: Settings) -> int:
 
 async def cmd_record_retrieval(args: argparse.Namespace, settings: Settings) -> int:
     async with Engine(settings) as engine:
+        await engine.check_ids(args.table, args.ids)
         await engine.record_retrieval(args.table, args.ids, now=args.now)
     stats = engine.ltp.stats
     text = (
@@ -629,6 +642,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--table", type=_table, action="append", help="repeatable; default: all")
     p.add_argument("--agent")
     p.add_argument("--dry-run", action="store_true")
+    p.add_argument(
+        "--allow-future", action="store_true", help="a --now more than a minute ahead of now"
+    )
 
     p = command("explain", cmd_explain, "why a memory has its salience, and when it fades out")
     p.add_argument("table", type=_table)
@@ -757,6 +773,10 @@ def main(argv: list[str] | None = None) -> int:
         logs.configure(settings.logging)
         code: int = asyncio.run(args.func(args, settings))
         return code
+    except NotFoundError as exc:
+        if getattr(args, "json", False):  # which ids, for a caller that reads the JSON
+            print(json.dumps({"error": str(exc), "unknown_ids": exc.ids}))
+        return _fail(str(exc))
     except EthosError as exc:
         return _fail(str(exc))
     except json.JSONDecodeError as exc:

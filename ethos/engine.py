@@ -367,6 +367,19 @@ class Engine:
             for row in await self.store.links(spec, memory, at)
         ]
 
+    async def check_ids(self, table: str | TableSpec, ids: Iterable[str | uuid.UUID]) -> None:
+        """Each id names a row of `table` (live or pruned), else NotFoundError names the
+        others. record_retrieval and feedback skip unknown ids instead (they must not need
+        the database when called: a blip delays them, it does not refuse them)."""
+        spec = table_spec(table)
+        parsed = [parse_id(i) for i in ids]
+        if not parsed:
+            raise InputError("give at least one id")
+        tables = {row["id"]: row["table_name"] for row in await self.store.locate(parsed)}
+        unknown = list(dict.fromkeys(str(i) for i in parsed if tables.get(i) != spec.name))
+        if unknown:
+            raise NotFoundError(f"no {spec.name} row with id {', '.join(unknown)}", unknown)
+
     async def locate(
         self, ids: Iterable[str | uuid.UUID], *, agent: str | None = None
     ) -> dict[TableSpec, list[uuid.UUID]]:

@@ -18,7 +18,11 @@ class InputError(EthosError):
 
 
 class NotFoundError(InputError):
-    """A table or row id that does not exist."""
+    """A table or row id that does not exist; `ids` names the unknown ids, if any."""
+
+    def __init__(self, message: str, ids: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.ids = ids or []
 
 
 class DatabaseError(EthosError):

@@ -37,7 +37,7 @@ CONFIG_ENV = "ETHOS_CONFIG"
 DEFAULT_CONFIG_NAME = "ethos.toml"
 
 # The config file's values while load_settings builds a Settings: the lowest source.
-_FILE_VALUES: ContextVar[dict[str, Any]] = ContextVar("ethos_file_values", default={})
+_FILE_VALUES: ContextVar[dict[str, Any] | None] = ContextVar("ethos_file_values", default=None)
 
 
 class _FileSource(PydanticBaseSettingsSource):
@@ -45,7 +45,7 @@ class _FileSource(PydanticBaseSettingsSource):
         return None, field_name, False  # unused: __call__ gives every value at once
 
     def __call__(self) -> dict[str, Any]:
-        return _FILE_VALUES.get()
+        return _FILE_VALUES.get() or {}
 
 
 class _Section(BaseModel):

@@ -111,9 +111,12 @@ async def run_sweep(
     """Sweep `tables` at one fixed `now` (the database's clock by default).
 
     A sweep of one agent, or a dry run, is a full sweep (the schedule's hints are not
-    kept per agent, and a dry run takes none). `stop` is checked between batches: a set
-    event ends the sweep at the next batch boundary, with status `interrupted`.
+    kept per agent, and a dry run takes none); a dry run still reports the mode it was
+    asked for, and for a prune pass counts only the rows it would prune. `stop` is
+    checked between batches: a set event ends the sweep at the next batch boundary, with
+    status `interrupted`.
     """
+    asked = mode
     if agent is not None or dry_run:
         mode = "full"
     now = now or await store.now()
@@ -149,6 +152,11 @@ async def run_sweep(
             report.links_removed = await _remove_faded_links(store, settings, report.now)
         if stop is not None and stop.is_set():
             report.status = "interrupted"
+        if dry_run:
+            report.mode = asked
+            if asked == "prune":  # a prune pass refreshes nothing: only its prunes count
+                for counts in report.counts.values():
+                    counts.updated = counts.pruned
     except BaseException as exc:
         report.status = "failed" if not isinstance(exc, asyncio.CancelledError) else "interrupted"
         error = f"{type(exc).__name__}: {exc}"

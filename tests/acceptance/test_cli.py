@@ -142,6 +142,12 @@ async def test_sweep_and_explain_json(database_url: str, cli: Cli) -> None:
         "pruned": 1,
         "expired": 0,
     }
+    dry_prune = cli(
+        "sweep", "--now", "2026-01-22T00:00:00Z", "--dry-run", "--prune", "--json", env=env
+    )
+    assert json.loads(dry_prune.stdout)["mode"] == "prune"
+    future = cli("sweep", "--now", "2099-01-01T00:00:00Z", "--json", env=env)
+    assert "ahead of the database's clock" in one_line_error(future)
     swept = json.loads(cli("sweep", "--now", "2026-01-22T00:00:00Z", "--json", env=env).stdout)
     assert swept["dry_run"] is False and swept["now"] == "2026-01-22T00:00:00+00:00"
     assert set(swept["tables"]) == {"memory_vectors", "episodic_traces", "semantic_facts"}
@@ -206,17 +212,23 @@ async def test_record_retrieval_counts_repeats_and_unknown_ids(
     )["id"]
     unknown = "00000000-0000-0000-0000-0000000000aa"
     result = cli(
-        "record-retrieval", "fact", fact, fact, unknown, "--now", "2026-12-01T00:00:00Z", "--json",
-        env=env,
+        "record-retrieval", "fact", fact, fact, "--now", "2026-12-01T00:00:00Z", "--json", env=env,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     stats = json.loads(result.stdout)
-    assert (stats["applied"], stats["skipped"], stats["dropped"]) == (2, 1, 0)
-    assert "ltp_skipped" in result.stderr
+    assert (stats["applied"], stats["skipped"], stats["dropped"]) == (2, 0, 0)
     count = await conn.fetchval(
         "SELECT retrieval_count FROM semantic_facts WHERE id = $1::uuid", fact
     )
     assert count == 2
+    for command in (["record-retrieval", "fact"], ["feedback", "fact", "--useful"]):
+        refused = cli(*command, fact, unknown, "--json", env=env)
+        assert refused.returncode == 1
+        assert json.loads(refused.stdout)["unknown_ids"] == [unknown]
+        assert f"no semantic_facts row with id {unknown}" in one_line_error(refused)
+    assert count == await conn.fetchval(
+        "SELECT retrieval_count FROM semantic_facts WHERE id = $1::uuid", fact
+    )  # nothing recorded for the known one either
     assert "bad id" in one_line_error(cli("record-retrieval", "fact", "nope", env=env))
 
 
