@@ -10,6 +10,7 @@ import os
 import sys
 from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -58,7 +59,16 @@ def _table(value: str) -> str:
 
 
 def emit(args: argparse.Namespace, data: dict[str, Any], text: str) -> None:
-    print(json.dumps(data, default=str) if getattr(args, "json", False) else text)
+    print(json.dumps(data, default=_json_value) if getattr(args, "json", False) else text)
+
+
+def _json_value(value: Any) -> Any:
+    """Moments as ISO 8601, numbers as numbers, anything else (ids) as its text."""
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    return str(value)
 
 
 # --- commands -------------------------------------------------------------------------

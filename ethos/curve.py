@@ -33,7 +33,9 @@ def days_until_pruned(n: int, emotion: float, p: DecayParams) -> float | None:
     return None if at is None else decay.days_between(ORIGIN, at)
 
 
-def curve_table(p: DecayParams) -> list[dict[str, Any]]:
+def curve_table(p: DecayParams, promote_after: int | None = None) -> list[dict[str, Any]]:
+    """By retrieval count; a policy that promotes stops at its promotion (from there the
+    memory follows the policy it was promoted to)."""
     return [
         {
             "retrievals": n,
@@ -45,6 +47,7 @@ def curve_table(p: DecayParams) -> list[dict[str, Any]]:
             },
         }
         for n in RETRIEVALS
+        if promote_after is None or n < promote_after
     ]
 
 
@@ -57,7 +60,7 @@ def policy_curves(policies: Iterable[Policy]) -> list[dict[str, Any]]:
             "promote_after": policy.promote_after,
             "promote_to": policy.promote_to,
             "lifetime_days": policy.lifetime_days,
-            "curve": curve_table(policy.params),
+            "curve": curve_table(policy.params, policy.promote_after),
         }
         for policy in policies
     ]

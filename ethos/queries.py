@@ -1451,13 +1451,15 @@ STATS = {
         SELECT table_name, id, agent_id, content, retrieval_count, salience
         FROM ethos_most_retrieved WHERE %(agent)s::text IS NULL OR agent_id = %(agent)s LIMIT 5
     """),
+    # One agent's view shows only its own sweeps, and no daemons (their ids name hosts).
     "recent_sweeps": sql("""
         SELECT id, trigger, status, started_at, duration_ms, scanned, updated, pruned,
                rows_per_second
-        FROM ethos_sweep_history LIMIT 5
+        FROM ethos_sweep_history WHERE %(agent)s::text IS NULL OR agent_id = %(agent)s LIMIT 5
     """),
     "ltp": sql("""
         SELECT daemon_id, role, ltp_backlog, ltp_dropped FROM ethos_ltp
+        WHERE %(agent)s::text IS NULL
     """),
     "policies": sql("""
         SELECT table_name, policy,

@@ -703,7 +703,7 @@ class Store:
         last = await self._fetchrow(queries.STATUS_LAST_SWEEP)
         return {
             "daemons": [dict(row) for row in daemons],
-            "last_sweep": dict(last) if last else None,
+            "last_sweep": {**last, "tables": json.loads(last["tables"])} if last else None,
         }
 
     # --- monitoring -------------------------------------------------------------------

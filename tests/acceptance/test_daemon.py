@@ -41,6 +41,10 @@ async def test_daemon_sweeps_every_interval(
     assert daemon["holds_sweep_lock"] and daemon["role"] == "leader"
     assert daemon["next_sweep_due"] is not None and daemon["ltp_dropped"] == 0
     assert report["last_sweep"]["trigger"] == "daemon"
+    assert isinstance(report["last_sweep"]["tables"], dict)
+    started = datetime.fromisoformat(report["last_sweep"]["started_at"])
+    assert report["last_sweep"]["started_at"] == started.isoformat()  # ISO 8601, with a T
+    assert isinstance(report["last_sweep"]["duration_ms"], int)
     code, seconds = daemons[0].stop()
     assert code == 0 and seconds < 10
     assert '"decay_sweep_complete"' in daemons[0].log()

@@ -15,7 +15,7 @@ import asyncpg
 import pytest
 
 from ethos import decay
-from ethos.curve import curve_table, days_until_pruned, plot
+from ethos.curve import curve_table, days_until_pruned, plot, policy_curves
 from ethos.engine import Engine
 from ethos.errors import InputError, NotFoundError
 from ethos.inputs import MAX_CONTENT_BYTES
@@ -209,6 +209,10 @@ def test_curve_matches_the_decay_math(tmp_path: Path) -> None:
         assert row["days_until_pruned_emotion_1"] > row["days_until_pruned_emotion_0"]
         assert row["half_life_days"] == pytest.approx(row["tau_days"] * math.log(2))
     assert days_until_pruned(5, 0, p) > days_until_pruned(4, 0, p)
+    curves = {c["name"]: c["curve"] for c in policy_curves(Settings().policy_table.values())}
+    # working is promoted to standard at its 3rd retrieval: no row past that
+    assert [row["retrievals"] for row in curves["working"]] == [0, 1, 2]
+    assert len(curves["standard"]) == 11
     path = tmp_path / "curve.png"
     plot(Settings().policy_table.values(), path)
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -227,3 +231,20 @@ async def test_content_at_the_size_limit_is_stored_and_indexed(
         "SELECT length(content_tsv) FROM semantic_facts WHERE id = $1", memory
     )
     assert lexemes > 50_000
+
+
+async def test_one_agents_stats_show_no_other_agents_sweeps_nor_daemons(
+    engine: Engine, conn: asyncpg.Connection, days: Days
+) -> None:
+    await conn.execute(
+        "INSERT INTO daemons (id, host, pid, role) VALUES ('secret-host:1:x', 'secret-host', 1,"
+        " 'leader')"
+    )
+    await engine.add("fact", agent_id="ada", content="tea")
+    await engine.sweep(now=days(1))
+    await engine.sweep(now=days(1), agent="bo")
+    everyone = await engine.stats()
+    assert len(everyone["recent_sweeps"]) == 2 and everyone["ltp"]
+    ada = await engine.stats("ada")
+    assert ada["recent_sweeps"] == [] and ada["ltp"] == []
+    assert "secret-host" not in str(ada)
