@@ -89,6 +89,14 @@ async def conn(database_url: str) -> AsyncIterator[asyncpg.Connection]:
     await connection.close()
 
 
+def near(a: datetime | timedelta | None, b: datetime | timedelta | None, within: timedelta) -> bool:
+    """Moments (or spans) within `within` of each other, or both absent. Plain arithmetic:
+    pytest.approx on datetimes differs across the pytest versions ethos allows."""
+    if a is None or b is None:
+        return a is b
+    return abs(a - b) <= within  # type: ignore[operator]
+
+
 Cli = Callable[..., "subprocess.CompletedProcess[str]"]
 Psql = Callable[[str, str], list[list[str]]]
 Days = Callable[[float], datetime]

@@ -19,7 +19,7 @@ from ethos.explain import memory_state
 from ethos.settings import DatabaseSettings, PolicySettings, Settings
 from ethos.sweep import Mode
 from ethos.tables import MEMORY_TABLES, table_spec
-from tests.conftest import TEMPLATE, database_uri
+from tests.conftest import TEMPLATE, database_uri, near
 
 if TYPE_CHECKING:
     from tests.conftest import Days
@@ -70,7 +70,7 @@ async def check_schedules(
             stored = row["confidence"] if spec.has_confidence else row["salience"]
             expires = row.get("expires_at")
             prune = decay.prune_due(deciding, reference, p, expires)
-            assert row["prune_at"] == pytest.approx(prune, abs=timedelta(seconds=1))
+            assert near(row["prune_at"], prune, timedelta(seconds=1))
             floor = 0 if spec.has_confidence else p.prune_threshold
             dues = [
                 decay.value_due(state, row["salience"], floor, reference, tolerance, p),
@@ -78,7 +78,7 @@ async def check_schedules(
                 expires,
             ]
             due = min(d for d in dues if d is not None)
-            assert row["due_at"] == pytest.approx(due, abs=timedelta(seconds=1))
+            assert near(row["due_at"], due, timedelta(seconds=1))
             checked += 1
     return checked
 
@@ -240,7 +240,7 @@ async def test_a_policy_edit_reschedules_its_memories(
                                   policy="long_term")  # fmt: skip
         await engine.sweep(now=t0)
     before = await conn.fetchrow("SELECT prune_at FROM semantic_facts WHERE id = $1", memory)
-    assert before["prune_at"] == pytest.approx(t0 + timedelta(days=90), abs=timedelta(seconds=1))
+    assert near(before["prune_at"], t0 + timedelta(days=90), timedelta(seconds=1))
     shorter = Settings(
         database=DatabaseSettings(url=database_url),
         policies={"long_term": PolicySettings(lifetime="10d")},

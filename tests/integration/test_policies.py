@@ -16,6 +16,8 @@ from ethos.explain import memory_state
 from ethos.settings import DatabaseSettings, PolicySettings, Settings
 from ethos.tables import EPISODES
 
+from tests.conftest import near
+
 if TYPE_CHECKING:
     from tests.conftest import Days
 
@@ -233,12 +235,8 @@ async def test_policies_are_written_when_ethos_opens_and_edits_apply(
     async with Engine(edited) as engine:
         second = await engine.explain("episode", memory, now=t0)
         policies = {p.name for p in await engine.policies()}
-    assert datetime.fromisoformat(second["prunes_at"]) - t0 == pytest.approx(
-        timedelta(hours=4), abs=SECOND
-    )
-    assert datetime.fromisoformat(first["prunes_at"]) - t0 == pytest.approx(
-        timedelta(hours=8), abs=SECOND
-    )
+    assert near(datetime.fromisoformat(second["prunes_at"]) - t0, timedelta(hours=4), SECOND)
+    assert near(datetime.fromisoformat(first["prunes_at"]) - t0, timedelta(hours=8), SECOND)
     assert policies == {"standard", "working", "long_term", "permanent", "scratch"}
     rows = {r["name"]: r for r in await conn.fetch("SELECT * FROM decay_policies")}
     assert rows["working"]["changed_at"] > changed_at
