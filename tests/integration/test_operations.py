@@ -23,7 +23,7 @@ from ethos.recovery import Selector
 from ethos.settings import Settings
 
 if TYPE_CHECKING:
-    from tests.conftest import Psql
+    from tests.conftest import Days, Psql
 
 # The earlier engine's runbook monitoring queries, copied verbatim.
 RUNBOOK = Path(__file__).parent / "runbook"

@@ -15,7 +15,6 @@ from ethos.errors import InputError, NotFoundError
 from ethos.explain import memory_state
 from ethos.settings import DatabaseSettings, PolicySettings, Settings
 from ethos.tables import EPISODES
-
 from tests.conftest import near
 
 if TYPE_CHECKING:
