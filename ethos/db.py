@@ -90,7 +90,6 @@ def alembic_config(settings: Settings, url: str | None = None) -> object:
     """An Alembic Config for the migrations shipped inside the ethos package."""
     from alembic.config import Config
 
-    # ethos.migrations is the top-level migrations/ folder, mapped into the package.
     migrations = importlib.import_module("ethos.migrations")
     config = Config()
     config.set_main_option("script_location", str(Path(migrations.__file__ or "").parent))

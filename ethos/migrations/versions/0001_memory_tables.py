@@ -6,6 +6,7 @@ Create Date: 2026-11-22
 """
 
 from alembic import context, op
+
 from ethos.migrations import execute_script
 
 revision = "0001"

@@ -10,4 +10,6 @@ def execute_script(script: str) -> None:
     op.execute prepares one statement at a time; a script goes to asyncpg's simple
     query protocol instead, inside the migration's transaction.
     """
-    await_only(op.get_bind().connection.driver_connection.execute(script))
+    driver = op.get_bind().connection.driver_connection
+    assert driver is not None  # an async engine's connection always has its driver's
+    await_only(driver.execute(script))
