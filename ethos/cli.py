@@ -798,7 +798,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _fail(message: str) -> int:
-    print(f"ethos: error: {message.splitlines()[0] if message else 'failed'}", file=sys.stderr)
+    line = logs.redact_secrets(message.splitlines()[0]) if message else "failed"
+    print(f"ethos: error: {line}", file=sys.stderr)
     return 1
 
 

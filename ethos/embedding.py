@@ -10,13 +10,16 @@ names, when a request is made, and never logged or printed.
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import os
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Awaitable, Callable, Sequence
 
 from ethos.errors import EthosError
+from ethos.logs import redact_secrets
 from ethos.settings import EmbeddingSettings
 
 Embedder = Callable[[Sequence[str]], Awaitable[list[list[float]]]]
@@ -34,10 +37,21 @@ class ProviderUnavailable(EmbeddingError):
 
 def openai_embedder(settings: EmbeddingSettings) -> Embedder:
     """An Embedder for settings.url, in requests of settings.batch_size texts."""
-    endpoint = settings.url.rstrip("/") + "/embeddings"
+    url = urllib.parse.urlsplit(settings.url.rstrip("/") + "/embeddings")
+    # Credentials in the URL's userinfo go in a Basic header (urllib sends none itself),
+    # and the URL kept for requests and messages holds none.
+    basic = None
+    if url.username is not None:
+        user = urllib.parse.unquote(url.username)
+        secret = urllib.parse.unquote(url.password or "")
+        basic = base64.b64encode(f"{user}:{secret}".encode()).decode()
+        url = url._replace(netloc=url.netloc.rpartition("@")[2])
+    endpoint = urllib.parse.urlunsplit(url)
 
     async def embed(texts: Sequence[str]) -> list[list[float]]:
         headers = {"Content-Type": "application/json"}
+        if basic is not None:
+            headers["Authorization"] = f"Basic {basic}"
         if settings.api_key_env:
             key = os.environ.get(settings.api_key_env)
             if not key:
@@ -90,11 +104,13 @@ def _post(request: urllib.request.Request, timeout: float) -> object:
 
 
 def _first_line(exc: urllib.error.HTTPError) -> str:
+    """A short reason from the error body, with anything like a credential replaced: a
+    server may echo the request, headers and all."""
     try:
         text = exc.read().decode(errors="replace").strip()
     except OSError:
         text = ""
-    return (text.splitlines() or [exc.reason or ""])[0][:200]
+    return redact_secrets((text.splitlines() or [exc.reason or ""])[0])[:200]
 
 
 def _vectors(answer: object, count: int, endpoint: str) -> list[list[float]]:

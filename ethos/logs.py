@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 import re
 import sys
+from collections.abc import Mapping, MutableMapping
+from typing import Any
 
 import structlog
 
@@ -12,10 +14,36 @@ from ethos.settings import LoggingSettings
 
 _PASSWORD = re.compile(r"(://[^:/@]*:)[^@]*@")
 
+# What looks like a credential in any text ethos prints or logs (a provider's error
+# body may echo the request's headers): the secret part is replaced by ***.
+_SECRETS = (
+    (re.compile(r"(?i)\b(bearer|basic)\s+[\w.~+/=-]+"), r"\1 ***"),
+    (re.compile(r"\bsk-[\w-]{4,}"), "sk-***"),
+    (
+        re.compile(
+            r"(?i)\b(api[_-]?key|apikey|access[_-]?token|token|secret|password|passwd)"
+            r"(\"?'?\s*[=:]\s*\"?'?)[^\s\"'&,;}]+"
+        ),
+        r"\1\2***",
+    ),
+    (re.compile(r"(\b[a-z][a-z0-9+.-]*://)[^/\s@]+@", re.IGNORECASE), r"\1***@"),
+)
+
 
 def redact(url: str) -> str:
     """A URL fit for a log line: the password, if any, replaced."""
     return _PASSWORD.sub(r"\1***@", url)
+
+
+def redact_secrets(text: str) -> str:
+    """Text fit for a message or a log line: keys, tokens and URL userinfo replaced."""
+    for pattern, replacement in _SECRETS:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def _redact_event(_: Any, __: str, event: MutableMapping[str, Any]) -> Mapping[str, Any]:
+    return {k: redact_secrets(v) if isinstance(v, str) else v for k, v in event.items()}
 
 
 def library_default() -> None:
@@ -29,6 +57,7 @@ def library_default() -> None:
         processors=[
             structlog.stdlib.filter_by_level,
             structlog.processors.format_exc_info,
+            _redact_event,
             structlog.stdlib.render_to_log_kwargs,
         ],
         wrapper_class=structlog.stdlib.BoundLogger,
@@ -51,7 +80,7 @@ def configure(settings: LoggingSettings) -> None:
         structlog.processors.TimeStamper(fmt="iso", utc=True),
     ]
     structlog.configure(
-        processors=[*shared, structlog.processors.format_exc_info, renderer],
+        processors=[*shared, structlog.processors.format_exc_info, _redact_event, renderer],
         wrapper_class=structlog.make_filtering_bound_logger(level),
         logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
         cache_logger_on_first_use=False,
@@ -63,6 +92,7 @@ def configure(settings: LoggingSettings) -> None:
             processors=[
                 structlog.stdlib.ProcessorFormatter.remove_processors_meta,
                 structlog.processors.format_exc_info,
+                _redact_event,
                 renderer,
             ],
         )

@@ -56,6 +56,7 @@ class Behaviour:
     key: str | None = None  # a request must carry "Bearer <key>"
     stall_seconds: float = 0.0
     status: int = 200
+    echo_headers: bool = False  # refuse with a body that repeats the request's headers
     requests: list[list[str]] = field(default_factory=list)  # the inputs, in order
 
 
@@ -80,6 +81,8 @@ def embedding_server(behaviour: Behaviour | None = None) -> Iterator[tuple[str, 
                 return self._answer(404, {"error": {"message": "no such path"}})
             if state.key is not None and self.headers.get("Authorization") != f"Bearer {state.key}":
                 return self._answer(401, {"error": {"message": "Incorrect API key provided"}})
+            if state.echo_headers:
+                return self._answer(400, {"error": {"headers": dict(self.headers.items())}})
             if state.stall_seconds:
                 time.sleep(state.stall_seconds)
             if state.status != 200:

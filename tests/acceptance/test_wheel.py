@@ -53,11 +53,18 @@ def installed() -> Iterator[Path]:
         shutil.rmtree(root, ignore_errors=True)
 
 
-async def test_the_installed_wheel_runs_migrates_serves_mcp_and_imports_langgraph(
-    installed: Path,
-) -> None:
+@pytest.fixture
+def data_dir() -> Iterator[Path]:
     data = Path(tempfile.mkdtemp(prefix="ethos-wheel-db-"))
     data.chmod(0o755)
+    yield data
+    shutil.rmtree(data, ignore_errors=True)
+
+
+async def test_the_installed_wheel_runs_migrates_serves_mcp_and_imports_langgraph(
+    installed: Path, data_dir: Path
+) -> None:
+    data = data_dir
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith("ETHOS_")},
         "ETHOS_DATABASE__DATA_DIR": str(data / "pgdata"),
@@ -83,4 +90,3 @@ async def test_the_installed_wheel_runs_migrates_serves_mcp_and_imports_langgrap
         assert where.startswith(str(installed.parent))
     finally:
         run(ethos, "db", "stop", env=env, cwd=data)
-        shutil.rmtree(data, ignore_errors=True)

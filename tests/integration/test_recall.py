@@ -159,3 +159,19 @@ async def test_changing_the_text_config_reindexes_the_words(database_url: str) -
     async with Engine(simple) as engine:
         assert await engine.recall("a", "run", record=False) == []
         assert len(await engine.recall("a", "running", record=False)) == 1
+
+
+async def test_no_secret_reaches_any_output(database_url: str, cli: Cli) -> None:
+    """A provider that echoes the request's headers in its error, and a key in the URL's
+    userinfo: neither the key nor the password is printed or logged."""
+    with embedding_server(Behaviour(echo_headers=True)) as (url, _):
+        with_userinfo = url.replace("http://", "http://svc:pw-hunter2@")
+        env = {"ETHOS_DATABASE__URL": database_url, "ETHOS_EMBEDDING__PROVIDER": "openai",
+               "ETHOS_EMBEDDING__URL": with_userinfo, "ETHOS_EMBEDDING__MODEL": "test",
+               "ETHOS_EMBEDDING__API_KEY_ENV": "TEST_KEY", "ETHOS_LOGGING__LEVEL": "debug",
+               "TEST_KEY": "sk-live-0123456789"}  # fmt: skip
+        refused = cli("add", "fact", "--agent", "a", "--content", "x", env=env)
+    assert refused.returncode == 1 and "HTTP 400" in refused.stderr
+    assert "User-Agent" in refused.stderr  # the echoed body, summarised
+    output = refused.stdout + refused.stderr
+    assert "sk-live-0123456789" not in output and "pw-hunter2" not in output
