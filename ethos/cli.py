@@ -229,17 +229,24 @@ async def cmd_embed(args: argparse.Namespace, settings: Settings) -> int:
 
 async def cmd_mcp(args: argparse.Namespace, settings: Settings) -> int:
     try:
-        from ethos.integrations.mcp import build_server
+        from ethos.integrations.door import door_for
+        from ethos.integrations.mcp import build_server, serve_http
     except ImportError as exc:
         raise InputError(
             f"ethos mcp needs the mcp extra: pip install 'ethos[mcp]' ({exc})"
         ) from None
-    server = build_server(settings, agent=args.agent)
     if args.http is None:
-        await server.run_stdio_async()
-    else:
-        host, port = host_port(args.http, "--http")
-        await server.run_streamable_http_async(host=host, port=port)
+        await build_server(settings, agent=args.agent).run_stdio_async()
+        return 0
+    host, port = host_port(args.http, "--http")
+    door = door_for(
+        host,
+        token_env=args.token_env or settings.mcp.token_env,
+        allowed_hosts=settings.mcp.allowed_hosts,
+        allowed_origins=settings.mcp.allowed_origins,
+        flag="--http",
+    )  # before anything is opened: a refused bind changes nothing
+    await serve_http(build_server(settings, agent=args.agent), host, port, door)
     return 0
 
 
@@ -755,6 +762,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--agent", help="every tool works on this agent (default: tools take agent)")
     p.add_argument("--http", metavar="HOST:PORT", help="streamable HTTP at /mcp instead of stdio")
+    p.add_argument(
+        "--token-env", metavar="NAME", help="the variable holding the bearer token (--http)"
+    )
 
     p = command("feedback", cmd_feedback, "memories the agent used, or found wrong")
     p.add_argument("table", type=_table)

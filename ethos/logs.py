@@ -17,7 +17,7 @@ _PASSWORD = re.compile(r"(://[^:/@]*:)[^@]*@")
 # What looks like a credential in any text ethos prints or logs (a provider's error
 # body may echo the request's headers): the secret part is replaced by ***.
 _SECRETS = (
-    (re.compile(r"(?i)\b(bearer|basic)\s+[\w.~+/=-]+"), r"\1 ***"),
+    (re.compile(r"(?i)\b(bearer|basic)\s+[\w.~+/=-]{8,}"), r"\1 ***"),
     (re.compile(r"\bsk-[\w-]{4,}"), "sk-***"),
     (
         re.compile(

@@ -260,6 +260,16 @@ class MetricsSettings(_Section):
     listen: str = Field(default="", pattern=r"^$|^.+:\d{1,5}$")
 
 
+class McpSettings(_Section):
+    # The NAME of the variable holding the bearer token `ethos mcp --http` requires;
+    # empty: no token, which only a loopback bind allows.
+    token_env: str = ""
+    # Host and Origin headers an HTTP server accepts besides its loopback names (and the
+    # address it binds); "name:*" allows any port.
+    allowed_hosts: list[str] = Field(default_factory=list)
+    allowed_origins: list[str] = Field(default_factory=list)
+
+
 class LoggingSettings(_Section):
     level: Literal["debug", "info", "warning", "error"] = "info"
     format: Literal["auto", "console", "json"] = "auto"
@@ -281,6 +291,7 @@ class Settings(BaseSettings):
     dedup: DedupSettings = DedupSettings()
     retention: RetentionSettings = RetentionSettings()
     metrics: MetricsSettings = MetricsSettings()
+    mcp: McpSettings = McpSettings()
     links: LinksSettings = LinksSettings()
     search: SearchSettings = SearchSettings()
     consolidation: ConsolidationSettings = ConsolidationSettings()

@@ -20,10 +20,12 @@ from typing import Any, Literal
 
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.transport_security import TransportSecuritySettings
 
 from ethos.engine import Engine
 from ethos.errors import EthosError, InputError
 from ethos.inputs import parse_id
+from ethos.integrations.door import Door, guarded
 from ethos.recovery import Selector
 from ethos.settings import Settings
 from ethos.tables import table_spec
@@ -82,6 +84,21 @@ def build_server(settings: Settings, *, agent: str | None = None) -> MCPServer[A
     for fn in (remember, recall, feedback, forget, recover, explain, stats):
         tool(fn)
     return server
+
+
+async def serve_http(server: MCPServer[Any], host: str, port: int, door: Door) -> None:
+    """Streamable HTTP at /mcp behind `door` (its Host and Origin rules are the SDK's
+    DNS-rebinding checks too, for every bind)."""
+    import uvicorn
+
+    security = TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=list(door.allowed_hosts),
+        allowed_origins=list(door.allowed_origins),
+    )
+    app = server.streamable_http_app(host=host, transport_security=security)
+    config = uvicorn.Config(guarded(app, door), host=host, port=port, log_level="warning")
+    await uvicorn.Server(config).serve()
 
 
 async def remember(

@@ -8,12 +8,19 @@ import json
 import os
 import socket
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import asyncpg
+import httpx2
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+
+from tests.acceptance.test_cli import one_line_error
+from tests.conftest import Cli
 
 ETHOS = str(Path(sys.executable).parent / "ethos")
 
@@ -85,11 +92,16 @@ def free_port() -> int:
         return port
 
 
-async def test_over_http_each_tool_takes_the_agent(database_url: str) -> None:
+@asynccontextmanager
+async def http_server(
+    database_url: str, *args: str, env: dict[str, str] | None = None
+) -> AsyncIterator[int]:
+    """`ethos mcp --http 127.0.0.1:PORT *args` until the block ends: its port."""
     port = free_port()
-    env = {**os.environ, "ETHOS_DATABASE__URL": database_url, "ETHOS_LOGGING__FORMAT": "json"}
+    env = {**os.environ, "ETHOS_DATABASE__URL": database_url, "ETHOS_LOGGING__FORMAT": "json",
+           **(env or {})}  # fmt: skip
     server = await asyncio.create_subprocess_exec(
-        ETHOS, "mcp", "--http", f"127.0.0.1:{port}", env=env,
+        ETHOS, "mcp", "--http", f"127.0.0.1:{port}", *args, env=env,
         stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
     )  # fmt: skip
     try:
@@ -97,21 +109,57 @@ async def test_over_http_each_tool_takes_the_agent(database_url: str) -> None:
             try:
                 _, writer = await asyncio.open_connection("127.0.0.1", port)
                 writer.close()
+                await writer.wait_closed()
                 break
             except OSError:
                 await asyncio.sleep(0.1)
-        async with Client(f"http://127.0.0.1:{port}/mcp", read_timeout_seconds=60) as client:
-            tools = {tool.name: tool for tool in (await client.list_tools()).tools}
-            assert "agent" in tools["recall"].input_schema["required"]
-            saved = result(await client.call_tool(
-                "remember", {"agent": "bo", "content": "bo owns a red bicycle", "kind": "fact"}
-            ))  # fmt: skip
-            mine = result(await client.call_tool("recall", {"agent": "bo", "query": "bicycle"}))
-            theirs = result(await client.call_tool("recall", {"agent": "cy", "query": "bicycle"}))
-            assert ([h["id"] for h in mine], theirs) == ([saved["id"]], [])
-            refused = error(await client.call_tool("forget", {"agent": "cy", "ids": [saved["id"]]}))
-            assert "no memory of agent cy" in refused
-            assert json.dumps(saved)
+        yield port
     finally:
         server.terminate()
         await server.wait()
+
+
+async def test_over_http_each_tool_takes_the_agent(database_url: str) -> None:
+    async with (
+        http_server(database_url) as port,
+        Client(f"http://127.0.0.1:{port}/mcp", read_timeout_seconds=60) as client,
+    ):
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        assert "agent" in tools["recall"].input_schema["required"]
+        saved = result(await client.call_tool(
+                "remember", {"agent": "bo", "content": "bo owns a red bicycle", "kind": "fact"}
+            ))  # fmt: skip
+        mine = result(await client.call_tool("recall", {"agent": "bo", "query": "bicycle"}))
+        theirs = result(await client.call_tool("recall", {"agent": "cy", "query": "bicycle"}))
+        assert ([h["id"] for h in mine], theirs) == ([saved["id"]], [])
+        refused = error(await client.call_tool("forget", {"agent": "cy", "ids": [saved["id"]]}))
+        assert "no memory of agent cy" in refused
+        assert json.dumps(saved)
+
+
+def test_a_reachable_bind_without_a_token_is_refused(database_url: str, cli: Cli) -> None:
+    env = {"ETHOS_DATABASE__URL": database_url}
+    line = one_line_error(cli("mcp", "--http", f"0.0.0.0:{free_port()}", env=env))
+    assert "0.0.0.0 is reachable from other machines: set a bearer token" in line
+    unset = cli("mcp", "--http", f"127.0.0.1:{free_port()}", "--token-env", "NOPE", env=env)
+    assert "the token variable NOPE is not set" in one_line_error(unset)
+
+
+async def test_over_http_the_door_wants_the_token_and_our_own_host(database_url: str) -> None:
+    token = "s3cret-token-for-the-test"
+    async with http_server(database_url, "--token-env", "MCP_T", env={"MCP_T": token}) as port:
+        url = f"http://127.0.0.1:{port}/mcp"
+        hello = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+        good = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
+        async with httpx2.AsyncClient() as http:
+            assert (await http.post(url, json=hello)).status_code == 401
+            wrong = {**good, "Authorization": "Bearer nope"}
+            assert (await http.post(url, json=hello, headers=wrong)).status_code == 401
+            foreign_host = {**good, "Host": "evil.example.com"}
+            assert (await http.post(url, json=hello, headers=foreign_host)).status_code == 421
+            foreign_origin = {**good, "Origin": "http://evil.example.com"}
+            assert (await http.post(url, json=hello, headers=foreign_origin)).status_code == 403
+        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as authed:
+            transport = streamable_http_client(url, http_client=authed)
+            async with Client(transport, read_timeout_seconds=60) as client:
+                assert "recall" in {tool.name for tool in (await client.list_tools()).tools}
