@@ -17,7 +17,7 @@ from typing import Any
 
 import structlog
 
-from ethos.errors import InputError
+from ethos.errors import DatabaseError, InputError
 from ethos.settings import Settings
 from ethos.store import Store
 from ethos.tables import MEMORY_TABLES, PRUNE_REASONS, VECTORS, TableSpec, table_spec
@@ -266,21 +266,32 @@ async def erase(
 ) -> ConsolidationReport:
     """Hard-delete everything of one agent: its memories in every table (live or
     pruned), their hints and links, its policy assignment. In batches: interrupted, it
-    resumes when run again."""
+    resumes when run again, and each batch is counted in the audit row as it commits.
+    A role that may not delete from every table it would touch is refused before
+    anything is deleted (the audit row: failed, nothing counted)."""
     if not isinstance(agent, str) or not agent.strip():
         raise InputError("say which agent to erase: --agent")
     report = ConsolidationReport("erase", now, dry_run)
     limit = settings.decay.batch_size
+    touched = ["memory_links", "agent_policies", *(spec.name for spec in MEMORY_TABLES)]
     async with audited(store, report, trigger, {"agent": agent}):
+        report.counts.update(dict.fromkeys(touched, 0))
+        refused = await store.undeletable(touched)
+        if refused:
+            raise DatabaseError(
+                f"erase needs DELETE on {', '.join(refused)}: run it as the eraser role"
+                " (runbooks/operations.md); nothing was deleted"
+            )
         # Links and the policy assignment first: then the links counted are the agent's.
-        report.counts.update(await store.erase_agent_rest(agent, dry_run=dry_run))
+        report.counts.update(await store.erase_agent_rest(agent, report.run_id))
         for spec in MEMORY_TABLES:
             if dry_run:
                 report.counts[spec.name] = await store.erase_count(spec, agent)
                 continue
+            assert report.run_id is not None
             erased, after = 0, uuid.UUID(int=0)
             while True:
-                batch, last = await store.erase_batch(spec, agent, after, limit)
+                batch, last = await store.erase_batch(spec, agent, after, limit, report.run_id)
                 erased += batch
                 report.counts[spec.name] = erased
                 if last is None or batch < limit:

@@ -1845,19 +1845,37 @@ def build_erase_batch_query(spec: TableSpec, batch_size: int) -> Query:
             SELECT id FROM {spec.name} WHERE agent_id = %(agent)s AND id > %(after)s
             ORDER BY id LIMIT {int(batch_size)})
         RETURNING id
-    ),{_unlink("gone")}
+    ),{_unlink("gone")},{_tally(spec.name)}
     SELECT count(*) AS n, (SELECT id FROM gone ORDER BY id DESC LIMIT 1) AS last_id FROM gone
     """)
 
 
-ERASE_AGENT_LINKS = sql(
-    "WITH gone AS (DELETE FROM memory_links WHERE agent_id = %(agent)s RETURNING 1)"
-    " SELECT count(*) FROM gone"
-)
-ERASE_AGENT_POLICY = sql(
-    "WITH gone AS (DELETE FROM agent_policies WHERE agent_id = %(agent)s RETURNING 1)"
-    " SELECT count(*) FROM gone"
-)
+def _tally(key: str) -> str:
+    """A CTE adding the rows of CTE `gone` to the audit row %(run_id)s's count `key`, in
+    the transaction that deletes them: after a kill, the audit still adds up."""
+    return f"""
+    tally AS (
+        UPDATE consolidation_runs
+        SET counts = counts || jsonb_build_object(
+            '{key}', coalesce((counts ->> '{key}')::bigint, 0) + (SELECT count(*) FROM gone))
+        WHERE id = %(run_id)s
+    )"""
+
+
+ERASE_AGENT_LINKS = sql(f"""
+WITH gone AS (DELETE FROM memory_links WHERE agent_id = %(agent)s RETURNING 1),
+{_tally("memory_links")}
+SELECT count(*) FROM gone
+""")
+ERASE_AGENT_POLICY = sql(f"""
+WITH gone AS (DELETE FROM agent_policies WHERE agent_id = %(agent)s RETURNING 1),
+{_tally("agent_policies")}
+SELECT count(*) FROM gone
+""")
+# The tables of `tables` the current role may not delete from.
+UNDELETABLE_TABLES = sql("""
+SELECT t FROM unnest(%(tables)s::text[]) AS t WHERE NOT has_table_privilege(t, 'DELETE')
+""")
 COUNT_AGENT_LINKS = sql("SELECT count(*) FROM memory_links WHERE agent_id = %(agent)s")
 COUNT_AGENT_POLICY = sql("SELECT count(*) FROM agent_policies WHERE agent_id = %(agent)s")
 

@@ -767,24 +767,33 @@ class Store:
         count: int = await self._fetchval(queries.build_erase_count_query(spec), agent=agent)
         return count
 
+    async def undeletable(self, tables: Sequence[str]) -> list[str]:
+        """The tables the connecting role may not DELETE from."""
+        rows = await self._fetch(queries.UNDELETABLE_TABLES, tables=list(tables))
+        return [row["t"] for row in rows]
+
     async def erase_batch(
-        self, spec: TableSpec, agent: str, after: uuid.UUID, limit: int
+        self, spec: TableSpec, agent: str, after: uuid.UUID, limit: int, run_id: int
     ) -> tuple[int, uuid.UUID | None]:
-        """Delete the agent's next `limit` memories after `after`: (how many, last id)."""
+        """Delete the agent's next `limit` memories after `after`: (how many, last id);
+        audit row run_id counts them in the same transaction."""
         await self.check_table(spec)
         row = await self._fetchrow(
-            queries.build_erase_batch_query(spec, limit), agent=agent, after=after
+            queries.build_erase_batch_query(spec, limit), agent=agent, after=after, run_id=run_id
         )
         assert row is not None
         return row["n"], row["last_id"]
 
-    async def erase_agent_rest(self, agent: str, *, dry_run: bool) -> dict[str, int]:
-        """The agent's links and policy assignment: deleted (or counted)."""
+    async def erase_agent_rest(self, agent: str, run_id: int | None) -> dict[str, int]:
+        """The agent's links and policy assignment: deleted and counted in audit row
+        run_id, or (None: a dry run) only counted."""
+        dry_run = run_id is None
         links = queries.COUNT_AGENT_LINKS if dry_run else queries.ERASE_AGENT_LINKS
         policy = queries.COUNT_AGENT_POLICY if dry_run else queries.ERASE_AGENT_POLICY
+        values = {"agent": agent} if dry_run else {"agent": agent, "run_id": run_id}
         return {
-            "memory_links": await self._fetchval(links, agent=agent),
-            "agent_policies": await self._fetchval(policy, agent=agent),
+            "memory_links": await self._fetchval(links, **values),
+            "agent_policies": await self._fetchval(policy, **values),
         }
 
     async def start_consolidation_run(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -55,6 +56,17 @@ async def test_the_documented_grants_run_ethos(
             await engine.forget("episode", [memory])
             with pytest.raises(DatabaseError, match="permission denied"):
                 await engine.purge(await engine.now())
+            await engine.assign_policy("a", "long_term")
+            with pytest.raises(DatabaseError, match="erase needs DELETE on memory_vectors, epi"):
+                await engine.erase("a", dry_run=False)
+        # A refused erase deleted nothing, and its audit row says so.
+        assert await conn.fetchval("SELECT count(*) FROM episodic_traces") == 1
+        assert await conn.fetchval("SELECT count(*) FROM agent_policies") == 1
+        run = await conn.fetchrow(
+            "SELECT status, counts FROM consolidation_runs WHERE kind = 'erase'"
+        )
+        assert run["status"] == "failed"
+        assert set(json.loads(run["counts"]).values()) == {0}
         eraser_url = app_url.replace(f"{name}_app:", f"{name}_eraser:", 1)
         async with Engine(Settings(database=DatabaseSettings(url=eraser_url))) as engine:
             report = await engine.erase("a", dry_run=False)
