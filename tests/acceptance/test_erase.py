@@ -28,7 +28,7 @@ async def test_a_killed_erase_rerun_counts_every_row_once(
         " INSERT INTO episodic_traces (agent_id, content) VALUES ('b', 'kept')"
     )
     env = {**os.environ, "ETHOS_DATABASE__URL": database_url, "ETHOS_DECAY__BATCH_SIZE": "20"}
-    first = subprocess.Popen([ETHOS, "erase", "--agent", "a", "--yes"], env=env)
+    first = await asyncio.create_subprocess_exec(ETHOS, "erase", "--agent", "a", "--yes", env=env)
     try:
         await wait_for(
             conn,
@@ -37,7 +37,7 @@ async def test_a_killed_erase_rerun_counts_every_row_once(
         )
     finally:
         first.kill()
-        first.wait()
+        await first.wait()
     assert await conn.fetchval("SELECT count(*) FROM episodic_traces WHERE agent_id = 'a'") > 0
     second = await asyncio.to_thread(
         subprocess.run, [ETHOS, "erase", "--agent", "a", "--yes"], env=env, timeout=120
