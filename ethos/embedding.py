@@ -15,11 +15,15 @@ import os
 import urllib.error
 import urllib.request
 from collections.abc import Awaitable, Callable, Sequence
+from typing import Literal
 
 from ethos.errors import EthosError
 from ethos.settings import EmbeddingSettings
 
 Embedder = Callable[[Sequence[str]], Awaitable[list[list[float]]]]
+
+# What a text is to the model: a question (search, recall) or a memory (add, embed).
+Role = Literal["query", "document"]
 
 
 class EmbeddingError(EthosError):
@@ -114,11 +118,20 @@ def _vectors(answer: object, count: int, endpoint: str) -> list[list[float]]:
     return vectors
 
 
-async def embed(embedder: Embedder, texts: Sequence[str], dimension: int) -> list[list[float]]:
-    """The texts' vectors, each of the dimension the schema was migrated with, or an
-    error and nothing to write."""
-    vectors = await embedder(texts)
-    check_dimension(vectors, dimension)
+def with_role(settings: EmbeddingSettings, texts: Sequence[str], role: Role) -> list[str]:
+    """The texts as the model is to see them: with embedding.query_prefix or
+    document_prefix (models such as e5 and bge embed questions and passages apart)."""
+    prefix = settings.query_prefix if role == "query" else settings.document_prefix
+    return [prefix + text for text in texts]
+
+
+async def embed(
+    embedder: Embedder, texts: Sequence[str], settings: EmbeddingSettings, *, role: Role
+) -> list[list[float]]:
+    """The texts' vectors (each with its role's prefix), each of the dimension the schema
+    was migrated with, or an error and nothing to write."""
+    vectors = await embedder(with_role(settings, texts, role))
+    check_dimension(vectors, settings.dimension)
     return vectors
 
 

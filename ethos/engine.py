@@ -147,7 +147,9 @@ class Engine:
         --missing` fills it in later); any other provider error fails the add."""
         assert self.embedder is not None
         try:
-            [vector] = await embed(self.embedder, [content], self.settings.embedding.dimension)
+            [vector] = await embed(
+                self.embedder, [content], self.settings.embedding, role="document"
+            )
         except ProviderUnavailable as exc:
             if required:
                 raise
@@ -166,7 +168,9 @@ class Engine:
             limit = self.settings.embedding.batch_size
             while rows := await self.store.missing_vectors(spec, agent, after, limit):
                 texts = [row["content"] for row in rows]
-                vectors = await embed(self.embedder, texts, self.settings.embedding.dimension)
+                vectors = await embed(
+                    self.embedder, texts, self.settings.embedding, role="document"
+                )
                 ids = [row["id"] for row in rows]
                 made[spec.name] += await self.store.insert_source_vectors(spec, ids, vectors)
                 after = ids[-1]
