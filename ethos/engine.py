@@ -271,7 +271,7 @@ class Engine:
         record: bool = True,
         expand: bool = False,
     ) -> list[Hit]:
-        """Nearest live vectors of agent_id, ranked by similarity × salience^weight; with
+        """Nearest live vectors of agent_id, ranked by similarity × the salience prior; with
         `expand` (or search.link_weight > 0) their linked memories join the results.
 
         Returns at once; the hits are recorded as surfaced (record=False: not at all).
@@ -298,8 +298,8 @@ class Engine:
         record: bool = True,
     ) -> list[Hit]:
         """The agent's live memories (in every table, or those named) that best answer
-        `query`: by text rank × salience^weight, or, with an embedding provider, text and
-        vector candidates fused by reciprocal rank × salience^weight. Returns at once; the
+        `query`: by BM25 × the salience prior, or, with an embedding provider, text and
+        vector scores normalised and fused, × the prior. Returns at once; the
         hits are recorded as surfaced, as search does (record=False: not at all)."""
         return await recall(
             self.store,

@@ -97,9 +97,13 @@ async def test_a_memory_below_its_threshold_is_never_returned(
     assert {h.id for h in hits} == {kept, pinned, live}
     found = await engine.search("a", unit(1), k=10, now=days(30), record=False)
     assert [h.id for h in found] == [live]
-    assert await conn.fetchval(
-        "SELECT count(*) FROM episodic_traces WHERE id = $1 AND NOT pruned", stale
-    ) == 1 and vector  # never swept: still stored live, only hidden from readers
+    assert (
+        await conn.fetchval(
+            "SELECT count(*) FROM episodic_traces WHERE id = $1 AND NOT pruned", stale
+        )
+        == 1
+        and vector
+    )  # never swept: still stored live, only hidden from readers
 
 
 async def test_langgraph_search_hides_what_is_below_its_threshold(
