@@ -12,7 +12,9 @@ inserts and deletes (a COPY or a bulk INSERT costs one aggregation, not one upse
 row), a row trigger for the rare updates of text or agent (PostgreSQL allows no
 transition tables on a trigger with a column list, and sweeps must not pay for one),
 and a rebuild on TRUNCATE. Counts are upserted agent first, then lexemes in order, so
-writers of one agent queue on its row instead of deadlocking.
+writers of one agent queue on its row instead of deadlocking; counts that reach 0 are
+removed. The writing functions run as their owner (SECURITY DEFINER): the roles of
+runbooks/operations.md need no grant beyond SELECT on these tables.
 
 Functions for readers:
 - ethos_idf(docs, df): BM25's IDF, ln(1 + (N − df + 0.5) / (df + 0.5)) (never negative);
@@ -65,9 +67,11 @@ LANGUAGE sql STABLE PARALLEL SAFE AS $$
     WHERE w.lexeme <> ethos_agent_lexeme(agent)
 $$;
 
--- Add (sign 1) or take away (-1) documents: agents first, then lexemes, each in order.
+-- Add (sign 1) or take away (-1) documents: agents first, then lexemes, each in order;
+-- counts taken down to 0 are removed (an erased agent leaves nothing here). As its
+-- owner: roles that write memories need no grant on these derived tables.
 CREATE FUNCTION ethos_text_stats_add(agents text[], tsvs tsvector[], signs integer[])
-RETURNS void LANGUAGE sql AS $$
+RETURNS void LANGUAGE sql SECURITY DEFINER SET search_path FROM CURRENT AS $$
     INSERT INTO agent_text_stats AS s (agent_id, docs, length)
     SELECT d.agent, sum(d.sign), sum(d.sign * ethos_text_length(d.tsv))
     FROM unnest(agents, tsvs, signs) AS d (agent, tsv, sign)
@@ -85,6 +89,15 @@ RETURNS void LANGUAGE sql AS $$
     HAVING sum(d.sign) <> 0
     ORDER BY d.agent, w.lexeme
     ON CONFLICT (agent_id, lexeme) DO UPDATE SET docs = s.docs + excluded.docs;
+
+    DELETE FROM lexeme_stats AS s
+    USING unnest(agents, tsvs, signs) AS d (agent, tsv, sign),
+          unnest(tsvector_to_array(d.tsv)) AS w (lexeme)
+    WHERE d.sign < 0 AND s.agent_id = d.agent AND s.lexeme = w.lexeme AND s.docs <= 0;
+
+    DELETE FROM agent_text_stats AS s
+    USING unnest(agents, signs) AS d (agent, sign)
+    WHERE d.sign < 0 AND s.agent_id = d.agent AND s.docs <= 0;
 $$;
 
 -- Statement triggers: the rows a statement inserted (or deleted) that count.
@@ -129,7 +142,8 @@ BEGIN
 END
 $$;
 
-CREATE FUNCTION ethos_text_stats_rebuild() RETURNS void LANGUAGE sql AS $$
+CREATE FUNCTION ethos_text_stats_rebuild() RETURNS void
+LANGUAGE sql SECURITY DEFINER SET search_path FROM CURRENT AS $$
     DELETE FROM lexeme_stats;
     DELETE FROM agent_text_stats;
     SELECT ethos_text_stats_add(array_agg(agent_id), array_agg(content_tsv), array_agg(1))

@@ -69,6 +69,14 @@ async def test_stats_follow_inserts_updates_deletes_and_truncates(
     await assert_exact(conn)
     await conn.execute("TRUNCATE episodic_traces")
     await assert_exact(conn)
+    await conn.execute("DELETE FROM semantic_facts WHERE agent_id = 'b'")
+    await conn.execute("DELETE FROM memory_vectors")
+    await assert_exact(conn)
+    assert (
+        await conn.fetchval("SELECT count(*) FROM lexeme_stats WHERE agent_id = 'b' AND docs = 0")
+        == 0
+    )  # nothing of an agent whose memories are gone
+    assert await conn.fetchval("SELECT count(*) FROM agent_text_stats WHERE agent_id = 'b'") == 0
 
 
 async def test_summed_idf_is_higher_for_rarer_words(conn: asyncpg.Connection) -> None:
