@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: install run demo test unit lint format typecheck bench all clean
+.PHONY: install run demo test unit lint format typecheck bench recall-bench all clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -43,6 +43,10 @@ typecheck: install
 
 bench: install  ## ROWS=1000000 VECTORS=100000 by default; smaller: make bench ROWS=100000
 	$(BIN)/python bench/bench.py --rows $(or $(ROWS),1000000) --vectors $(or $(VECTORS),100000)
+
+recall-bench: install  ## LoCoMo recall@k: ethos text/hybrid, BM25, dense (DATA=../shared/data/locomo)
+	$(BIN)/pip install --quiet -e '.[bench]'
+	$(BIN)/python bench/recall_quality.py --data $(or $(DATA),../shared/data/locomo)
 
 all: lint typecheck test
 

@@ -23,7 +23,7 @@ import asyncpg
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ethos import db, decay, logs
-from ethos.embedding import openai_embedder
+from ethos.embedding import Role, openai_embedder
 from ethos.engine import Engine
 from ethos.errors import TransientDatabaseError
 from ethos.explain import memory_state
@@ -572,10 +572,10 @@ async def recall_bench(
     with embedding_server() as (url, _):
         provider = openai_embedder(EmbeddingSettings(provider="openai", url=url, model="bench"))
 
-        async def timed_embedder(texts: Sequence[str]) -> list[list[float]]:
+        async def timed_embedder(texts: Sequence[str], role: Role) -> list[list[float]]:
             started = time.perf_counter()
             try:
-                return await provider(texts)
+                return await provider(texts, role)
             finally:
                 spent.append(time.perf_counter() - started)
 

@@ -191,14 +191,16 @@ async def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
             if args.expand:
                 raise InputError("--expand goes with --embedding")
             hits = await engine.recall(
-                args.agent, args.query, k=args.k, tables=args.table, at=args.now
-            )
+                args.agent, args.query, k=args.k, tables=args.table, at=args.now,
+                record=not args.no_record,
+            )  # fmt: skip
         else:
             if args.table:
                 raise InputError("--table goes with --query (--embedding searches vectors)")
             hits = await engine.search(
-                args.agent, args.embedding, k=args.k, now=args.now, expand=args.expand
-            )
+                args.agent, args.embedding, k=args.k, now=args.now, expand=args.expand,
+                record=not args.no_record,
+            )  # fmt: skip
     # The engine is closed: the LTP of these hits has been applied (or counted as dropped).
     stats = engine.ltp.stats
 
@@ -207,15 +209,24 @@ async def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
             return f"  (linked to {h.via})"
         return f"  sim {h.similarity:.4f}" if h.similarity is not None else ""
 
+    def relevance(h: Hit) -> str:
+        return f"rel {h.relevance:.4f}" if h.relevance is not None else "rel -     "
+
     lines = [
-        f"{h.score:.4f}  sal {h.salience:.4f}  {h.table:<15} {h.id}  {h.content}{why(h)}"
+        f"{h.score:.4f}  {relevance(h)}  sal {h.salience:.4f}  {h.table:<15} {h.id}"
+        f"  {h.content}{why(h)}"
         for h in hits
     ]
+    # What the hits were recorded as: retrievals that reinforce them, surfacings that
+    # only count (ltp.on_search = "count"), or nothing (--no-record).
+    recorded = "none" if args.no_record else settings.ltp.on_search
+    reinforced = [str(h.id) for h in hits] if recorded == "reinforce" and not stats.dropped else []
     emit(
         args,
-        {"hits": [h.as_dict() for h in hits], "ltp": stats.as_dict()},
+        {"hits": [h.as_dict() for h in hits], "recorded": recorded, "reinforced": reinforced,
+         "ltp": stats.as_dict()},
         "\n".join(lines) or "no hits",
-    )
+    )  # fmt: skip
     return _ltp_exit(stats.dropped)
 
 
@@ -752,6 +763,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-k", type=int, default=10)
     p.add_argument("--now", type=_time("now"))
     p.add_argument("--expand", action="store_true", help="add the hits' linked memories")
+    p.add_argument(
+        "--no-record",
+        action="store_true",
+        help="look only: the hits are neither reinforced nor counted",
+    )
 
     p = command("embed", cmd_embed, "write the vectors episodes and facts lack (a provider)")
     p.add_argument("--missing", action="store_true", required=True, help="those with none")

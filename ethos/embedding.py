@@ -1,6 +1,10 @@
 """Embedding providers: texts in, vectors out.
 
-An Embedder is any async function `texts -> vectors`. ethos ships one for servers that
+An Embedder is any async function `(texts, role) -> vectors`, the role saying whether
+the texts are questions ("query": search, recall) or memories ("document": add, embed),
+which models such as e5 and bge embed apart: ethos puts embedding.query_prefix or
+document_prefix before each text, and the OpenAI-API embedder sends query_input_type or
+document_input_type as `input_type` for servers that take one. ethos ships one for servers that
 speak the OpenAI embeddings API (`POST {url}/embeddings` with `model` and `input`),
 hosted or local, over the standard library's HTTP client (in a worker thread), so the
 core needs no HTTP package. The key is read from the variable embedding.api_key_env
@@ -17,12 +21,16 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Awaitable, Callable, Sequence
+from typing import Literal
 
 from ethos.errors import EthosError
 from ethos.logs import redact_secrets
 from ethos.settings import EmbeddingSettings
 
-Embedder = Callable[[Sequence[str]], Awaitable[list[list[float]]]]
+# What a text is to the model: a question (search, recall) or a memory (add, embed).
+Role = Literal["query", "document"]
+
+Embedder = Callable[[Sequence[str], Role], Awaitable[list[list[float]]]]
 
 
 class EmbeddingError(EthosError):
@@ -48,7 +56,7 @@ def openai_embedder(settings: EmbeddingSettings) -> Embedder:
         url = url._replace(netloc=url.netloc.rpartition("@")[2])
     endpoint = urllib.parse.urlunsplit(url)
 
-    async def embed(texts: Sequence[str]) -> list[list[float]]:
+    async def embed(texts: Sequence[str], role: Role) -> list[list[float]]:
         headers = {"Content-Type": "application/json"}
         if basic is not None:
             headers["Authorization"] = f"Basic {basic}"
@@ -62,7 +70,13 @@ def openai_embedder(settings: EmbeddingSettings) -> Embedder:
         vectors: list[list[float]] = []
         for start in range(0, len(texts), settings.batch_size):
             batch = list(texts[start : start + settings.batch_size])
-            body = json.dumps({"model": settings.model, "input": batch}).encode()
+            fields: dict[str, object] = {"model": settings.model, "input": batch}
+            input_type = (
+                settings.query_input_type if role == "query" else settings.document_input_type
+            )
+            if input_type:
+                fields["input_type"] = input_type
+            body = json.dumps(fields).encode()
             request = urllib.request.Request(endpoint, data=body, headers=headers, method="POST")
             answer = await asyncio.to_thread(_post, request, settings.timeout_seconds)
             vectors += _vectors(answer, len(batch), endpoint)
@@ -130,11 +144,20 @@ def _vectors(answer: object, count: int, endpoint: str) -> list[list[float]]:
     return vectors
 
 
-async def embed(embedder: Embedder, texts: Sequence[str], dimension: int) -> list[list[float]]:
-    """The texts' vectors, each of the dimension the schema was migrated with, or an
-    error and nothing to write."""
-    vectors = await embedder(texts)
-    check_dimension(vectors, dimension)
+def with_role(settings: EmbeddingSettings, texts: Sequence[str], role: Role) -> list[str]:
+    """The texts as the model is to see them: with embedding.query_prefix or
+    document_prefix (models such as e5 and bge embed questions and passages apart)."""
+    prefix = settings.query_prefix if role == "query" else settings.document_prefix
+    return [prefix + text for text in texts]
+
+
+async def embed(
+    embedder: Embedder, texts: Sequence[str], settings: EmbeddingSettings, *, role: Role
+) -> list[list[float]]:
+    """The texts' vectors (each with its role's prefix), each of the dimension the schema
+    was migrated with, or an error and nothing to write."""
+    vectors = await embedder(with_role(settings, texts, role), role)
+    check_dimension(vectors, settings.dimension)
     return vectors
 
 

@@ -149,7 +149,9 @@ class Engine:
         --missing` fills it in later); any other provider error fails the add."""
         assert self.embedder is not None
         try:
-            [vector] = await embed(self.embedder, [content], self.settings.embedding.dimension)
+            [vector] = await embed(
+                self.embedder, [content], self.settings.embedding, role="document"
+            )
         except ProviderUnavailable as exc:
             if required:
                 raise
@@ -168,7 +170,9 @@ class Engine:
             limit = self.settings.embedding.batch_size
             while rows := await self.store.missing_vectors(spec, agent, after, limit):
                 texts = [row["content"] for row in rows]
-                vectors = await embed(self.embedder, texts, self.settings.embedding.dimension)
+                vectors = await embed(
+                    self.embedder, texts, self.settings.embedding, role="document"
+                )
                 ids = [row["id"] for row in rows]
                 made[spec.name] += await self.store.insert_source_vectors(spec, ids, vectors)
                 after = ids[-1]
@@ -269,7 +273,7 @@ class Engine:
         record: bool = True,
         expand: bool = False,
     ) -> list[Hit]:
-        """Nearest live vectors of agent_id, ranked by similarity × salience^weight; with
+        """Nearest live vectors of agent_id, ranked by similarity × the salience prior; with
         `expand` (or search.link_weight > 0) their linked memories join the results.
 
         Returns at once; the hits are recorded as surfaced (record=False: not at all).
@@ -296,8 +300,8 @@ class Engine:
         record: bool = True,
     ) -> list[Hit]:
         """The agent's live memories (in every table, or those named) that best answer
-        `query`: by text rank × salience^weight, or, with an embedding provider, text and
-        vector candidates fused by reciprocal rank × salience^weight. Returns at once; the
+        `query`: by BM25 × the salience prior, or, with an embedding provider, text and
+        vector scores normalised and fused, × the prior. Returns at once; the
         hits are recorded as surfaced, as search does (record=False: not at all)."""
         return await recall(
             self.store,

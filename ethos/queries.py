@@ -115,7 +115,7 @@ def emotion_of(spec: TableSpec, alias: str = "m") -> str:
     return f"{alias}.{spec.emotion_column}" if spec.emotion_column else "0"
 
 
-def salience_expr(spec: TableSpec, at: str = "%(now)s", alias: str = "m") -> str:
+def salience_expr(spec: TableSpec, at: str = "%(now)s", alias: str = "m", policy: str = "p") -> str:
     """A row's salience at `at`, from its stored state."""
     return salience_call(
         f"{alias}.strength",
@@ -124,10 +124,11 @@ def salience_expr(spec: TableSpec, at: str = "%(now)s", alias: str = "m") -> str
         emotion=emotion_of(spec, alias),
         at=at,
         alias=alias,
+        policy=policy,
     )
 
 
-def confidence_expr(at: str = "%(now)s", alias: str = "m") -> str:
+def confidence_expr(at: str = "%(now)s", alias: str = "m", policy: str = "p") -> str:
     """A fact's confidence at `at`: the same curve from its own strength, E = 0."""
     return salience_call(
         f"{alias}.confidence_strength",
@@ -136,6 +137,7 @@ def confidence_expr(at: str = "%(now)s", alias: str = "m") -> str:
         emotion="0",
         at=at,
         alias=alias,
+        policy=policy,
     )
 
 
@@ -853,11 +855,13 @@ WHERE l.agent_id = %(agent)s
 
 @cache
 def build_neighbour_rows_query(spec: TableSpec) -> Query:
-    """Live memories %(ids)s of one agent, with their salience at %(now)s."""
+    """Live memories %(ids)s of one agent (none below its prune threshold), with their
+    salience at %(now)s."""
     return sql(f"""
-    SELECT m.id, m.content, m.metadata, {salience_expr(spec)} AS salience
+    SELECT m.id, m.content, m.metadata, m.created_at, {salience_expr(spec)} AS salience
     FROM {spec.name} AS m JOIN decay_policies AS p ON p.name = m.policy
     WHERE m.id = ANY(%(ids)s::uuid[]) AND m.agent_id = %(agent)s AND NOT m.pruned
+      AND {above_threshold(spec)}
     """)
 
 
@@ -1002,8 +1006,32 @@ def _pruned_set(reason: str) -> str:
 _UNEXPIRED = "(m.expires_at IS NULL OR m.expires_at > %(now)s)"
 
 
+def above_threshold(spec: TableSpec, alias: str = "m", policy: str = "p") -> str:
+    """A live row of `spec` (on its policy `policy`) not yet below its prune threshold at
+    %(now)s (facts: their confidence): what the next sweep would prune, no reader returns
+    (sweeps are periodic; forgetting is a function of time)."""
+    deciding = (
+        confidence_expr(alias=alias, policy=policy)
+        if spec.has_confidence
+        else salience_expr(spec, alias=alias, policy=policy)
+    )
+    return f"({alias}.pinned OR {policy}.never_decays OR {deciding} >= {policy}.prune_threshold)"
+
+
+# Relevance leads, salience is a bounded prior: relevance × (1 + w × salience), salience in
+# [0, 1], so a memory's salience moves its score by a factor of at most 1 + w
+# (search.salience_weight; runbooks/recall.md has the figures that chose it).
+def prior(salience: str) -> str:
+    return f"(1 + %(salience_weight)s::float8 * {salience})"
+
+
+# Equal scores: the more salient first, then the newer, then by id (deterministic).
+TIE_BREAK = "salience DESC, created_at DESC, id"
+
+
 def build_search_query(*, exact: bool) -> Query:
-    """The nearest live vectors of one agent, re-ranked by similarity × salience^weight.
+    """The nearest live vectors of one agent (none below its prune threshold), re-ranked
+    by similarity × the salience prior.
 
     Through the HNSW index, the scan is bounded (hnsw.max_scan_tuples): an agent with
     few memories near the query can leave it short of k. `exact` then scans that
@@ -1017,22 +1045,24 @@ def build_search_query(*, exact: bool) -> Query:
         SELECT m.*, {distance} AS distance
         FROM memory_vectors AS m
         WHERE m.agent_id = %(agent)s AND NOT m.pruned AND {_UNEXPIRED}
+          AND (SELECT {above_threshold(VECTORS, policy="ap")}
+               FROM decay_policies AS ap WHERE ap.name = m.policy)
         ORDER BY {order}
         LIMIT %(candidates)s
     ),
     ranked AS (
-        SELECT c.id, c.content, c.metadata, c.source_type, c.source_id,
+        SELECT c.id, c.content, c.metadata, c.source_type, c.source_id, c.created_at,
                1 - c.distance AS similarity,
                {salience_expr(VECTORS, alias="c")} AS salience
         FROM candidates AS c
         JOIN decay_policies AS p ON p.name = c.policy
     )
-    SELECT r.*, r.similarity * power(r.salience, %(salience_weight)s::float8) AS score,
+    SELECT r.*, r.similarity * {prior("r.salience")} AS score,
            coalesce(e.content, f.content) AS source_content
     FROM ranked AS r
     LEFT JOIN episodic_traces AS e ON r.source_type = 'episodic_traces' AND e.id = r.source_id
     LEFT JOIN semantic_facts AS f ON r.source_type = 'semantic_facts' AND f.id = r.source_id
-    ORDER BY score DESC, r.id
+    ORDER BY score DESC, {TIE_BREAK}
     LIMIT %(k)s
     """)
 
@@ -1052,38 +1082,73 @@ def search_server_settings(candidates: int, max_scan_tuples: int) -> dict[str, s
     }
 
 
+# BM25's term-frequency saturation k1 and length normalisation b (Robertson & Zaragoza
+# 2009), Anserini's defaults for short texts: on LoCoMo r@10 0.627 against Lucene's
+# 1.2/0.75 at 0.617 (runbooks/recall.md).
+BM25_K1, BM25_B = 0.9, 0.4
+
+
+def bm25(tsv: str) -> str:
+    """The BM25 score of the text search vector `tsv` for the query's lexemes and IDFs
+    (q.lexemes, q.idfs) and the agent's average length (q.avg_length): a term's
+    frequency is its number of positions, a text's length its distinct lexemes."""
+    return f"""(SELECT coalesce(sum(w.idf * t.tf * {BM25_K1 + 1}
+                          / (t.tf + {BM25_K1} * (1 - {BM25_B} + {BM25_B}
+                             * ethos_text_length({tsv}) / q.avg_length))), 0)
+                FROM unnest(q.lexemes, q.idfs) AS w (lexeme, idf)
+                JOIN (SELECT u.lexeme, coalesce(array_length(u.positions, 1), 1) AS tf
+                      FROM unnest({tsv}) AS u) AS t ON t.lexeme = w.lexeme)"""
+
+
+# The query %(text)s of agent %(agent)s: its words (any of them), the agent's lexeme, its
+# distinct lexemes with their IDF among the agent's memories, and their average length.
+_TEXT_QUERY = """q AS (
+        SELECT ethos_text_query(ethos_text_config(), %(text)s) AS words,
+               quote_literal(ethos_agent_lexeme(%(agent)s))::tsquery AS agent,
+               w.lexemes, w.idfs,
+               coalesce(s.length::float8 / nullif(s.docs, 0), 1) AS avg_length
+        FROM (SELECT) AS one
+        LEFT JOIN agent_text_stats AS s ON s.agent_id = %(agent)s
+        CROSS JOIN LATERAL (
+            SELECT array_agg(x.lexeme) AS lexemes,
+                   array_agg(ethos_idf(coalesce(s.docs, 0), coalesce(l.docs, 0))) AS idfs
+            FROM unnest(tsvector_to_array(to_tsvector(ethos_text_config(), %(text)s)))
+                 AS x (lexeme)
+            LEFT JOIN lexeme_stats AS l ON l.agent_id = %(agent)s AND l.lexeme = x.lexeme
+        ) AS w
+    )"""
+
+
 @cache
 def build_recall_query(tables: tuple[TableSpec, ...]) -> Query:
     """Live memories of one agent in `tables` with any word of %(text)s (in the
-    database's text configuration), ranked by text rank × salience^weight at %(now)s.
+    database's text configuration), none below its prune threshold at %(now)s, ranked
+    by BM25 × the salience prior.
 
-    Each table gives its %(candidates)s best by text rank, found through its GIN index
-    (the agent's lexeme intersected with the words); vectors that embed an episode or
-    fact stand for it and are left out, as are expired ones."""
+    Each table gives its %(candidates)s best by BM25, found through its GIN index (the
+    agent's lexeme intersected with the words); vectors that embed an episode or fact
+    stand for it and are left out, as are expired ones."""
     parts = []
     for spec in tables:
         only = " AND m.source_id IS NULL" if spec.has_source else ""
         live = f" AND {_UNEXPIRED}" if spec.has_expiry else ""
         parts.append(f"""
-        (SELECT '{spec.name}' AS table_name, m.id, m.content, m.metadata,
-                ts_rank_cd(m.content_tsv, q.words) AS text_rank,
+        (SELECT '{spec.name}' AS table_name, m.id, m.content, m.metadata, m.created_at,
+                {bm25("m.content_tsv")} AS text_rank,
                 {salience_expr(spec)} AS salience
          FROM {spec.name} AS m JOIN decay_policies AS p ON p.name = m.policy, q
          WHERE m.content_tsv @@ (q.words && q.agent) AND m.agent_id = %(agent)s
-           AND NOT m.pruned{only}{live}
-         ORDER BY text_rank DESC, m.id
+           AND NOT m.pruned{only}{live} AND {above_threshold(spec)}
+         ORDER BY text_rank DESC, salience DESC, m.created_at DESC, m.id
          LIMIT %(candidates)s)""")
     union = "\n        UNION ALL".join(parts)
     return sql(f"""
-    WITH q AS (
-        SELECT ethos_text_query(ethos_text_config(), %(text)s) AS words,
-               quote_literal(ethos_agent_lexeme(%(agent)s))::tsquery AS agent
-    ),
+    WITH {_TEXT_QUERY},
     found AS ({union}
     )
-    SELECT f.*, f.text_rank * power(f.salience, %(salience_weight)s::float8) AS score
+    SELECT f.*, f.text_rank * {prior("f.salience")} AS score
     FROM found AS f
-    ORDER BY score DESC, f.id
+    ORDER BY score DESC, {TIE_BREAK}
     LIMIT %(k)s
     """)
 
@@ -1187,10 +1252,10 @@ def build_search_items_query(*, ranked_by: str | None) -> Query:
     agent under it: "prefix.…"; all with an empty prefix), passing the filter (containment
     %(contains)s and the jsonpath %(path)s over %(vars)s), in the order LangGraph
     documents: most recently updated first without a query; with one, by similarity
-    (ranked_by "vector": to %(embedding)s) or text rank ("text": of %(text)s), times
-    salience^%(salience_weight)s. %(limit)s after %(offset)s."""
+    (ranked_by "vector": to %(embedding)s) or text rank ("text": of %(text)s), times the
+    salience prior; none below its prune threshold. %(limit)s after %(offset)s."""
     join, score, matches = "", "NULL::float8", ""
-    salience = f"power({salience_expr(FACTS)}, %(salience_weight)s::float8)"
+    salience = prior(salience_expr(FACTS))
     if ranked_by == "vector":
         join = """JOIN memory_vectors AS v
               ON v.source_type = 'semantic_facts' AND v.source_id = m.id AND NOT v.pruned"""
@@ -1207,7 +1272,7 @@ def build_search_items_query(*, ranked_by: str | None) -> Query:
     {join}
     WHERE (m.agent_id = %(prefix)s OR starts_with(m.agent_id, %(prefix)s || '.')
            OR %(prefix)s = '')
-      AND m.client_key IS NOT NULL AND {_ITEM_LIVE} {matches}
+      AND m.client_key IS NOT NULL AND {_ITEM_LIVE} AND {above_threshold(FACTS)} {matches}
       AND m.metadata @> %(contains)s::jsonb
       AND jsonb_path_match(m.metadata, %(path)s::jsonpath, %(vars)s::jsonb)
     ORDER BY {order}

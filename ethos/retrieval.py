@@ -1,7 +1,12 @@
-"""Search: the nearest live vectors of an agent, ranked by similarity × salience, and
-(link-aware) the memories linked to them. Recall: the same by text (full-text search,
-no model needed), or hybrid when an embedding provider is configured: text and vector
-candidates fused by reciprocal rank, then × salience.
+"""Search: the nearest live vectors of an agent, ranked by similarity × the salience
+prior, and (link-aware) the memories linked to them. Recall: the same by text (BM25 over
+PostgreSQL's own lexemes, no model needed), or hybrid when an embedding provider is
+configured: text and vector scores, each normalised over its candidates, fused, then ×
+the salience prior. Relevance leads: the prior 1 + w × salience moves a score by a
+factor of at most 1 + w (runbooks/recall.md).
+
+Memories below their prune threshold at the query moment are never returned (a sweep
+would prune them; until it runs they count as pruned).
 
 Results return before any write: the hits are recorded in the LTP buffer as surfaced
 (reinforced or only counted, per ltp.on_search; their links learn from being recalled
@@ -43,7 +48,9 @@ class Hit:
     table: str = VECTORS.name
     via: uuid.UUID | None = None  # a neighbour: the hit it is linked to
     link_weight: float | None = None
-    text_rank: float | None = None  # recall: PostgreSQL's ts_rank_cd of the words
+    text_rank: float | None = None  # recall: BM25 of the words
+    relevance: float | None = None  # what the prior multiplies (None: a linked neighbour)
+    created_at: datetime | None = None
 
     def as_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -51,6 +58,7 @@ class Hit:
             "table": self.table,
             "content": self.content,
             "similarity": self.similarity,
+            "relevance": self.relevance,
             "salience": self.salience,
             "score": self.score,
             "metadata": self.metadata,
@@ -99,6 +107,8 @@ async def search(
             source_type=row["source_type"],
             source_id=row["source_id"],
             source_content=row["source_content"],
+            relevance=row["similarity"],
+            created_at=row["created_at"],
         )
         for row in rows
     ]
@@ -109,7 +119,7 @@ async def search(
         for table in {n.table for n in neighbours}:
             found = [n.id for n in neighbours if n.table == table]
             await ltp.record(table_spec(table), found, now, "surfaced")
-    return sorted(hits + neighbours, key=lambda h: -h.score)
+    return sorted(hits + neighbours, key=_rank)
 
 
 async def _neighbours(
@@ -143,13 +153,10 @@ async def _neighbours(
                     table=table,
                     via=via,
                     link_weight=link_weight,
+                    created_at=row["created_at"],
                 )
             )
     return found
-
-
-# Reciprocal rank fusion's constant (Cormack et al. 2009): 1 / (RRF_K + rank).
-RRF_K = 60
 
 
 async def recall(
@@ -164,10 +171,10 @@ async def recall(
     tables: tuple[TableSpec, ...],
     now: datetime,
 ) -> list[Hit]:
-    """The agent's k live memories (of `tables`) that best answer `query`: by text rank ×
-    salience^weight; with an embedder, by reciprocal rank fusion of the text and vector
-    candidates × salience^weight. Recorded in `ltp` as surfaced, as search is. A provider
-    that is down leaves the text ranking (logged)."""
+    """The agent's k live memories (of `tables`) that best answer `query`: by BM25 × the
+    salience prior; with an embedder, by the fused text and vector relevance × the
+    prior. Recorded in `ltp` as surfaced, as search is. A provider that is down leaves
+    the text ranking (logged)."""
     _check_k(k)
     if not isinstance(agent, str) or not agent:
         raise InputError("agent is required")
@@ -176,7 +183,7 @@ async def recall(
     vector = None
     if embedder is not None:
         try:
-            [vector] = await embed(embedder, [query], settings.embedding.dimension)
+            [vector] = await embed(embedder, [query], settings.embedding, role="query")
         except ProviderUnavailable as exc:
             log.warning("recall_text_only", reason=str(exc))
     depth = max(settings.search.candidates, k)
@@ -186,17 +193,35 @@ async def recall(
     hits = [
         Hit(id=row["id"], content=row["content"], similarity=None, salience=row["salience"],
             score=row["score"], metadata=_json(row["metadata"]), table=row["table_name"],
-            text_rank=row["text_rank"])
+            text_rank=row["text_rank"], relevance=row["text_rank"],
+            created_at=row["created_at"])
         for row in rows
     ]  # fmt: skip
     if vector is not None:
         hits = await _fuse(store, settings, hits, vector, agent, tables, depth, now)
-    hits = sorted(hits, key=lambda h: (-h.score, h.id))[:k]
+    hits = sorted(hits, key=_rank)[:k]
     if ltp is not None:
         for table in {h.table for h in hits}:
             await ltp.record(table_spec(table), [h.id for h in hits if h.table == table], now,
                              "surfaced")  # fmt: skip
     return hits
+
+
+def _rank(hit: Hit) -> tuple[float, float, float, str]:
+    """Best first: score, then the more salient, then the newer, then by id."""
+    newer = -hit.created_at.timestamp() if hit.created_at else 0.0
+    return (-hit.score, -hit.salience, newer, str(hit.id))
+
+
+def _normalised(scores: dict[tuple[str, uuid.UUID], float]) -> dict[tuple[str, uuid.UUID], float]:
+    """Scores mapped onto [0, 1] by the span of the candidates' (min-max): one scale
+    for BM25 (unbounded) and cosine similarity (a narrow band near its top for most
+    models), so that neither swamps the other."""
+    if not scores:
+        return {}
+    low, high = min(scores.values()), max(scores.values())
+    span = high - low
+    return {key: (value - low) / span if span > 0 else 1.0 for key, value in scores.items()}
 
 
 async def _fuse(
@@ -209,18 +234,17 @@ async def _fuse(
     depth: int,
     now: datetime,
 ) -> list[Hit]:
-    """Text and vector candidates by reciprocal rank fusion, × salience^weight. A vector
-    that embeds an episode or fact stands for it."""
+    """Text and vector candidates, each score normalised over its candidates, fused as
+    (1 − v) × text + v × vector (v: search.vector_weight; a candidate of one side only
+    has 0 on the other), × the salience prior. A vector that embeds an episode or fact
+    stands for it."""
     names = {spec.name for spec in tables}
-    by_text = sorted(text_hits, key=lambda h: -(h.text_rank or 0.0))
-    fused: dict[tuple[str, uuid.UUID], float] = {}
-    for rank, hit in enumerate(by_text, 1):
-        fused[(hit.table, hit.id)] = 1 / (RRF_K + rank)
+    text = _normalised({(hit.table, hit.id): hit.text_rank or 0.0 for hit in text_hits})
     found = {(hit.table, hit.id): hit for hit in text_hits}
     similar: dict[tuple[str, uuid.UUID], float] = {}
     sources: dict[str, list[uuid.UUID]] = {}
     rows = await store.search(agent=agent, embedding=vector, k=depth, now=now)
-    for rank, row in enumerate(sorted(rows, key=lambda r: -r["similarity"]), 1):
+    for row in rows:
         key = (
             (row["source_type"], row["source_id"])
             if row["source_id"]
@@ -229,25 +253,31 @@ async def _fuse(
         if key[0] not in names or key in similar:
             continue
         similar[key] = row["similarity"]
-        fused[key] = fused.get(key, 0.0) + 1 / (RRF_K + rank)
         if key not in found:
             if row["source_id"]:
                 sources.setdefault(key[0], []).append(key[1])
             else:
                 found[key] = Hit(id=row["id"], content=row["content"], similarity=None,
                                  salience=row["salience"], score=0.0,
-                                 metadata=_json(row["metadata"]))  # fmt: skip
+                                 metadata=_json(row["metadata"]),
+                                 created_at=row["created_at"])  # fmt: skip
     for table, ids in sources.items():
         for row in await store.neighbour_rows(table_spec(table), ids, agent, now):
             found[(table, row["id"])] = Hit(
                 id=row["id"], content=row["content"], similarity=None, salience=row["salience"],
                 score=0.0, metadata=_json(row["metadata"]), table=table,
+                created_at=row["created_at"],
             )  # fmt: skip
-    weight = settings.search.salience_weight
-    return [
-        replace(hit, similarity=similar.get(key), score=fused[key] * hit.salience**weight)
-        for key, hit in found.items()
-    ]
+    vectors = _normalised(similar)
+    v, w = settings.search.vector_weight, settings.search.salience_weight
+    fused = []
+    for key, hit in found.items():
+        relevance = (1 - v) * text.get(key, 0.0) + v * vectors.get(key, 0.0)
+        fused.append(
+            replace(hit, similarity=similar.get(key), relevance=relevance,
+                    score=relevance * (1 + w * hit.salience))
+        )  # fmt: skip
+    return fused
 
 
 def _check_k(k: object) -> None:

@@ -282,6 +282,22 @@ def build_metadata(dimension: int) -> MetaData:
             "enqueued_at", DateTime(timezone=True), nullable=False, server_default=text("now()")
         ),
     )
+    # Term statistics of each agent's texts (migration 0016): documents per lexeme, and
+    # documents and their summed length per agent; kept by triggers on the memory tables.
+    Table(
+        "lexeme_stats",
+        metadata,
+        Column("agent_id", Text, primary_key=True),
+        Column("lexeme", Text, primary_key=True),
+        Column("docs", BigInteger, nullable=False),
+    )
+    Table(
+        "agent_text_stats",
+        metadata,
+        Column("agent_id", Text, primary_key=True),
+        Column("docs", BigInteger, nullable=False),
+        Column("length", BigInteger, nullable=False),
+    )
     Table(
         "ltp_flushes",
         metadata,

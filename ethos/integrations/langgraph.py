@@ -40,6 +40,7 @@ from langgraph.store.base import (
 )
 from langgraph.store.base.embed import ensure_embeddings, get_text_at_path
 
+from ethos.embedding import with_role
 from ethos.engine import Engine
 from ethos.errors import InputError
 from ethos.settings import Settings, load_settings
@@ -138,7 +139,8 @@ class AsyncEthosStore(BaseStore):
     async def _search(self, op: SearchOp) -> list[SearchItem]:
         embedding = None
         if op.query and self._embeddings is not None:
-            embedding = list(await self._embeddings.aembed_query(op.query))
+            [query] = with_role(self.settings.embedding, [op.query], "query")
+            embedding = list(await self._embeddings.aembed_query(query))
         contains, path, variables = _filter(op.filter or {})
         rows = await self.engine.search_items(
             _agent(op.namespace_prefix), text=op.query, embedding=embedding, contains=contains,
@@ -166,7 +168,10 @@ class AsyncEthosStore(BaseStore):
         content = " ".join(text for f in fields for text in get_text_at_path(op.value, f))
         embedding = None
         if self._embeddings is not None and op.index is not False and content:
-            embedding = list(await self._embeddings.aembed_query(content))
+            [vector] = await self._embeddings.aembed_documents(
+                with_role(self.settings.embedding, [content], "document")
+            )
+            embedding = list(vector)
         await self.engine.put_item(agent, op.key, op.value, content=content,
                                    embedding=embedding, ttl_minutes=op.ttl)  # fmt: skip
 

@@ -125,15 +125,24 @@ async def remember(
 
 
 async def recall(
-    engine: Engine, agent: str, query: str, k: int = 5, kinds: list[Kind] | None = None
+    engine: Engine,
+    agent: str,
+    query: str,
+    k: int = 5,
+    kinds: list[Kind] | None = None,
+    record: bool = True,
 ) -> list[dict[str, Any]]:
     """Recall memories that answer a question or topic, best first: their content, kind,
-    salience (how alive the memory is, 0..1) and score. Use before answering from
-    memory. Recalling strengthens what is recalled."""
-    hits = await engine.recall(agent, query, k=k, tables=kinds)
+    relevance (to the query), salience (how alive the memory is, 0..1) and score. Use
+    before answering from memory. Recalling strengthens what is recalled (reinforced:
+    true); record=false only looks."""
+    hits = await engine.recall(agent, query, k=k, tables=kinds, record=record)
+    reinforced = record and engine.settings.ltp.on_search == "reinforce"
     return [
         {"id": str(h.id), "kind": _kind(h.table), "content": h.content,
-         "salience": round(h.salience, 4), "score": round(h.score, 6)}
+         "relevance": None if h.relevance is None else round(h.relevance, 6),
+         "salience": round(h.salience, 4), "score": round(h.score, 6),
+         "reinforced": reinforced}
         for h in hits
     ]  # fmt: skip
 

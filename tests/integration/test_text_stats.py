@@ -1,0 +1,95 @@
+"""Term statistics (migration 0016): the write path keeps each agent's lexeme document
+frequencies, document count and summed length exact, whatever the statement."""
+
+from __future__ import annotations
+
+import asyncpg
+
+# What the triggers keep, and the same computed from the tables themselves.
+KEPT = """
+SELECT coalesce(jsonb_object_agg(agent_id || ':' || lexeme, docs) FILTER (WHERE docs <> 0),
+                '{}') FROM lexeme_stats
+UNION ALL
+SELECT coalesce(jsonb_object_agg(agent_id, jsonb_build_array(docs, length))
+                FILTER (WHERE docs <> 0), '{}') FROM agent_text_stats
+"""
+COUNTED = """
+WITH m AS (SELECT agent_id, content_tsv FROM episodic_traces
+           UNION ALL SELECT agent_id, content_tsv FROM semantic_facts
+           UNION ALL SELECT agent_id, content_tsv FROM memory_vectors WHERE source_id IS NULL)
+SELECT coalesce(jsonb_object_agg(k, n), '{}') FROM (
+    SELECT m.agent_id || ':' || w AS k, count(*) AS n
+    FROM m, unnest(tsvector_to_array(m.content_tsv)) AS w
+    WHERE w <> ethos_agent_lexeme(m.agent_id) GROUP BY 1) AS x
+UNION ALL
+SELECT coalesce(jsonb_object_agg(agent_id, jsonb_build_array(n, len)), '{}') FROM (
+    SELECT agent_id, count(*) AS n, sum(ethos_text_length(content_tsv)) AS len
+    FROM m GROUP BY agent_id) AS y
+"""
+
+
+async def assert_exact(conn: asyncpg.Connection) -> None:
+    kept = [row[0] for row in await conn.fetch(KEPT)]
+    assert kept == [row[0] for row in await conn.fetch(COUNTED)]
+
+
+async def test_stats_follow_inserts_updates_deletes_and_truncates(
+    conn: asyncpg.Connection,
+) -> None:
+    await conn.execute(
+        """INSERT INTO episodic_traces (agent_id, content)
+           SELECT 'a', 'the dog ran ' || (ARRAY['far', 'home', 'fast'])[i % 3 + 1]
+           FROM generate_series(1, 30) AS i"""
+    )
+    await conn.execute(
+        "INSERT INTO semantic_facts (agent_id, content) VALUES ('a', 'dog named Rex'),"
+        " ('b', 'cats sleep')"
+    )
+    stats = await conn.fetchrow("SELECT docs, length FROM agent_text_stats WHERE agent_id = 'a'")
+    assert (stats["docs"], stats["length"]) == (31, 30 * 3 + 3)
+    assert (
+        await conn.fetchval("SELECT docs FROM lexeme_stats WHERE agent_id = 'a' AND lexeme = 'dog'")
+        == 31
+    )
+    await assert_exact(conn)
+    await conn.execute(
+        "UPDATE episodic_traces SET content = 'a cat slept' WHERE content LIKE '%far'"
+    )
+    await conn.execute("UPDATE semantic_facts SET agent_id = 'b' WHERE content LIKE 'dog%'")
+    await conn.execute("UPDATE episodic_traces SET pruned = true, salience = 0.01")  # no change
+    await assert_exact(conn)
+    await conn.execute("DELETE FROM episodic_traces WHERE content LIKE '%home'")
+    source = await conn.fetchval("SELECT id FROM semantic_facts WHERE agent_id = 'b' LIMIT 1")
+    await conn.execute(
+        "INSERT INTO memory_vectors (agent_id, content, embedding, source_type, source_id)"
+        " VALUES ('b', 'cats sleep', array_fill(0.1, ARRAY[384])::vector, 'semantic_facts', $1),"
+        " ('b', 'owls hunt', array_fill(0.1, ARRAY[384])::vector, NULL, NULL)",
+        source,
+    )
+    await assert_exact(conn)
+    await conn.execute("TRUNCATE episodic_traces")
+    await assert_exact(conn)
+    await conn.execute("DELETE FROM semantic_facts WHERE agent_id = 'b'")
+    await conn.execute("DELETE FROM memory_vectors")
+    await assert_exact(conn)
+    assert (
+        await conn.fetchval("SELECT count(*) FROM lexeme_stats WHERE agent_id = 'b' AND docs = 0")
+        == 0
+    )  # nothing of an agent whose memories are gone
+    assert await conn.fetchval("SELECT count(*) FROM agent_text_stats WHERE agent_id = 'b'") == 0
+
+
+async def test_summed_idf_is_higher_for_rarer_words(conn: asyncpg.Connection) -> None:
+    await conn.execute(
+        """INSERT INTO episodic_traces (agent_id, content)
+           SELECT 'a', 'Caroline said hello' FROM generate_series(1, 50)
+           UNION ALL SELECT 'a', 'Caroline talked about her marriage'"""
+    )
+    idf = await conn.fetchrow(
+        """SELECT ethos_text_idf('a', to_tsvector('english', 'Caroline')) AS common,
+                  ethos_text_idf('a', to_tsvector('english', 'marriage')) AS rare,
+                  ethos_text_idf('a', to_tsvector('english', 'zebra')) AS unseen,
+                  ethos_text_idf('nobody', to_tsvector('english', 'Caroline')) AS empty"""
+    )
+    assert idf["common"] < idf["rare"] < idf["unseen"]
+    assert idf["common"] > 0 and idf["empty"] > 0
