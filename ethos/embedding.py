@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import math
 import os
 import urllib.error
 import urllib.parse
@@ -169,6 +170,8 @@ def check_dimension(vectors: Sequence[Sequence[float]], dimension: int) -> None:
                 f"the embedding provider answered {len(vector)} numbers per vector;"
                 f" the schema has {dimension} (embedding.dimension)"
             )
+        if not all(math.isfinite(v) for v in vector) or not any(vector):
+            raise EmbeddingError("an embedding is all zeros, NaN or infinite: nothing written")
 
 
 def configured(settings: EmbeddingSettings) -> Embedder | None:

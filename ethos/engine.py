@@ -326,7 +326,8 @@ class Engine:
         as repeated retrievals. Applied in the background, and at the latest on close."""
         spec = table_spec(table)
         parsed = [parse_id(i) for i in ids]
-        await self.ltp.record(spec, parsed, aware(now, "now") if now else datetime.now(UTC))
+        moment = aware(now, "now") if now else datetime.now(UTC)
+        await self.ltp.record(spec, parsed, moment)
 
     async def feedback(
         self,

@@ -7,7 +7,7 @@ import math
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from ethos.errors import InputError
@@ -24,12 +24,23 @@ def parse_time(value: str, name: str = "time") -> datetime:
         ) from None
     if parsed.tzinfo is None:
         raise InputError(f"bad {name} {value!r}: add a time zone, e.g. +00:00 or Z")
-    return parsed
+    return aware(parsed, name)
+
+
+# The moments ethos accepts (the database refuses others too: migration 0019). Outside
+# them the decay math leaves float range, and PostgreSQL's ±infinity would be stored.
+EARLIEST = datetime(1900, 1, 1, tzinfo=UTC)
+LATEST = datetime(2200, 1, 1, tzinfo=UTC)
 
 
 def aware(value: datetime, name: str = "time") -> datetime:
+    """A moment with a time zone, within [EARLIEST, LATEST)."""
     if value.tzinfo is None:
         raise InputError(f"bad {name} {value.isoformat()!r}: a datetime needs a time zone")
+    if not EARLIEST <= value < LATEST:
+        raise InputError(
+            f"bad {name} {value.isoformat()!r}: ethos takes moments from 1900 to 2199"
+        )
     return value
 
 
@@ -95,6 +106,8 @@ def embedding(values: Any, dimension: int) -> list[float]:
         )
     if not all(math.isfinite(v) for v in values):
         raise InputError("embedding contains NaN or infinity")
+    if not any(values):
+        raise InputError("embedding is all zeros: it has no direction to compare by")
     return [float(v) for v in values]
 
 

@@ -1357,6 +1357,8 @@ WHERE d.stopped_at IS NULL AND d.heartbeat_at > now() - make_interval(secs => %(
 ORDER BY d.started_at
 """)
 
+STATUS_DEAD_LETTERS = sql("SELECT count(*) FROM retrieval_dead_letters")
+
 STATUS_LAST_SWEEP = sql("""
 SELECT id, trigger, mode, status, started_at, finished_at, swept_at, scanned, updated, pruned,
        tables, daemon_id,

@@ -270,6 +270,19 @@ def build_metadata(dimension: int) -> MetaData:
         Column("owner", Text),
     )
     Table(
+        "retrieval_dead_letters",
+        metadata,
+        Column("id", BigInteger, primary_key=True, autoincrement=False),
+        Column("table_name", Text, nullable=False),
+        Column("memory_id", UUID(as_uuid=True), nullable=False),
+        Column("at", DateTime(timezone=True), nullable=False),
+        Column("kind", Text, nullable=False),
+        Column("grp", UUID(as_uuid=True)),
+        Column("enqueued_at", DateTime(timezone=True), nullable=False),
+        Column("reason", Text, nullable=False),
+        Column("dead_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),
+    )
+    Table(
         "retrieval_queue",
         metadata,
         Column("id", BigInteger, primary_key=True),

@@ -704,6 +704,7 @@ class Store:
         return {
             "daemons": [dict(row) for row in daemons],
             "last_sweep": {**last, "tables": json.loads(last["tables"])} if last else None,
+            "retrieval_dead_letters": await self._fetchval(queries.STATUS_DEAD_LETTERS),
         }
 
     # --- monitoring -------------------------------------------------------------------

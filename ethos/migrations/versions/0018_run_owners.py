@@ -4,14 +4,14 @@ can tell that a row left `running` by a killed process is not running any more a
 it `interrupted`. A partial index finds the running rows without reading the audit.
 
 Revision ID: 0018
-Revises: 0013
+Revises: 0016
 Create Date: 2026-11-24
 """
 
 from ethos.migrations import execute_script
 
 revision = "0018"
-down_revision = "0013"
+down_revision = "0016"
 branch_labels = None
 depends_on = None
 
