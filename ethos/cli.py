@@ -115,14 +115,20 @@ async def cmd_add(args: argparse.Namespace, settings: Settings) -> int:
         "importance": args.importance,
     }
     async with Engine(settings) as engine:
-        new_id, created = await engine.add_memory(
+        added = await engine.add_detailed(
             args.table,
             agent_id=args.agent,
             content=args.content,
             **{k: v for k, v in fields.items() if v is not None},
         )
-    text = str(new_id) if created else f"{new_id} (a duplicate: the existing memory, retrieved)"
-    emit(args, {"id": str(new_id), "created": created}, text)
+    raised = f"; raised: {', '.join(added.raised)}" if added.raised else ""
+    text = (
+        str(added.id)
+        if added.created
+        else f"{added.id} (a duplicate: the existing memory, retrieved{raised})"
+    )
+    data = {"id": str(added.id), "created": added.created}
+    emit(args, data if added.created else {**data, "raised": list(added.raised)}, text)
     return 0
 
 

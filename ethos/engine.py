@@ -12,6 +12,7 @@ import asyncio
 import json
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from types import TracebackType
 from typing import Any
@@ -34,6 +35,25 @@ from ethos.sweep import MODES, Mode, Progress, SweepReport, run_sweep
 from ethos.tables import FACTS, MEMORY_TABLES, SOURCE_TABLES, TableSpec, table_spec
 
 log = structlog.get_logger("ethos.engine")
+
+
+@dataclass(frozen=True)
+class Added:
+    """What an add did: the memory's id, whether it is new, and, for a repeat of a live
+    memory, what the repeat raised on it (pinned, metadata, importance, policy)."""
+
+    id: uuid.UUID
+    created: bool
+    raised: tuple[str, ...] = ()
+
+
+def _lives_longer(asked: Policy, current: Policy | None) -> bool:
+    """`asked` keeps a plain memory longer than `current` (None: a policy no longer
+    configured, left as it is); never decaying is longest."""
+    if current is None:
+        return False
+    mine, theirs = asked.lifetime_days, current.lifetime_days
+    return theirs is not None and (mine is None or mine > theirs)
 
 
 class Engine:
@@ -114,14 +134,23 @@ class Engine:
     async def add_memory(
         self, table: str | TableSpec, *, agent_id: str, content: str, **fields: Any
     ) -> tuple[uuid.UUID, bool]:
-        """Insert one memory: (its id, True). See MemoryInput for the fields each table
-        accepts. `policy` names its decay policy; without it, `importance` (0..1) picks
-        one, else the agent's policy applies, else decay.default_policy.
+        """(its id, whether it was created): see add_detailed."""
+        added = await self.add_detailed(table, agent_id=agent_id, content=content, **fields)
+        return added.id, added.created
 
-        Where dedup is on for the table, a live memory of the agent with the same
-        normalised content (a vector: and an embedding at least dedup.near_threshold
-        similar) is found instead: it gets one retrieval (at created_at, if given) and
-        (its id, False) is returned."""
+    async def add_detailed(
+        self, table: str | TableSpec, *, agent_id: str, content: str, **fields: Any
+    ) -> Added:
+        """Insert one memory. See MemoryInput for the fields each table accepts.
+        `policy` names its decay policy; without it, `importance` (0..1) picks one, else
+        the agent's policy applies, else decay.default_policy.
+
+        Where dedup is on for the table, a memory of the agent with the same normalised
+        content (a vector: and an embedding at least dedup.near_threshold similar) that
+        is still live (not pruned, expired or below its threshold) is found instead: it
+        gets one retrieval (at created_at, if given), and what the repeat asks beyond it
+        (a pin, a longer-lived policy, a higher importance, metadata keys it lacks) is
+        given to it and named in `raised`."""
         if fields.get("policy") is not None:
             self.settings.policy(fields["policy"])
         spec = table_spec(table)
@@ -139,9 +168,26 @@ class Engine:
         memory_id, created = await self.store.insert(
             memory, dedup=dedup, near=self.settings.dedup.near_threshold, embedded=embedded
         )
-        if not created:
-            await self.ltp.record(memory.table, [memory_id], memory.created_at or datetime.now(UTC))
-        return memory_id, created
+        if created:
+            return Added(memory_id, True)
+        raised = await self._raise_repeat(memory, memory_id)
+        await self.ltp.record(memory.table, [memory_id], memory.created_at or datetime.now(UTC))
+        return Added(memory_id, False, raised)
+
+    async def _raise_repeat(self, memory: MemoryInput, memory_id: uuid.UUID) -> tuple[str, ...]:
+        row = await self.store.raise_repeat(memory, memory_id)
+        raised = [name for name in ("pinned", "metadata", "importance") if row[name]]
+        asked = memory.policy or (
+            self.settings.importance.pick(memory.importance)
+            if memory.importance is not None
+            else None
+        )
+        if asked is not None and _lives_longer(
+            self.settings.policy(asked), self.settings.policy_table.get(row["policy"])
+        ):
+            await self.store.move(memory.table, memory_id, asked, await self._moment(None))
+            raised.append("policy")
+        return tuple(raised)
 
     async def _embed(self, content: str, spec: TableSpec, *, required: bool) -> list[float] | None:
         """The content's vector. A provider that is down fails the add of a vector

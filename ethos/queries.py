@@ -1644,18 +1644,45 @@ SELECT pg_advisory_xact_lock(
 
 @cache
 def build_find_duplicate_query(spec: TableSpec) -> Query:
-    """A live memory of the agent with the same normalised content (a vector: and an
-    embedding at least %(near)s cosine-similar), the earliest."""
+    """A memory of the agent with the same normalised content (a vector: and an
+    embedding at least %(near)s cosine-similar), the earliest, that is still a memory at
+    %(now)s: not pruned, not expired, not below its threshold (a sweep would prune it,
+    and the new one with it)."""
     near = (
-        "AND 1 - (embedding <=> %(embedding)s::vector) >= %(near)s::float8"
+        "AND 1 - (m.embedding <=> %(embedding)s::vector) >= %(near)s::float8"
         if spec.has_embedding
         else ""
     )
+    unexpired = f"AND {_UNEXPIRED}" if spec.has_expiry else ""
     return sql(f"""
-    SELECT id FROM {spec.name}
-    WHERE agent_id = %(agent)s AND content_key = ethos_content_key(%(content)s) AND NOT pruned
+    SELECT m.id FROM {spec.name} AS m JOIN decay_policies AS p ON p.name = m.policy
+    WHERE m.agent_id = %(agent)s AND m.content_key = ethos_content_key(%(content)s)
+      AND NOT m.pruned {unexpired} AND {above_threshold(spec)}
       {near}
-    ORDER BY created_at, id LIMIT 1
+    ORDER BY m.created_at, m.id LIMIT 1
+    """)
+
+
+@cache
+def build_raise_repeat_query(spec: TableSpec) -> Query:
+    """A repeat asks for more: the memory %(id)s becomes pinned if asked, takes the
+    metadata keys it lacks and the higher importance; what changed is returned."""
+    return sql(f"""
+    WITH old AS (
+        SELECT id, pinned, metadata, importance FROM {spec.name} WHERE id = %(id)s FOR UPDATE
+    ), new AS (
+        UPDATE {spec.name} AS m
+        SET pinned = m.pinned OR %(pinned)s,
+            metadata = %(metadata)s::jsonb || m.metadata,
+            importance = greatest(m.importance, %(importance)s::float8)
+        FROM old WHERE m.id = old.id
+        RETURNING m.pinned, m.metadata, m.importance, m.policy
+    )
+    SELECT new.policy,
+           new.pinned AND NOT old.pinned AS pinned,
+           new.metadata <> old.metadata AS metadata,
+           new.importance IS DISTINCT FROM old.importance AS importance
+    FROM new, old
     """)
 
 

@@ -13,7 +13,7 @@ import uuid
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import asyncpg
@@ -295,6 +295,7 @@ class Store:
                     content=memory.content,
                     embedding=memory.embedding,
                     near=near,
+                    now=memory.created_at or datetime.now(UTC),
                 )
                 if existing is not None:
                     return existing, False
@@ -307,6 +308,19 @@ class Store:
                     embeddings=_vector_texts([embedded]),
                 )
             return new_id, True
+
+    async def raise_repeat(self, memory: MemoryInput, memory_id: uuid.UUID) -> Row:
+        """Give the memory what its repeat asks for beyond it (pin, metadata keys,
+        importance): its policy, and which of those changed."""
+        row = await self._fetchrow(
+            queries.build_raise_repeat_query(memory.table),
+            id=memory_id,
+            pinned=memory.pinned,
+            metadata=json.dumps(memory.metadata),
+            importance=memory.importance,
+        )
+        assert row is not None
+        return row
 
     async def fetch(self, spec: TableSpec, memory_id: uuid.UUID) -> Row:
         await self.check_table(spec)

@@ -114,14 +114,16 @@ async def remember(
     """Store something worth remembering: an episode (what happened; emotional_tone
     0..1 makes it last longer) or a fact (durable knowledge, with a confidence 0..1).
     importance 0..1 or a named policy choose how long it lasts. Returns its id; a fact
-    the agent already holds is not stored twice (created is false, it is reinforced)."""
+    the agent already holds is not stored twice (created is false, it is reinforced, and
+    `raised` names what the repeat gave it: a longer-lived policy, a higher importance)."""
     fields = {"emotional_tone": emotional_tone, "confidence": confidence,
               "importance": importance, "policy": policy}  # fmt: skip
-    memory_id, created = await engine.add_memory(
+    added = await engine.add_detailed(
         kind, agent_id=agent, content=content,
         **{name: value for name, value in fields.items() if value is not None},
     )  # fmt: skip
-    return {"id": str(memory_id), "kind": kind, "created": created}
+    result = {"id": str(added.id), "kind": kind, "created": added.created}
+    return result if added.created else {**result, "raised": list(added.raised)}
 
 
 async def recall(

@@ -49,6 +49,49 @@ async def test_a_duplicate_add_finds_the_memory_and_retrieves_it(
     assert one != two
 
 
+async def test_a_repeat_of_a_memory_that_is_no_longer_live_makes_a_new_one(
+    engine: Engine, conn: asyncpg.Connection, days: Days
+) -> None:
+    expired = await engine.add(
+        "fact", agent_id="ada", content="the door code", created_at=days(0), expires_at=days(1)
+    )
+    faded = await engine.add("fact", agent_id="ada", content="tea", created_at=days(0),
+                             policy="working")  # fmt: skip
+    again = await engine.add_detailed("fact", agent_id="ada", content="The door code",
+                                      created_at=days(2))  # fmt: skip
+    tea = await engine.add_detailed("fact", agent_id="ada", content="tea", created_at=days(2))
+    assert again.created and again.id != expired  # the expired one is not the memory
+    assert tea.created and tea.id != faded  # below its threshold two days on: forgotten
+    report = await engine.sweep(now=days(2))
+    assert report.tables["semantic_facts"].pruned == 2
+    kept = {row["id"] for row in await live(conn, "semantic_facts", "ada")}
+    assert kept == {again.id, tea.id}  # the new memories survive the sweep
+
+
+async def test_a_repeat_that_asks_for_more_raises_the_memory(
+    engine: Engine, conn: asyncpg.Connection, days: Days
+) -> None:
+    first = await engine.add("fact", agent_id="ada", content="my passport number",
+                             policy="working", metadata={"source": "chat"})  # fmt: skip
+    plain = await engine.add_detailed("fact", agent_id="ada", content="my passport number")
+    assert (plain.id, plain.created, plain.raised) == (first, False, ())
+    more = await engine.add_detailed(
+        "fact", agent_id="ada", content="My passport number", pinned=True,
+        policy="permanent", importance=0.9, metadata={"source": "form", "checked": True},
+    )  # fmt: skip
+    assert (more.id, more.created) == (first, False)
+    assert set(more.raised) == {"pinned", "metadata", "importance", "policy"}
+    row = await conn.fetchrow("SELECT * FROM semantic_facts WHERE id = $1", first)
+    assert row["pinned"] and row["policy"] == "permanent" and row["importance"] == 0.9
+    assert json.loads(row["metadata"]) == {"source": "chat", "checked": True}  # new keys only
+    shorter = await engine.add_detailed("fact", agent_id="ada", content="my passport number",
+                                        policy="working")  # fmt: skip
+    assert shorter.raised == ()  # never lowered
+    assert await conn.fetchval("SELECT policy FROM semantic_facts WHERE id = $1", first) == (
+        "permanent"
+    )
+
+
 async def test_twenty_concurrent_adds_of_one_new_fact_make_one_row(
     engine: Engine, conn: asyncpg.Connection
 ) -> None:
