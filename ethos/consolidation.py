@@ -87,8 +87,10 @@ async def merge_duplicates(
     trigger: str = "manual",
 ) -> ConsolidationReport:
     """Exact duplicates (one agent, one normalised content; vectors: one embedding) in
-    every table given, then (near) near-duplicate vectors: each group merged into its
-    earliest member."""
+    every table given that [dedup] tables names (in the others one event may happen
+    twice), then (near) near-duplicate vectors: each group merged into its earliest
+    member."""
+    tables = [spec for spec in tables if spec.alias in settings.dedup.tables]
     report = ConsolidationReport("merge", now, dry_run)
     selector = {"tables": [s.name for s in tables], "agent": agent, "near": near}
     async with audited(store, report, trigger, selector):

@@ -1744,8 +1744,8 @@ def build_merge_query(spec: TableSpec) -> Query:
     that of the member with the highest salience now, re-anchored now (its strength
     then, its policy). The others are pruned, reason 'merged', merged_into the
     survivor. Vectors that embedded a merged memory embed the survivor; the merged
-    memories' links move to it. The survivor is due at once (the next pass schedules
-    it)."""
+    memories' links move to it. The survivor is pinned if any member was. The survivor
+    is due at once (the next pass schedules it)."""
     fact_best = ", m.confidence_strength AS conf" if spec.has_confidence else ""
     fact_state = (
         f", {strength_at_call('b.conf', at='%(now)s', alias='b')} AS confidence_strength"
@@ -1796,6 +1796,7 @@ def build_merge_query(spec: TableSpec) -> Query:
                sum(r.surfaced_count)::int AS surfaced_count,
                sum(r.useful_count)::int AS useful_count, sum(r.wrong_count)::int AS wrong_count,
                max(r.last_retrieved_at) AS last_retrieved_at,
+               bool_or(r.pinned) AS pinned,  -- a pin on any member stays with the memory
                (array_agg(r.best))[1] AS best  -- one value per group
         FROM ranked AS r WHERE r.size > 1 GROUP BY r.survivor, r.grp
     ),
@@ -1811,7 +1812,7 @@ def build_merge_query(spec: TableSpec) -> Query:
         SET retrieval_count = g.retrieval_count, surfaced_count = g.surfaced_count,
             useful_count = g.useful_count, wrong_count = g.wrong_count,
             last_retrieved_at = g.last_retrieved_at, strength = g.strength, {fact_set}
-            policy = g.policy, anchor_at = %(now)s,
+            pinned = g.pinned, policy = g.policy, anchor_at = %(now)s,
             salience = {salience_call("g.strength", emotion=emotion_of(spec), **new_state)},
             due_at = %(now)s, prune_at = %(now)s
         FROM best AS g JOIN decay_policies AS gp ON gp.name = g.policy

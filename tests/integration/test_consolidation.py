@@ -167,6 +167,25 @@ async def test_consolidate_merges_duplicates_loaded_by_sql(
     assert json.loads(audit[0]["counts"])["semantic_facts"]["merged"] == 200
 
 
+async def test_consolidation_follows_dedup_tables_and_keeps_pins(
+    engine: Engine, conn: asyncpg.Connection, days: Days
+) -> None:
+    await conn.execute(
+        "INSERT INTO episodic_traces (agent_id, content) VALUES ('a', 'rain'), ('a', 'rain')"
+    )
+    await conn.execute(
+        "INSERT INTO semantic_facts (agent_id, content, created_at, pinned)"
+        " VALUES ('a', 'tea', $1, false), ('a', 'Tea', $2, true)",
+        days(0),
+        days(1),
+    )
+    report = await engine.consolidate(now=days(2))
+    assert "episodic_traces" not in report.counts  # [dedup] tables leaves episodes out
+    assert len(await live(conn, "episodic_traces", "a")) == 2
+    [survivor] = await live(conn, "semantic_facts", "a")
+    assert survivor["content"] == "tea" and survivor["pinned"]  # the pin stayed
+
+
 async def test_the_survivor_takes_the_strongest_curve_and_the_links(
     engine: Engine, conn: asyncpg.Connection, days: Days
 ) -> None:
