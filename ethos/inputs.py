@@ -38,9 +38,7 @@ def aware(value: datetime, name: str = "time") -> datetime:
     if value.tzinfo is None:
         raise InputError(f"bad {name} {value.isoformat()!r}: a datetime needs a time zone")
     if not EARLIEST <= value < LATEST:
-        raise InputError(
-            f"bad {name} {value.isoformat()!r}: ethos takes moments from 1900 to 2199"
-        )
+        raise InputError(f"bad {name} {value.isoformat()!r}: ethos takes moments from 1900 to 2199")
     return value
 
 
