@@ -38,6 +38,8 @@ log = structlog.get_logger("ethos.metrics")
 
 ESTIMATES_MAX_AGE_SECONDS = 60.0
 DATABASE_TIMEOUT_SECONDS = 2.0
+# /healthz says degraded while retrievals were set aside this recently.
+DEAD_LETTER_WINDOW_SECONDS = 3600.0
 
 
 @dataclass
@@ -47,6 +49,7 @@ class _DatabaseState:
     estimates: list[Mapping[str, Any]] = field(default_factory=list)
     estimated_at: float = float("-inf")
     queue_backlog: int | None = None
+    dead_letters: int | None = None
     last_sweep: datetime | None = None
     now: datetime | None = None
 
@@ -98,6 +101,7 @@ class DaemonMetrics:
                     state.estimates = await store.row_estimates()
                     state.estimated_at = time.monotonic()
                 state.queue_backlog = await store.queue_backlog()
+                state.dead_letters = (await store.dead_letters(0))[0]
                 state.last_sweep = await store.last_sweep_finished()
                 state.now = await store.now()
 
@@ -109,6 +113,7 @@ class DaemonMetrics:
             async with asyncio.timeout(DATABASE_TIMEOUT_SECONDS):
                 now = await store.now()
                 last = await store.last_sweep_finished()
+                _, recent = await store.dead_letters(DEAD_LETTER_WINDOW_SECONDS)
         except (DatabaseError, TimeoutError) as exc:
             reason = str(exc) or f"no answer within {DATABASE_TIMEOUT_SECONDS:g} s"
             return 503, {"status": "unhealthy", "reason": f"database: {reason}"}
@@ -124,7 +129,11 @@ class DaemonMetrics:
             since = "never" if age is None else f"{age:.0f} s ago"
             return 503, {"status": "unhealthy", "role": role,
                          "reason": f"last sweep {since}; limit {limit:g} s"}  # fmt: skip
-        return 200, {"status": "ok", "role": role, "last_sweep_age_seconds": age}
+        health = {"status": "ok", "role": role, "last_sweep_age_seconds": age}
+        if recent:  # working, but some retrievals could not be applied: look at them
+            reason = f"{recent} retrievals set aside in retrieval_dead_letters in the last hour"
+            health |= {"status": "degraded", "reason": reason}
+        return 200, health
 
 
 class _StateCollector(Collector):
@@ -147,6 +156,12 @@ class _StateCollector(Collector):
         if state.queue_backlog is not None:
             backlog.add_metric(["queue"], state.queue_backlog)
         yield backlog
+        if state.dead_letters is not None:
+            yield GaugeMetricFamily(
+                "ethos_retrieval_dead_letters",
+                "Queued retrievals set aside (retrieval_dead_letters): never applied.",
+                value=state.dead_letters,
+            )  # fmt: skip
         rows = GaugeMetricFamily(
             "ethos_memories", "Rows per table and state (planner estimates, at most a minute"
             " old).", labels=["table", "state"],

@@ -1357,7 +1357,12 @@ WHERE d.stopped_at IS NULL AND d.heartbeat_at > now() - make_interval(secs => %(
 ORDER BY d.started_at
 """)
 
-STATUS_DEAD_LETTERS = sql("SELECT count(*) FROM retrieval_dead_letters")
+# How many retrievals were set aside, and how many of them in the last %(window)s seconds.
+DEAD_LETTERS = sql("""
+SELECT count(*) AS total,
+       count(*) FILTER (WHERE dead_at > now() - make_interval(secs => %(window)s)) AS recent
+FROM retrieval_dead_letters
+""")
 
 STATUS_LAST_SWEEP = sql("""
 SELECT id, trigger, mode, status, started_at, finished_at, swept_at, scanned, updated, pruned,

@@ -718,8 +718,14 @@ class Store:
         return {
             "daemons": [dict(row) for row in daemons],
             "last_sweep": {**last, "tables": json.loads(last["tables"])} if last else None,
-            "retrieval_dead_letters": await self._fetchval(queries.STATUS_DEAD_LETTERS),
+            "retrieval_dead_letters": (await self.dead_letters(0))[0],
         }
+
+    async def dead_letters(self, window_seconds: float) -> tuple[int, int]:
+        """Retrievals set aside in retrieval_dead_letters: all, and in the last window."""
+        row = await self._fetchrow(queries.DEAD_LETTERS, window=window_seconds)
+        assert row is not None
+        return row["total"], row["recent"]
 
     # --- monitoring -------------------------------------------------------------------
 

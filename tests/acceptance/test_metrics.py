@@ -95,6 +95,15 @@ async def test_the_counters_match_sweep_runs(
     assert ("ethos_sweep_duration_seconds_count", (("mode", "due"),)) in found
     assert ("ethos_memories", (("state", "live"), ("table", "episodic_traces"))) in found
     assert found[("ethos_retrievals_total", (("outcome", "dropped"),))] == 0
+    assert found[("ethos_retrieval_dead_letters", ())] == 0
+    assert json.loads((await get(port, "/healthz"))[1])["status"] == "ok"
+    await conn.execute(
+        "INSERT INTO retrieval_dead_letters (id, table_name, memory_id, at, kind, enqueued_at,"
+        " reason) VALUES (1, 'semantic_facts', ethos_uuid_v7(), now(), 'retrieval', now(), 'x')"
+    )
+    status, body = await get(port, "/healthz")
+    assert status == 200 and json.loads(body)["status"] == "degraded"
+    assert samples((await get(port, "/metrics"))[1])[("ethos_retrieval_dead_letters", ())] == 1
     assert (await get(port, "/nope"))[0] == 404
 
 
