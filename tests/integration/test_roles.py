@@ -52,6 +52,16 @@ async def test_the_documented_grants_run_ethos(
                 {"table_name": "episodic_traces", "live": 1, "pruned": 0, "pinned": 0}
             ]
             await engine.store.forget_ltp_flushes()
+            # retrievals from plain SQL, queued and drained as the app role
+            app = await asyncpg.connect(app_url)
+            try:
+                await app.fetchval(
+                    "SELECT ethos_record_retrieval('episode', ARRAY[$1::uuid])", memory
+                )
+            finally:
+                await app.close()
+            assert await engine.ltp.drain_queue()
+            assert await conn.fetchval("SELECT count(*) FROM retrieval_queue") == 0
             await engine.consolidate()
             await engine.forget("episode", [memory])
             with pytest.raises(DatabaseError, match="permission denied"):
