@@ -384,3 +384,19 @@ async def test_feedback_links_and_recover_from_the_command_line(
         cli("feedback", "vector", a, env=env)
     )
     assert await conn.fetchval("SELECT count(*) FROM memory_links") == 1
+
+
+def test_bad_environment_and_flags_are_one_line_and_touch_nothing(tmp_path: Path, cli: Cli) -> None:
+    foreign = tmp_path / "photos"
+    foreign.mkdir()
+    (foreign / "holiday.jpg").write_bytes(b"not a database")
+    before = [(p.name, p.stat().st_uid, p.stat().st_mode) for p in [foreign, *foreign.iterdir()]]
+    refused = cli("migrate", env={"ETHOS_DATABASE__DATA_DIR": str(foreign)}, cwd=tmp_path)
+    assert "holds files but no PostgreSQL data" in one_line_error(refused)
+    assert [(p.name, p.stat().st_uid, p.stat().st_mode) for p in [foreign, *foreign.iterdir()]] == (
+        before
+    )  # no initdb, no change of owner
+    curve = cli("curve", env={"ETHOS_DEDUP__TABLES": "episode"}, cwd=tmp_path)
+    assert "ETHOS_DEDUP__TABLES: a list or table value must be JSON" in one_line_error(curve)
+    metrics = cli("daemon", "--metrics", "nohost", cwd=tmp_path)
+    assert "--metrics takes HOST:PORT (got 'nohost')" in one_line_error(metrics)
