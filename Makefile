@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: install run demo test unit lint format typecheck bench recall-bench all clean
+.PHONY: install run demo test unit lint format typecheck bench recall-bench browser serve all clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -47,6 +47,13 @@ bench: install  ## ROWS=1000000 VECTORS=100000 by default; smaller: make bench R
 recall-bench: install  ## LoCoMo recall@k: ethos text/hybrid, BM25, dense (DATA=../shared/data/locomo)
 	$(BIN)/pip install --quiet -e '.[bench]'
 	$(BIN)/python bench/recall_quality.py --data $(or $(DATA),../shared/data/locomo)
+
+browser:  ## Debian's Chromium and its driver, for the dashboard's browser test (root)
+	apt-get update && apt-get install -y chromium chromium-driver
+
+serve: install  ## the HTTP API and the dashboard at http://127.0.0.1:8750 on the embedded database
+	$(BIN)/ethos migrate
+	$(BIN)/ethos serve --http 127.0.0.1:8750
 
 all: lint typecheck test
 

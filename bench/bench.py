@@ -743,15 +743,20 @@ async def consolidation_bench(engine: Engine, conn: asyncpg.Connection) -> dict[
     return results
 
 
+async def fresh_database(data_dir: Path, name: str) -> str:
+    """The URL of an empty database `name` on the embedded server in `data_dir`."""
+    conn = await asyncpg.connect(db.embedded_uri(data_dir, "postgres"))
+    try:
+        await conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        await conn.execute(f"CREATE DATABASE {name}")
+    finally:
+        await conn.close()
+    return db.embedded_uri(data_dir, name)
+
+
 async def main(args: argparse.Namespace) -> None:
     logs.configure(LoggingSettings(level="warning"))
-    data_dir = Path.cwd() / args.data_dir
-    admin = db.embedded_uri(data_dir, "postgres")
-    conn = await asyncpg.connect(admin)
-    await conn.execute(f"DROP DATABASE IF EXISTS {BENCH_DB} WITH (FORCE)")
-    await conn.execute(f"CREATE DATABASE {BENCH_DB}")
-    await conn.close()
-    url = db.embedded_uri(data_dir, BENCH_DB)
+    url = await fresh_database(Path.cwd() / args.data_dir, BENCH_DB)
     # Throughput runs fill the buffer faster than any flush: callers wait, none drops.
     settings = Settings(database=DatabaseSettings(url=url), ltp=LtpSettings(full_wait_seconds=120))
     await asyncio.to_thread(db.migrate, settings, url)

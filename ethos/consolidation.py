@@ -220,6 +220,18 @@ async def forget(
     return report
 
 
+async def forget_agent(
+    store: Store, agent: str, *, now: datetime, trigger: str = "manual"
+) -> ConsolidationReport:
+    """Soft-delete every live memory of one agent on request: reason 'manual',
+    recoverable (`recover --agent`). An agent with none forgets nothing."""
+    report = ConsolidationReport("forget", now, False)
+    async with audited(store, report, trigger, {"agent": agent}):
+        for spec in MEMORY_TABLES:
+            report.counts[spec.name] = {"manual": await store.forget_agent(spec, agent, now)}
+    return report
+
+
 async def purge(
     store: Store,
     settings: Settings,

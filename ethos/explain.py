@@ -4,7 +4,7 @@ row (any mapping of its columns) and computes with ethos.decay."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from ethos import decay
@@ -80,3 +80,26 @@ def explain(
     if spec.has_expiry:
         result["expires_at"] = expires_at.isoformat() if expires_at else None
     return result
+
+
+def forecast(
+    spec: TableSpec,
+    row: Mapping[str, Any],
+    now: datetime,
+    policy: Policy,
+    prunes_at: datetime | None,
+    points: int = 24,
+) -> list[tuple[float, float]]:
+    """The salience a row will have if never retrieved again, from `now` until it is
+    pruned (`prunes_at`, as explain computes it; three τ when it never is): (days from
+    now, salience) at even steps."""
+    p = policy.params
+    state = memory_state(spec, row)
+    if prunes_at is not None:
+        span = decay.days_between(now, prunes_at)
+    else:
+        span = 3 * decay.tau_days(state.retrieval_count, p)
+    step = max(span, 1 / 24) / (points - 1)
+    return [
+        (i * step, decay.salience(state, now + timedelta(days=i * step), p)) for i in range(points)
+    ]

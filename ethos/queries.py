@@ -2014,3 +2014,83 @@ SET status = %(status)s, finished_at = clock_timestamp(), counts = %(counts)s::j
     error = %(error)s
 WHERE id = %(id)s
 """)
+
+
+# --- what the HTTP API and the dashboard list --------------------------------------------
+
+
+@cache
+def build_list_memories_query(spec: TableSpec, *, pruned: bool) -> Query:
+    """Memories of %(agent)s (every agent's when NULL), live ones newest first, pruned
+    ones most recently pruned first: %(limit)s after %(offset)s."""
+    order = "pruned_at DESC" if pruned else "created_at DESC"
+    return sql(f"""
+    SELECT * FROM {spec.name}
+    WHERE (%(agent)s::text IS NULL OR agent_id = %(agent)s) AND {"" if pruned else "NOT "}pruned
+    ORDER BY {order}, id DESC
+    LIMIT %(limit)s OFFSET %(offset)s
+    """)
+
+
+# Every agent with its memories counted per table.
+AGENT_COUNTS = sql("""
+SELECT agent_id, table_name, live, pruned, pinned FROM ethos_agent_counts
+ORDER BY agent_id, table_name
+""")
+
+# Pruned memories by table and reason, since %(since)s (all when NULL).
+PRUNED_BY_REASON = sql("""
+SELECT table_name, prune_reason AS reason, count(*) AS count FROM ethos_memories
+WHERE pruned AND (%(agent)s::text IS NULL OR agent_id = %(agent)s)
+  AND (%(since)s::timestamptz IS NULL OR pruned_at >= %(since)s)
+GROUP BY table_name, prune_reason ORDER BY table_name, prune_reason
+""")
+
+# The recoveries that named memory %(id)s of %(table)s.
+RECOVERIES_OF = sql("""
+SELECT recovered_as_of, command, strength FROM recoveries
+WHERE table_name = %(table)s AND selector -> 'ids' ? %(id)s::text
+ORDER BY recovered_as_of, id
+""")
+
+
+@cache
+def build_update_memory_query(spec: TableSpec) -> Query:
+    """A live memory's text %(content)s and metadata %(metadata)s (each kept when NULL),
+    updated at %(now)s; its curve and history stay. %(embedding)s, when given, is the new
+    text's: a vector's own, or that of the vector made from an episode or fact."""
+    embedding = ""
+    if spec.has_embedding:
+        embedding = "embedding = coalesce(%(embedding)s::vector, embedding),"
+    revector = ""
+    if spec in _SOURCE_SPECS:
+        revector = f""",
+    revectored AS (
+        UPDATE memory_vectors AS v SET content = u.content, embedding = %(embedding)s::vector
+        FROM updated AS u
+        WHERE %(embedding)s::vector IS NOT NULL AND v.source_type = '{spec.name}'
+          AND v.source_id = u.id AND NOT v.pruned
+    )"""
+    return sql(f"""
+    WITH updated AS (
+        UPDATE {spec.name}
+        SET content = coalesce(%(content)s, content), {embedding}
+            metadata = coalesce(%(metadata)s::jsonb, metadata), updated_at = %(now)s
+        WHERE id = %(id)s AND NOT pruned
+        RETURNING id, content
+    ){revector}
+    SELECT id FROM updated
+    """)
+
+
+@cache
+def build_forget_agent_query(spec: TableSpec) -> Query:
+    """Soft-delete every live memory of %(agent)s on request: reason 'manual'."""
+    return sql(f"""
+    WITH gone AS (
+        UPDATE {spec.name} SET {_pruned_set("manual")}
+        WHERE agent_id = %(agent)s AND NOT pruned
+        RETURNING 1
+    )
+    SELECT count(*) FROM gone
+    """)

@@ -232,6 +232,11 @@ class ConsolidationSettings(_Section):
     shutdown_timeout_seconds: float = Field(default=10.0, gt=0)
     retry_max_seconds: float = Field(default=30.0, gt=0)
 
+    @property
+    def alive_seconds(self) -> float:
+        """A daemon with a heartbeat this recent is alive (three missed beats are not)."""
+        return 3 * max(self.heartbeat_seconds, self.standby_poll_seconds)
+
 
 class EmbeddingSettings(_Section):
     dimension: int = Field(default=384, ge=1, le=16_000)
@@ -283,6 +288,13 @@ class McpSettings(_Section):
     allowed_origins: list[str] = Field(default_factory=list)
 
 
+class ServerSettings(McpSettings):
+    # `ethos serve --http`: token_env's token reads and writes; read_token_env names the
+    # variable of a token that only reads.
+    read_token_env: str = ""
+    read_only: bool = False  # no writes through the server, whatever the token
+
+
 class LoggingSettings(_Section):
     level: Literal["debug", "info", "warning", "error"] = "info"
     format: Literal["auto", "console", "json"] = "auto"
@@ -312,6 +324,7 @@ class Settings(BaseSettings):
     recovery: RecoverySettings = RecoverySettings()
     monitoring: MonitoringSettings = MonitoringSettings()
     logging: LoggingSettings = LoggingSettings()
+    server: ServerSettings = ServerSettings()
     policies: dict[str, PolicySettings] = Field(default_factory=dict)
     importance: ImportanceSettings = ImportanceSettings()
 
@@ -507,7 +520,8 @@ def _check_env_sections() -> None:
         if section not in sections:
             raise ConfigError(
                 f"environment variable {name}: unknown section {section!r}"
-                f" (sections: {', '.join(sorted(sections))})"
+                f" (sections: {', '.join(sorted(sections))}; a variable of your own, such as"
+                " a token, needs a name outside ETHOS_)"
             )
 
 

@@ -931,6 +931,55 @@ class Store:
             raise NotFoundError(f"no {spec.name} row with id {memory_id}")
         return row
 
+    # --- what the HTTP API and the dashboard list --------------------------------------
+
+    async def list_memories(
+        self, spec: TableSpec, agent: str | None, *, pruned: bool, limit: int, offset: int
+    ) -> list[Row]:
+        await self.check_table(spec)
+        return await self._fetch(
+            queries.build_list_memories_query(spec, pruned=pruned),
+            agent=agent, limit=limit, offset=offset,
+        )  # fmt: skip
+
+    async def agent_counts(self) -> list[Row]:
+        return await self._fetch(queries.AGENT_COUNTS)
+
+    async def pruned_by_reason(self, agent: str | None, since: datetime | None) -> list[Row]:
+        return await self._fetch(queries.PRUNED_BY_REASON, agent=agent, since=since)
+
+    async def recoveries_of(self, spec: TableSpec, memory_id: uuid.UUID) -> list[Row]:
+        return await self._fetch(queries.RECOVERIES_OF, table=spec.name, id=str(memory_id))
+
+    async def update_memory(
+        self,
+        spec: TableSpec,
+        memory_id: uuid.UUID,
+        *,
+        content: str | None,
+        metadata: str | None,
+        embedding: str | None,
+        now: datetime,
+    ) -> None:
+        """A live memory's text and metadata replaced (None: kept); one line if it is
+        pruned or unknown."""
+        await self.check_table(spec)
+        found = await self._fetchval(
+            queries.build_update_memory_query(spec), id=memory_id, content=content,
+            metadata=metadata, embedding=embedding, now=now,
+        )  # fmt: skip
+        if found is None:
+            if memory_id in await self.id_states(spec, [memory_id]):
+                raise InputError(f"{spec.name} {memory_id} is pruned: recover it first")
+            raise NotFoundError(f"no {spec.name} row with id {memory_id}")
+
+    async def forget_agent(self, spec: TableSpec, agent: str, now: datetime) -> int:
+        await self.check_table(spec)
+        count: int = await self._fetchval(
+            queries.build_forget_agent_query(spec), agent=agent, now=now
+        )
+        return count
+
     async def stats(self, agent: str | None) -> dict[str, list[dict[str, Any]]]:
         async with self._transaction() as tx:
             return {

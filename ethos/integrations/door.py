@@ -18,7 +18,7 @@ import hmac
 import ipaddress
 import json
 import os
-from collections.abc import Awaitable, Callable, MutableMapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,7 +34,10 @@ LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 
 @dataclass(frozen=True)
 class Door:
-    token: str | None
+    """Who gets in: the Host and Origin values accepted, and the tokens with what each
+    may do ("write", which reads too, or "read"); no tokens: anyone may write."""
+
+    tokens: tuple[tuple[str, str], ...] = field(repr=False)
     allowed_hosts: tuple[str, ...]
     allowed_origins: tuple[str, ...] = field(default=())
 
@@ -44,13 +47,26 @@ class Door:
     def origin_allowed(self, origin: str | None) -> bool:
         return origin is None or _matches(origin.lower(), self.allowed_origins)
 
-    def token_ok(self, authorization: str | None) -> bool:
-        if self.token is None:
-            return True
+    def access(self, authorization: str | None) -> str | None:
+        """What the request's bearer token may do, or None for no valid token. Every
+        token is compared, in constant time, so timing tells nothing of which matched."""
+        if not self.tokens:
+            return "write"
         scheme, _, given = (authorization or "").partition(" ")
-        return scheme.lower() == "bearer" and hmac.compare_digest(
-            given.strip().encode(), self.token.encode()
-        )
+        offered = given.strip().encode()
+        matched = [level for token, level in self.tokens
+                   if hmac.compare_digest(offered, token.encode())]  # fmt: skip
+        return matched[0] if scheme.lower() == "bearer" and matched else None
+
+    def refusal(self, headers: Mapping[str, str]) -> tuple[int, str] | None:
+        """(status, one line) for a request with these lower-cased headers, or None."""
+        if not self.host_allowed(headers.get("host")):
+            return 421, "this server does not answer for that Host"
+        if not self.origin_allowed(headers.get("origin")):
+            return 403, "requests from that Origin are not allowed"
+        if self.access(headers.get("authorization")) is None:
+            return 401, "a valid bearer token is required"
+        return None
 
 
 def _matches(value: str, allowed: Sequence[str]) -> bool:
@@ -72,38 +88,43 @@ def is_loopback(host: str) -> bool:
 def door_for(
     host: str,
     *,
-    token_env: str,
+    tokens: Mapping[str, str],
     allowed_hosts: Sequence[str],
     allowed_origins: Sequence[str],
     flag: str,
+    section: str,
 ) -> Door:
-    """The door of a server binding `host`, or ConfigError in one line."""
-    token = None
-    if token_env:
-        token = os.environ.get(token_env) or None
-        if token is None:
-            raise ConfigError(f"{flag}: the token variable {token_env} is not set or empty")
-    if token is None and not is_loopback(host):
+    """The door of a server binding `host`, or ConfigError in one line. `tokens` maps
+    the names of the variables holding tokens to what each token may do (an empty name
+    is no token); `section` is the settings section named in errors."""
+    held = []
+    for env, level in tokens.items():
+        if env:
+            token = os.environ.get(env) or None
+            if token is None:
+                raise ConfigError(f"{flag}: the token variable {env} is not set or empty")
+            held.append((token, level))
+    if not held and not is_loopback(host):
         raise ConfigError(
             f"{flag}: {host} is reachable from other machines: set a bearer token"
-            " ([mcp] token_env or --token-env NAME), or bind 127.0.0.1"
+            f" ([{section}] token_env or --token-env NAME), or bind 127.0.0.1"
         )
     wildcard = host in ("0.0.0.0", "::", "")
     if wildcard and not allowed_hosts:
         raise ConfigError(
-            f"{flag}: binding {host or 'every address'} needs [mcp] allowed_hosts, the names"
-            " clients reach this server by (Host headers are always checked)"
+            f"{flag}: binding {host or 'every address'} needs [{section}] allowed_hosts, the"
+            " names clients reach this server by (Host headers are always checked)"
         )
     bound = () if wildcard or is_loopback(host) else (_bracketed(host),)
     names = (*LOOPBACK_HOSTS, *bound)
     hosts = (*(f"{name}:*" for name in names), *names, *allowed_hosts)
+    # A page served by this server calls it from its own origin: every Host it answers.
     origins = (
-        *(f"{scheme}://{name}:*" for name in names for scheme in ("http", "https")),
-        *(f"{scheme}://{name}" for name in names for scheme in ("http", "https")),
+        *(f"{scheme}://{name}" for name in hosts for scheme in ("http", "https")),
         *allowed_origins,
     )
     return Door(
-        token,
+        tuple(held),
         tuple(h.lower() for h in hosts),
         tuple(o.lower() for o in origins),
     )
@@ -121,12 +142,9 @@ def guarded(app: App, door: Door) -> App:
         if scope["type"] not in ("http", "websocket"):
             return await app(scope, receive, send)
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        if not door.host_allowed(headers.get("host")):
-            return await _refuse(scope, send, 421, "this server does not answer for that Host")
-        if not door.origin_allowed(headers.get("origin")):
-            return await _refuse(scope, send, 403, "requests from that Origin are not allowed")
-        if not door.token_ok(headers.get("authorization")):
-            return await _refuse(scope, send, 401, "a valid bearer token is required")
+        refused = door.refusal(headers)
+        if refused is not None:
+            return await _refuse(scope, send, *refused)
         await app(scope, receive, send)
 
     return guard

@@ -23,10 +23,9 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
 
 from ethos.engine import Engine
-from ethos.errors import EthosError, InputError
-from ethos.inputs import parse_id
+from ethos.errors import EthosError
+from ethos.integrations import calls
 from ethos.integrations.door import Door, guarded
-from ethos.recovery import Selector
 from ethos.settings import Settings
 from ethos.tables import table_spec
 
@@ -81,7 +80,8 @@ def build_server(settings: Settings, *, agent: str | None = None) -> MCPServer[A
         }
         server.tool(description=inspect.getdoc(fn))(run)
 
-    for fn in (remember, recall, feedback, forget, recover, explain, stats):
+    for fn in (calls.remember, recall, calls.feedback, calls.forget, calls.recover,
+               calls.explain, calls.stats):  # fmt: skip
         tool(fn)
     return server
 
@@ -99,31 +99,6 @@ async def serve_http(server: MCPServer[Any], host: str, port: int, door: Door) -
     app = server.streamable_http_app(host=host, transport_security=security)
     config = uvicorn.Config(guarded(app, door), host=host, port=port, log_level="warning")
     await uvicorn.Server(config).serve()
-
-
-async def remember(
-    engine: Engine,
-    agent: str,
-    content: str,
-    kind: Literal["episode", "fact"] = "episode",
-    emotional_tone: float | None = None,
-    confidence: float | None = None,
-    importance: float | None = None,
-    policy: str | None = None,
-) -> dict[str, Any]:
-    """Store something worth remembering: an episode (what happened; emotional_tone
-    0..1 makes it last longer) or a fact (durable knowledge, with a confidence 0..1).
-    importance 0..1 or a named policy choose how long it lasts. Returns its id; a fact
-    the agent already holds is not stored twice (created is false, it is reinforced, and
-    `raised` names what the repeat gave it: a longer-lived policy, a higher importance)."""
-    fields = {"emotional_tone": emotional_tone, "confidence": confidence,
-              "importance": importance, "policy": policy}  # fmt: skip
-    added = await engine.add_detailed(
-        kind, agent_id=agent, content=content,
-        **{name: value for name, value in fields.items() if value is not None},
-    )  # fmt: skip
-    result = {"id": str(added.id), "kind": kind, "created": added.created}
-    return result if added.created else {**result, "raised": list(added.raised)}
 
 
 async def recall(
@@ -147,48 +122,6 @@ async def recall(
          "reinforced": reinforced}
         for h in hits
     ]  # fmt: skip
-
-
-async def feedback(
-    engine: Engine, agent: str, ids: list[str], verdict: Literal["useful", "wrong"]
-) -> dict[str, Any]:
-    """Say how recalled memories served: "useful" strengthens them (and links them to
-    each other), "wrong" weakens them (a fact also loses confidence) until they are
-    forgotten."""
-    for spec, found in (await engine.locate(ids, agent=agent)).items():
-        await engine.feedback(spec, found, verdict)
-    return {"ids": ids, "verdict": verdict}
-
-
-async def forget(engine: Engine, agent: str, ids: list[str]) -> dict[str, Any]:
-    """Forget memories on request (the user asks, or they are obsolete). Recoverable
-    with recover."""
-    for spec, found in (await engine.locate(ids, agent=agent)).items():
-        await engine.forget(spec, found, trigger="api")
-    return {"forgotten": ids}
-
-
-async def recover(engine: Engine, agent: str, ids: list[str]) -> dict[str, Any]:
-    """Bring forgotten (or faded) memories back, with their content and history."""
-    recovered: list[str] = []
-    for spec, found in (await engine.locate(ids, agent=agent)).items():
-        report = await engine.recover(spec, Selector(ids=tuple(found)), command="mcp")
-        recovered += [str(row["id"]) for row in report.rows]
-    missing = sorted({str(parse_id(i)) for i in ids} - set(recovered))
-    if missing:  # live already: nothing to bring back
-        raise InputError(f"not forgotten: {', '.join(missing)}")
-    return {"recovered": recovered}
-
-
-async def explain(engine: Engine, agent: str, id: str) -> dict[str, Any]:
-    """Why a memory has its salience now, and when it will be forgotten if not used."""
-    [(spec, [memory_id])] = (await engine.locate([id], agent=agent)).items()
-    return await engine.explain(spec, memory_id)
-
-
-async def stats(engine: Engine, agent: str) -> dict[str, Any]:
-    """How many memories the agent has, live and forgotten, per kind."""
-    return await engine.stats(agent)
 
 
 def _kind(table: str) -> str:

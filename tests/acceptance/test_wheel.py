@@ -18,7 +18,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 ROOT = Path(__file__).resolve().parents[2]
-EXTRAS = "mcp,langgraph,metrics,plot"
+EXTRAS = "mcp,langgraph,metrics,plot,server"
 
 
 def run(*args: str | Path, env: dict[str, str] | None = None, cwd: Path | None = None) -> str:
@@ -61,7 +61,7 @@ def data_dir() -> Iterator[Path]:
     shutil.rmtree(data, ignore_errors=True)
 
 
-async def test_the_installed_wheel_runs_migrates_serves_mcp_and_imports_langgraph(
+async def test_the_installed_wheel_runs_migrates_serves_mcp_and_ships_langgraph_and_the_dashboard(
     installed: Path, data_dir: Path
 ) -> None:
     data = data_dir
@@ -84,6 +84,9 @@ async def test_the_installed_wheel_runs_migrates_serves_mcp_and_imports_langgrap
             env=env,
             cwd=data,  # not the source tree, which `python -c` would import from
         )
+        files = "from ethos.integrations.http import DASHBOARD; print(*sorted(DASHBOARD.iterdir()))"
+        shipped = run(installed / "python", "-c", files, env=env, cwd=data).split()
+        assert [Path(f).name for f in shipped] == ["app.js", "index.html", "style.css"]
         where = run(
             installed / "python", "-c", "import ethos; print(ethos.__file__)", env=env, cwd=data
         )

@@ -3,13 +3,10 @@
 
 from __future__ import annotations
 
-import asyncio
+import contextlib
 import json
 import os
-import socket
 import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +18,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from tests.acceptance.test_cli import one_line_error
 from tests.conftest import Cli
+from tests.servers import TOKEN, free_port, serving
 
 ETHOS = str(Path(sys.executable).parent / "ethos")
 
@@ -85,38 +83,11 @@ async def test_a_client_over_stdio_remembers_recalls_and_reinforces(
     assert fact["retrieval_count"] == 2  # the duplicate remember, and the recall
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-@asynccontextmanager
-async def http_server(
+def http_server(
     database_url: str, *args: str, env: dict[str, str] | None = None
-) -> AsyncIterator[int]:
-    """`ethos mcp --http 127.0.0.1:PORT *args` until the block ends: its port."""
-    port = free_port()
-    env = {**os.environ, "ETHOS_DATABASE__URL": database_url, "ETHOS_LOGGING__FORMAT": "json",
-           **(env or {})}  # fmt: skip
-    server = await asyncio.create_subprocess_exec(
-        ETHOS, "mcp", "--http", f"127.0.0.1:{port}", *args, env=env,
-        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
-        for _ in range(200):  # until it listens
-            try:
-                _, writer = await asyncio.open_connection("127.0.0.1", port)
-                writer.close()
-                await writer.wait_closed()
-                break
-            except OSError:
-                await asyncio.sleep(0.1)
-        yield port
-    finally:
-        server.terminate()
-        await server.wait()
+) -> contextlib.AbstractAsyncContextManager[int]:
+    """`ethos mcp --http 127.0.0.1:PORT args...` running; yields the port once it listens."""
+    return serving("mcp", database_url, "127.0.0.1", *args, env=env)
 
 
 async def test_over_http_each_tool_takes_the_agent(database_url: str) -> None:
@@ -146,7 +117,7 @@ def test_a_reachable_bind_without_a_token_is_refused(database_url: str, cli: Cli
 
 
 async def test_over_http_the_door_wants_the_token_and_our_own_host(database_url: str) -> None:
-    token = "s3cret-token-for-the-test"
+    token = TOKEN
     async with http_server(database_url, "--token-env", "MCP_T", env={"MCP_T": token}) as port:
         url = f"http://127.0.0.1:{port}/mcp"
         hello = {"jsonrpc": "2.0", "id": 1, "method": "ping"}

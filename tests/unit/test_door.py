@@ -12,16 +12,17 @@ from ethos.integrations.door import Door, door_for, guarded
 
 
 def door(host: str, token: str | None = "t0ken-t0ken", **lists: list[str]) -> Door:
-    env = "ETHOS_TEST_DOOR_TOKEN"
+    env = "MEMORY_TEST_DOOR_TOKEN"
     with pytest.MonkeyPatch.context() as mp:
         if token is not None:
             mp.setenv(env, token)
         return door_for(
             host,
-            token_env=env if token is not None else "",
+            tokens={env if token is not None else "": "write"},
             allowed_hosts=lists.get("hosts", []),
             allowed_origins=lists.get("origins", []),
             flag="--http",
+            section="mcp",
         )
 
 

@@ -1,0 +1,68 @@
+"""mem0's own client, the mem0ai package's MemoryClient, pointed at `ethos serve` on
+127.0.0.1 with `host=`: it pings, adds, lists, searches, reads, updates, gets history
+and deletes through ethos, unchanged (its API key is ethos's token)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import pytest
+
+from tests.servers import TOKEN, serving
+
+# Read by mem0 when it is imported (in the test): no telemetry, no ~/.mem0.
+os.environ.setdefault("MEM0_TELEMETRY", "False")
+
+
+async def test_mem0_memory_client_through_ethos(
+    database_url: str, conn: asyncpg.Connection, tmp_path: Path
+) -> None:
+    os.environ.setdefault("MEM0_DIR", str(tmp_path))
+    from mem0 import MemoryClient
+    from mem0.exceptions import MemoryError as Mem0Error
+
+    env = {"MEMORY_TOKEN": TOKEN}
+    args = ("--token-env", "MEMORY_TOKEN")
+    async with serving("serve", database_url, "127.0.0.1", *args, env=env) as port:
+        client = MemoryClient(api_key=TOKEN, host=f"http://127.0.0.1:{port}")  # pings
+        try:
+            through(client, Mem0Error)
+        finally:
+            client.client.close()  # the client leaves its connections open
+
+    # Deleted through mem0's client, forgotten in ethos: every row still there, recoverable.
+    rows = await conn.fetch("SELECT pruned, prune_reason FROM semantic_facts")
+    assert [tuple(r) for r in rows] == [(True, "manual"), (True, "manual")]
+
+
+def through(client: Any, Mem0Error: type[Exception]) -> None:
+    """Every call a mem0 user makes, through ethos."""
+    said = [{"role": "user", "content": "I am vegetarian and allergic to nuts"}]
+    added: dict[str, Any] = client.add(said, user_id="frank", metadata={"diet": True})
+    [memory] = added["results"]
+    assert memory["event"] == "ADD"
+    client.add("Frank's sister lives in Lyon", user_id="frank")
+
+    found = client.search("is he vegetarian", filters={"user_id": "frank"})
+    assert found["results"][0]["id"] == memory["id"]
+    assert found["results"][0]["metadata"] == {"diet": True}
+    listed = client.get_all(filters={"user_id": "frank"})
+    assert {m["memory"] for m in listed["results"]} == {
+        "I am vegetarian and allergic to nuts", "Frank's sister lives in Lyon"
+    }  # fmt: skip
+    one = client.get(memory["id"])
+    assert one["user_id"] == "frank" and one["ethos"]["prunes_at"] is not None
+
+    client.update(memory["id"], text="I am vegan and allergic to nuts")
+    assert client.get(memory["id"])["memory"] == "I am vegan and allergic to nuts"
+    assert [h["event"] for h in client.history(memory["id"])] == ["ADD", "UPDATE"]
+
+    client.delete(memory["id"])
+    assert [h["event"] for h in client.history(memory["id"])][-1] == "DELETE"
+    client.delete_all(user_id="frank")
+    assert client.get_all(filters={"user_id": "frank"})["results"] == []
+    with pytest.raises(Mem0Error, match="bad id 'nope': expected a UUID"):
+        client.get("nope")

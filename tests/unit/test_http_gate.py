@@ -1,0 +1,58 @@
+"""The HTTP server's gate and mem0's owners, pure: who may read or write, and which
+ethos agent a mem0 request names."""
+
+from __future__ import annotations
+
+import pytest
+
+from ethos.errors import InputError
+from ethos.integrations.http import Gate, owners
+from ethos.settings import Settings
+
+HOST = {"host": "127.0.0.1:8750"}
+REFUSED = {
+    401: "a valid bearer token is required",
+    403: "requests from that Origin are not allowed",
+    421: "this server does not answer for that Host",
+}
+
+
+def gate(monkeypatch: pytest.MonkeyPatch, **server: object) -> Gate:
+    monkeypatch.setenv("T_WRITE", "writer-token")
+    monkeypatch.setenv("T_READ", "reader-token")
+    settings = Settings.model_validate({"server": {"read_token_env": "T_READ", **server}})
+    return Gate.for_bind(settings, "127.0.0.1", "T_WRITE")
+
+
+def bearer(token: str) -> dict[str, str]:
+    return HOST | {"authorization": f"Bearer {token}"}
+
+
+def test_each_token_opens_its_own_door(monkeypatch: pytest.MonkeyPatch) -> None:
+    g = gate(monkeypatch)
+    assert g.admit(bearer("writer-token"), "/memories") == ("write", None)
+    assert g.admit(bearer("reader-token"), "/memories") == ("read", None)
+    assert g.admit(bearer("guess"), "/memories") == (None, (401, REFUSED[401]))
+    assert g.admit(HOST, "/static/app.js") == ("none", None)  # the dashboard's files
+    assert g.admit(HOST, "/") == ("none", None)
+    assert g.admit({"host": "evil.example:8750"}, "/")[1] == (421, REFUSED[421])
+    foreign = bearer("writer-token") | {"origin": "http://evil.example"}
+    assert g.admit(foreign, "/memories")[1] == (403, REFUSED[403])
+    own = bearer("writer-token") | {"origin": "http://127.0.0.1:8750"}
+    assert g.admit(own, "/memories") == ("write", None)
+
+
+def test_read_only_turns_every_door_into_a_reader(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert gate(monkeypatch, read_only=True).admit(bearer("writer-token"), "/x") == ("read", None)
+
+
+def test_owners_the_first_identifier_names_the_agent() -> None:
+    assert owners({"agent_id": "bot", "user_id": "alice"}) == (
+        "alice", {"user_id": "alice", "agent_id": "bot"}
+    )  # fmt: skip
+    given = {"filters": {"AND": [{"run_id": "r1"}, {"agent_id": "bot"}]}}
+    assert owners(given) == ("bot", {"run_id": "r1", "agent_id": "bot"})
+    with pytest.raises(InputError, match="filter 'OR' is not supported"):
+        owners({"filters": {"OR": [{"user_id": "a"}]}})
+    with pytest.raises(InputError, match="give user_id, agent_id or run_id"):
+        owners({"user_id": ""})
