@@ -24,6 +24,7 @@ from ethos.errors import EthosError, InputError, NotFoundError
 from ethos.inputs import host_port, parse_id, parse_time
 from ethos.recovery import Selector
 from ethos.retrieval import Hit
+from ethos.roles import parse_agent_role
 from ethos.settings import Settings, load_settings
 from ethos.signals import on_stop
 from ethos.sweep import Mode
@@ -514,6 +515,17 @@ async def cmd_erase(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+async def cmd_roles(args: argparse.Namespace, settings: Settings) -> int:
+    agents = [parse_agent_role(value) for value in args.agent_role]
+    async with Engine(settings) as engine:
+        statements = await engine.make_roles(args.app, args.eraser, agents, dry_run=args.dry_run)
+    text = ";\n".join(statements) + ";"
+    if not args.dry_run:
+        text += f"\n-- {len(statements)} statements applied"
+    emit(args, {"statements": statements, "applied": not args.dry_run}, text)
+    return 0
+
+
 async def cmd_curve(args: argparse.Namespace, settings: Settings) -> int:
     policies = list(settings.policy_table.values())
     if args.plot:
@@ -745,6 +757,15 @@ def build_parser() -> argparse.ArgumentParser:
     confirm = p.add_mutually_exclusive_group(required=True)
     confirm.add_argument("--yes", action="store_true", help="really delete")
     confirm.add_argument("--dry-run", action="store_true", help="count what would go")
+
+    p = command("roles", cmd_roles, "make the database roles ethos runs as (run as the owner)")
+    p.add_argument("--app", required=True, help="daemons, search, CLI: all but hard deletes")
+    p.add_argument("--eraser", required=True, help="the app's rights and purge, erase")
+    p.add_argument(
+        "--agent-role", action="append", default=[], metavar="ROLE=AGENT",
+        help="repeatable: a role that sees only AGENT's rows (turns row-level security on)",
+    )  # fmt: skip
+    p.add_argument("--dry-run", action="store_true", help="print the statements, change nothing")
 
     p = command("curve", cmd_curve, "time to prune by retrievals and emotion, under these settings")
     p.add_argument("--plot", metavar="FILE.png")

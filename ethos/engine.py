@@ -29,6 +29,7 @@ from ethos.ltp import LtpBuffer
 from ethos.policies import Policy
 from ethos.recovery import RecoveryReport, Selector, recover
 from ethos.retrieval import Hit, recall, search
+from ethos.roles import Roles
 from ethos.settings import Settings, load_settings
 from ethos.store import Row, Store
 from ethos.sweep import MODES, Mode, Progress, SweepReport, run_sweep
@@ -632,6 +633,20 @@ class Engine:
             trigger=trigger,
         )  # fmt: skip
 
+    async def make_roles(
+        self,
+        app: str,
+        eraser: str,
+        agents: Iterable[tuple[str, str]] = (),
+        *,
+        dry_run: bool = False,
+    ) -> list[str]:
+        """Create or update the app, eraser and agent roles (ethos.roles) with exactly
+        their rights; run as the schema's owner. The statements (a dry run changes
+        nothing)."""
+        roles = Roles(app, eraser, tuple(agents))
+        return await self.store.make_roles(roles, dry_run=dry_run)
+
     async def status(self, alive_seconds: float) -> dict[str, Any]:
         """Daemons with a heartbeat in the last alive_seconds, who holds the sweep lock,
         the last sweep; and this engine's own LTP counters."""
@@ -768,13 +783,21 @@ class Engine:
     async def history(
         self, table: str | TableSpec, memory_id: str | uuid.UUID
     ) -> list[dict[str, Any]]:
-        """What happened to a memory, oldest first: added, updated (ethos keeps the
-        current text only), recovered by id, pruned (with the reason)."""
+        """What happened to a memory, oldest first: added (with its first text), updated
+        (each replaced text with the one before it, `old`; a change of metadata only
+        without), recovered by id, pruned (with the reason)."""
         spec = table_spec(table)
         row = await self.store.fetch(spec, parse_id(memory_id))
-        events: list[dict[str, Any]] = [{"event": "add", "at": row["created_at"]}]
-        if row["updated_at"] is not None:
-            events.append({"event": "update", "at": row["updated_at"]})
+        revisions = await self.store.revisions_of(spec, row["id"])
+        texts = [r["content"] for r in revisions] + [row["content"]]
+        events: list[dict[str, Any]] = [
+            {"event": "add", "at": row["created_at"], "content": texts[0]}
+        ]
+        for i, revision in enumerate(revisions):
+            events.append({"event": "update", "at": revision["revised_at"],
+                           "old": texts[i], "content": texts[i + 1]})  # fmt: skip
+        if not revisions and row["updated_at"] is not None:
+            events.append({"event": "update", "at": row["updated_at"], "content": texts[0]})
         for recovery in await self.store.recoveries_of(spec, row["id"]):
             events.append({"event": "recover", "at": recovery["recovered_as_of"],
                            "command": recovery["command"]})  # fmt: skip

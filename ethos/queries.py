@@ -71,7 +71,17 @@ def create_database(name: str) -> Query:
 TABLE_COLUMNS = sql(
     "SELECT column_name::text FROM information_schema.columns"
     " WHERE table_schema = current_schema() AND table_name = %(table)s"
+    " ORDER BY ordinal_position"
 )
+CURRENT_DATABASE = sql("SELECT current_database()::text")
+EXISTING_ROLES = sql("SELECT rolname::text FROM pg_roles WHERE rolname = ANY (%(names)s::text[])")
+
+# `ethos roles`: which agents each agent role speaks for (row-level security reads it).
+SET_AGENT_ROLES = sql("""
+WITH cleared AS (DELETE FROM ethos_agent_roles)
+INSERT INTO ethos_agent_roles (role_name, agent_id)
+SELECT * FROM unnest(%(roles)s::text[], %(agents)s::text[])
+""")
 
 NIL_ID = "00000000-0000-0000-0000-000000000000"
 
@@ -2047,6 +2057,12 @@ GROUP BY table_name, prune_reason ORDER BY table_name, prune_reason
 """)
 
 # The recoveries that named memory %(id)s of %(table)s.
+# A memory's earlier texts, oldest first (migration 0022 keeps them).
+REVISIONS_OF = sql("""
+SELECT content, revised_at FROM memory_revisions
+WHERE table_name = %(table)s AND memory_id = %(id)s
+ORDER BY revised_at, id
+""")
 RECOVERIES_OF = sql("""
 SELECT recovered_as_of, command, strength FROM recoveries
 WHERE table_name = %(table)s AND selector -> 'ids' ? %(id)s::text

@@ -270,6 +270,23 @@ def build_metadata(dimension: int) -> MetaData:
         Column("owner", Text),
     )
     Table(
+        "memory_revisions",
+        metadata,
+        Column("id", BigInteger, primary_key=True, autoincrement=False),
+        Column("table_name", Text, nullable=False),
+        Column("memory_id", UUID(as_uuid=True), nullable=False),
+        Column("agent_id", Text, nullable=False),
+        Column("content", Text, nullable=False),
+        Column("revised_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),
+        Column("revised_by", Text, nullable=False, server_default=text("CURRENT_USER")),
+    )
+    Table(
+        "ethos_agent_roles",
+        metadata,
+        Column("role_name", Text, primary_key=True),
+        Column("agent_id", Text, primary_key=True),
+    )
+    Table(
         "retrieval_dead_letters",
         metadata,
         Column("id", BigInteger, primary_key=True, autoincrement=False),

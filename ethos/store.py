@@ -26,6 +26,7 @@ from ethos.inputs import MemoryInput, vector_literal
 from ethos.logs import redact
 from ethos.policies import Policy, sql_row
 from ethos.queries import Query
+from ethos.roles import Roles, plan
 from ethos.settings import Settings
 from ethos.tables import MEMORY_TABLES, TableSpec
 
@@ -257,6 +258,30 @@ class Store:
                 " migration 0007)"
             )
         self._checked.add(spec.name)
+
+    async def make_roles(self, roles: Roles, *, dry_run: bool) -> list[str]:
+        """Give the roles exactly their rights (ethos.roles), in one transaction; the
+        statements, which a dry run only returns."""
+        columns = {
+            spec.name: [r["column_name"] for r in await self._fetch(queries.TABLE_COLUMNS,
+                                                                    table=spec.name)]
+            for spec in MEMORY_TABLES
+        }  # fmt: skip
+        names = [roles.app, roles.eraser, roles.agents_group, *roles.agent_roles]
+        existing = {r["rolname"] for r in await self._fetch(queries.EXISTING_ROLES, names=names)}
+        database = await self._fetchval(queries.CURRENT_DATABASE)
+        statements = plan(roles, database, columns, existing)
+        if dry_run:
+            return statements
+        async with self._transaction() as tx:
+            for statement in statements:
+                await tx.execute_literal(statement)
+            await tx.fetch(
+                queries.SET_AGENT_ROLES,
+                roles=[role for role, _ in roles.agents],
+                agents=[agent for _, agent in roles.agents],
+            )
+        return statements
 
     # --- memories ---------------------------------------------------------------------
 
@@ -642,7 +667,7 @@ class Store:
         """Build the HNSW index with database.index_build_memory of maintenance_work_mem."""
         memory = self.settings.database.index_build_memory
         async with self._transaction() as tx:
-            await tx.execute_setting(queries.INDEX_BUILD_MEMORY.format(memory=memory))
+            await tx.execute_literal(queries.INDEX_BUILD_MEMORY.format(memory=memory))
             await tx.fetchval(queries.BUILD_VECTOR_INDEX)
 
     # --- the daemon -------------------------------------------------------------------
@@ -748,7 +773,7 @@ class Store:
     ) -> list[Row]:
         """The next `limit` vectors after `after`, each with its near duplicates."""
         async with self._transaction() as tx:
-            await tx.execute_setting(queries.NEAR_DUPLICATE_SEARCH_SETTINGS)
+            await tx.execute_literal(queries.NEAR_DUPLICATE_SEARCH_SETTINGS)
             return await tx.fetch(
                 queries.NEAR_DUPLICATES, agent=agent, after=after, limit=limit,
                 threshold=threshold,
@@ -948,6 +973,9 @@ class Store:
     async def pruned_by_reason(self, agent: str | None, since: datetime | None) -> list[Row]:
         return await self._fetch(queries.PRUNED_BY_REASON, agent=agent, since=since)
 
+    async def revisions_of(self, spec: TableSpec, memory_id: uuid.UUID) -> list[Row]:
+        return await self._fetch(queries.REVISIONS_OF, table=spec.name, id=memory_id)
+
     async def recoveries_of(self, spec: TableSpec, memory_id: uuid.UUID) -> list[Row]:
         return await self._fetch(queries.RECOVERIES_OF, table=spec.name, id=str(memory_id))
 
@@ -1058,8 +1086,9 @@ class _Transaction:
         row: Row | None = await self._conn.fetchrow(query.text, *query.args(values))
         return row
 
-    async def execute_setting(self, statement: str) -> None:
-        """A SET with a validated value written into the text (SET takes no binds)."""
+    async def execute_literal(self, statement: str) -> None:
+        """A SET or GRANT with validated names and values written into the text (neither
+        takes binds)."""
         await self._conn.execute(statement)
 
 

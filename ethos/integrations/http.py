@@ -512,16 +512,17 @@ def _mem0_routes(app: FastAPI) -> None:
                 "ethos": {"forgotten": report.counts, "recoverable": True}}  # fmt: skip
 
     async def history(memory_id: str, engine: EngineDep) -> list[dict[str, Any]]:
-        """What happened to it, oldest first. ethos keeps the current text only: an
-        UPDATE's old_memory is null; RECOVER is ethos's own event."""
+        """What happened to it, oldest first: each UPDATE with the text it replaced
+        (old_memory); RECOVER is ethos's own event."""
         memory = await engine.memory(memory_id)
         events = await engine.history(memory["table"], memory_id)
+        mem0 = ("event", "at", "old", "content")
         return [
-            {"id": f"{memory['id']}:{i}", "memory_id": memory["id"], "old_memory": None,
-             "new_memory": memory["content"] if e["event"] in ("add", "update") else None,
+            {"id": f"{memory['id']}:{i}", "memory_id": memory["id"], "old_memory": e.get("old"),
+             "new_memory": e.get("content"),
              "event": HISTORY_EVENTS[e["event"]], "created_at": e["at"].isoformat(),
              "updated_at": None, "is_deleted": e["event"] == "prune", "actor_id": None,
-             "role": None, "ethos": {k: v for k, v in e.items() if k not in ("event", "at")}}
+             "role": None, "ethos": {k: v for k, v in e.items() if k not in mem0}}
             for i, e in enumerate(events)
         ]  # fmt: skip
 

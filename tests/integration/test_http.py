@@ -95,9 +95,11 @@ async def test_mem0_shapes_add_list_search_update_history_delete(
     history = ok(await http.get(f"/memories/{noted}/history"))
     assert [h["event"] for h in history] == ["ADD", "DELETE"]
     assert history[1]["is_deleted"] and history[1]["ethos"] == {"reason": "manual"}
-    assert [h["event"] for h in ok(await http.get(f"/memories/{tea}/history"))] == [
-        "ADD", "UPDATE"
-    ]  # fmt: skip
+    changes = ok(await http.get(f"/memories/{tea}/history"))
+    assert [(h["event"], h["old_memory"], h["new_memory"]) for h in changes] == [
+        ("ADD", None, "Alice drinks green tea every morning"),
+        ("UPDATE", "Alice drinks green tea every morning", "Alice drinks jasmine tea"),
+    ]  # the text it replaced is kept (memory_revisions)
     forgotten = ok(await http.get("/memories", params={"user_id": "alice", "pruned": True}))
     assert [m["id"] for m in forgotten["results"]] == [noted]
 

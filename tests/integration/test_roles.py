@@ -1,97 +1,341 @@
-"""The least-privilege role in runbooks/operations.md is enough to run ethos."""
+"""The roles `ethos roles` makes, each operation tried as each role: the app runs
+everything but hard deletes and cannot rewrite identity or audit; the eraser adds purge
+and erase; an agent role, under row-level security, sees and changes only its agent's
+rows, even in hand-written SQL. One test per cell of the table."""
 
 from __future__ import annotations
 
 import json
-import re
-from datetime import datetime, timedelta
-from pathlib import Path
+import os
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from itertools import count
 
 import asyncpg
 import pytest
 
 from ethos.engine import Engine
-from ethos.errors import DatabaseError
+from ethos.errors import DatabaseError, EthosError
 from ethos.recovery import Selector
 from ethos.settings import DatabaseSettings, Settings
+from tests.acceptance.test_cli import one_line_error
+from tests.conftest import TEMPLATE, Cli, database_uri
 
-RUNBOOK = Path(__file__).resolve().parents[2] / "runbooks" / "operations.md"
-
-
-def role_sql() -> str:
-    section = RUNBOOK.read_text().split("## A least-privilege role", 1)[1]
-    match = re.search(r"```sql\n(.*?)```", section, re.S)
-    assert match is not None
-    return match.group(1)
+APP, ERASER, AGENT = "app", "eraser", "agent"
+_unique = count()
 
 
-async def test_the_documented_grants_run_ethos(
-    database_url: str, conn: asyncpg.Connection, t0: datetime
-) -> None:
-    name = await conn.fetchval("SELECT current_database()")
-    # Roles are cluster-wide: the runbook's names, made unique to this database.
-    sql = role_sql()
-    for role in ("app", "owner", "eraser"):
-        sql = sql.replace(f"ethos_{role}", f"{name}_{role}")
-    await conn.execute(sql.replace("DATABASE ethos", f"DATABASE {name}"))
-    app_url = database_url.replace("postgresql://postgres:", f"postgresql://{name}_app:", 1)
+class Refused(Exception):
+    """The operation did not happen: a permission error, or rows it could not see."""
+
+
+@dataclass(frozen=True)
+class House:
+    """A database with the three roles made by `Engine.make_roles` as its owner; the
+    agent role speaks for agent "a" (and "b" exists beside it)."""
+
+    owner_url: str
+    names: dict[str, str]  # APP/ERASER/AGENT -> role name
+
+    def url(self, role: str) -> str:
+        return self.owner_url.replace(
+            "postgresql://postgres", f"postgresql://{self.names[role]}", 1
+        )
+
+    def settings(self, role: str) -> Settings:
+        return Settings(database=DatabaseSettings(url=self.url(role)))
+
+
+@pytest.fixture(scope="module")
+async def house(admin_uri: str, template_uri: str) -> AsyncIterator[House]:
+    name = f"roles_{os.getpid()}"
+    names = {APP: f"{name}_app", ERASER: f"{name}_eraser", AGENT: f"{name}_agent_a"}
+    admin = await asyncpg.connect(admin_uri)
+    await admin.execute(f'CREATE DATABASE "{name}" TEMPLATE {TEMPLATE}')
+    house = House(database_uri(admin_uri, name), names)
     try:
-        async with Engine(Settings(database=DatabaseSettings(url=app_url))) as engine:
-            memory = await engine.add("episode", agent_id="a", content="x", created_at=t0)
-            await engine.record_retrieval("episode", [memory], now=t0 + timedelta(days=1))
-            await engine.ltp.drain(5)
-            assert engine.ltp.stats.applied == 1
-            await engine.sweep(now=t0 + timedelta(days=400))
-            report = await engine.recover("episode", Selector(ids=(memory,)))
-            assert len(report.rows) == 1
-            await engine.store.heartbeat(
-                "d", host="h", pid=1, role="leader", next_sweep_due=None, ltp_backlog=0,
-                ltp_dropped=0,
-            )  # fmt: skip
-            assert (await engine.stats())["counts"] == [
-                {"table_name": "episodic_traces", "live": 1, "pruned": 0, "pinned": 0}
-            ]
-            await engine.store.forget_ltp_flushes()
-            # retrievals from plain SQL, queued and drained as the app role
-            app = await asyncpg.connect(app_url)
-            try:
-                await app.fetchval(
-                    "SELECT ethos_record_retrieval('episode', ARRAY[$1::uuid])", memory
-                )
-            finally:
-                await app.close()
-            assert await engine.ltp.drain_queue()
-            assert await conn.fetchval("SELECT count(*) FROM retrieval_queue") == 0
-            await engine.consolidate()
-            await engine.forget("episode", [memory])
-            with pytest.raises(DatabaseError, match="permission denied"):
-                await engine.purge(await engine.now())
-            await engine.assign_policy("a", "long_term")
-            with pytest.raises(DatabaseError, match="erase needs DELETE on memory_vectors, epi"):
-                await engine.erase("a", dry_run=False)
-        # A refused erase deleted nothing, and its audit row says so.
-        assert await conn.fetchval("SELECT count(*) FROM episodic_traces") == 1
-        assert await conn.fetchval("SELECT count(*) FROM agent_policies") == 1
-        run = await conn.fetchrow(
+        async with Engine(Settings(database=DatabaseSettings(url=house.owner_url))) as owner:
+            await owner.make_roles(names[APP], names[ERASER], [(names[AGENT], "a")])
+        yield house
+    finally:
+        await admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+        for role in (names[AGENT], f"{names[APP]}_agents", names[ERASER], names[APP]):
+            await admin.execute(f"DROP ROLE IF EXISTS {role}")
+        await admin.close()
+
+
+async def owner_adds(house: House, agent: str, *, pruned: bool = False) -> str:
+    """A new episode of `agent` written by the owner: its id."""
+    async with Engine(Settings(database=DatabaseSettings(url=house.owner_url))) as owner:
+        memory = await owner.add("episode", agent_id=agent, content=f"note {next(_unique)}")
+        if pruned:
+            await owner.forget("episode", [memory])
+    return str(memory)
+
+
+async def as_sql(house: House, role: str, statement: str, *args: object) -> object:
+    conn = await asyncpg.connect(house.url(role))
+    try:
+        return await conn.fetchval(statement, *args)
+    except asyncpg.InsufficientPrivilegeError as exc:
+        raise Refused(str(exc)) from exc
+    finally:
+        await conn.close()
+
+
+async def as_engine(house: House, role: str, use: Callable[[Engine], Awaitable[object]]) -> None:
+    try:
+        async with Engine(house.settings(role)) as engine:
+            await use(engine)
+    except (DatabaseError, EthosError) as exc:
+        if "permission denied" not in str(exc) and "needs DELETE" not in str(exc):
+            raise
+        raise Refused(str(exc)) from exc
+
+
+# --- the operations ----------------------------------------------------------------------
+Operation = Callable[[House, str], Awaitable[None]]
+
+
+async def add(house: House, role: str) -> None:
+    await as_engine(house, role, lambda e: e.add("fact", agent_id="a", content="tea at five"))
+
+
+async def recall(house: House, role: str) -> None:
+    await owner_adds(house, "a")
+    await as_engine(house, role, lambda e: e.recall("a", "note"))
+
+
+async def reinforce(house: House, role: str) -> None:
+    memory = await owner_adds(house, "a")
+
+    async def use(engine: Engine) -> None:
+        await engine.record_retrieval("episode", [memory])
+        await engine.ltp.drain(5)
+        assert engine.ltp.stats.applied == 1
+
+    await as_engine(house, role, use)
+
+
+async def sweep(house: House, role: str) -> None:
+    await owner_adds(house, "a")
+    await as_engine(house, role, lambda e: e.sweep(now=datetime.now(UTC) + timedelta(days=400)))
+
+
+async def consolidate(house: House, role: str) -> None:
+    await as_engine(house, role, lambda e: e.consolidate(agent="a"))
+
+
+async def feedback(house: House, role: str) -> None:
+    memory = await owner_adds(house, "a")
+    await as_engine(house, role, lambda e: e.feedback("episode", [memory], "useful"))
+
+
+async def forget(house: House, role: str) -> None:
+    memory = await owner_adds(house, "a")
+    await as_engine(house, role, lambda e: e.forget("episode", [memory]))
+
+
+async def recover(house: House, role: str) -> None:
+    memory = await owner_adds(house, "a", pruned=True)
+    await as_engine(house, role, lambda e: e.recover("episode", Selector(ids=(uuid.UUID(memory),))))
+
+
+async def drain_sql_retrievals(house: House, role: str) -> None:
+    memory = await owner_adds(house, "a")
+    await as_sql(house, APP, "SELECT ethos_record_retrieval('episode', ARRAY[$1::uuid])", memory)
+
+    async def use(engine: Engine) -> None:
+        assert await engine.ltp.drain_queue()
+
+    await as_engine(house, role, use)
+
+
+async def purge(house: House, role: str) -> None:
+    await owner_adds(house, "purged", pruned=True)
+    await as_engine(house, role, lambda e: e.purge(datetime.now(UTC), agent="purged"))
+
+
+async def erase(house: House, role: str) -> None:
+    agent = f"erased{next(_unique)}"
+    await owner_adds(house, agent)
+    await as_engine(house, role, lambda e: e.erase(agent, dry_run=False))
+
+
+async def read_own_rows(house: House, role: str) -> None:
+    memory = await owner_adds(house, "a")
+    seen = await as_sql(house, role, "SELECT count(*) FROM episodic_traces WHERE id = $1", memory)
+    if seen != 1:
+        raise Refused("not visible")
+
+
+async def read_another_agents_rows(house: House, role: str) -> None:
+    memory = await owner_adds(house, "b")
+    seen = await as_sql(house, role, "SELECT count(*) FROM episodic_traces WHERE id = $1", memory)
+    if seen != 1:
+        raise Refused("not visible")
+
+
+async def insert_own(house: House, role: str) -> None:
+    await as_sql(house, role, "INSERT INTO semantic_facts (agent_id, content) VALUES ('a', 'x')")
+
+
+async def insert_for_another_agent(house: House, role: str) -> None:
+    await as_sql(house, role, "INSERT INTO semantic_facts (agent_id, content) VALUES ('b', 'x')")
+
+
+UPDATE_SALIENCE = """
+WITH changed AS (UPDATE episodic_traces SET salience = 0.5 WHERE id = $1 RETURNING 1)
+SELECT count(*) FROM changed"""
+
+
+async def update_own(house: House, role: str) -> None:
+    if await as_sql(house, role, UPDATE_SALIENCE, await owner_adds(house, "a")) != 1:
+        raise Refused("no row changed")
+
+
+async def update_another_agents(house: House, role: str) -> None:
+    if await as_sql(house, role, UPDATE_SALIENCE, await owner_adds(house, "b")) != 1:
+        raise Refused("no row changed")
+
+
+async def change_agent_or_creation(house: House, role: str) -> None:
+    memory = await owner_adds(house, "a")
+    for change in ("agent_id = 'a'", "created_at = now()"):
+        await as_sql(house, role, f"UPDATE episodic_traces SET {change} WHERE id = $1", memory)
+
+
+async def replace_text_keeping_the_old(house: House, role: str) -> None:
+    memory = await owner_adds(house, "a")
+    await as_sql(house, role, "UPDATE episodic_traces SET content = 'new' WHERE id = $1", memory)
+    kept = await as_sql(
+        house, APP, "SELECT content FROM memory_revisions WHERE memory_id = $1", memory
+    )
+    assert isinstance(kept, str) and kept.startswith("note "), kept
+
+
+async def hard_delete_in_sql(house: House, role: str) -> None:
+    memory = await owner_adds(house, "a")
+    await as_sql(house, role, "DELETE FROM episodic_traces WHERE id = $1", memory)
+
+
+RECORD = "SELECT ethos_record_retrieval('episode', ARRAY[$1::uuid])"
+
+
+async def record_own_retrieval(house: House, role: str) -> None:
+    if await as_sql(house, role, RECORD, await owner_adds(house, "a")) != 1:
+        raise Refused("nothing queued")
+
+
+async def record_another_agents_retrieval(house: House, role: str) -> None:
+    if await as_sql(house, role, RECORD, await owner_adds(house, "b")) != 1:
+        raise Refused("nothing queued")
+
+
+async def rewrite_a_finished_run(house: House, role: str) -> None:
+    owner = await asyncpg.connect(house.owner_url)
+    try:
+        run = await owner.fetchval(
+            "INSERT INTO sweep_runs (trigger, status, swept_at, finished_at)"
+            " VALUES ('manual', 'completed', now(), now()) RETURNING id"
+        )
+    finally:
+        await owner.close()
+    await as_sql(house, role, "UPDATE sweep_runs SET pruned = 0 WHERE id = $1", run)
+
+
+async def delete_audit_rows(house: House, role: str) -> None:
+    await as_sql(house, role, "DELETE FROM recoveries")
+
+
+async def write_revisions(house: House, role: str) -> None:
+    await as_sql(house, role, "DELETE FROM memory_revisions")
+
+
+OK, NO = "allowed", "refused"
+# operation: (app, eraser, agent role)
+TABLE: dict[Operation, tuple[str, str, str]] = {
+    add: (OK, OK, NO),  # the agent role runs SQL, not the engine (it cannot sync settings)
+    recall: (OK, OK, NO),
+    reinforce: (OK, OK, NO),
+    sweep: (OK, OK, NO),
+    consolidate: (OK, OK, NO),
+    feedback: (OK, OK, NO),
+    forget: (OK, OK, NO),
+    recover: (OK, OK, NO),
+    drain_sql_retrievals: (OK, OK, NO),
+    purge: (NO, OK, NO),
+    erase: (NO, OK, NO),
+    read_own_rows: (OK, OK, OK),
+    read_another_agents_rows: (OK, OK, NO),
+    insert_own: (OK, OK, OK),
+    insert_for_another_agent: (OK, OK, NO),
+    update_own: (OK, OK, OK),
+    update_another_agents: (OK, OK, NO),
+    change_agent_or_creation: (NO, NO, NO),
+    replace_text_keeping_the_old: (OK, OK, OK),
+    hard_delete_in_sql: (NO, OK, NO),
+    record_own_retrieval: (OK, OK, OK),
+    record_another_agents_retrieval: (OK, OK, NO),
+    rewrite_a_finished_run: (NO, NO, NO),
+    delete_audit_rows: (NO, NO, NO),
+    write_revisions: (NO, NO, NO),
+}
+CELLS = [
+    pytest.param(operation, role, expected, id=f"{operation.__name__}-{role}")
+    for operation, row in TABLE.items()
+    for role, expected in zip((APP, ERASER, AGENT), row, strict=True)
+]
+
+
+@pytest.mark.parametrize(("operation", "role", "expected"), CELLS)
+async def test_each_operation_as_each_role(
+    house: House, operation: Operation, role: str, expected: str
+) -> None:
+    try:
+        await operation(house, role)
+        outcome = OK
+    except Refused:
+        outcome = NO
+    assert outcome == expected
+
+
+async def test_an_erase_the_app_may_not_make_changes_nothing(house: House) -> None:
+    memory = await owner_adds(house, "kept")
+    owner = await asyncpg.connect(house.owner_url)
+    try:
+        await owner.execute(
+            "INSERT INTO agent_policies (agent_id, policy) VALUES ('kept', 'long_term')"
+        )
+        with pytest.raises(Refused):
+            await as_engine(house, APP, lambda e: e.erase("kept", dry_run=False))
+        assert (
+            await owner.fetchval("SELECT count(*) FROM episodic_traces WHERE id = $1", memory) == 1
+        )
+        assert (
+            await owner.fetchval("SELECT count(*) FROM agent_policies WHERE agent_id = 'kept'") == 1
+        )
+        run = await owner.fetchrow(
             "SELECT status, counts FROM consolidation_runs WHERE kind = 'erase'"
+            " AND selector ->> 'agent' = 'kept'"
         )
         assert run["status"] == "failed"
         assert set(json.loads(run["counts"]).values()) == {0}
-        eraser_url = app_url.replace(f"{name}_app:", f"{name}_eraser:", 1)
-        async with Engine(Settings(database=DatabaseSettings(url=eraser_url))) as engine:
-            report = await engine.erase("a", dry_run=False)
-            assert report.counts["episodic_traces"] == 1
-        # and nothing can be hard-deleted
-        app = await asyncpg.connect(app_url)
-        try:
-            denied = await app.fetchval(
-                "SELECT has_table_privilege(current_user, 'episodic_traces', 'DELETE')"
-            )
-        finally:
-            await app.close()
-        assert denied is False
     finally:
-        await conn.execute(
-            f"DROP OWNED BY {name}_app, {name}_eraser; DROP ROLE {name}_eraser;"
-            f" DROP ROLE {name}_app; DROP ROLE {name}_owner"
-        )
+        await owner.close()
+
+
+def test_the_command_prints_its_plan_and_refuses_a_bad_name(cli: Cli, database_url: str) -> None:
+    env = {"ETHOS_DATABASE__URL": database_url}
+    done = cli("roles", "--app", "my_app", "--eraser", "my_eraser", "--dry-run", "--json", env=env)
+    assert done.returncode == 0, done.stderr
+    plan = json.loads(done.stdout)
+    assert plan["applied"] is False
+    assert (
+        "GRANT DELETE ON memory_vectors, episodic_traces, semantic_facts TO my_eraser"
+        in (plan["statements"])
+    )
+    bad = cli("roles", "--app", "app; DROP TABLE x", "--eraser", "e", env=env)
+    assert "--app: 'app; DROP TABLE x' is not a role name" in one_line_error(bad)
