@@ -164,18 +164,25 @@ async def erase(house: House, role: str) -> None:
     await as_engine(house, role, lambda e: e.erase(agent, dry_run=False))
 
 
+READ = "SELECT count(*) FROM episodic_traces WHERE id = $1"
+UPDATE_SALIENCE = """
+WITH changed AS (UPDATE episodic_traces SET salience = 0.5 WHERE id = $1 RETURNING 1)
+SELECT count(*) FROM changed"""
+RECORD = "SELECT ethos_record_retrieval('episode', ARRAY[$1::uuid])"
+
+
+async def reaches_one(house: House, role: str, statement: str, agent: str) -> None:
+    """`statement` ($1: a new memory of `agent`) as `role` reads, changes or queues it."""
+    if await as_sql(house, role, statement, await owner_adds(house, agent)) != 1:
+        raise Refused("no row reached")
+
+
 async def read_own_rows(house: House, role: str) -> None:
-    memory = await owner_adds(house, "a")
-    seen = await as_sql(house, role, "SELECT count(*) FROM episodic_traces WHERE id = $1", memory)
-    if seen != 1:
-        raise Refused("not visible")
+    await reaches_one(house, role, READ, "a")
 
 
 async def read_another_agents_rows(house: House, role: str) -> None:
-    memory = await owner_adds(house, "b")
-    seen = await as_sql(house, role, "SELECT count(*) FROM episodic_traces WHERE id = $1", memory)
-    if seen != 1:
-        raise Refused("not visible")
+    await reaches_one(house, role, READ, "b")
 
 
 async def insert_own(house: House, role: str) -> None:
@@ -186,19 +193,12 @@ async def insert_for_another_agent(house: House, role: str) -> None:
     await as_sql(house, role, "INSERT INTO semantic_facts (agent_id, content) VALUES ('b', 'x')")
 
 
-UPDATE_SALIENCE = """
-WITH changed AS (UPDATE episodic_traces SET salience = 0.5 WHERE id = $1 RETURNING 1)
-SELECT count(*) FROM changed"""
-
-
 async def update_own(house: House, role: str) -> None:
-    if await as_sql(house, role, UPDATE_SALIENCE, await owner_adds(house, "a")) != 1:
-        raise Refused("no row changed")
+    await reaches_one(house, role, UPDATE_SALIENCE, "a")
 
 
 async def update_another_agents(house: House, role: str) -> None:
-    if await as_sql(house, role, UPDATE_SALIENCE, await owner_adds(house, "b")) != 1:
-        raise Refused("no row changed")
+    await reaches_one(house, role, UPDATE_SALIENCE, "b")
 
 
 async def change_agent_or_creation(house: House, role: str) -> None:
@@ -221,17 +221,12 @@ async def hard_delete_in_sql(house: House, role: str) -> None:
     await as_sql(house, role, "DELETE FROM episodic_traces WHERE id = $1", memory)
 
 
-RECORD = "SELECT ethos_record_retrieval('episode', ARRAY[$1::uuid])"
-
-
 async def record_own_retrieval(house: House, role: str) -> None:
-    if await as_sql(house, role, RECORD, await owner_adds(house, "a")) != 1:
-        raise Refused("nothing queued")
+    await reaches_one(house, role, RECORD, "a")
 
 
 async def record_another_agents_retrieval(house: House, role: str) -> None:
-    if await as_sql(house, role, RECORD, await owner_adds(house, "b")) != 1:
-        raise Refused("nothing queued")
+    await reaches_one(house, role, RECORD, "b")
 
 
 async def rewrite_a_finished_run(house: House, role: str) -> None:
