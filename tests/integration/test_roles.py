@@ -21,9 +21,9 @@ from ethos.errors import DatabaseError, EthosError
 from ethos.recovery import Selector
 from ethos.settings import DatabaseSettings, Settings
 from tests.acceptance.test_cli import one_line_error
-from tests.conftest import TEMPLATE, Cli, database_uri
+from tests.conftest import TEMPLATE, Cli, Psql, database_uri
 
-APP, ERASER, AGENT = "app", "eraser", "agent"
+APP, ERASER, AGENT, AGENT_B = "app", "eraser", "agent", "agent_b"
 _unique = count()
 
 
@@ -51,17 +51,20 @@ class House:
 @pytest.fixture(scope="module")
 async def house(admin_uri: str, template_uri: str) -> AsyncIterator[House]:
     name = f"roles_{os.getpid()}"
-    names = {APP: f"{name}_app", ERASER: f"{name}_eraser", AGENT: f"{name}_agent_a"}
+    names = {APP: f"{name}_app", ERASER: f"{name}_eraser", AGENT: f"{name}_agent_a",
+             AGENT_B: f"{name}_agent_b"}  # fmt: skip
     admin = await asyncpg.connect(admin_uri)
     await admin.execute(f'CREATE DATABASE "{name}" TEMPLATE {TEMPLATE}')
     house = House(database_uri(admin_uri, name), names)
     try:
         async with Engine(Settings(database=DatabaseSettings(url=house.owner_url))) as owner:
-            await owner.make_roles(names[APP], names[ERASER], [(names[AGENT], "a")])
+            agents = [(names[AGENT], "a"), (names[AGENT_B], "b")]
+            await owner.make_roles(names[APP], names[ERASER], agents)
         yield house
     finally:
         await admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
-        for role in (names[AGENT], f"{names[APP]}_agents", names[ERASER], names[APP]):
+        for role in (names[AGENT], names[AGENT_B], f"{names[APP]}_agents", names[ERASER],
+                     names[APP]):  # fmt: skip
             await admin.execute(f"DROP ROLE IF EXISTS {role}")
         await admin.close()
 
@@ -334,3 +337,17 @@ def test_the_command_prints_its_plan_and_refuses_a_bad_name(cli: Cli, database_u
     )
     bad = cli("roles", "--app", "app; DROP TABLE x", "--eraser", "e", env=env)
     assert "--app: 'app; DROP TABLE x' is not a role name" in one_line_error(bad)
+
+
+async def test_two_agent_roles_in_psql_each_see_and_change_only_their_own(
+    house: House, psql: Psql
+) -> None:
+    mine, theirs = await owner_adds(house, "a"), await owner_adds(house, "b")
+    for role, own, other in ((AGENT, mine, theirs), (AGENT_B, theirs, mine)):
+        url = house.url(role)
+        seen = psql(url, f"SELECT id FROM episodic_traces WHERE id IN ('{mine}', '{theirs}')")
+        assert seen == [[own]]
+        changed = psql(url, f"UPDATE episodic_traces SET pinned = true WHERE id = '{other}'")
+        assert changed == [["UPDATE 0"]]
+        pinned = psql(house.owner_url, f"SELECT pinned FROM episodic_traces WHERE id = '{other}'")
+        assert pinned == [["f"]]
