@@ -4,6 +4,8 @@ the declared metadata."""
 from __future__ import annotations
 
 import asyncio
+import os
+from pathlib import Path
 
 import asyncpg
 import pytest
@@ -93,3 +95,46 @@ async def test_downgrade_to_base_and_upgrade_again(database_url: str) -> None:
         await conn.close()
     head = ScriptDirectory.from_config(db.alembic_config(settings)).get_current_head()
     assert revision == head
+
+
+# Everything the migrations build beside the tables' columns, each as PostgreSQL prints
+# it back: functions (not pgvector's), triggers, views, indexes, constraints, row
+# policies and grants.
+CATALOG = r"""
+SELECT 'function' AS kind, p.oid::regprocedure::text AS name, pg_get_functiondef(p.oid) AS def
+FROM pg_proc AS p
+WHERE p.pronamespace = 'public'::regnamespace
+  AND NOT EXISTS (SELECT FROM pg_depend AS d WHERE d.objid = p.oid AND d.deptype = 'e')
+UNION ALL
+SELECT 'trigger', t.tgrelid::regclass || '.' || t.tgname, pg_get_triggerdef(t.oid, true)
+FROM pg_trigger AS t JOIN pg_class AS c ON c.oid = t.tgrelid
+WHERE NOT t.tgisinternal AND c.relnamespace = 'public'::regnamespace
+UNION ALL
+SELECT 'view', c.relname, pg_get_viewdef(c.oid, true)
+FROM pg_class AS c WHERE c.relkind IN ('v', 'm') AND c.relnamespace = 'public'::regnamespace
+UNION ALL
+SELECT 'index', indexname, indexdef FROM pg_indexes WHERE schemaname = 'public'
+UNION ALL
+SELECT 'constraint', conrelid::regclass || '.' || conname, pg_get_constraintdef(oid, true)
+FROM pg_constraint WHERE connamespace = 'public'::regnamespace AND contype <> 'n'  -- NOT NULL: the metadata test
+UNION ALL
+SELECT 'policy', tablename || '.' || policyname, array_to_string(roles, ',') || ' ' || cmd
+    || coalesce(' USING ' || qual, '') || coalesce(' CHECK ' || with_check, '')
+FROM pg_policies WHERE schemaname = 'public'
+UNION ALL
+SELECT 'grant', c.relname, c.relacl::text
+FROM pg_class AS c WHERE c.relacl IS NOT NULL AND c.relnamespace = 'public'::regnamespace
+ORDER BY 1, 2
+"""
+SNAPSHOT = Path(__file__).resolve().parents[1] / "schema.sql"
+
+
+async def test_migrated_schema_matches_the_snapshot(conn: asyncpg.Connection) -> None:
+    """tests/schema.sql is what the migrations build: a migration that changes a function,
+    trigger, view or index changes it, in review, on purpose. After such a change:
+    `make schema` writes it anew."""
+    rows = await conn.fetch(CATALOG)
+    dump = "".join(f"-- {r['kind']} {r['name']}\n{r['def'].strip()};\n\n" for r in rows)
+    if os.environ.get("UPDATE_SCHEMA_SNAPSHOT") == "1":
+        SNAPSHOT.write_text(dump)
+    assert dump == SNAPSHOT.read_text(), "the schema moved: `make schema`, then review the diff"

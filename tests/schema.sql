@@ -1,0 +1,1140 @@
+-- constraint agent_policies.agent_policies_pkey
+PRIMARY KEY (agent_id);
+
+-- constraint agent_policies.agent_policies_policy_fkey
+FOREIGN KEY (policy) REFERENCES decay_policies(name);
+
+-- constraint agent_text_stats.agent_text_stats_pkey
+PRIMARY KEY (agent_id);
+
+-- constraint alembic_version.alembic_version_pkc
+PRIMARY KEY (version_num);
+
+-- constraint consolidation_runs.consolidation_runs_kind_check
+CHECK (kind = ANY (ARRAY['merge'::text, 'forget'::text, 'purge'::text, 'erase'::text]));
+
+-- constraint consolidation_runs.consolidation_runs_pkey
+PRIMARY KEY (id);
+
+-- constraint consolidation_runs.consolidation_runs_status_check
+CHECK (status = ANY (ARRAY['running'::text, 'completed'::text, 'interrupted'::text, 'failed'::text]));
+
+-- constraint consolidation_runs.consolidation_runs_trigger_check
+CHECK (trigger = ANY (ARRAY['manual'::text, 'daemon'::text, 'api'::text]));
+
+-- constraint daemons.daemons_pkey
+PRIMARY KEY (id);
+
+-- constraint daemons.daemons_role_check
+CHECK (role = ANY (ARRAY['starting'::text, 'leader'::text, 'standby'::text]));
+
+-- constraint decay_policies.decay_policies_base_tau_days_check
+CHECK (base_tau_days > 0::double precision);
+
+-- constraint decay_policies.decay_policies_check
+CHECK (max_tau_days >= base_tau_days);
+
+-- constraint decay_policies.decay_policies_check1
+CHECK ((promote_after IS NULL) = (promote_to IS NULL));
+
+-- constraint decay_policies.decay_policies_curve_check
+CHECK (curve = ANY (ARRAY['exponential'::text, 'power'::text]));
+
+-- constraint decay_policies.decay_policies_emotional_weight_check
+CHECK (emotional_weight >= 0::double precision);
+
+-- constraint decay_policies.decay_policies_frequency_weight_check
+CHECK (frequency_weight >= 0::double precision);
+
+-- constraint decay_policies.decay_policies_ltp_multiplier_check
+CHECK (ltp_multiplier >= 1::double precision);
+
+-- constraint decay_policies.decay_policies_name_check
+CHECK (name ~ '^[a-z][a-z0-9_]*$'::text);
+
+-- constraint decay_policies.decay_policies_pkey
+PRIMARY KEY (name);
+
+-- constraint decay_policies.decay_policies_power_exponent_check
+CHECK (power_exponent > 0::double precision);
+
+-- constraint decay_policies.decay_policies_promote_after_check
+CHECK (promote_after >= 1);
+
+-- constraint decay_policies.decay_policies_promote_to_fkey
+FOREIGN KEY (promote_to) REFERENCES decay_policies(name) DEFERRABLE INITIALLY DEFERRED;
+
+-- constraint decay_policies.decay_policies_prune_threshold_check
+CHECK (prune_threshold > 0::double precision AND prune_threshold < 1::double precision);
+
+-- constraint episodic_traces.episodic_traces_emotional_tone_check
+CHECK (emotional_tone >= 0::double precision AND emotional_tone <= 1::double precision);
+
+-- constraint episodic_traces.episodic_traces_importance_check
+CHECK (importance >= 0::double precision AND importance <= 1::double precision);
+
+-- constraint episodic_traces.episodic_traces_pkey
+PRIMARY KEY (id);
+
+-- constraint episodic_traces.episodic_traces_policy_fkey
+FOREIGN KEY (policy) REFERENCES decay_policies(name);
+
+-- constraint episodic_traces.episodic_traces_prune_reason_check
+CHECK (prune_reason = ANY (ARRAY['decay'::text, 'expired'::text, 'feedback'::text, 'merged'::text, 'manual'::text]));
+
+-- constraint episodic_traces.episodic_traces_retrieval_count_check
+CHECK (retrieval_count >= 0);
+
+-- constraint episodic_traces.episodic_traces_salience_check
+CHECK (salience >= 0::double precision AND salience <= 1::double precision);
+
+-- constraint episodic_traces.episodic_traces_strength_check
+CHECK (strength >= 0::double precision AND strength <= 1::double precision);
+
+-- constraint episodic_traces.episodic_traces_surfaced_count_check
+CHECK (surfaced_count >= 0);
+
+-- constraint episodic_traces.episodic_traces_useful_count_check
+CHECK (useful_count >= 0);
+
+-- constraint episodic_traces.episodic_traces_wrong_count_check
+CHECK (wrong_count >= 0);
+
+-- constraint ethos_agent_roles.ethos_agent_roles_pkey
+PRIMARY KEY (role_name, agent_id);
+
+-- constraint ethos_settings.ethos_settings_default_policy_fkey
+FOREIGN KEY (default_policy) REFERENCES decay_policies(name);
+
+-- constraint ethos_settings.ethos_settings_id_check
+CHECK (id);
+
+-- constraint ethos_settings.ethos_settings_importance_otherwise_fkey
+FOREIGN KEY (importance_otherwise) REFERENCES decay_policies(name);
+
+-- constraint ethos_settings.ethos_settings_pkey
+PRIMARY KEY (id);
+
+-- constraint importance_tiers.importance_tiers_min_importance_check
+CHECK (min_importance >= 0::double precision AND min_importance <= 1::double precision);
+
+-- constraint importance_tiers.importance_tiers_pkey
+PRIMARY KEY (policy);
+
+-- constraint importance_tiers.importance_tiers_policy_fkey
+FOREIGN KEY (policy) REFERENCES decay_policies(name);
+
+-- constraint lexeme_stats.lexeme_stats_pkey
+PRIMARY KEY (agent_id, lexeme);
+
+-- constraint ltp_flushes.ltp_flushes_pkey
+PRIMARY KEY (id);
+
+-- constraint memory_links.memory_links_check
+CHECK (a_id < b_id);
+
+-- constraint memory_links.memory_links_pkey
+PRIMARY KEY (a_id, b_id);
+
+-- constraint memory_links.memory_links_weight_check
+CHECK (weight > 0::double precision AND weight <= 1::double precision);
+
+-- constraint memory_revisions.memory_revisions_pkey
+PRIMARY KEY (id);
+
+-- constraint memory_vectors.memory_vectors_check
+CHECK ((source_type IS NULL) = (source_id IS NULL));
+
+-- constraint memory_vectors.memory_vectors_importance_check
+CHECK (importance >= 0::double precision AND importance <= 1::double precision);
+
+-- constraint memory_vectors.memory_vectors_pkey
+PRIMARY KEY (id);
+
+-- constraint memory_vectors.memory_vectors_policy_fkey
+FOREIGN KEY (policy) REFERENCES decay_policies(name);
+
+-- constraint memory_vectors.memory_vectors_prune_reason_check
+CHECK (prune_reason = ANY (ARRAY['decay'::text, 'expired'::text, 'feedback'::text, 'merged'::text, 'manual'::text]));
+
+-- constraint memory_vectors.memory_vectors_retrieval_count_check
+CHECK (retrieval_count >= 0);
+
+-- constraint memory_vectors.memory_vectors_salience_check
+CHECK (salience >= 0::double precision AND salience <= 1::double precision);
+
+-- constraint memory_vectors.memory_vectors_source_type_check
+CHECK (source_type = ANY (ARRAY['episodic_traces'::text, 'semantic_facts'::text]));
+
+-- constraint memory_vectors.memory_vectors_strength_check
+CHECK (strength >= 0::double precision AND strength <= 1::double precision);
+
+-- constraint memory_vectors.memory_vectors_surfaced_count_check
+CHECK (surfaced_count >= 0);
+
+-- constraint memory_vectors.memory_vectors_useful_count_check
+CHECK (useful_count >= 0);
+
+-- constraint memory_vectors.memory_vectors_wrong_count_check
+CHECK (wrong_count >= 0);
+
+-- constraint recoveries.recoveries_pkey
+PRIMARY KEY (id);
+
+-- constraint retrieval_activity.retrieval_activity_id_check
+CHECK (id);
+
+-- constraint retrieval_activity.retrieval_activity_pkey
+PRIMARY KEY (id);
+
+-- constraint retrieval_dead_letters.retrieval_dead_letters_pkey
+PRIMARY KEY (id);
+
+-- constraint retrieval_queue.retrieval_queue_at_window
+CHECK (at >= '1900-01-01 00:00:00+00'::timestamp with time zone AND at < '2200-01-01 00:00:00+00'::timestamp with time zone);
+
+-- constraint retrieval_queue.retrieval_queue_kind_check
+CHECK (kind = ANY (ARRAY['retrieval'::text, 'surfaced'::text, 'useful'::text, 'wrong'::text]));
+
+-- constraint retrieval_queue.retrieval_queue_pkey
+PRIMARY KEY (id);
+
+-- constraint retrieval_queue.retrieval_queue_table_name_check
+CHECK (table_name = ANY (ARRAY['memory_vectors'::text, 'episodic_traces'::text, 'semantic_facts'::text]));
+
+-- constraint semantic_facts.semantic_facts_confidence_check
+CHECK (confidence >= 0::double precision AND confidence <= 1::double precision);
+
+-- constraint semantic_facts.semantic_facts_confidence_strength_check
+CHECK (confidence_strength >= 0::double precision AND confidence_strength <= 1::double precision);
+
+-- constraint semantic_facts.semantic_facts_importance_check
+CHECK (importance >= 0::double precision AND importance <= 1::double precision);
+
+-- constraint semantic_facts.semantic_facts_pkey
+PRIMARY KEY (id);
+
+-- constraint semantic_facts.semantic_facts_policy_fkey
+FOREIGN KEY (policy) REFERENCES decay_policies(name);
+
+-- constraint semantic_facts.semantic_facts_prune_reason_check
+CHECK (prune_reason = ANY (ARRAY['decay'::text, 'expired'::text, 'feedback'::text, 'merged'::text, 'manual'::text]));
+
+-- constraint semantic_facts.semantic_facts_retrieval_count_check
+CHECK (retrieval_count >= 0);
+
+-- constraint semantic_facts.semantic_facts_salience_check
+CHECK (salience >= 0::double precision AND salience <= 1::double precision);
+
+-- constraint semantic_facts.semantic_facts_strength_check
+CHECK (strength >= 0::double precision AND strength <= 1::double precision);
+
+-- constraint semantic_facts.semantic_facts_surfaced_count_check
+CHECK (surfaced_count >= 0);
+
+-- constraint semantic_facts.semantic_facts_useful_count_check
+CHECK (useful_count >= 0);
+
+-- constraint semantic_facts.semantic_facts_wrong_count_check
+CHECK (wrong_count >= 0);
+
+-- constraint sweep_runs.sweep_runs_mode_check
+CHECK (mode = ANY (ARRAY['due'::text, 'full'::text, 'prune'::text]));
+
+-- constraint sweep_runs.sweep_runs_pkey
+PRIMARY KEY (id);
+
+-- constraint sweep_runs.sweep_runs_status_check
+CHECK (status = ANY (ARRAY['running'::text, 'completed'::text, 'interrupted'::text, 'failed'::text]));
+
+-- constraint sweep_runs.sweep_runs_trigger_check
+CHECK (trigger = ANY (ARRAY['manual'::text, 'daemon'::text]));
+
+-- function ethos_agent_lexeme(text)
+CREATE OR REPLACE FUNCTION public.ethos_agent_lexeme(agent text)
+ RETURNS text
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$ SELECT 'ethos_agent_' || md5(agent) $function$;
+
+-- function ethos_agents_of(text)
+CREATE OR REPLACE FUNCTION public.ethos_agents_of(role text)
+ RETURNS text[]
+ LANGUAGE sql
+ STABLE SECURITY DEFINER
+ SET search_path TO '$user', 'public'
+AS $function$
+    SELECT coalesce(array_agg(agent_id), '{}') FROM ethos_agent_roles WHERE role_name = role
+$function$;
+
+-- function ethos_check_new_rows()
+CREATE OR REPLACE FUNCTION public.ethos_check_new_rows()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+-- TG_ARGV[0]: what every new row must satisfy; the first that does not is named.
+DECLARE
+    bad uuid;
+BEGIN
+    EXECUTE format('SELECT id FROM new_rows WHERE NOT (%s) LIMIT 1', TG_ARGV[0]) INTO bad;
+    IF bad IS NOT NULL THEN
+        RAISE EXCEPTION '%: row % has a moment outside 1900..2199 or an all-zero embedding',
+            TG_TABLE_NAME, bad USING ERRCODE = 'check_violation';
+    END IF;
+    RETURN NULL;
+END
+$function$;
+
+-- function ethos_content_derived()
+CREATE OR REPLACE FUNCTION public.ethos_content_derived()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+    NEW.content_key := ethos_content_key(NEW.content);
+    NEW.content_tsv := ethos_text_vector(ethos_text_config(), NEW.agent_id, NEW.content);
+    RETURN NEW;
+END
+$function$;
+
+-- function ethos_content_key(text)
+CREATE OR REPLACE FUNCTION public.ethos_content_key(content text)
+ RETURNS uuid
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$
+    SELECT md5(lower(btrim(regexp_replace(content, '\s+', ' ', 'g'))))::uuid
+$function$;
+
+-- function ethos_drop_revisions()
+CREATE OR REPLACE FUNCTION public.ethos_drop_revisions()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO '$user', 'public'
+AS $function$
+BEGIN
+    DELETE FROM memory_revisions AS r USING gone
+    WHERE r.table_name = TG_TABLE_NAME AND r.memory_id = gone.id;
+    RETURN NULL;
+END
+$function$;
+
+-- function ethos_finished_runs_are_final()
+CREATE OR REPLACE FUNCTION public.ethos_finished_runs_are_final()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+    IF OLD.status <> 'running' THEN
+        RAISE EXCEPTION '% row % is %: a finished run is not changed', TG_TABLE_NAME, OLD.id,
+            OLD.status USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    IF (NEW.id, NEW.trigger, NEW.started_at) IS DISTINCT FROM (OLD.id, OLD.trigger, OLD.started_at)
+    THEN
+        RAISE EXCEPTION '% row %: a run''s id, trigger and start are not changed',
+            TG_TABLE_NAME, OLD.id USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    RETURN NEW;
+END
+$function$;
+
+-- function ethos_hint_new_rows()
+CREATE OR REPLACE FUNCTION public.ethos_hint_new_rows()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+    EXECUTE format(
+        'INSERT INTO %I (prune, at, slice, n, ids, places)
+         SELECT prune, ''-infinity'', slice, count(*), array_agg(id), array_agg(place)
+         FROM (SELECT g.*,
+                      (row_number() OVER (PARTITION BY prune, slice ORDER BY id) - 1) / 500
+                          AS part
+               FROM (SELECT kind.prune, t.id, t.ctid AS place, ethos_slice(t.ctid) AS slice
+                     FROM added JOIN %I AS t ON t.id = added.id
+                     CROSS JOIN (VALUES (false), (true)) AS kind (prune)
+                     WHERE NOT added.pruned) AS g) AS g
+         GROUP BY prune, slice, part', TG_TABLE_NAME || '_due', TG_TABLE_NAME);
+    RETURN NULL;
+END
+$function$;
+
+-- function ethos_idf(bigint,bigint)
+CREATE OR REPLACE FUNCTION public.ethos_idf(docs bigint, df bigint)
+ RETURNS double precision
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$
+    SELECT ln(1 + (greatest(docs, df) - df + 0.5) / (df + 0.5))
+$function$;
+
+-- function ethos_init_decay_state()
+CREATE OR REPLACE FUNCTION public.ethos_init_decay_state()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+    NEW.strength := coalesce(NEW.strength, NEW.salience);
+    NEW.anchor_at := coalesce(NEW.anchor_at, NEW.created_at);
+    IF TG_TABLE_NAME = 'semantic_facts' THEN
+        NEW.confidence_strength := coalesce(NEW.confidence_strength, NEW.confidence);
+    END IF;
+    IF NEW.policy IS NULL AND NEW.importance IS NOT NULL THEN
+        NEW.policy := coalesce(
+            (SELECT t.policy FROM importance_tiers AS t
+             WHERE t.min_importance <= NEW.importance
+             ORDER BY t.min_importance DESC LIMIT 1),
+            (SELECT s.importance_otherwise FROM ethos_settings AS s));
+    END IF;
+    IF NEW.policy IS NULL THEN
+        NEW.policy := coalesce(
+            (SELECT a.policy FROM agent_policies AS a WHERE a.agent_id = NEW.agent_id),
+            (SELECT s.default_policy FROM ethos_settings AS s),
+            'standard');
+    END IF;
+    RETURN NEW;
+END
+$function$;
+
+-- function ethos_keep_revision()
+CREATE OR REPLACE FUNCTION public.ethos_keep_revision()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO '$user', 'public'
+AS $function$
+BEGIN
+    INSERT INTO memory_revisions (table_name, memory_id, agent_id, content, revised_by)
+    VALUES (TG_TABLE_NAME, OLD.id, OLD.agent_id, OLD.content, session_user);
+    RETURN NULL;
+END
+$function$;
+
+-- function ethos_log_decay(double precision,double precision,text,double precision)
+CREATE OR REPLACE FUNCTION public.ethos_log_decay(t_days double precision, tau double precision, curve text, power_exponent double precision)
+ RETURNS double precision
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$
+    SELECT CASE WHEN curve = 'power'
+                THEN -power_exponent
+                     * ln(1 + (power(0.9, -1 / power_exponent) - 1) * t_days / tau)
+                ELSE -t_days / tau
+           END
+$function$;
+
+-- function ethos_record_retrieval(text,uuid[],timestamp with time zone)
+CREATE OR REPLACE FUNCTION public.ethos_record_retrieval(table_name text, ids uuid[], at timestamp with time zone DEFAULT now())
+ RETURNS integer
+ LANGUAGE plpgsql
+AS $function$
+#variable_conflict use_variable
+DECLARE
+    target text := CASE table_name WHEN 'vector' THEN 'memory_vectors'
+                                   WHEN 'episode' THEN 'episodic_traces'
+                                   WHEN 'fact' THEN 'semantic_facts'
+                                   ELSE table_name END;
+    queued integer;
+BEGIN
+    IF target IS NULL OR target NOT IN ('memory_vectors', 'episodic_traces', 'semantic_facts')
+    THEN
+        RAISE EXCEPTION 'unknown table %: use memory_vectors, episodic_traces or semantic_facts',
+            coalesce(table_name, 'NULL') USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF at IS NULL THEN
+        RAISE EXCEPTION 'at must be a moment, not NULL' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF NOT (at >= '1900-01-01 00:00+00' AND at <= now() + interval '5 minutes') THEN
+        RAISE EXCEPTION 'at % is outside 1900 .. now: a retrieval is recorded when it happens', at
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF row_security_active(target) THEN  -- an agent's own connection
+        -- (migration 0022): its rows only
+        EXECUTE format('SELECT array_agg(id) FROM %I WHERE id = ANY ($1)', target)
+            INTO ids USING ids;
+    END IF;
+    INSERT INTO retrieval_queue (table_name, memory_id, at)
+    SELECT target, memory_id, at FROM unnest(ids) AS memory_id WHERE memory_id IS NOT NULL;
+    GET DIAGNOSTICS queued = ROW_COUNT;
+    RETURN queued;
+END
+$function$;
+
+-- function ethos_salience(double precision,timestamp with time zone,timestamp with time zone,integer,double precision,boolean,timestamp with time zone,text,double precision,double precision,double precision,double precision,double precision,double precision)
+CREATE OR REPLACE FUNCTION public.ethos_salience(strength double precision, anchor_at timestamp with time zone, created_at timestamp with time zone, n integer, emotion double precision, frozen boolean, at timestamp with time zone, curve text, base_tau_days double precision, ltp_multiplier double precision, max_tau_days double precision, frequency_weight double precision, emotional_weight double precision, power_exponent double precision)
+ RETURNS double precision
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$
+    -- min(1, S × D(t) × (1 + α·f) × (1 + β·E)), f = min(n / days_alive, 1)
+    SELECT CASE WHEN frozen THEN strength ELSE least(1.0,
+        ethos_strength_at(strength, anchor_at, n, false, at, curve,
+                          base_tau_days, ltp_multiplier, max_tau_days, power_exponent)
+        * (1 + frequency_weight
+               * least(n / greatest(date_part('epoch', at - created_at) / 86400.0, 1), 1))
+        * (1 + emotional_weight * least(greatest(emotion, 0), 1)))
+    END
+$function$;
+
+-- function ethos_slice(tid)
+CREATE OR REPLACE FUNCTION public.ethos_slice(place tid)
+ RETURNS smallint
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$
+    SELECT ((place::text::point)[0]::bigint / 64 % 16)::smallint
+$function$;
+
+-- function ethos_strength_at(double precision,timestamp with time zone,integer,boolean,timestamp with time zone,text,double precision,double precision,double precision,double precision)
+CREATE OR REPLACE FUNCTION public.ethos_strength_at(strength double precision, anchor_at timestamp with time zone, n integer, frozen boolean, at timestamp with time zone, curve text, base_tau_days double precision, ltp_multiplier double precision, max_tau_days double precision, power_exponent double precision)
+ RETURNS double precision
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$
+    -- S × D(t), computed as exp(ln S + ln D) floored at e^−700 so that very old rows
+    -- cannot raise PostgreSQL's float underflow error. Frozen: pinned, or a policy
+    -- that never decays.
+    SELECT CASE
+        WHEN frozen OR strength = 0 THEN strength
+        ELSE exp(greatest(
+            ln(strength) + ethos_log_decay(
+                greatest(date_part('epoch', at - anchor_at), 0) / 86400.0,
+                ethos_tau_days(n, base_tau_days, ltp_multiplier, max_tau_days),
+                curve, power_exponent),
+            -700))
+    END
+$function$;
+
+-- function ethos_tau_days(integer,double precision,double precision,double precision)
+CREATE OR REPLACE FUNCTION public.ethos_tau_days(n integer, base_tau_days double precision, ltp_multiplier double precision, max_tau_days double precision)
+ RETURNS double precision
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$
+    -- min(base × multiplier^n, max), in log space so a large n cannot overflow
+    SELECT base_tau_days * exp(least(n * ln(ltp_multiplier), ln(max_tau_days / base_tau_days)))
+$function$;
+
+-- function ethos_text_config()
+CREATE OR REPLACE FUNCTION public.ethos_text_config()
+ RETURNS regconfig
+ LANGUAGE sql
+ STABLE
+AS $function$
+    SELECT coalesce((SELECT text_config FROM ethos_settings), 'english'::regconfig)
+$function$;
+
+-- function ethos_text_idf(text,tsvector)
+CREATE OR REPLACE FUNCTION public.ethos_text_idf(agent text, tsv tsvector)
+ RETURNS double precision
+ LANGUAGE sql
+ STABLE PARALLEL SAFE
+AS $function$
+    SELECT coalesce(sum(ethos_idf(coalesce(a.docs, 0), coalesce(l.docs, 0))), 0)
+    FROM unnest(tsvector_to_array(tsv)) AS w (lexeme)
+    LEFT JOIN agent_text_stats AS a ON a.agent_id = agent
+    LEFT JOIN lexeme_stats AS l ON l.agent_id = agent AND l.lexeme = w.lexeme
+    WHERE w.lexeme <> ethos_agent_lexeme(agent)
+$function$;
+
+-- function ethos_text_length(tsvector)
+CREATE OR REPLACE FUNCTION public.ethos_text_length(tsv tsvector)
+ RETURNS integer
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$ SELECT greatest(length(tsv) - 1, 0) $function$;
+
+-- function ethos_text_query(regconfig,text)
+CREATE OR REPLACE FUNCTION public.ethos_text_query(config regconfig, query text)
+ RETURNS tsquery
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$
+    SELECT string_agg(quote_literal(word), ' | ')::tsquery
+    FROM unnest(tsvector_to_array(to_tsvector(config, query))) AS word
+$function$;
+
+-- function ethos_text_stats_add(text[],tsvector[],integer[])
+CREATE OR REPLACE FUNCTION public.ethos_text_stats_add(agents text[], tsvs tsvector[], signs integer[])
+ RETURNS void
+ LANGUAGE sql
+ SECURITY DEFINER
+ SET search_path TO '$user', 'public'
+AS $function$
+    INSERT INTO agent_text_stats AS s (agent_id, docs, length)
+    SELECT d.agent, sum(d.sign), sum(d.sign * ethos_text_length(d.tsv))
+    FROM unnest(agents, tsvs, signs) AS d (agent, tsv, sign)
+    GROUP BY d.agent
+    ORDER BY d.agent
+    ON CONFLICT (agent_id) DO UPDATE
+    SET docs = s.docs + excluded.docs, length = s.length + excluded.length;
+
+    INSERT INTO lexeme_stats AS s (agent_id, lexeme, docs)
+    SELECT d.agent, w.lexeme, sum(d.sign)
+    FROM unnest(agents, tsvs, signs) AS d (agent, tsv, sign),
+         unnest(tsvector_to_array(d.tsv)) AS w (lexeme)
+    WHERE w.lexeme <> ethos_agent_lexeme(d.agent)
+    GROUP BY d.agent, w.lexeme
+    HAVING sum(d.sign) <> 0
+    ORDER BY d.agent, w.lexeme
+    ON CONFLICT (agent_id, lexeme) DO UPDATE SET docs = s.docs + excluded.docs;
+
+    DELETE FROM lexeme_stats AS s
+    USING unnest(agents, tsvs, signs) AS d (agent, tsv, sign),
+          unnest(tsvector_to_array(d.tsv)) AS w (lexeme)
+    WHERE d.sign < 0 AND s.agent_id = d.agent AND s.lexeme = w.lexeme AND s.docs <= 0;
+
+    DELETE FROM agent_text_stats AS s
+    USING unnest(agents, signs) AS d (agent, sign)
+    WHERE d.sign < 0 AND s.agent_id = d.agent AND s.docs <= 0;
+$function$;
+
+-- function ethos_text_stats_changed()
+CREATE OR REPLACE FUNCTION public.ethos_text_stats_changed()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+    counted text := CASE WHEN TG_TABLE_NAME = 'memory_vectors' THEN 'source_id IS NULL'
+                         ELSE 'true' END;
+BEGIN
+    IF TG_OP = 'TRUNCATE' THEN
+        PERFORM ethos_text_stats_rebuild();
+        RETURN NULL;
+    END IF;
+    EXECUTE format(
+        'SELECT ethos_text_stats_add(array_agg(agent_id), array_agg(content_tsv),'
+        ' array_agg(%s)) FROM %I WHERE %s',
+        CASE WHEN TG_OP = 'INSERT' THEN 1 ELSE -1 END,
+        CASE WHEN TG_OP = 'INSERT' THEN 'new_rows' ELSE 'old_rows' END,
+        counted);
+    RETURN NULL;
+END
+$function$;
+
+-- function ethos_text_stats_rebuild()
+CREATE OR REPLACE FUNCTION public.ethos_text_stats_rebuild()
+ RETURNS void
+ LANGUAGE sql
+ SECURITY DEFINER
+ SET search_path TO '$user', 'public'
+AS $function$
+    DELETE FROM lexeme_stats;
+    DELETE FROM agent_text_stats;
+    SELECT ethos_text_stats_add(array_agg(agent_id), array_agg(content_tsv), array_agg(1))
+    FROM (SELECT agent_id, content_tsv FROM episodic_traces
+          UNION ALL SELECT agent_id, content_tsv FROM semantic_facts
+          UNION ALL SELECT agent_id, content_tsv FROM memory_vectors WHERE source_id IS NULL
+         ) AS m;
+$function$;
+
+-- function ethos_text_stats_updated()
+CREATE OR REPLACE FUNCTION public.ethos_text_stats_updated()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+    counted_old boolean := true;
+    counted_new boolean := true;
+BEGIN
+    IF TG_TABLE_NAME = 'memory_vectors' THEN
+        counted_old := OLD.source_id IS NULL;
+        counted_new := NEW.source_id IS NULL;
+    END IF;
+    PERFORM ethos_text_stats_add(
+        array_remove(ARRAY[CASE WHEN counted_old THEN OLD.agent_id END,
+                           CASE WHEN counted_new THEN NEW.agent_id END], NULL),
+        array_remove(ARRAY[CASE WHEN counted_old THEN OLD.content_tsv END,
+                           CASE WHEN counted_new THEN NEW.content_tsv END], NULL),
+        array_remove(ARRAY[CASE WHEN counted_old THEN -1 END,
+                           CASE WHEN counted_new THEN 1 END], NULL));
+    RETURN NULL;
+END
+$function$;
+
+-- function ethos_text_vector(regconfig,text,text)
+CREATE OR REPLACE FUNCTION public.ethos_text_vector(config regconfig, agent text, content text)
+ RETURNS tsvector
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$
+    SELECT to_tsvector(config, content) || array_to_tsvector(ARRAY[ethos_agent_lexeme(agent)])
+$function$;
+
+-- function ethos_uuid_v7()
+CREATE OR REPLACE FUNCTION public.ethos_uuid_v7()
+ RETURNS uuid
+ LANGUAGE sql
+ PARALLEL SAFE
+AS $function$
+    SELECT encode(
+        set_bit(set_bit(
+            overlay(uuid_send(gen_random_uuid())
+                    PLACING substring(
+                        int8send((extract(epoch FROM clock_timestamp()) * 1000)::bigint) FROM 3)
+                    FROM 1 FOR 6),
+            52, 1), 53, 1),
+        'hex')::uuid
+$function$;
+
+-- index agent_policies_pkey
+CREATE UNIQUE INDEX agent_policies_pkey ON public.agent_policies USING btree (agent_id);
+
+-- index agent_text_stats_pkey
+CREATE UNIQUE INDEX agent_text_stats_pkey ON public.agent_text_stats USING btree (agent_id);
+
+-- index alembic_version_pkc
+CREATE UNIQUE INDEX alembic_version_pkc ON public.alembic_version USING btree (version_num);
+
+-- index consolidation_runs_pkey
+CREATE UNIQUE INDEX consolidation_runs_pkey ON public.consolidation_runs USING btree (id);
+
+-- index consolidation_runs_running_idx
+CREATE INDEX consolidation_runs_running_idx ON public.consolidation_runs USING btree (id) WHERE (status = 'running'::text);
+
+-- index consolidation_runs_started_at_idx
+CREATE INDEX consolidation_runs_started_at_idx ON public.consolidation_runs USING btree (started_at);
+
+-- index daemons_heartbeat_at_idx
+CREATE INDEX daemons_heartbeat_at_idx ON public.daemons USING btree (heartbeat_at);
+
+-- index daemons_pkey
+CREATE UNIQUE INDEX daemons_pkey ON public.daemons USING btree (id);
+
+-- index decay_policies_pkey
+CREATE UNIQUE INDEX decay_policies_pkey ON public.decay_policies USING btree (name);
+
+-- index episodic_traces_agent_live_idx
+CREATE INDEX episodic_traces_agent_live_idx ON public.episodic_traces USING btree (agent_id, id) WHERE (NOT pruned);
+
+-- index episodic_traces_client_key_idx
+CREATE UNIQUE INDEX episodic_traces_client_key_idx ON public.episodic_traces USING btree (agent_id, client_key) WHERE ((client_key IS NOT NULL) AND (NOT pruned));
+
+-- index episodic_traces_content_key_idx
+CREATE INDEX episodic_traces_content_key_idx ON public.episodic_traces USING btree (agent_id, content_key) WHERE (NOT pruned);
+
+-- index episodic_traces_content_tsv_idx
+CREATE INDEX episodic_traces_content_tsv_idx ON public.episodic_traces USING gin (content_tsv) WHERE (NOT pruned);
+
+-- index episodic_traces_due_idx
+CREATE INDEX episodic_traces_due_idx ON public.episodic_traces_due USING btree (prune, slice, at);
+
+-- index episodic_traces_live_id_idx
+CREATE INDEX episodic_traces_live_id_idx ON public.episodic_traces USING btree (id) WHERE (NOT pruned);
+
+-- index episodic_traces_pkey
+CREATE UNIQUE INDEX episodic_traces_pkey ON public.episodic_traces USING btree (id);
+
+-- index episodic_traces_pruned_at_idx
+CREATE INDEX episodic_traces_pruned_at_idx ON public.episodic_traces USING btree (pruned_at) WHERE pruned;
+
+-- index ethos_agent_roles_pkey
+CREATE UNIQUE INDEX ethos_agent_roles_pkey ON public.ethos_agent_roles USING btree (role_name, agent_id);
+
+-- index ethos_settings_pkey
+CREATE UNIQUE INDEX ethos_settings_pkey ON public.ethos_settings USING btree (id);
+
+-- index importance_tiers_pkey
+CREATE UNIQUE INDEX importance_tiers_pkey ON public.importance_tiers USING btree (policy);
+
+-- index lexeme_stats_pkey
+CREATE UNIQUE INDEX lexeme_stats_pkey ON public.lexeme_stats USING btree (agent_id, lexeme);
+
+-- index ltp_flushes_applied_at_idx
+CREATE INDEX ltp_flushes_applied_at_idx ON public.ltp_flushes USING btree (applied_at);
+
+-- index ltp_flushes_pkey
+CREATE UNIQUE INDEX ltp_flushes_pkey ON public.ltp_flushes USING btree (id);
+
+-- index memory_links_b_idx
+CREATE INDEX memory_links_b_idx ON public.memory_links USING btree (b_id);
+
+-- index memory_links_fades_at_idx
+CREATE INDEX memory_links_fades_at_idx ON public.memory_links USING btree (fades_at);
+
+-- index memory_links_pkey
+CREATE UNIQUE INDEX memory_links_pkey ON public.memory_links USING btree (a_id, b_id);
+
+-- index memory_revisions_agent_idx
+CREATE INDEX memory_revisions_agent_idx ON public.memory_revisions USING btree (agent_id);
+
+-- index memory_revisions_memory_idx
+CREATE INDEX memory_revisions_memory_idx ON public.memory_revisions USING btree (table_name, memory_id);
+
+-- index memory_revisions_pkey
+CREATE UNIQUE INDEX memory_revisions_pkey ON public.memory_revisions USING btree (id);
+
+-- index memory_vectors_agent_live_idx
+CREATE INDEX memory_vectors_agent_live_idx ON public.memory_vectors USING btree (agent_id, id) WHERE (NOT pruned);
+
+-- index memory_vectors_client_key_idx
+CREATE UNIQUE INDEX memory_vectors_client_key_idx ON public.memory_vectors USING btree (agent_id, client_key) WHERE ((client_key IS NOT NULL) AND (NOT pruned));
+
+-- index memory_vectors_content_key_idx
+CREATE INDEX memory_vectors_content_key_idx ON public.memory_vectors USING btree (agent_id, content_key) WHERE (NOT pruned);
+
+-- index memory_vectors_content_tsv_idx
+CREATE INDEX memory_vectors_content_tsv_idx ON public.memory_vectors USING gin (content_tsv) WHERE (NOT pruned);
+
+-- index memory_vectors_due_idx
+CREATE INDEX memory_vectors_due_idx ON public.memory_vectors_due USING btree (prune, slice, at);
+
+-- index memory_vectors_embedding_hnsw
+CREATE INDEX memory_vectors_embedding_hnsw ON public.memory_vectors USING hnsw (embedding vector_cosine_ops) WHERE (NOT pruned);
+
+-- index memory_vectors_live_id_idx
+CREATE INDEX memory_vectors_live_id_idx ON public.memory_vectors USING btree (id) WHERE (NOT pruned);
+
+-- index memory_vectors_pkey
+CREATE UNIQUE INDEX memory_vectors_pkey ON public.memory_vectors USING btree (id);
+
+-- index memory_vectors_pruned_at_idx
+CREATE INDEX memory_vectors_pruned_at_idx ON public.memory_vectors USING btree (pruned_at) WHERE pruned;
+
+-- index memory_vectors_source_idx
+CREATE INDEX memory_vectors_source_idx ON public.memory_vectors USING btree (source_type, source_id) WHERE (source_id IS NOT NULL);
+
+-- index recoveries_pkey
+CREATE UNIQUE INDEX recoveries_pkey ON public.recoveries USING btree (id);
+
+-- index retrieval_activity_pkey
+CREATE UNIQUE INDEX retrieval_activity_pkey ON public.retrieval_activity USING btree (id);
+
+-- index retrieval_dead_letters_pkey
+CREATE UNIQUE INDEX retrieval_dead_letters_pkey ON public.retrieval_dead_letters USING btree (id);
+
+-- index retrieval_queue_pkey
+CREATE UNIQUE INDEX retrieval_queue_pkey ON public.retrieval_queue USING btree (id);
+
+-- index semantic_facts_agent_live_idx
+CREATE INDEX semantic_facts_agent_live_idx ON public.semantic_facts USING btree (agent_id, id) WHERE (NOT pruned);
+
+-- index semantic_facts_client_key_idx
+CREATE UNIQUE INDEX semantic_facts_client_key_idx ON public.semantic_facts USING btree (agent_id, client_key) WHERE ((client_key IS NOT NULL) AND (NOT pruned));
+
+-- index semantic_facts_content_key_idx
+CREATE INDEX semantic_facts_content_key_idx ON public.semantic_facts USING btree (agent_id, content_key) WHERE (NOT pruned);
+
+-- index semantic_facts_content_tsv_idx
+CREATE INDEX semantic_facts_content_tsv_idx ON public.semantic_facts USING gin (content_tsv) WHERE (NOT pruned);
+
+-- index semantic_facts_due_idx
+CREATE INDEX semantic_facts_due_idx ON public.semantic_facts_due USING btree (prune, slice, at);
+
+-- index semantic_facts_live_id_idx
+CREATE INDEX semantic_facts_live_id_idx ON public.semantic_facts USING btree (id) WHERE (NOT pruned);
+
+-- index semantic_facts_pkey
+CREATE UNIQUE INDEX semantic_facts_pkey ON public.semantic_facts USING btree (id);
+
+-- index semantic_facts_pruned_at_idx
+CREATE INDEX semantic_facts_pruned_at_idx ON public.semantic_facts USING btree (pruned_at) WHERE pruned;
+
+-- index sweep_runs_pkey
+CREATE UNIQUE INDEX sweep_runs_pkey ON public.sweep_runs USING btree (id);
+
+-- index sweep_runs_running_idx
+CREATE INDEX sweep_runs_running_idx ON public.sweep_runs USING btree (id) WHERE (status = 'running'::text);
+
+-- index sweep_runs_started_at_idx
+CREATE INDEX sweep_runs_started_at_idx ON public.sweep_runs USING btree (started_at);
+
+-- trigger consolidation_runs.consolidation_runs_finished_is_final
+CREATE TRIGGER consolidation_runs_finished_is_final BEFORE UPDATE ON consolidation_runs FOR EACH ROW EXECUTE FUNCTION ethos_finished_runs_are_final();
+
+-- trigger episodic_traces.episodic_traces_check_new_rows
+CREATE TRIGGER episodic_traces_check_new_rows AFTER INSERT ON episodic_traces REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION ethos_check_new_rows('created_at >= ''1900-01-01 00:00+00'' AND created_at < ''2200-01-01 00:00+00'' AND anchor_at >= ''1900-01-01 00:00+00'' AND anchor_at < ''2200-01-01 00:00+00'' AND (last_retrieved_at IS NULL OR last_retrieved_at >= ''1900-01-01 00:00+00'' AND last_retrieved_at < ''2200-01-01 00:00+00'')');
+
+-- trigger episodic_traces.episodic_traces_content_derived
+CREATE TRIGGER episodic_traces_content_derived BEFORE INSERT OR UPDATE OF content, agent_id ON episodic_traces FOR EACH ROW EXECUTE FUNCTION ethos_content_derived();
+
+-- trigger episodic_traces.episodic_traces_drop_revisions
+CREATE TRIGGER episodic_traces_drop_revisions AFTER DELETE ON episodic_traces REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION ethos_drop_revisions();
+
+-- trigger episodic_traces.episodic_traces_hint_new_rows
+CREATE TRIGGER episodic_traces_hint_new_rows AFTER INSERT ON episodic_traces REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION ethos_hint_new_rows();
+
+-- trigger episodic_traces.episodic_traces_init_decay_state
+CREATE TRIGGER episodic_traces_init_decay_state BEFORE INSERT ON episodic_traces FOR EACH ROW EXECUTE FUNCTION ethos_init_decay_state();
+
+-- trigger episodic_traces.episodic_traces_keep_revision
+CREATE TRIGGER episodic_traces_keep_revision AFTER UPDATE OF content ON episodic_traces FOR EACH ROW WHEN (old.content IS DISTINCT FROM new.content) EXECUTE FUNCTION ethos_keep_revision();
+
+-- trigger episodic_traces.episodic_traces_text_stats_delete
+CREATE TRIGGER episodic_traces_text_stats_delete AFTER DELETE ON episodic_traces REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION ethos_text_stats_changed();
+
+-- trigger episodic_traces.episodic_traces_text_stats_insert
+CREATE TRIGGER episodic_traces_text_stats_insert AFTER INSERT ON episodic_traces REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION ethos_text_stats_changed();
+
+-- trigger episodic_traces.episodic_traces_text_stats_truncate
+CREATE TRIGGER episodic_traces_text_stats_truncate AFTER TRUNCATE ON episodic_traces FOR EACH STATEMENT EXECUTE FUNCTION ethos_text_stats_changed();
+
+-- trigger episodic_traces.episodic_traces_text_stats_update
+CREATE TRIGGER episodic_traces_text_stats_update AFTER UPDATE OF content, agent_id, content_tsv ON episodic_traces FOR EACH ROW WHEN (old.content_tsv <> new.content_tsv) EXECUTE FUNCTION ethos_text_stats_updated();
+
+-- trigger memory_vectors.memory_vectors_check_new_rows
+CREATE TRIGGER memory_vectors_check_new_rows AFTER INSERT ON memory_vectors REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION ethos_check_new_rows('created_at >= ''1900-01-01 00:00+00'' AND created_at < ''2200-01-01 00:00+00'' AND anchor_at >= ''1900-01-01 00:00+00'' AND anchor_at < ''2200-01-01 00:00+00'' AND (embedding IS NULL OR vector_norm(embedding) > 0) AND (last_retrieved_at IS NULL OR last_retrieved_at >= ''1900-01-01 00:00+00'' AND last_retrieved_at < ''2200-01-01 00:00+00'') AND (expires_at IS NULL OR expires_at >= ''1900-01-01 00:00+00'' AND expires_at < ''2200-01-01 00:00+00'')');
+
+-- trigger memory_vectors.memory_vectors_content_derived
+CREATE TRIGGER memory_vectors_content_derived BEFORE INSERT OR UPDATE OF content, agent_id ON memory_vectors FOR EACH ROW EXECUTE FUNCTION ethos_content_derived();
+
+-- trigger memory_vectors.memory_vectors_drop_revisions
+CREATE TRIGGER memory_vectors_drop_revisions AFTER DELETE ON memory_vectors REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION ethos_drop_revisions();
+
+-- trigger memory_vectors.memory_vectors_hint_new_rows
+CREATE TRIGGER memory_vectors_hint_new_rows AFTER INSERT ON memory_vectors REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION ethos_hint_new_rows();
+
+-- trigger memory_vectors.memory_vectors_init_decay_state
+CREATE TRIGGER memory_vectors_init_decay_state BEFORE INSERT ON memory_vectors FOR EACH ROW EXECUTE FUNCTION ethos_init_decay_state();
+
+-- trigger memory_vectors.memory_vectors_keep_revision
+CREATE TRIGGER memory_vectors_keep_revision AFTER UPDATE OF content ON memory_vectors FOR EACH ROW WHEN (old.content IS DISTINCT FROM new.content) EXECUTE FUNCTION ethos_keep_revision();
+
+-- trigger memory_vectors.memory_vectors_text_stats_delete
+CREATE TRIGGER memory_vectors_text_stats_delete AFTER DELETE ON memory_vectors REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION ethos_text_stats_changed();
+
+-- trigger memory_vectors.memory_vectors_text_stats_insert
+CREATE TRIGGER memory_vectors_text_stats_insert AFTER INSERT ON memory_vectors REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION ethos_text_stats_changed();
+
+-- trigger memory_vectors.memory_vectors_text_stats_truncate
+CREATE TRIGGER memory_vectors_text_stats_truncate AFTER TRUNCATE ON memory_vectors FOR EACH STATEMENT EXECUTE FUNCTION ethos_text_stats_changed();
+
+-- trigger memory_vectors.memory_vectors_text_stats_update
+CREATE TRIGGER memory_vectors_text_stats_update AFTER UPDATE OF content, agent_id, content_tsv, source_id ON memory_vectors FOR EACH ROW WHEN (old.content_tsv <> new.content_tsv OR old.source_id IS DISTINCT FROM new.source_id) EXECUTE FUNCTION ethos_text_stats_updated();
+
+-- trigger semantic_facts.semantic_facts_check_new_rows
+CREATE TRIGGER semantic_facts_check_new_rows AFTER INSERT ON semantic_facts REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION ethos_check_new_rows('created_at >= ''1900-01-01 00:00+00'' AND created_at < ''2200-01-01 00:00+00'' AND anchor_at >= ''1900-01-01 00:00+00'' AND anchor_at < ''2200-01-01 00:00+00'' AND (last_retrieved_at IS NULL OR last_retrieved_at >= ''1900-01-01 00:00+00'' AND last_retrieved_at < ''2200-01-01 00:00+00'') AND (expires_at IS NULL OR expires_at >= ''1900-01-01 00:00+00'' AND expires_at < ''2200-01-01 00:00+00'')');
+
+-- trigger semantic_facts.semantic_facts_content_derived
+CREATE TRIGGER semantic_facts_content_derived BEFORE INSERT OR UPDATE OF content, agent_id ON semantic_facts FOR EACH ROW EXECUTE FUNCTION ethos_content_derived();
+
+-- trigger semantic_facts.semantic_facts_drop_revisions
+CREATE TRIGGER semantic_facts_drop_revisions AFTER DELETE ON semantic_facts REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION ethos_drop_revisions();
+
+-- trigger semantic_facts.semantic_facts_hint_new_rows
+CREATE TRIGGER semantic_facts_hint_new_rows AFTER INSERT ON semantic_facts REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION ethos_hint_new_rows();
+
+-- trigger semantic_facts.semantic_facts_init_decay_state
+CREATE TRIGGER semantic_facts_init_decay_state BEFORE INSERT ON semantic_facts FOR EACH ROW EXECUTE FUNCTION ethos_init_decay_state();
+
+-- trigger semantic_facts.semantic_facts_keep_revision
+CREATE TRIGGER semantic_facts_keep_revision AFTER UPDATE OF content ON semantic_facts FOR EACH ROW WHEN (old.content IS DISTINCT FROM new.content) EXECUTE FUNCTION ethos_keep_revision();
+
+-- trigger semantic_facts.semantic_facts_text_stats_delete
+CREATE TRIGGER semantic_facts_text_stats_delete AFTER DELETE ON semantic_facts REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION ethos_text_stats_changed();
+
+-- trigger semantic_facts.semantic_facts_text_stats_insert
+CREATE TRIGGER semantic_facts_text_stats_insert AFTER INSERT ON semantic_facts REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION ethos_text_stats_changed();
+
+-- trigger semantic_facts.semantic_facts_text_stats_truncate
+CREATE TRIGGER semantic_facts_text_stats_truncate AFTER TRUNCATE ON semantic_facts FOR EACH STATEMENT EXECUTE FUNCTION ethos_text_stats_changed();
+
+-- trigger semantic_facts.semantic_facts_text_stats_update
+CREATE TRIGGER semantic_facts_text_stats_update AFTER UPDATE OF content, agent_id, content_tsv ON semantic_facts FOR EACH ROW WHEN (old.content_tsv <> new.content_tsv) EXECUTE FUNCTION ethos_text_stats_updated();
+
+-- trigger sweep_runs.sweep_runs_finished_is_final
+CREATE TRIGGER sweep_runs_finished_is_final BEFORE UPDATE ON sweep_runs FOR EACH ROW EXECUTE FUNCTION ethos_finished_runs_are_final();
+
+-- view ethos_agent_counts
+SELECT table_name,
+    agent_id,
+    count(*) FILTER (WHERE NOT pruned) AS live,
+    count(*) FILTER (WHERE pruned) AS pruned,
+    count(*) FILTER (WHERE pinned AND NOT pruned) AS pinned
+   FROM ethos_memories
+  GROUP BY table_name, agent_id;;
+
+-- view ethos_at_risk
+SELECT m.table_name,
+    m.id,
+    m.agent_id,
+    "left"(m.content, 80) AS content,
+    COALESCE(m.confidence, m.salience) AS value,
+    p.prune_threshold,
+    m.policy,
+    m.retrieval_count,
+    m.last_retrieved_at
+   FROM ethos_memories m
+     JOIN decay_policies p ON p.name = m.policy
+     CROSS JOIN ethos_settings s
+  WHERE NOT m.pruned AND NOT m.pinned AND NOT p.never_decays AND COALESCE(m.confidence, m.salience) < (p.prune_threshold + s.at_risk_margin)
+  ORDER BY (COALESCE(m.confidence, m.salience));;
+
+-- view ethos_consolidation_runs
+SELECT id,
+    kind,
+    trigger,
+    status,
+    started_at,
+    finished_at,
+    as_of,
+    selector,
+    counts,
+    date_part('epoch'::text, finished_at - started_at) * 1000::double precision AS duration_ms,
+    error
+   FROM consolidation_runs
+  ORDER BY started_at DESC;;
+
+-- view ethos_counts
+SELECT table_name,
+    count(*) FILTER (WHERE NOT pruned) AS live,
+    count(*) FILTER (WHERE pruned) AS pruned,
+    count(*) FILTER (WHERE pinned AND NOT pruned) AS pinned
+   FROM ethos_memories
+  GROUP BY table_name;;
+
+-- view ethos_links
+SELECT l.agent_id,
+    l.a_table,
+    l.a_id,
+    l.b_table,
+    l.b_id,
+    l.weight * exp(GREATEST((- date_part('epoch'::text, now() - l.weighted_at)) / 86400.0::double precision / s.links_tau_days, '-700'::integer::double precision)) AS weight,
+    l.co_retrievals,
+    l.useful_count,
+    l.wrong_count,
+    l.weighted_at,
+    l.created_at,
+    rank() OVER (PARTITION BY l.agent_id ORDER BY (l.weight * exp(GREATEST((- date_part('epoch'::text, now() - l.weighted_at)) / 86400.0::double precision / s.links_tau_days, '-700'::integer::double precision))) DESC) AS rank_in_agent
+   FROM memory_links l
+     CROSS JOIN ethos_settings s
+  WHERE l.fades_at > now();;
+
+-- view ethos_ltp
+SELECT id AS daemon_id,
+    role,
+    heartbeat_at,
+    ltp_backlog,
+    ltp_dropped
+   FROM daemons
+  WHERE stopped_at IS NULL;;
+
+-- view ethos_memories
+SELECT table_name,
+    id,
+    agent_id,
+    content,
+    salience,
+    confidence,
+    retrieval_count,
+    last_retrieved_at,
+    created_at,
+    pruned,
+    pruned_at,
+    prune_reason,
+    pinned,
+        CASE
+            WHEN created_at > (now() - '1 day'::interval) THEN '<1d'::text
+            WHEN created_at > (now() - '7 days'::interval) THEN '1-7d'::text
+            WHEN created_at > (now() - '30 days'::interval) THEN '7-30d'::text
+            ELSE '>30d'::text
+        END AS age_bucket,
+    policy,
+    importance
+   FROM ( SELECT 'memory_vectors'::text AS table_name,
+            memory_vectors.id,
+            memory_vectors.agent_id,
+            memory_vectors.content,
+            memory_vectors.salience,
+            NULL::double precision AS confidence,
+            memory_vectors.retrieval_count,
+            memory_vectors.last_retrieved_at,
+            memory_vectors.created_at,
+            memory_vectors.pruned,
+            memory_vectors.pruned_at,
+            memory_vectors.prune_reason,
+            memory_vectors.pinned,
+            memory_vectors.policy,
+            memory_vectors.importance
+           FROM memory_vectors
+        UNION ALL
+         SELECT 'episodic_traces'::text,
+            episodic_traces.id,
+            episodic_traces.agent_id,
+            episodic_traces.content,
+            episodic_traces.salience,
+            NULL::double precision,
+            episodic_traces.retrieval_count,
+            episodic_traces.last_retrieved_at,
+            episodic_traces.created_at,
+            episodic_traces.pruned,
+            episodic_traces.pruned_at,
+            episodic_traces.prune_reason,
+            episodic_traces.pinned,
+            episodic_traces.policy,
+            episodic_traces.importance
+           FROM episodic_traces
+        UNION ALL
+         SELECT 'semantic_facts'::text,
+            semantic_facts.id,
+            semantic_facts.agent_id,
+            semantic_facts.content,
+            semantic_facts.salience,
+            semantic_facts.confidence,
+            semantic_facts.retrieval_count,
+            semantic_facts.last_retrieved_at,
+            semantic_facts.created_at,
+            semantic_facts.pruned,
+            semantic_facts.pruned_at,
+            semantic_facts.prune_reason,
+            semantic_facts.pinned,
+            semantic_facts.policy,
+            semantic_facts.importance
+           FROM semantic_facts) m;;
+
+-- view ethos_most_retrieved
+SELECT table_name,
+    id,
+    agent_id,
+    "left"(content, 80) AS content,
+    retrieval_count,
+    last_retrieved_at,
+    salience
+   FROM ethos_memories
+  WHERE NOT pruned AND retrieval_count > 0
+  ORDER BY retrieval_count DESC, last_retrieved_at DESC;;
+
+-- view ethos_policy_counts
+SELECT table_name,
+    policy,
+    count(*) FILTER (WHERE NOT pruned) AS live,
+    count(*) FILTER (WHERE pruned) AS pruned,
+    avg(salience) FILTER (WHERE NOT pruned) AS avg_salience
+   FROM ethos_memories m
+  GROUP BY table_name, policy;;
+
+-- view ethos_retrieval_queue
+SELECT count(*) AS backlog,
+    min(enqueued_at) AS oldest_enqueued_at,
+    date_part('epoch'::text, now() - min(enqueued_at)) AS oldest_age_seconds
+   FROM retrieval_queue;;
+
+-- view ethos_salience_by_age
+SELECT table_name,
+    age_bucket,
+    avg(salience) AS avg_salience,
+    count(*) AS count
+   FROM ethos_memories
+  WHERE NOT pruned
+  GROUP BY table_name, age_bucket;;
+
+-- view ethos_sweep_history
+SELECT id,
+    trigger,
+    status,
+    daemon_id,
+    agent_id,
+    started_at,
+    finished_at,
+    swept_at,
+    date_part('epoch'::text, finished_at - started_at) * 1000::double precision AS duration_ms,
+    scanned,
+    updated,
+    pruned,
+    scanned::double precision / NULLIF(date_part('epoch'::text, finished_at - started_at), 0::double precision) AS rows_per_second,
+    tables,
+    error
+   FROM sweep_runs
+  ORDER BY started_at DESC;;
+
