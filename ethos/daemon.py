@@ -23,7 +23,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 import structlog
 
@@ -36,13 +36,19 @@ from ethos.settings import Settings
 from ethos.store import Store
 from ethos.sweep import SweepReport
 
-if TYPE_CHECKING:
-    from ethos.metrics import DaemonMetrics
-
 log = structlog.get_logger("ethos.daemon")
 
 # A cancelled loop that does not finish its own shutdown gets this long more.
 CANCEL_GRACE_SECONDS = 5.0
+# Health says degraded while retrievals were set aside this recently.
+DEAD_LETTER_WINDOW_SECONDS = 3600.0
+
+
+class SweepObserver(Protocol):
+    """Who counts the daemon's sweeps (the metrics, when served)."""
+
+    def observe(self, report: SweepReport, trigger: str) -> None: ...
+    def failed(self, trigger: str, mode: str) -> None: ...
 
 
 class DaemonStopTimeout(EthosError):
@@ -57,7 +63,7 @@ class Cycle:
     store: Store
     daemon_id: str
     stop: asyncio.Event
-    metrics: DaemonMetrics | None = None
+    metrics: SweepObserver | None = None
 
 
 Step = Callable[[Cycle], Awaitable[object]]
@@ -91,7 +97,7 @@ async def decay_sweep(cycle: Cycle) -> object:
 
 
 async def observed(
-    metrics: DaemonMetrics | None, mode: str, sweep: Awaitable[SweepReport]
+    metrics: SweepObserver | None, mode: str, sweep: Awaitable[SweepReport]
 ) -> SweepReport:
     """A daemon sweep, counted in the metrics (when they are served)."""
     try:
@@ -132,11 +138,13 @@ class Daemon:
         self._deferred_for: datetime | None = None
         self._pruning: asyncio.Task[None] | None = None
         self._leader_since = 0.0  # time.monotonic() when it took the lock
-        self.metrics: DaemonMetrics | None = None
+        self.metrics: SweepObserver | None = None
 
     @property
     def store(self) -> Store | None:
         return self._store
+
+    readings = store  # what the metrics read: the store, once connected
 
     @property
     def leading(self) -> bool:
@@ -152,6 +160,35 @@ class Daemon:
 
     def ltp_backlog(self) -> int:
         return self._engine.ltp.backlog if self._engine is not None else 0
+
+    async def health(self, timeout_seconds: float) -> tuple[int, dict[str, Any]]:
+        """(HTTP status, why): healthy while the database answers within the timeout and
+        a leader's last sweep is no older than interval + max_defer (a standby is
+        healthy); degraded, still 200, while retrievals were set aside in the last hour."""
+        store = self._store
+        if store is None:
+            return 503, {"status": "unhealthy", "reason": "not connected to the database yet"}
+        try:
+            async with asyncio.timeout(timeout_seconds):
+                now = await store.now()
+                last = await store.last_sweep_finished()
+                _, recent = await store.dead_letters(DEAD_LETTER_WINDOW_SECONDS)
+        except (DatabaseError, TimeoutError) as exc:
+            reason = str(exc) or f"no answer within {timeout_seconds:g} s"
+            return 503, {"status": "unhealthy", "reason": f"database: {reason}"}
+        role = "leader" if self.leading else "standby"
+        c = self.settings.consolidation
+        limit = c.interval_seconds + c.max_defer_seconds
+        age = (now - last).total_seconds() if last else None
+        if role == "leader" and self.leading_for_seconds > limit and (age is None or age > limit):
+            since = "never" if age is None else f"{age:.0f} s ago"
+            return 503, {"status": "unhealthy", "role": role,
+                         "reason": f"last sweep {since}; limit {limit:g} s"}  # fmt: skip
+        health = {"status": "ok", "role": role, "last_sweep_age_seconds": age}
+        if recent:  # working, but some retrievals could not be applied: look at them
+            reason = f"{recent} retrievals set aside in retrieval_dead_letters in the last hour"
+            health |= {"status": "degraded", "reason": reason}
+        return 200, health
 
     async def run(self, stop: asyncio.Event) -> None:
         """Run until `stop` is set, then stop gracefully: the batch in flight finishes,

@@ -20,7 +20,7 @@ import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import structlog
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
@@ -29,17 +29,35 @@ from prometheus_client.registry import Collector
 
 from ethos.errors import DatabaseError
 from ethos.inputs import host_port
+from ethos.ltp import LtpStats
 from ethos.sweep import SweepReport
-
-if TYPE_CHECKING:
-    from ethos.daemon import Daemon
 
 log = structlog.get_logger("ethos.metrics")
 
 ESTIMATES_MAX_AGE_SECONDS = 60.0
 DATABASE_TIMEOUT_SECONDS = 2.0
-# /healthz says degraded while retrievals were set aside this recently.
-DEAD_LETTER_WINDOW_SECONDS = 3600.0
+
+
+class Readings(Protocol):
+    """The database's side of the gauges (the daemon's store)."""
+
+    async def row_estimates(self) -> Any: ...
+    async def queue_backlog(self) -> int: ...
+    async def dead_letters(self, window_seconds: float) -> tuple[int, int]: ...
+    async def last_sweep_finished(self) -> datetime | None: ...
+    async def now(self) -> datetime: ...
+
+
+class Watched(Protocol):
+    """What the metrics see of the daemon they serve."""
+
+    @property
+    def readings(self) -> Readings | None: ...
+    @property
+    def leading(self) -> bool: ...
+    def ltp_stats(self) -> LtpStats | None: ...
+    def ltp_backlog(self) -> int: ...
+    async def health(self, timeout_seconds: float) -> tuple[int, dict[str, Any]]: ...
 
 
 @dataclass
@@ -55,7 +73,7 @@ class _DatabaseState:
 
 
 class DaemonMetrics:
-    def __init__(self, daemon: Daemon) -> None:
+    def __init__(self, daemon: Watched) -> None:
         self.daemon = daemon
         self.registry = CollectorRegistry()
         self.sweeps = Counter(
@@ -91,7 +109,7 @@ class DaemonMetrics:
     async def refresh(self) -> None:
         """Read the database's side of the gauges (skipped, and left stale, when it is
         away: the scrape still answers)."""
-        store = self.daemon.store
+        store = self.daemon.readings
         if store is None:
             return
         state = self.state
@@ -104,36 +122,6 @@ class DaemonMetrics:
                 state.dead_letters = (await store.dead_letters(0))[0]
                 state.last_sweep = await store.last_sweep_finished()
                 state.now = await store.now()
-
-    async def health(self) -> tuple[int, dict[str, Any]]:
-        store = self.daemon.store
-        if store is None:
-            return 503, {"status": "unhealthy", "reason": "not connected to the database yet"}
-        try:
-            async with asyncio.timeout(DATABASE_TIMEOUT_SECONDS):
-                now = await store.now()
-                last = await store.last_sweep_finished()
-                _, recent = await store.dead_letters(DEAD_LETTER_WINDOW_SECONDS)
-        except (DatabaseError, TimeoutError) as exc:
-            reason = str(exc) or f"no answer within {DATABASE_TIMEOUT_SECONDS:g} s"
-            return 503, {"status": "unhealthy", "reason": f"database: {reason}"}
-        role = "leader" if self.daemon.leading else "standby"
-        c = self.daemon.settings.consolidation
-        limit = c.interval_seconds + c.max_defer_seconds
-        age = (now - last).total_seconds() if last else None
-        if (
-            role == "leader"
-            and self.daemon.leading_for_seconds > limit
-            and (age is None or age > limit)
-        ):
-            since = "never" if age is None else f"{age:.0f} s ago"
-            return 503, {"status": "unhealthy", "role": role,
-                         "reason": f"last sweep {since}; limit {limit:g} s"}  # fmt: skip
-        health = {"status": "ok", "role": role, "last_sweep_age_seconds": age}
-        if recent:  # working, but some retrievals could not be applied: look at them
-            reason = f"{recent} retrievals set aside in retrieval_dead_letters in the last hour"
-            health |= {"status": "degraded", "reason": reason}
-        return 200, health
 
 
 class _StateCollector(Collector):
@@ -195,7 +183,7 @@ async def serve(metrics: DaemonMetrics, listen: str) -> asyncio.Server:
                 status, body = 200, generate_latest(metrics.registry)
                 kind = "text/plain; version=0.0.4; charset=utf-8"
             elif path == "/healthz":
-                status, answer = await metrics.health()
+                status, answer = await metrics.daemon.health(DATABASE_TIMEOUT_SECONDS)
                 body, kind = (json.dumps(answer) + "\n").encode(), "application/json"
             else:
                 status, body, kind = 404, b"not found\n", "text/plain"

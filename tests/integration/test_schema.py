@@ -116,7 +116,8 @@ UNION ALL
 SELECT 'index', indexname, indexdef FROM pg_indexes WHERE schemaname = 'public'
 UNION ALL
 SELECT 'constraint', conrelid::regclass || '.' || conname, pg_get_constraintdef(oid, true)
-FROM pg_constraint WHERE connamespace = 'public'::regnamespace AND contype <> 'n'  -- NOT NULL: the metadata test
+FROM pg_constraint  -- NOT NULL: the metadata test above
+WHERE connamespace = 'public'::regnamespace AND contype <> 'n'
 UNION ALL
 SELECT 'policy', tablename || '.' || policyname, array_to_string(roles, ',') || ' ' || cmd
     || coalesce(' USING ' || qual, '') || coalesce(' CHECK ' || with_check, '')
