@@ -21,8 +21,10 @@ from datetime import datetime, timedelta
 from typing import Literal
 
 SECONDS_PER_DAY = 86400.0
-# e^−700 ≈ 1e−304: the floor that keeps PostgreSQL's float8 from raising underflow.
+# e^−700 ≈ 1e−304: the floor that keeps PostgreSQL's float8 from raising underflow (and
+# e^700 the ceiling that keeps it from overflow).
 MIN_EXPONENT = -700.0
+MAX_EXPONENT = 700.0
 # The power curve keeps this share of the strength at t = τ.
 POWER_RETENTION_AT_TAU = 0.9
 
@@ -196,6 +198,8 @@ def ltp_strength(m: MemoryState, now: datetime, p: DecayParams, boost: float, co
 # first moment is bracketed with f at two moments and the earlier bound is taken.
 
 SCHEDULE_HORIZON_DAYS = 100_000.0  # the latest moment computed (274 years: never, in effect)
+# A bracket narrower than this share of its width, seen from the reference, is settled.
+REFINE_BELOW = 0.9
 MIN_STEP = timedelta(seconds=1)  # a row just written is not due again before this
 
 
@@ -203,7 +207,8 @@ def days_until(log_ratio: float, tau: float, p: DecayParams) -> float:
     """Days after the anchor at which S·B·D(t) falls to T, given y = ln(S·B / T):
     exponential τ·y, power τ/F·(e^(y/d) − 1); at or below 0 when it is there already."""
     if p.curve == "power":
-        return tau / p.power_factor * (math.exp(min(log_ratio / p.power_exponent, 700)) - 1)
+        ratio = min(log_ratio / p.power_exponent, MAX_EXPONENT)
+        return tau / p.power_factor * (math.exp(ratio) - 1)
     return tau * log_ratio
 
 
@@ -241,7 +246,7 @@ def falls_below(
     # Refine where the bracket is wide, measured from the reference (not the anchor,
     # which may lie far back, where every bracket looks narrow).
     elapsed = max(reference_age - anchor_age, 0.0)
-    if refine and m.retrieval_count > 0 and answer - elapsed < 0.9 * (latest - elapsed):
+    if refine and m.retrieval_count > 0 and answer - elapsed < REFINE_BELOW * (latest - elapsed):
         for moment in candidates(m, target, latest, answer, anchor_age, reference_age, p):
             answer = max(answer, min(moment, days_at(moment)))
     return m.anchor_at + timedelta(days=answer)

@@ -14,7 +14,14 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from ethos.decay import SCHEDULE_HORIZON_DAYS
+from ethos.decay import (
+    MAX_EXPONENT,
+    MIN_EXPONENT,
+    POWER_RETENTION_AT_TAU,
+    REFINE_BELOW,
+    SCHEDULE_HORIZON_DAYS,
+    SECONDS_PER_DAY,
+)
 from ethos.tables import FACTS, MEMORY_TABLES, SOURCE_TABLES, VECTORS, TableSpec
 
 _SOURCE_SPECS = frozenset(SOURCE_TABLES)
@@ -184,7 +191,7 @@ def _days(log_strength: str, log_target: str, after_anchor: str) -> str:
     )
     days = (
         f"CASE WHEN curve = 'power' THEN _tau / _power_factor"
-        f" * (exp(least({y} / power_exponent, 700)) - 1) ELSE _tau * {y} END"
+        f" * (exp(least({y} / power_exponent, {MAX_EXPONENT})) - 1) ELSE _tau * {y} END"
     )
     return f"least(greatest({days}, 0), {SCHEDULE_HORIZON_DAYS})"
 
@@ -197,7 +204,7 @@ def _value_due(value: str, strength: str, stored: str, floor: str, target: str, 
         WHEN {stored} < {floor} THEN reference
         WHEN {target} <= 0 THEN NULL
         WHEN {strength} <= 0 THEN greatest(anchor_at, reference + interval '1 second')
-        ELSE greatest(anchor_at + make_interval(secs => {days} * 86400),
+        ELSE greatest(anchor_at + make_interval(secs => {days} * {SECONDS_PER_DAY}),
                       reference + interval '1 second')
     END /* {value} */"""
 
@@ -232,9 +239,9 @@ def scheduled(
     ]
     layer1 = f"""SELECT _s.*,
                ethos_tau_days(n, base_tau_days, ltp_multiplier, max_tau_days) AS _tau,
-               power(0.9, -1 / power_exponent) - 1 AS _power_factor,
-               date_part('epoch', anchor_at - created_at) / 86400.0 AS _anchor_age,
-               date_part('epoch', reference - created_at) / 86400.0 AS _reference_age,
+               power({POWER_RETENTION_AT_TAU}, -1 / power_exponent) - 1 AS _power_factor,
+               date_part('epoch', anchor_at - created_at) / {SECONDS_PER_DAY} AS _anchor_age,
+               date_part('epoch', reference - created_at) / {SECONDS_PER_DAY} AS _reference_age,
                {", ".join(logs)}, {", ".join(targets)}
         FROM ({source}) AS _s OFFSET 0"""
     # Each crossing to find: (key, the value's log strength, log target).
@@ -285,7 +292,7 @@ def scheduled(
         # by the first two steps.)
         refined.append(
             f"CASE WHEN frozen OR n = 0"
-            f" OR _answer_{name} - _elapsed >= 0.9 * (_latest_{name} - _elapsed)"
+            f" OR _answer_{name} - _elapsed >= {REFINE_BELOW} * (_latest_{name} - _elapsed)"
             f" THEN _answer_{name} ELSE greatest(_answer_{name}, {tries}) END AS _days_{name}"
         )
     layer4 = f"SELECT _3.*, {', '.join(refined)} FROM ({layer3}) AS _3 OFFSET 0"
@@ -300,7 +307,7 @@ def scheduled(
             CASE WHEN {deciding_stored} < prune_threshold THEN reference
                  WHEN {deciding_strength} <= 0
                      THEN greatest(anchor_at, reference + interval '1 second')
-                 ELSE greatest(anchor_at + make_interval(secs => _answer_prune * 86400),
+                 ELSE greatest(anchor_at + make_interval(secs => _answer_prune * {SECONDS_PER_DAY}),
                                reference + interval '1 second')
             END, {expires}) END"""
     return f"""SELECT _4.*, least({", ".join(dues)}) AS due_at, {prune_at} AS prune_at
@@ -753,7 +760,7 @@ def link_weight_at(at: str, alias: str = "l") -> str:
     return (
         f"{alias}.weight * exp(greatest("
         f"-greatest(date_part('epoch', {at} - {alias}.weighted_at), 0)"
-        f" / 86400.0 / %(links_tau)s::float8, -700))"
+        f" / {SECONDS_PER_DAY} / %(links_tau)s::float8, {MIN_EXPONENT}))"
     )
 
 
@@ -762,7 +769,7 @@ def _fades_at(weight: str, at: str) -> str:
     return (
         f"{at} + make_interval(secs =>"
         f" greatest(ln(greatest({weight}, 1e-300) / %(links_prune)s::float8), 0)"
-        f" * %(links_tau)s::float8 * 86400)"
+        f" * %(links_tau)s::float8 * {SECONDS_PER_DAY})"
     )
 
 

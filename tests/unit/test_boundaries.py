@@ -42,7 +42,7 @@ def lint_imports(package_parent: Path) -> subprocess.CompletedProcess[str]:
 def test_the_contracts_hold() -> None:
     result = lint_imports(ROOT)
     assert result.returncode == 0, result.stdout
-    assert "4 kept, 0 broken" in result.stdout
+    assert "5 kept, 0 broken" in result.stdout
 
 
 def test_a_contract_fails_when_broken(tmp_path: Path) -> None:
@@ -58,6 +58,17 @@ def test_a_contract_fails_when_broken(tmp_path: Path) -> None:
     assert "The decay math and the input checks are pure" in result.stdout
     assert "BROKEN" in result.stdout
     assert "ethos.decay -> ethos.helper" in result.stdout
+
+
+def test_the_layers_contract_fails_when_a_layer_imports_one_above(tmp_path: Path) -> None:
+    """metrics seeing the daemon itself again (the cycle issue 25 broke) fails."""
+    copy = tmp_path / "ethos"
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    metrics = copy / "metrics.py"
+    metrics.write_text(metrics.read_text() + "\nimport ethos.daemon  # noqa: E402,F401\n")
+    result = lint_imports(tmp_path)
+    assert result.returncode != 0
+    assert "ethos.metrics -> ethos.daemon" in result.stdout
 
 
 def test_pure_modules_load_no_driver_at_run_time() -> None:
