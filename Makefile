@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: install run demo test unit lint format typecheck schema bench recall-bench browser serve all clean
+.PHONY: install run demo test unit lint format typecheck schema bench recall-bench lifecycle-bench browser serve all clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -50,6 +50,9 @@ bench: install  ## ROWS=1000000 VECTORS=100000 by default; smaller: make bench R
 recall-bench: install  ## LoCoMo recall@k: ethos text/hybrid, BM25, dense (DATA=../shared/data/locomo)
 	$(BIN)/pip install --quiet -e '.[bench]'
 	$(BIN)/python bench/recall_quality.py --data $(or $(DATA),../shared/data/locomo)
+
+lifecycle-bench: install  ## LoCoMo replayed as an agent would: what forgetting keeps (DATA=...)
+	$(BIN)/python bench/lifecycle.py --data $(or $(DATA),../shared/data/locomo)
 
 browser:  ## Debian's Chromium and its driver, for the dashboard's browser test (root)
 	apt-get update && apt-get install -y chromium chromium-driver

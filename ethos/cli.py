@@ -121,6 +121,7 @@ async def cmd_add(args: argparse.Namespace, settings: Settings) -> int:
             args.table,
             agent_id=args.agent,
             content=args.content,
+            recall=args.recall,
             **{k: v for k, v in fields.items() if v is not None},
         )
     raised = f"; raised: {', '.join(added.raised)}" if added.raised else ""
@@ -129,7 +130,10 @@ async def cmd_add(args: argparse.Namespace, settings: Settings) -> int:
         if added.created
         else f"{added.id} (a duplicate: the existing memory, retrieved{raised})"
     )
-    data = {"id": str(added.id), "created": added.created}
+    text += "".join(f"\n  recalled {h.table} {h.id}: {h.content}" for h in added.recalled)
+    data: dict[str, Any] = {"id": str(added.id), "created": added.created}
+    if args.recall:
+        data["recalled"] = [{"table": h.table, "id": str(h.id)} for h in added.recalled]
     emit(args, data if added.created else {**data, "raised": list(added.raised)}, text)
     return 0
 
@@ -695,6 +699,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--metadata", help="a JSON object")
     p.add_argument("--policy", help="its decay policy (default: importance, agent, default)")
     p.add_argument("--importance", type=float, help="0..1; picks a policy when none is given")
+    p.add_argument(
+        "--recall", type=int, default=0, metavar="K",
+        help="first recall (and reinforce) the K memories the text brings back",
+    )  # fmt: skip
 
     p = command("sweep", cmd_sweep, "decay and prune what is due, now or at --now")
     p.add_argument("--now", type=_time("now"))

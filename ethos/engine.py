@@ -48,6 +48,7 @@ class Added:
     id: uuid.UUID
     created: bool
     raised: tuple[str, ...] = ()
+    recalled: tuple[Hit, ...] = ()  # add with recall: what the new text recalled first
 
 
 def _lives_longer(asked: Policy, current: Policy | None) -> bool:
@@ -142,7 +143,13 @@ class Engine:
         return added.id, added.created
 
     async def add_detailed(
-        self, table: str | TableSpec, *, agent_id: str, content: str, **fields: Any
+        self,
+        table: str | TableSpec,
+        *,
+        agent_id: str,
+        content: str,
+        recall: int = 0,
+        **fields: Any,
     ) -> Added:
         """Insert one memory. See MemoryInput for the fields each table accepts.
         `policy` names its decay policy; without it, `importance` (0..1) picks one, else
@@ -153,7 +160,13 @@ class Engine:
         is still live (not pruned, expired or below its threshold) is found instead: it
         gets one retrieval (at created_at, if given), and what the repeat asks beyond it
         (a pin, a longer-lived policy, a higher importance, metadata keys it lacks) is
-        given to it and named in `raised`."""
+        given to it and named in `raised`.
+
+        With `recall` = k > 0 the new text first recalls the agent's k best memories at
+        the memory's moment, which are reinforced as any recall's hits are (what the
+        conversation returns to lives longer), then it is stored: `recalled`."""
+        if not isinstance(recall, int) or isinstance(recall, bool) or not 0 <= recall <= 100:
+            raise InputError(f"recall must be a whole number from 0 to 100, not {recall!r}")
         if fields.get("policy") is not None:
             self.settings.policy(fields["policy"])
         spec = table_spec(table)
@@ -167,15 +180,18 @@ class Engine:
         memory = MemoryInput.build(
             spec, self.settings.embedding.dimension, agent_id=agent_id, content=content, **fields
         )
+        recalled: list[Hit] = []
+        if recall:
+            recalled = await self.recall(agent_id, content, recall, at=memory.created_at)
         dedup = spec.alias in self.settings.dedup.tables
         memory_id, created = await self.store.insert(
             memory, dedup=dedup, near=self.settings.dedup.near_threshold, embedded=embedded
         )
         if created:
-            return Added(memory_id, True)
+            return Added(memory_id, True, recalled=tuple(recalled))
         raised = await self._raise_repeat(memory, memory_id)
         await self.ltp.record(memory.table, [memory_id], memory.created_at or datetime.now(UTC))
-        return Added(memory_id, False, raised)
+        return Added(memory_id, False, raised, tuple(recalled))
 
     async def _raise_repeat(self, memory: MemoryInput, memory_id: uuid.UUID) -> tuple[str, ...]:
         row = await self.store.raise_repeat(memory, memory_id)
@@ -310,7 +326,14 @@ class Engine:
         spec = table_spec(table)
         row = await self.store.fetch(spec, parse_id(memory_id))
         at = await self._moment(now)
-        return explain(spec, row, at, await self.store.policy(row["policy"]))
+        account = explain(spec, row, at, await self.store.policy(row["policy"]))
+        if row["auto_importance"] is not None:  # which of its words made it (as they stand)
+            words = await self.store.rare_words(row["agent_id"], row["content_tsv"])
+            account["importance"] = round(row["auto_importance"], 4)
+            account["importance_from"] = "automatic: " + ", ".join(
+                "a number " + repr(w) if w[0].isdigit() else repr(w) for w in words
+            )
+        return account
 
     async def search(
         self,

@@ -1439,20 +1439,23 @@ WHERE configured AND name <> ALL(%(names)s::text[])
 
 UPSERT_ETHOS_SETTINGS = sql("""
 INSERT INTO ethos_settings AS s (id, default_policy, importance_otherwise, at_risk_margin,
-                                 links_tau_days, links_prune_weight, text_config)
+                                 links_tau_days, links_prune_weight, text_config,
+                                 auto_importance, auto_importance_half)
 VALUES (true, %(default_policy)s, %(importance_otherwise)s, %(at_risk_margin)s,
-        %(links_tau)s, %(links_prune)s, %(text_config)s::regconfig)
+        %(links_tau)s, %(links_prune)s, %(text_config)s::regconfig, %(auto)s, %(auto_half)s)
 ON CONFLICT (id) DO UPDATE
 SET default_policy = excluded.default_policy,
     importance_otherwise = excluded.importance_otherwise,
     at_risk_margin = excluded.at_risk_margin, links_tau_days = excluded.links_tau_days,
     links_prune_weight = excluded.links_prune_weight, text_config = excluded.text_config,
-    updated_at = now()
+    auto_importance = excluded.auto_importance,
+    auto_importance_half = excluded.auto_importance_half, updated_at = now()
 WHERE (s.default_policy, s.importance_otherwise, s.at_risk_margin, s.links_tau_days,
-       s.links_prune_weight, s.text_config)
+       s.links_prune_weight, s.text_config, s.auto_importance, s.auto_importance_half)
       IS DISTINCT FROM (excluded.default_policy, excluded.importance_otherwise,
                         excluded.at_risk_margin, excluded.links_tau_days,
-                        excluded.links_prune_weight, excluded.text_config)
+                        excluded.links_prune_weight, excluded.text_config,
+                        excluded.auto_importance, excluded.auto_importance_half)
 """)
 
 TEXT_CONFIG = sql("SELECT text_config::text FROM ethos_settings")
@@ -2064,6 +2067,19 @@ GROUP BY table_name, prune_reason ORDER BY table_name, prune_reason
 """)
 
 # The recoveries that named memory %(id)s of %(table)s.
+# The words that count most in a text's automatic importance (ethos_informative_words).
+RARE_WORDS = sql("""
+SELECT w.lexeme
+FROM (SELECT coalesce((SELECT docs FROM agent_text_stats WHERE agent_id = %(agent)s), 0)
+             AS docs) AS n
+CROSS JOIN unnest(tsvector_to_array(%(tsv)s::tsvector)) AS w (lexeme)
+LEFT JOIN lexeme_stats AS l ON l.agent_id = %(agent)s AND l.lexeme = w.lexeme
+WHERE w.lexeme <> ethos_agent_lexeme(%(agent)s)
+ORDER BY CASE WHEN w.lexeme ~ '^[0-9]' THEN 1
+              ELSE ethos_idf(n.docs, coalesce(l.docs, 0)) / ethos_idf(n.docs, 0) END DESC,
+         w.lexeme
+LIMIT %(n)s
+""")
 # A memory's earlier texts, oldest first (migration 0022 keeps them).
 REVISIONS_OF = sql("""
 SELECT content, revised_at FROM memory_revisions

@@ -60,6 +60,8 @@ def _memory_columns() -> list[Column[Any]]:
         # Filled by the insert trigger when an insert names none (ethos.policies).
         Column("policy", Text, ForeignKey("decay_policies.name"), nullable=False),
         Column("importance", Float),
+        # The importance its words gave it, when the caller gave none (migration 0023).
+        Column("auto_importance", Float),
         # When a sweep must write the row next, and prune it (ethos.decay's schedule).
         Column("due_at", DateTime(timezone=True), server_default=text("'-infinity'")),
         Column("prune_at", DateTime(timezone=True), server_default=text("'-infinity'")),
@@ -207,6 +209,8 @@ def build_metadata(dimension: int) -> MetaData:
         Column("links_tau_days", Float, nullable=False, server_default=text("30")),
         Column("links_prune_weight", Float, nullable=False, server_default=text("0.05")),
         Column("text_config", REGCONFIG, nullable=False, server_default=text("'english'")),
+        Column("auto_importance", Boolean, nullable=False, server_default=text("false")),
+        Column("auto_importance_half", Float, nullable=False, server_default=text("4")),
     )
     Table(
         "importance_tiers",

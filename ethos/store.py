@@ -901,6 +901,8 @@ class Store:
                 links_tau=links[0],
                 links_prune=links[1],
                 text_config=text_config,
+                auto=settings.importance.auto,
+                auto_half=settings.importance.auto_half,
             )
             if old_config not in (None, text_config):  # words are stemmed anew
                 log.warning("text_reindex", old=old_config, new=text_config)
@@ -972,6 +974,11 @@ class Store:
 
     async def pruned_by_reason(self, agent: str | None, since: datetime | None) -> list[Row]:
         return await self._fetch(queries.PRUNED_BY_REASON, agent=agent, since=since)
+
+    async def rare_words(self, agent: str, tsv: str, n: int = 5) -> list[str]:
+        """The lexemes of `tsv` that count most in its automatic importance, now."""
+        rows = await self._fetch(queries.RARE_WORDS, agent=agent, tsv=tsv, n=n)
+        return [row["lexeme"] for row in rows]
 
     async def revisions_of(self, spec: TableSpec, memory_id: uuid.UUID) -> list[Row]:
         return await self._fetch(queries.REVISIONS_OF, table=spec.name, id=memory_id)

@@ -67,6 +67,9 @@ FOREIGN KEY (promote_to) REFERENCES decay_policies(name) DEFERRABLE INITIALLY DE
 -- constraint decay_policies.decay_policies_prune_threshold_check
 CHECK (prune_threshold > 0::double precision AND prune_threshold < 1::double precision);
 
+-- constraint episodic_traces.episodic_traces_auto_importance_check
+CHECK (auto_importance >= 0::double precision AND auto_importance <= 1::double precision);
+
 -- constraint episodic_traces.episodic_traces_emotional_tone_check
 CHECK (emotional_tone >= 0::double precision AND emotional_tone <= 1::double precision);
 
@@ -102,6 +105,9 @@ CHECK (wrong_count >= 0);
 
 -- constraint ethos_agent_roles.ethos_agent_roles_pkey
 PRIMARY KEY (role_name, agent_id);
+
+-- constraint ethos_settings.ethos_settings_auto_importance_half_check
+CHECK (auto_importance_half > 0::double precision);
 
 -- constraint ethos_settings.ethos_settings_default_policy_fkey
 FOREIGN KEY (default_policy) REFERENCES decay_policies(name);
@@ -141,6 +147,9 @@ CHECK (weight > 0::double precision AND weight <= 1::double precision);
 
 -- constraint memory_revisions.memory_revisions_pkey
 PRIMARY KEY (id);
+
+-- constraint memory_vectors.memory_vectors_auto_importance_check
+CHECK (auto_importance >= 0::double precision AND auto_importance <= 1::double precision);
 
 -- constraint memory_vectors.memory_vectors_check
 CHECK ((source_type IS NULL) = (source_id IS NULL));
@@ -201,6 +210,9 @@ PRIMARY KEY (id);
 
 -- constraint retrieval_queue.retrieval_queue_table_name_check
 CHECK (table_name = ANY (ARRAY['memory_vectors'::text, 'episodic_traces'::text, 'semantic_facts'::text]));
+
+-- constraint semantic_facts.semantic_facts_auto_importance_check
+CHECK (auto_importance >= 0::double precision AND auto_importance <= 1::double precision);
 
 -- constraint semantic_facts.semantic_facts_confidence_check
 CHECK (confidence >= 0::double precision AND confidence <= 1::double precision);
@@ -265,6 +277,15 @@ CREATE OR REPLACE FUNCTION public.ethos_agents_of(role text)
  SET search_path TO '$user', 'public'
 AS $function$
     SELECT coalesce(array_agg(agent_id), '{}') FROM ethos_agent_roles WHERE role_name = role
+$function$;
+
+-- function ethos_auto_importance(text,tsvector,double precision)
+CREATE OR REPLACE FUNCTION public.ethos_auto_importance(agent text, tsv tsvector, half double precision)
+ RETURNS double precision
+ LANGUAGE sql
+ STABLE PARALLEL SAFE
+AS $function$
+    SELECT 1 - power(2, -ethos_informative_words(agent, tsv) / half)
 $function$;
 
 -- function ethos_check_new_rows()
@@ -369,28 +390,63 @@ AS $function$
     SELECT ln(1 + (greatest(docs, df) - df + 0.5) / (df + 0.5))
 $function$;
 
+-- function ethos_informative_words(text,tsvector)
+CREATE OR REPLACE FUNCTION public.ethos_informative_words(agent text, tsv tsvector)
+ RETURNS double precision
+ LANGUAGE plpgsql
+ STABLE PARALLEL SAFE
+AS $function$
+DECLARE
+    total bigint := coalesce((SELECT a.docs FROM agent_text_stats AS a
+                              WHERE a.agent_id = agent), 0);
+BEGIN
+    RETURN (
+        SELECT coalesce(sum(CASE WHEN u.lexeme ~ '^[0-9]' THEN 1  -- a number counts 1
+                                 ELSE ethos_idf(total, coalesce(
+                                          (SELECT l.docs FROM lexeme_stats AS l
+                                           WHERE l.agent_id = agent AND l.lexeme = u.lexeme),
+                                          0)) / ethos_idf(total, 0)
+                            END), 0)
+        FROM unnest(array_remove(tsvector_to_array(tsv), ethos_agent_lexeme(agent)))
+             AS u (lexeme));
+END
+$function$;
+
 -- function ethos_init_decay_state()
 CREATE OR REPLACE FUNCTION public.ethos_init_decay_state()
  RETURNS trigger
  LANGUAGE plpgsql
 AS $function$
+DECLARE
+    settings ethos_settings;
+    measured boolean := true;
 BEGIN
     NEW.strength := coalesce(NEW.strength, NEW.salience);
     NEW.anchor_at := coalesce(NEW.anchor_at, NEW.created_at);
     IF TG_TABLE_NAME = 'semantic_facts' THEN
         NEW.confidence_strength := coalesce(NEW.confidence_strength, NEW.confidence);
     END IF;
-    IF NEW.policy IS NULL AND NEW.importance IS NOT NULL THEN
+    IF TG_TABLE_NAME = 'memory_vectors' THEN
+        measured := NEW.source_id IS NULL;  -- the vector of an episode or fact: its own
+    END IF;
+    SELECT * INTO settings FROM ethos_settings;
+    IF NEW.policy IS NULL AND NEW.importance IS NULL AND measured
+       AND coalesce(settings.auto_importance, false)
+       AND NOT EXISTS (SELECT FROM agent_policies AS a WHERE a.agent_id = NEW.agent_id) THEN
+        NEW.auto_importance := ethos_auto_importance(
+            NEW.agent_id, NEW.content_tsv, settings.auto_importance_half);
+    END IF;
+    IF NEW.policy IS NULL AND coalesce(NEW.importance, NEW.auto_importance) IS NOT NULL THEN
         NEW.policy := coalesce(
             (SELECT t.policy FROM importance_tiers AS t
-             WHERE t.min_importance <= NEW.importance
+             WHERE t.min_importance <= coalesce(NEW.importance, NEW.auto_importance)
              ORDER BY t.min_importance DESC LIMIT 1),
-            (SELECT s.importance_otherwise FROM ethos_settings AS s));
+            settings.importance_otherwise);
     END IF;
     IF NEW.policy IS NULL THEN
         NEW.policy := coalesce(
             (SELECT a.policy FROM agent_policies AS a WHERE a.agent_id = NEW.agent_id),
-            (SELECT s.default_policy FROM ethos_settings AS s),
+            settings.default_policy,
             'standard');
     END IF;
     RETURN NEW;
@@ -590,6 +646,18 @@ AS $function$
     WHERE d.sign < 0 AND s.agent_id = d.agent AND s.docs <= 0;
 $function$;
 
+-- function ethos_text_stats_analyze()
+CREATE OR REPLACE FUNCTION public.ethos_text_stats_analyze()
+ RETURNS void
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO '$user', 'public'
+AS $function$
+BEGIN
+    ANALYZE lexeme_stats, agent_text_stats;
+END
+$function$;
+
 -- function ethos_text_stats_changed()
 CREATE OR REPLACE FUNCTION public.ethos_text_stats_changed()
  RETURNS trigger
@@ -598,6 +666,7 @@ AS $function$
 DECLARE
     counted text := CASE WHEN TG_TABLE_NAME = 'memory_vectors' THEN 'source_id IS NULL'
                          ELSE 'true' END;
+    written bigint;
 BEGIN
     IF TG_OP = 'TRUNCATE' THEN
         PERFORM ethos_text_stats_rebuild();
@@ -609,6 +678,11 @@ BEGIN
         CASE WHEN TG_OP = 'INSERT' THEN 1 ELSE -1 END,
         CASE WHEN TG_OP = 'INSERT' THEN 'new_rows' ELSE 'old_rows' END,
         counted);
+    EXECUTE format('SELECT count(*) FROM %I',
+                   CASE WHEN TG_OP = 'INSERT' THEN 'new_rows' ELSE 'old_rows' END) INTO written;
+    IF written >= 10000 THEN
+        PERFORM ethos_text_stats_analyze();
+    END IF;
     RETURN NULL;
 END
 $function$;

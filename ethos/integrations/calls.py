@@ -26,20 +26,25 @@ async def remember(
     importance: float | None = None,
     policy: str | None = None,
     metadata: dict[str, Any] | None = None,
+    recall: int = 0,
 ) -> dict[str, Any]:
     """Store something worth remembering: an episode (what happened; emotional_tone
     0..1 makes it last longer) or a fact (durable knowledge, with a confidence 0..1).
-    importance 0..1 or a named policy choose how long it lasts; metadata is kept with
-    it. Returns its id; a fact the agent already holds is not stored twice (created is
-    false, it is reinforced, and `raised` names what the repeat gave it: a longer-lived
-    policy, a higher importance)."""
+    importance 0..1 or a named policy choose how long it lasts (without them, how
+    informative the text is); metadata is kept with it. recall=k first recalls the k
+    memories this text brings back, which are strengthened (what a conversation returns
+    to lives longer) and returned as `recalled`. Returns its id; a fact the agent already
+    holds is not stored twice (created is false, it is reinforced, and `raised` names
+    what the repeat gave it: a longer-lived policy, a higher importance)."""
     fields = {"emotional_tone": emotional_tone, "confidence": confidence,
               "importance": importance, "policy": policy, "metadata": metadata}  # fmt: skip
     added = await engine.add_detailed(
-        kind, agent_id=agent, content=content,
+        kind, agent_id=agent, content=content, recall=recall,
         **{name: value for name, value in fields.items() if value is not None},
     )  # fmt: skip
-    result = {"id": str(added.id), "kind": kind, "created": added.created}
+    result: dict[str, Any] = {"id": str(added.id), "kind": kind, "created": added.created}
+    if recall:
+        result["recalled"] = [{"id": str(h.id), "content": h.content} for h in added.recalled]
     return result if added.created else {**result, "raised": list(added.raised)}
 
 

@@ -1,0 +1,138 @@
+"""Automatic importance (migration 0023): what a memory says decides how long it lives
+when the caller does not; and add-with-recall, the conversation reinforcing what it
+returns to."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from datetime import datetime, timedelta
+
+import asyncpg
+import pytest
+
+from ethos.engine import Engine
+from ethos.settings import ImportanceSettings, Settings
+from tests.acceptance.test_cli import one_line_error
+from tests.conftest import Cli
+
+GREETING = "Hi! How are you doing today?"
+NEWS = "My sister Maria moved to Lisbon on 3 May"
+HISTORY = ["We talked about the weather today", "How was your day? Good, thanks",
+           "I am doing fine today, thanks for asking"]  # fmt: skip
+
+
+@pytest.fixture
+async def engine(settings: Settings) -> AsyncIterator[Engine]:
+    """An engine with automatic importance on (it is opt-in)."""
+    on = settings.model_copy(update={"importance": ImportanceSettings(auto=True)})
+    async with Engine(on) as opened:
+        yield opened
+
+
+async def auto(conn: asyncpg.Connection, memory: object) -> float:
+    value: float = await conn.fetchval(
+        "SELECT auto_importance FROM episodic_traces WHERE id = $1", memory
+    )
+    return value
+
+
+async def test_a_greeting_counts_less_than_news(
+    engine: Engine, conn: asyncpg.Connection, t0: datetime
+) -> None:
+    for i, text in enumerate(HISTORY):
+        await engine.add("episode", agent_id="ada", content=text, created_at=t0 + timedelta(i))
+    greeting = await engine.add("episode", agent_id="ada", content=GREETING, created_at=t0)
+    news = await engine.add("episode", agent_id="ada", content=NEWS, created_at=t0)
+    assert await auto(conn, greeting) < 0.3 < 0.6 < await auto(conn, news)
+    policies = await conn.fetch(
+        "SELECT id, policy FROM episodic_traces WHERE id = ANY($1)", [greeting, news]
+    )
+    assert {r["id"]: r["policy"] for r in policies} == {greeting: "working", news: "standard"}
+
+
+async def test_the_callers_importance_or_policy_wins(
+    engine: Engine, conn: asyncpg.Connection
+) -> None:
+    given = await engine.add("episode", agent_id="ada", content=NEWS, importance=0.1)
+    named = await engine.add("episode", agent_id="bo", content=GREETING, policy="long_term")
+    await engine.assign_policy("cy", "long_term")
+    agents = await engine.add("episode", agent_id="cy", content=GREETING)
+    rows = await conn.fetch(
+        "SELECT id, policy, importance, auto_importance FROM episodic_traces WHERE id = ANY($1)",
+        [given, named, agents],
+    )
+    by_id = {r["id"]: (r["policy"], r["importance"], r["auto_importance"]) for r in rows}
+    assert by_id == {
+        given: ("working", 0.1, None),
+        named: ("long_term", None, None),
+        agents: ("long_term", None, None),
+    }
+
+
+async def test_explain_names_the_words_that_made_it(engine: Engine) -> None:
+    for text in HISTORY:
+        await engine.add("episode", agent_id="ada", content=text)
+    news = await engine.add("episode", agent_id="ada", content=NEWS)
+    account = await engine.explain("episode", news)
+    assert account["importance"] > 0.6
+    assert account["importance_from"].startswith("automatic: a number '3', ")
+    assert {"'lisbon'", "'maria'"} <= set(account["importance_from"].split(", "))
+
+
+async def test_plain_sql_gets_the_same_importance_as_the_api(
+    engine: Engine, conn: asyncpg.Connection
+) -> None:
+    for agent in ("api", "sql"):
+        for text in HISTORY:
+            await engine.add("episode", agent_id=agent, content=text)
+    through_api = await engine.add("episode", agent_id="api", content=NEWS)
+    in_sql = await conn.fetchval(
+        "INSERT INTO episodic_traces (agent_id, content) VALUES ('sql', $1) RETURNING id", NEWS
+    )
+    assert await auto(conn, in_sql) == await auto(conn, through_api) > 0
+
+
+async def test_off_by_default_it_leaves_the_default_policy(
+    settings: Settings, conn: asyncpg.Connection
+) -> None:
+    async with Engine(settings) as engine:
+        news = await engine.add("episode", agent_id="ada", content=NEWS)
+    row = await conn.fetchrow(
+        "SELECT policy, auto_importance FROM episodic_traces WHERE id = $1", news
+    )
+    assert (row["policy"], row["auto_importance"]) == ("standard", None)
+
+
+async def test_add_with_recall_reinforces_what_it_recalls_exactly_once(
+    engine: Engine, conn: asyncpg.Connection, t0: datetime
+) -> None:
+    tea = await engine.add("episode", agent_id="ada", content="Ada drinks green tea", created_at=t0)
+    kite = await engine.add(
+        "episode", agent_id="ada", content="Ada flies a red kite", created_at=t0
+    )
+    later = t0 + timedelta(hours=1)  # both still alive on the working policy (8 h)
+    added = await engine.add_detailed(
+        "episode", agent_id="ada", content="Is the green tea hot?", created_at=later, recall=1
+    )
+    assert [h.id for h in added.recalled] == [tea]
+    await engine.ltp.drain(5)
+    counts = await conn.fetch(
+        "SELECT id, retrieval_count, last_retrieved_at FROM episodic_traces WHERE id = ANY($1)",
+        [tea, kite, added.id],
+    )
+    by_id = {r["id"]: (r["retrieval_count"], r["last_retrieved_at"]) for r in counts}
+    assert by_id == {tea: (1, later), kite: (0, None), added.id: (0, None)}
+
+
+def test_the_command_adds_with_recall(cli: Cli, database_url: str) -> None:
+    env = {"ETHOS_DATABASE__URL": database_url}
+    first = cli("add", "episode", "--agent", "ada", "--content", "Ada drinks green tea",
+                "--json", env=env)  # fmt: skip
+    tea = json.loads(first.stdout)["id"]
+    again = cli("add", "episode", "--agent", "ada", "--content", "green tea again?",
+                "--recall", "3", "--json", env=env)  # fmt: skip
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["recalled"] == [{"table": "episodic_traces", "id": tea}]
+    bad = cli("add", "episode", "--agent", "ada", "--content", "x", "--recall", "-1", env=env)
+    assert "recall must be a whole number from 0 to 100, not -1" in one_line_error(bad)
