@@ -58,25 +58,13 @@ def sql(text: str) -> Query:
 
 
 SERVER_VERSION = sql("SHOW server_version_num")
-
-
 VECTOR_AVAILABLE = sql("SELECT default_version FROM pg_available_extensions WHERE name = 'vector'")
-
-
 DATABASE_EXISTS = sql("SELECT 1 FROM pg_database WHERE datname = %(name)s")
-
-
 DATABASE_CREATION_LOCK_KEY = 0x45_54_48_4F_02
-
-
 # Processes starting together would race between the check and the CREATE (and
 # concurrent CREATE DATABASE trips over pg_database's unique index): one at a time.
 LOCK_DATABASE_CREATION = sql("SELECT pg_advisory_lock(%(key)s)")
-
-
 DATABASE_NOW = sql("SELECT now()")
-
-
 PING = sql("SELECT 1")
 
 
@@ -91,13 +79,8 @@ TABLE_COLUMNS = sql(
     " WHERE table_schema = current_schema() AND table_name = %(table)s"
     " ORDER BY ordinal_position"
 )
-
-
 CURRENT_DATABASE = sql("SELECT current_database()::text")
-
-
 EXISTING_ROLES = sql("SELECT rolname::text FROM pg_roles WHERE rolname = ANY (%(names)s::text[])")
-
 
 # `ethos roles`: which agents each agent role speaks for (row-level security reads it).
 SET_AGENT_ROLES = sql("""
@@ -130,8 +113,6 @@ def search_server_settings(candidates: int, max_scan_tuples: int) -> dict[str, s
 # One sweeper at a time, across processes and hosts: a session-level advisory lock,
 # released by PostgreSQL when its connection ends (kill -9 included).
 SWEEP_LOCK_KEY = 0x45_54_48_4F_01
-
-
 TRY_SWEEP_LOCK = sql("SELECT pg_try_advisory_lock(%(key)s)")
 
 
@@ -159,18 +140,11 @@ SELECT (SELECT count(*) FROM sweep_runs_gone) + (SELECT count(*) FROM consolidat
 
 log = structlog.get_logger("ethos.store")
 
-
 Row = Mapping[str, Any]
 
-
 CLOSE_TIMEOUT_SECONDS = 5.0
-
-
 MIN_SERVER_VERSION = 150000
-
-
 MIN_VECTOR_VERSION = (0, 5)
-
 
 # Driver errors that heal by waiting: the server is away or restarting, the connection
 # broke, or the transaction lost a deadlock or serialization race.
@@ -188,7 +162,7 @@ _TRANSIENT = (
 
 
 @contextmanager
-def _translated() -> Iterator[None]:
+def translated() -> Iterator[None]:
     """Driver errors become ethos errors, with the first line of the server's message."""
     try:
         yield
@@ -211,7 +185,7 @@ async def _connect(url: str, timeout_seconds: float) -> asyncpg.Connection:
 
 
 async def _run(conn: asyncpg.Connection, query: Query, **values: Any) -> Any:
-    with _translated():
+    with translated():
         return await conn.fetchval(query.text, *query.args(values))
 
 
@@ -271,7 +245,7 @@ async def _keep_session(conn: asyncpg.Connection) -> None:
     nothing to reset between batches (saves a round trip per batch)."""
 
 
-def _vector_texts(embeddings: Sequence[Sequence[float]]) -> list[str]:
+def vector_texts(embeddings: Sequence[Sequence[float]]) -> list[str]:
     """pgvector's text form of each, for a text[] bind cast to vector row by row."""
     return ["[" + ",".join(repr(float(x)) for x in e) + "]" for e in embeddings]
 
@@ -296,7 +270,7 @@ class StoreCore:
         flush. Generic plans spare re-planning every batch."""
         timeout = settings.database.connect_timeout_seconds
         await check_server(url, timeout)
-        with _translated():
+        with translated():
             pool = await asyncpg.create_pool(
                 url,
                 min_size=settings.database.pool_min_size,
@@ -337,24 +311,24 @@ class StoreCore:
                 pool.terminate()
 
     async def _fetch(self, query: Query, **values: Any) -> list[Row]:
-        with _translated():
+        with translated():
             rows: list[Row] = await self._pool.fetch(query.text, *query.args(values))
             return rows
 
     async def _fetchrow(self, query: Query, **values: Any) -> Row | None:
-        with _translated():
+        with translated():
             row: Row | None = await self._pool.fetchrow(query.text, *query.args(values))
             return row
 
     async def _fetchval(self, query: Query, **values: Any) -> Any:
-        with _translated():
+        with translated():
             return await self._pool.fetchval(query.text, *query.args(values))
 
     @asynccontextmanager
-    async def _transaction(self) -> AsyncIterator[_Transaction]:
-        with _translated():
+    async def _transaction(self) -> AsyncIterator[Transaction]:
+        with translated():
             async with self._pool.acquire() as conn, conn.transaction():
-                yield _Transaction(conn)
+                yield Transaction(conn)
 
     async def check_table(self, spec: TableSpec) -> None:
         """A table must have every column its spec implies before ethos writes to it: a
@@ -446,7 +420,7 @@ class StoreCore:
                 conn.terminate()
 
 
-class _Transaction:
+class Transaction:
     """Statements on one connection inside one transaction; the store's own."""
 
     def __init__(self, conn: asyncpg.Connection) -> None:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from ethos.store.core import Row, StoreCore, _Transaction
+from ethos.store.core import Row, StoreCore, Transaction
 from ethos.store.sql.ltp import (
     CLAIM_LTP_FLUSH,
     ENQUEUE_RETRIEVALS,
@@ -125,7 +125,7 @@ class LinkRound:
 class LtpFlush:
     """What one flush of retrievals may do inside its transaction."""
 
-    def __init__(self, tx: _Transaction, store: LtpStore) -> None:
+    def __init__(self, tx: Transaction, store: LtpStore) -> None:
         self._tx = tx
         self._store = store
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from ethos.errors import InputError, NotFoundError
 from ethos.inputs import MemoryInput
-from ethos.store.core import Row, StoreCore, _vector_texts
+from ethos.store.core import Row, StoreCore, vector_texts
 from ethos.store.sql.fragments import build_insert_source_vectors_query
 from ethos.store.sql.memories import (
     AGENT_COUNTS,
@@ -72,7 +72,7 @@ class MemoryStore(StoreCore):
                 await tx.fetch(
                     build_insert_source_vectors_query(spec),
                     ids=[new_id],
-                    embeddings=_vector_texts([embedded]),
+                    embeddings=vector_texts([embedded]),
                 )
             return new_id, True
 

@@ -7,7 +7,7 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from ethos.store.core import Row, StoreCore, _vector_texts
+from ethos.store.core import Row, StoreCore, vector_texts
 from ethos.store.sql.fragments import build_insert_source_vectors_query
 from ethos.store.sql.search import (
     BUILD_VECTOR_INDEX,
@@ -136,7 +136,7 @@ class SearchStore(StoreCore):
         rows = await self._fetch(
             build_insert_source_vectors_query(spec),
             ids=ids,
-            embeddings=_vector_texts(embeddings),
+            embeddings=vector_texts(embeddings),
         )
         return len(rows)
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import asyncpg
 
-from ethos.store.core import Query, Row, StoreCore, _translated
+from ethos.store.core import Query, Row, StoreCore, translated
 from ethos.store.sql.fragments import NIL_ID
 from ethos.store.sql.sweep import (
     FINISH_SWEEP_RUN,
@@ -54,7 +54,7 @@ class SweepStore(StoreCore):
             "after": after or uuid.UUID(NIL_ID),
             "agent": agent,
         }
-        with _translated():
+        with translated():
             row = await self._sweep_pool.fetchrow(query.text, *query.args(values))
         return BatchResult(
             row["last_id"], row["scanned"], row["updated"], row["pruned"], row["expired"]
@@ -67,7 +67,7 @@ class SweepStore(StoreCore):
         """A connection of the sweep pool, holding those of `slices` that no other
         sweeper of the same kind (refresh, or prune) holds, by a session-level advisory
         lock each, until the block ends."""
-        with _translated():
+        with translated():
             async with self._sweep_pool.acquire() as conn:
                 worker = SweepWorker(
                     conn,
@@ -150,7 +150,7 @@ class SweepWorker:
         self.slices: list[int] = []
 
     async def run(self, query: Query, **values: Any) -> Any:
-        with _translated():
+        with translated():
             return await self._conn.fetchval(
                 query.text, *query.args({**values, "class": self._lock_class})
             )
@@ -162,7 +162,7 @@ class SweepWorker:
         await self._store.check_table(spec)
         query = build_due_batch_query(spec, prune=prune, batch_size=limit)
         values = {"now": now, "tolerance": tolerance, "slices": self.slices}
-        with _translated():
+        with translated():
             row = await self._conn.fetchrow(query.text, *query.args(values))
         return BatchResult(
             None, row["scanned"], row["updated"], row["pruned"], row["expired"], row["popped"]

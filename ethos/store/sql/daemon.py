@@ -18,13 +18,11 @@ ROW_ESTIMATES = sql(
     )
 )
 
-
 # Idle: no retrieval recorded (by any process) for %(seconds)s.
 IS_IDLE = sql("""
 SELECT coalesce(max(last_retrieval_at) < now() - make_interval(secs => %(seconds)s), true)
 FROM retrieval_activity
 """)
-
 
 DAEMON_HEARTBEAT = sql("""
 INSERT INTO daemons (id, host, pid, role, lock_backend_pid, next_sweep_due,
@@ -36,7 +34,6 @@ SET heartbeat_at = now(), role = excluded.role, lock_backend_pid = excluded.lock
     next_sweep_due = excluded.next_sweep_due, ltp_backlog = excluded.ltp_backlog,
     ltp_dropped = excluded.ltp_dropped
 """)
-
 
 DAEMON_STOPPED = sql("UPDATE daemons SET stopped_at = now(), role = 'standby' WHERE id = %(id)s")
 
@@ -56,14 +53,12 @@ WHERE d.stopped_at IS NULL AND d.heartbeat_at > now() - make_interval(secs => %(
 ORDER BY d.started_at
 """)
 
-
 # How many retrievals were set aside, and how many of them in the last %(window)s seconds.
 DEAD_LETTERS = sql("""
 SELECT count(*) AS total,
        count(*) FILTER (WHERE dead_at > now() - make_interval(secs => %(window)s)) AS recent
 FROM retrieval_dead_letters
 """)
-
 
 STATUS_LAST_SWEEP = sql("""
 SELECT id, trigger, mode, status, started_at, finished_at, swept_at, scanned, updated, pruned,

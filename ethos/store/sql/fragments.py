@@ -15,8 +15,7 @@ from ethos.decay import (
 from ethos.store.core import Query, sql
 from ethos.tables import SOURCE_TABLES, TableSpec
 
-_SOURCE_SPECS = frozenset(SOURCE_TABLES)
-
+SOURCE_SPECS = frozenset(SOURCE_TABLES)
 
 NIL_ID = "00000000-0000-0000-0000-000000000000"
 
@@ -96,7 +95,6 @@ SCHEDULE_INPUTS = """strength, anchor_at, n, emotion, created_at, frozen, refere
     stored_salience [, confidence_strength, stored_confidence] [, expires_at],
     curve, base_tau_days, ltp_multiplier, max_tau_days, frequency_weight, emotional_weight,
     power_exponent, prune_threshold"""
-
 
 POLICY_PARAMETERS = """{p}.curve, {p}.base_tau_days, {p}.ltp_multiplier, {p}.max_tau_days,
     {p}.frequency_weight, {p}.emotional_weight, {p}.power_exponent, {p}.prune_threshold"""
@@ -250,7 +248,7 @@ def scheduled(
 HINT_GROUP_ROWS = 500
 
 
-def _insert_hints(spec: TableSpec, rows: str, *, since: str | None) -> str:
+def insert_hints(spec: TableSpec, rows: str, *, since: str | None) -> str:
     """Insert the hints of `rows` (prune, at, id, place), grouped as above; without
     `since` (rows due at one moment, any number of them), by kind and slice, in parts
     of HINT_GROUP_ROWS."""
@@ -267,7 +265,7 @@ def _insert_hints(spec: TableSpec, rows: str, *, since: str | None) -> str:
         GROUP BY prune, slice, part"""
 
 
-def _moments(rows: str, *, earlier: bool = False, always: bool | None = None) -> str:
+def hint_moments(rows: str, *, earlier: bool = False, always: bool | None = None) -> str:
     """Hint rows (prune, at, id, place) for the rows of `rows` (id, place, due_at,
     prune_at), one for each kind they have a moment of (false: any write, due_at; true:
     pruning, prune_at). With `earlier`, only moments earlier than the one the row had
@@ -286,7 +284,7 @@ def _moments(rows: str, *, earlier: bool = False, always: bool | None = None) ->
         WHERE {where}"""
 
 
-def _fades_at(weight: str, at: str) -> str:
+def link_fades_at(weight: str, at: str) -> str:
     """When a weight set at `at` falls below links.prune_weight."""
     return (
         f"{at} + make_interval(secs =>"
@@ -295,9 +293,9 @@ def _fades_at(weight: str, at: str) -> str:
     )
 
 
-def _hint_both_at(spec: TableSpec, rows: str, at: str) -> str:
+def hint_both_at(spec: TableSpec, rows: str, at: str) -> str:
     """Hints of both kinds at `at` for the rows of `rows` (id, place)."""
-    return _insert_hints(
+    return insert_hints(
         spec,
         f"""SELECT kind.prune, {at}::timestamptz AS at, r.id, r.place
         FROM {rows} AS r CROSS JOIN (VALUES (false), (true)) AS kind (prune)""",
@@ -305,12 +303,12 @@ def _hint_both_at(spec: TableSpec, rows: str, at: str) -> str:
     )
 
 
-def _hint_all(spec: TableSpec, rows: str) -> str:
+def hint_all(spec: TableSpec, rows: str) -> str:
     """Hints of both kinds for rows just scheduled anew at %(now)s (a move, a recovery)."""
-    return _insert_hints(spec, _moments(rows), since="%(now)s::timestamptz")
+    return insert_hints(spec, hint_moments(rows), since="%(now)s::timestamptz")
 
 
-def _pruned_set(reason: str) -> str:
+def pruned_set(reason: str) -> str:
     """SET of a row soft-deleted at %(now)s for `reason`: pruned rows have no schedule."""
     return (
         f"pruned = true, pruned_at = %(now)s, prune_reason = '{reason}', due_at = NULL,"
@@ -319,7 +317,7 @@ def _pruned_set(reason: str) -> str:
 
 
 # A memory (m) of a table with expires_at that has not expired by %(now)s.
-_UNEXPIRED = "(m.expires_at IS NULL OR m.expires_at > %(now)s)"
+UNEXPIRED = "(m.expires_at IS NULL OR m.expires_at > %(now)s)"
 
 
 def above_threshold(spec: TableSpec, alias: str = "m", policy: str = "p") -> str:

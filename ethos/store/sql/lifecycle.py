@@ -7,12 +7,12 @@ from functools import cache
 
 from ethos.store.core import Query, sql
 from ethos.store.sql.fragments import (
-    _SOURCE_SPECS,
-    _hint_all,
-    _hint_both_at,
-    _pruned_set,
+    SOURCE_SPECS,
     emotion_of,
+    hint_all,
+    hint_both_at,
     policy_columns,
+    pruned_set,
     salience_call,
     salience_expr,
     scheduled,
@@ -93,7 +93,7 @@ def build_recover_batch_query(spec: TableSpec, batch_size: int) -> Query:
         WHERE m.id = r.id
         RETURNING m.id, m.ctid AS place, m.due_at, m.prune_at
     ),
-    hinted AS ({_hint_all(spec, "recovered")})
+    hinted AS ({hint_all(spec, "recovered")})
     SELECT id FROM recovered
     """)
 
@@ -146,9 +146,7 @@ LEFT JOIN LATERAL (
 ) AS n ON true
 """)
 
-
 NEAR_DUPLICATE_SEARCH_SETTINGS = "SET LOCAL hnsw.ef_search = 20"
-
 
 # The sources (episode or fact) that vectors %(ids)s embed.
 VECTOR_SOURCES = sql("""
@@ -189,7 +187,7 @@ def build_merge_query(spec: TableSpec) -> Query:
         WHERE v.source_type = '{spec.name}' AND v.source_id = merged.id
         RETURNING 1
     ),"""
-        if spec in _SOURCE_SPECS
+        if spec in SOURCE_SPECS
         else ""
     )
     return sql(f"""
@@ -240,10 +238,10 @@ def build_merge_query(spec: TableSpec) -> Query:
         WHERE m.id = g.survivor
         RETURNING m.id, m.ctid AS place
     ),
-    hinted AS ({_hint_both_at(spec, "survived", "%(now)s")}),
+    hinted AS ({hint_both_at(spec, "survived", "%(now)s")}),
     merged AS (
         UPDATE {spec.name} AS m
-        SET {_pruned_set("merged")}, merged_into = r.survivor
+        SET {pruned_set("merged")}, merged_into = r.survivor
         FROM ranked AS r
         WHERE m.id = r.id AND r.id <> r.survivor AND r.size > 1
         RETURNING m.id, m.merged_into
@@ -298,7 +296,7 @@ def build_forget_query(spec: TableSpec) -> Query:
     """Soft-delete live memories %(ids)s on request: reason 'manual', recoverable."""
     return sql(f"""
     UPDATE {spec.name}
-    SET {_pruned_set("manual")}
+    SET {pruned_set("manual")}
     WHERE id = ANY(%(ids)s::uuid[]) AND NOT pruned
     RETURNING id
     """)
@@ -383,26 +381,17 @@ WITH gone AS (DELETE FROM memory_links WHERE agent_id = %(agent)s RETURNING 1),
 {_tally("memory_links")}
 SELECT count(*) FROM gone
 """)
-
-
 ERASE_AGENT_POLICY = sql(f"""
 WITH gone AS (DELETE FROM agent_policies WHERE agent_id = %(agent)s RETURNING 1),
 {_tally("agent_policies")}
 SELECT count(*) FROM gone
 """)
-
-
 # The tables of `tables` the current role may not delete from.
 UNDELETABLE_TABLES = sql("""
 SELECT t FROM unnest(%(tables)s::text[]) AS t WHERE NOT has_table_privilege(t, 'DELETE')
 """)
-
-
 COUNT_AGENT_LINKS = sql("SELECT count(*) FROM memory_links WHERE agent_id = %(agent)s")
-
-
 COUNT_AGENT_POLICY = sql("SELECT count(*) FROM agent_policies WHERE agent_id = %(agent)s")
-
 
 START_CONSOLIDATION_RUN = sql("""
 INSERT INTO consolidation_runs (kind, trigger, status, as_of, selector, owner)
@@ -411,15 +400,12 @@ VALUES (%(kind)s, %(trigger)s, 'running', %(now)s, %(selector)s::jsonb,
 RETURNING id
 """)
 
-
 FINISH_CONSOLIDATION_RUN = sql("""
 UPDATE consolidation_runs
 SET status = %(status)s, finished_at = clock_timestamp(), counts = %(counts)s::jsonb,
     error = %(error)s
 WHERE id = %(id)s
 """)
-
-
 RECOVERIES_OF = sql("""
 SELECT recovered_as_of, command, strength FROM recoveries
 WHERE table_name = %(table)s AND selector -> 'ids' ? %(id)s::text
@@ -432,7 +418,7 @@ def build_forget_agent_query(spec: TableSpec) -> Query:
     """Soft-delete every live memory of %(agent)s on request: reason 'manual'."""
     return sql(f"""
     WITH gone AS (
-        UPDATE {spec.name} SET {_pruned_set("manual")}
+        UPDATE {spec.name} SET {pruned_set("manual")}
         WHERE agent_id = %(agent)s AND NOT pruned
         RETURNING 1
     )

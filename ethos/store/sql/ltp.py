@@ -10,11 +10,11 @@ from ethos.decay import (
 )
 from ethos.store.core import Query, sql
 from ethos.store.sql.fragments import (
-    _fades_at,
-    _insert_hints,
-    _moments,
     above_threshold,
     emotion_of,
+    hint_moments,
+    insert_hints,
+    link_fades_at,
     salience_call,
     salience_expr,
     strength_at_call,
@@ -115,7 +115,7 @@ def build_ltp_query(spec: TableSpec) -> Query:
                   before.prune_at AS old_prune, m.ctid AS place{source}
     ),
     -- A hint for a moment earlier than the one the row had (whose hint stands for it).
-    hinted AS ({_insert_hints(spec, _moments("strengthened", earlier=True), since=None)})
+    hinted AS ({insert_hints(spec, hint_moments("strengthened", earlier=True), since=None)})
     SELECT * FROM strengthened
     """)
 
@@ -154,7 +154,6 @@ LINK_PAIRS = """unnest(%(agents)s::text[], %(a_tables)s::text[], %(a_ids)s::uuid
                  %(wrong)s::int[], %(moments)s::timestamptz[])
           AS u(agent, a_table, a_id, b_table, b_id, co, useful, wrong, at)"""
 
-
 # Pairs recalled together (co), or confirmed useful together: w ← w + η·(1 − w) each,
 # from the weight decayed to that moment; a new link starts at η. Then the wrongs of
 # that moment: w ← w · wrong_factor. One round: each pair at most once.
@@ -163,13 +162,11 @@ _STRENGTHENED = (
     " * power(1 - %(learning_rate)s::float8, excluded.co_retrievals + excluded.useful_count))"
     " * power(%(wrong_factor)s::float8, excluded.wrong_count)"
 )
-
-
 STRENGTHEN_LINKS = sql(f"""
 INSERT INTO memory_links AS l (agent_id, a_table, a_id, b_table, b_id, weight, weighted_at,
                                co_retrievals, useful_count, wrong_count, fades_at)
 SELECT u.agent, u.a_table, u.a_id, u.b_table, u.b_id, x.weight, u.at, u.co, u.useful, u.wrong,
-       {_fades_at("x.weight", "u.at")}
+       {link_fades_at("x.weight", "u.at")}
 FROM {LINK_PAIRS}
 CROSS JOIN LATERAL (
     SELECT (1 - power(1 - %(learning_rate)s::float8, u.co + u.useful))
@@ -182,10 +179,9 @@ SET weight = {_STRENGTHENED},
     co_retrievals = l.co_retrievals + excluded.co_retrievals,
     useful_count = l.useful_count + excluded.useful_count,
     wrong_count = l.wrong_count + excluded.wrong_count,
-    fades_at = {_fades_at(_STRENGTHENED, "greatest(l.weighted_at, excluded.weighted_at)")}
+    fades_at = {link_fades_at(_STRENGTHENED, "greatest(l.weighted_at, excluded.weighted_at)")}
 RETURNING 1
 """)
-
 
 # Pairs only marked wrong together: existing links weaken; none is created.
 WEAKEN_LINKS = sql(f"""
@@ -194,7 +190,7 @@ SET weight = {link_weight_at("u.at")} * power(%(wrong_factor)s::float8, u.wrong)
     weighted_at = greatest(l.weighted_at, u.at),
     wrong_count = l.wrong_count + u.wrong,
     fades_at = {
-    _fades_at(
+    link_fades_at(
         f"{link_weight_at('u.at')} * power(%(wrong_factor)s::float8, u.wrong)",
         "greatest(l.weighted_at, u.at)",
     )
@@ -203,7 +199,6 @@ FROM {LINK_PAIRS}
 WHERE u.co + u.useful = 0 AND l.a_id = u.a_id AND l.b_id = u.b_id
 RETURNING 1
 """)
-
 
 # Links whose weight has fallen below links.prune_weight: derived data, removed.
 REMOVE_FADED_LINKS = sql("""
@@ -214,7 +209,6 @@ WITH faded AS (
 )
 SELECT count(*) FROM faded
 """)
-
 
 # A memory's links (either end), with their weight at %(now)s, strongest first.
 MEMORY_LINKS = sql(f"""
@@ -228,7 +222,6 @@ WHERE ((l.a_table = %(table)s AND l.a_id = %(id)s) OR (l.b_table = %(table)s AND
   AND {link_weight_at("%(now)s")} >= %(links_prune)s::float8
 ORDER BY weight DESC
 """)
-
 
 # The live links of search hits %(ids)s of %(table)s: the memory at the other end, the
 # hit it came through, and the link's weight at %(now)s.
@@ -266,10 +259,8 @@ CLAIM_LTP_FLUSH = sql(
     "INSERT INTO ltp_flushes (id) VALUES (%(id)s) ON CONFLICT DO NOTHING RETURNING id"
 )
 
-
 # Receipts only need to outlive a flush's retries.
 FORGET_LTP_FLUSHES = sql("DELETE FROM ltp_flushes WHERE applied_at < now() - interval '1 day'")
-
 
 # The durable path: events queued by ethos_record_retrieval() or a durable buffer. A
 # drain pops the oldest %(limit)s in the transaction that applies them (a crash loses
@@ -288,16 +279,13 @@ FROM popped
 GROUP BY table_name, memory_id, at, kind
 """)
 
-
 ENQUEUE_RETRIEVALS = sql("""
 INSERT INTO retrieval_queue (table_name, memory_id, at, kind, grp)
 SELECT %(table)s, memory_id, %(at)s, %(kind)s, %(grp)s::uuid
 FROM unnest(%(ids)s::uuid[]) AS memory_id
 """)
 
-
 RETRIEVAL_QUEUE_BACKLOG = sql("SELECT count(*) FROM retrieval_queue")
-
 
 TOUCH_RETRIEVAL_ACTIVITY = sql("""
 INSERT INTO retrieval_activity (id, last_retrieval_at) VALUES (true, now())

@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import cache
 
 from ethos.store.core import Query, sql
-from ethos.store.sql.fragments import _SOURCE_SPECS, _UNEXPIRED, above_threshold
+from ethos.store.sql.fragments import SOURCE_SPECS, UNEXPIRED, above_threshold
 from ethos.tables import TableSpec
 
 
@@ -92,7 +92,7 @@ def build_find_duplicate_query(spec: TableSpec) -> Query:
         if spec.has_embedding
         else ""
     )
-    unexpired = f"AND {_UNEXPIRED}" if spec.has_expiry else ""
+    unexpired = f"AND {UNEXPIRED}" if spec.has_expiry else ""
     return sql(f"""
     SELECT m.id FROM {spec.name} AS m JOIN decay_policies AS p ON p.name = m.policy
     WHERE m.agent_id = %(agent)s AND m.content_key = ethos_content_key(%(content)s)
@@ -144,7 +144,6 @@ SELECT agent_id, table_name, live, pruned, pinned FROM ethos_agent_counts
 ORDER BY agent_id, table_name
 """)
 
-
 # Pruned memories by table and reason, since %(since)s (all when NULL).
 PRUNED_BY_REASON = sql("""
 SELECT table_name, prune_reason AS reason, count(*) AS count FROM ethos_memories
@@ -152,7 +151,6 @@ WHERE pruned AND (%(agent)s::text IS NULL OR agent_id = %(agent)s)
   AND (%(since)s::timestamptz IS NULL OR pruned_at >= %(since)s)
 GROUP BY table_name, prune_reason ORDER BY table_name, prune_reason
 """)
-
 
 # The recoveries that named memory %(id)s of %(table)s.
 # The words that count most in a text's automatic importance (ethos_informative_words).
@@ -168,8 +166,6 @@ ORDER BY CASE WHEN w.lexeme ~ '^[0-9]' THEN 1
          w.lexeme
 LIMIT %(n)s
 """)
-
-
 # A memory's earlier texts, oldest first (migration 0022 keeps them).
 REVISIONS_OF = sql("""
 SELECT content, revised_at FROM memory_revisions
@@ -187,7 +183,7 @@ def build_update_memory_query(spec: TableSpec) -> Query:
     if spec.has_embedding:
         embedding = "embedding = coalesce(%(embedding)s::vector, embedding),"
     revector = ""
-    if spec in _SOURCE_SPECS:
+    if spec in SOURCE_SPECS:
         revector = f""",
     revectored AS (
         UPDATE memory_vectors AS v SET content = u.content, embedding = %(embedding)s::vector

@@ -6,10 +6,10 @@ from functools import cache
 
 from ethos.store.core import Query, sql
 from ethos.store.sql.fragments import (
-    _fades_at,
-    _hint_all,
-    _hint_both_at,
     emotion_of,
+    hint_all,
+    hint_both_at,
+    link_fades_at,
     policy_columns,
     salience_call,
     scheduled,
@@ -32,7 +32,7 @@ def build_lock_rows_query(spec: TableSpec) -> Query:
 
 # The links settings changed: when each link fades, anew.
 RESCHEDULE_LINKS = sql(f"""
-UPDATE memory_links AS l SET fades_at = {_fades_at("l.weight", "l.weighted_at")}
+UPDATE memory_links AS l SET fades_at = {link_fades_at("l.weight", "l.weighted_at")}
 """)
 
 
@@ -80,17 +80,14 @@ def build_move_query(spec: TableSpec) -> Query:
         WHERE m.id = s.id
         RETURNING m.id, s.old_policy, m.policy, m.salience, m.due_at, m.prune_at, m.ctid AS place
     ),
-    hinted AS ({_hint_all(spec, "moved")})
+    hinted AS ({hint_all(spec, "moved")})
     SELECT * FROM moved
     """)
 
 
 # Processes opening together write the same rows: one at a time.
 SETTINGS_SYNC_LOCK_KEY = 0x45_54_48_4F_03
-
-
 LOCK_SETTINGS_SYNC = sql("SELECT pg_advisory_xact_lock(%(key)s)")
-
 
 # %(policies)s: a JSON array of policies.sql_row(). A row is written only when it
 # differs, so changed_at says when a policy's curve or promotions last changed.
@@ -126,13 +123,11 @@ WHERE NOT d.configured
 RETURNING name
 """)
 
-
 # A policy gone from the settings stays for the memories that still have it.
 UNCONFIGURE_POLICIES = sql("""
 UPDATE decay_policies SET configured = false
 WHERE configured AND name <> ALL(%(names)s::text[])
 """)
-
 
 UPSERT_ETHOS_SETTINGS = sql("""
 INSERT INTO ethos_settings AS s (id, default_policy, importance_otherwise, at_risk_margin,
@@ -155,10 +150,7 @@ WHERE (s.default_policy, s.importance_otherwise, s.at_risk_margin, s.links_tau_d
                         excluded.auto_importance, excluded.auto_importance_half)
 """)
 
-
 TEXT_CONFIG = sql("SELECT text_config::text FROM ethos_settings")
-
-
 TEXT_CONFIG_EXISTS = sql("SELECT EXISTS (SELECT 1 FROM pg_ts_config WHERE cfgname = %(config)s)")
 
 
@@ -171,7 +163,6 @@ def build_reindex_text_query(spec: TableSpec) -> Query:
 
 
 LINK_SETTINGS = sql("SELECT links_tau_days, links_prune_weight FROM ethos_settings")
-
 
 # %(tiers)s: {policy: minimum importance}.
 REPLACE_IMPORTANCE_TIERS = sql("""
@@ -189,17 +180,11 @@ ON CONFLICT (policy) DO UPDATE SET min_importance = excluded.min_importance
 WHERE t.min_importance <> excluded.min_importance
 """)
 
-
 LIST_POLICIES = sql("SELECT * FROM decay_policies ORDER BY name")
-
-
 FETCH_POLICY = sql("SELECT * FROM decay_policies WHERE name = %(name)s")
-
-
 POLICY_AGENTS = sql(
     "SELECT agent_id, assigned_at FROM agent_policies WHERE policy = %(name)s ORDER BY agent_id"
 )
-
 
 ASSIGN_AGENT_POLICY = sql("""
 INSERT INTO agent_policies (agent_id, policy) VALUES (%(agent)s, %(policy)s)
@@ -218,7 +203,7 @@ def build_unschedule_query(spec: TableSpec) -> Query:
         WHERE policy = ANY(%(policies)s::text[]) AND NOT pruned
         RETURNING id, ctid AS place
     )
-    {_hint_both_at(spec, "unscheduled", "'-infinity'")}
+    {hint_both_at(spec, "unscheduled", "'-infinity'")}
     """)
 
 

@@ -6,13 +6,12 @@ from __future__ import annotations
 from functools import cache
 
 from ethos.store.core import Query, sql
-from ethos.store.sql.fragments import _UNEXPIRED, _pruned_set, above_threshold, salience_expr
+from ethos.store.sql.fragments import UNEXPIRED, above_threshold, pruned_set, salience_expr
 from ethos.tables import FACTS, MEMORY_TABLES, VECTORS, TableSpec
 
 # Index builds get more memory than the server's default 64MB: HNSW builds are ~4x
 # faster with 1GB. `SET` takes no bind parameter; the value is a validated setting.
 INDEX_BUILD_MEMORY = "SET LOCAL maintenance_work_mem = '{memory}'"
-
 
 BUILD_VECTOR_INDEX = sql("""
 CREATE INDEX IF NOT EXISTS memory_vectors_embedding_hnsw ON memory_vectors
@@ -46,7 +45,7 @@ def build_search_query(*, exact: bool) -> Query:
     WITH candidates AS MATERIALIZED (
         SELECT m.*, {distance} AS distance
         FROM memory_vectors AS m
-        WHERE m.agent_id = %(agent)s AND NOT m.pruned AND {_UNEXPIRED}
+        WHERE m.agent_id = %(agent)s AND NOT m.pruned AND {UNEXPIRED}
           AND (SELECT {above_threshold(VECTORS, policy="ap")}
                FROM decay_policies AS ap WHERE ap.name = m.policy)
         ORDER BY {order}
@@ -70,8 +69,6 @@ def build_search_query(*, exact: bool) -> Query:
 
 
 SEARCH_VECTORS = build_search_query(exact=False)
-
-
 SEARCH_VECTORS_EXACT = build_search_query(exact=True)
 
 
@@ -124,7 +121,7 @@ def build_recall_query(tables: tuple[TableSpec, ...]) -> Query:
     parts = []
     for spec in tables:
         only = " AND m.source_id IS NULL" if spec.has_source else ""
-        live = f" AND {_UNEXPIRED}" if spec.has_expiry else ""
+        live = f" AND {UNEXPIRED}" if spec.has_expiry else ""
         parts.append(f"""
         (SELECT '{spec.name}' AS table_name, m.id, m.content, m.metadata, m.created_at,
                 {bm25("m.content_tsv")} AS text_rank,
@@ -171,8 +168,7 @@ LOCATE_MEMORIES = sql(
 
 
 # A live, unexpired item of one namespace (agent) by its key.
-_ITEM_LIVE = f"NOT m.pruned AND {_UNEXPIRED}"
-
+_ITEM_LIVE = f"NOT m.pruned AND {UNEXPIRED}"
 
 GET_ITEM = sql(f"""
 SELECT m.id, m.agent_id, m.client_key, m.metadata, m.created_at,
@@ -181,14 +177,12 @@ FROM semantic_facts AS m
 WHERE m.agent_id = %(agent)s AND m.client_key = %(key)s AND {_ITEM_LIVE}
 """)
 
-
 # An expired item under the key, pruned (reason expired) before a put: its key is free.
 EXPIRE_ITEM = sql(f"""
 UPDATE semantic_facts
-SET {_pruned_set("expired")}
+SET {pruned_set("expired")}
 WHERE agent_id = %(agent)s AND client_key = %(key)s AND NOT pruned AND expires_at <= %(now)s
 """)
-
 
 # Insert an item, or replace the value of the live one with its key (keeping its
 # history: retrievals, curve). Returns the memory and whether it is new.
@@ -201,7 +195,6 @@ DO UPDATE SET content = excluded.content, metadata = excluded.metadata,
               expires_at = excluded.expires_at, updated_at = excluded.updated_at
 RETURNING m.id, (xmax = 0) AS created
 """)
-
 
 # The vector of an item (when the store has an index): replaced, or made.
 PUT_ITEM_VECTOR = sql("""
@@ -217,11 +210,10 @@ SELECT %(agent)s, %(content)s, %(embedding)s::vector, 'semantic_facts', %(id)s
 WHERE NOT EXISTS (SELECT 1 FROM replaced)
 """)
 
-
 # An item deleted: a soft delete, reason manual, recoverable.
 DELETE_ITEM = sql(f"""
 UPDATE semantic_facts
-SET {_pruned_set("manual")}
+SET {pruned_set("manual")}
 WHERE agent_id = %(agent)s AND client_key = %(key)s AND NOT pruned
 RETURNING id
 """)
@@ -261,13 +253,8 @@ def build_search_items_query(*, ranked_by: str | None) -> Query:
 
 
 SEARCH_ITEMS = build_search_items_query(ranked_by=None)
-
-
 SEARCH_ITEMS_BY_VECTOR = build_search_items_query(ranked_by="vector")
-
-
 SEARCH_ITEMS_BY_TEXT = build_search_items_query(ranked_by="text")
-
 
 # The namespaces (agents) that hold live items.
 ITEM_NAMESPACES = sql("""

@@ -6,10 +6,10 @@ from functools import cache
 
 from ethos.store.core import Query, sql
 from ethos.store.sql.fragments import (
-    _insert_hints,
-    _moments,
     confidence_expr,
     emotion_of,
+    hint_moments,
+    insert_hints,
     policy_columns,
     salience_expr,
     scheduled,
@@ -75,8 +75,6 @@ _WRITTEN_COUNTS = """(
         SELECT count(*) AS updated, count(*) FILTER (WHERE reason IS NOT NULL) AS pruned,
                count(*) FILTER (WHERE reason = 'expired') AS expired
         FROM written) AS w"""
-
-
 # Hints a due batch considers: reading one costs a page, and groups hold many rows.
 HINTS_A_BATCH = 64
 
@@ -102,8 +100,8 @@ def build_sweep_batch_query(
         hinted = "SELECT"
     else:
         written = _sweep_write(spec, "due")
-        hinted = _insert_hints(
-            spec, _moments("written", earlier=True), since="%(now)s::timestamptz"
+        hinted = insert_hints(
+            spec, hint_moments("written", earlier=True), since="%(now)s::timestamptz"
         )
     return sql(f"""
     WITH batch AS (
@@ -146,9 +144,9 @@ def build_due_batch_query(spec: TableSpec, *, prune: bool, batch_size: int) -> Q
     # What the batch wrote, scheduled anew; what it looked at and did not write: for
     # when it is due, or at once if another write changed it meanwhile (rare: counts
     # gate that look, as they gate the lookup of moved rows); its overflow.
-    hinted = _insert_hints(
+    hinted = insert_hints(
         spec,
-        f"""{_moments("written", earlier=True, always=prune)}
+        f"""{hint_moments("written", earlier=True, always=prune)}
         UNION ALL
         SELECT {kind}, l.{old}, l.id, l.row_ctid FROM looked AS l
         WHERE NOT l.is_due AND l.{old} IS NOT NULL
@@ -240,7 +238,6 @@ VALUES (%(trigger)s, %(mode)s, 'running', %(now)s, %(agent)s, %(daemon_id)s,
 RETURNING id
 """)
 
-
 FINISH_SWEEP_RUN = sql("""
 UPDATE sweep_runs
 SET status = %(status)s, finished_at = clock_timestamp(), scanned = %(scanned)s,
@@ -255,30 +252,22 @@ WHERE id = %(id)s
 # Refresh sweeps and prune passes lock slices apart: a prune pass runs beside a long
 # sweep (a row they both reach is written once; the other finds it changed and moves on).
 SWEEP_SLICE_LOCK_CLASS = 0x45_54_48_04
-
-
 PRUNE_SLICE_LOCK_CLASS = 0x45_54_48_05
-
-
 # The slices of %(slices)s this session could take (those no other session holds).
 TRY_SLICE_LOCKS = sql("""
 SELECT coalesce(array_agg(s ORDER BY s), '{}')
 FROM unnest(%(slices)s::int[]) AS s
 WHERE pg_try_advisory_lock(%(class)s::int, s)
 """)
-
-
 UNLOCK_SLICES = sql("""
 SELECT count(*) FROM unnest(%(slices)s::int[]) AS s WHERE pg_advisory_unlock(%(class)s::int, s)
 """)
-
 
 # When the next sweep is due: an interval after the last one that did not fail.
 LAST_SWEEP_FINISHED = sql("""
 SELECT max(coalesce(finished_at, started_at)) FROM sweep_runs
 WHERE status <> 'failed' AND mode <> 'prune'
 """)
-
 
 PRUNED_AT = sql("""
 SELECT table_name, id, content FROM ethos_memories
