@@ -251,6 +251,9 @@ def vector_texts(embeddings: Sequence[Sequence[float]]) -> list[str]:
 
 
 class StoreCore:
+    """What every concern's mixin builds on: the pools, running statements (in a
+    transaction or not), the table checks, and the sweep lock's connection."""
+
     def __init__(
         self, settings: Settings, url: str, pool: asyncpg.Pool, sweep_pool: asyncpg.Pool
     ) -> None:

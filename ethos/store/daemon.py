@@ -20,6 +20,8 @@ from ethos.store.sql.daemon import (
 
 
 class DaemonStore(StoreCore):
+    """Store's side of the daemon: idleness, heartbeat, status, dead letters."""
+
     async def row_estimates(self) -> list[Row]:
         """Live and pruned rows per memory table, from the planner's statistics."""
         return await self._fetch(ROW_ESTIMATES)

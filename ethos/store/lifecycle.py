@@ -39,6 +39,8 @@ from ethos.tables import TableSpec
 
 
 class LifecycleStore(StoreCore):
+    """Store's lifecycle: merge, forget, purge, erase, recovery, their audit."""
+
     async def duplicate_groups(
         self, spec: TableSpec, agent: str | None, after: tuple[str, uuid.UUID], limit: int
     ) -> list[Row]:

@@ -32,6 +32,8 @@ from ethos.tables import TableSpec
 
 
 class LtpStore(StoreCore):
+    """Store's LTP: flushes, the durable queue, links."""
+
     @asynccontextmanager
     async def ltp_flush(self, flush_id: uuid.UUID) -> AsyncIterator[LtpFlush | None]:
         """The transaction that applies one flush of retrievals, claimed by its id;

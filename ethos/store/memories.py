@@ -31,6 +31,8 @@ from ethos.tables import TableSpec
 
 
 class MemoryStore(StoreCore):
+    """Store's memories: insert, fetch, repeats, listing, updates, revisions."""
+
     async def insert(
         self,
         memory: MemoryInput,

@@ -41,6 +41,8 @@ def policy_of(row: Row) -> Policy:
 
 
 class PolicyStore(StoreCore):
+    """Store's policies: the settings written to the database, assignment, moves."""
+
     async def sync_settings(self) -> None:
         """Write the settings' policies, importance tiers and defaults, which the sweep,
         the insert trigger and the views read. Rows are written only where they differ;

@@ -31,6 +31,8 @@ from ethos.tables import TableSpec
 
 
 class SearchStore(StoreCore):
+    """Store's search: vectors, text recall, the LangGraph items, the vector index."""
+
     async def search(
         self,
         *,

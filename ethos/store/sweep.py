@@ -32,6 +32,8 @@ from ethos.tables import TableSpec
 
 
 class SweepStore(StoreCore):
+    """Store's sweep: batches, sweepers' slices, the due count, sweep runs."""
+
     async def sweep_batch(
         self,
         spec: TableSpec,
