@@ -28,7 +28,6 @@ from ethos.engine import Engine
 from ethos.errors import TransientDatabaseError
 from ethos.explain import memory_state
 from ethos.ltp import Events, apply_retrievals
-from ethos.queries import build_unschedule_query, confidence_expr, salience_expr
 from ethos.settings import (
     DatabaseSettings,
     EmbeddingSettings,
@@ -36,6 +35,8 @@ from ethos.settings import (
     LtpSettings,
     Settings,
 )
+from ethos.store.sql.fragments import confidence_expr, salience_expr
+from ethos.store.sql.policies import build_unschedule_query
 from ethos.sweep import Mode
 from ethos.tables import EPISODES, FACTS, MEMORY_TABLES
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import asyncpg
 import pytest
 
-from ethos import db, decay, queries
+from ethos import db, decay
 from ethos.engine import Engine
 from ethos.errors import DatabaseError, InputError
 from ethos.explain import memory_state
@@ -23,6 +23,8 @@ from ethos.inputs import vector_literal
 from ethos.ltp import Events, LtpBuffer, Pending, apply_retrievals
 from ethos.settings import DatabaseSettings, LtpSettings, SearchSettings, Settings
 from ethos.store import LtpFlush, Store
+from ethos.store.core import search_server_settings
+from ethos.store.sql.search import SEARCH_VECTORS
 from ethos.tables import EPISODES
 from tests.vectors import at_cosine, unit
 
@@ -260,7 +262,7 @@ async def test_search_uses_the_hnsw_index(
     # A connection set up as the store sets up its own.
     pooled = await asyncpg.connect(
         engine.url,
-        server_settings=queries.search_server_settings(search.candidates, search.max_scan_tuples),
+        server_settings=search_server_settings(search.candidates, search.max_scan_tuples),
     )
     try:
         await pooled.set_type_codec(
@@ -271,8 +273,8 @@ async def test_search_uses_the_hnsw_index(
             "salience_weight": 1.0,
         }  # fmt: skip
         plan = await pooled.fetchval(
-            "EXPLAIN (FORMAT JSON) " + queries.SEARCH_VECTORS.text,
-            *queries.SEARCH_VECTORS.args(values),
+            "EXPLAIN (FORMAT JSON) " + SEARCH_VECTORS.text,
+            *SEARCH_VECTORS.args(values),
         )
     finally:
         await pooled.close()

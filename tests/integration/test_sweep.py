@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
-from ethos import decay, queries
+from ethos import decay
 from ethos.engine import Engine
 from ethos.explain import memory_state
 from ethos.settings import (
@@ -26,6 +26,7 @@ from ethos.settings import (
     Settings,
     SweepSettings,
 )
+from ethos.store.sql.fragments import salience_expr, strength_at_call
 from ethos.sweep import Mode
 from ethos.tables import EPISODES, MEMORY_TABLES, TableSpec
 
@@ -107,8 +108,8 @@ async def test_sql_and_python_formulas_agree(
     checked: dict[str, int] = {}
     for spec in MEMORY_TABLES:
         rows = await conn.fetch(
-            f"""SELECT m.*, {queries.salience_expr(spec, at="$1")} AS sql_salience,
-                       {queries.strength_at_call("m.strength", at="$1")} AS sql_strength
+            f"""SELECT m.*, {salience_expr(spec, at="$1")} AS sql_salience,
+                       {strength_at_call("m.strength", at="$1")} AS sql_strength
                 FROM {spec.name} AS m JOIN decay_policies AS p ON p.name = m.policy""",
             days(3),
         )

@@ -1,0 +1,203 @@
+"""The statements of memories: insert, fetch, deduplicate, list, update."""
+
+from __future__ import annotations
+
+from functools import cache
+
+from ethos.store.core import Query, sql
+from ethos.store.sql.fragments import SOURCE_SPECS, UNEXPIRED, above_threshold
+from ethos.tables import TableSpec
+
+
+@cache
+def build_insert_query(spec: TableSpec, columns: tuple[str, ...]) -> Query:
+    """columns come from inputs.MemoryInput, a fixed set."""
+    values = ", ".join(f"%({c})s" for c in columns)
+    return sql(f"INSERT INTO {spec.name} ({', '.join(columns)}) VALUES ({values}) RETURNING id")
+
+
+@cache
+def build_fetch_memory_query(spec: TableSpec) -> Query:
+    return sql(f"SELECT * FROM {spec.name} WHERE id = %(id)s")
+
+
+@cache
+def build_count_live_query(spec: TableSpec, *, by_agent: bool) -> Query:
+    agent = "AND agent_id = %(agent)s" if by_agent else ""
+    return sql(f"SELECT count(*) FROM {spec.name} WHERE NOT pruned {agent}")
+
+
+# %(agent)s: one agent, or NULL for all.
+STATS = {
+    "counts": sql("""
+        SELECT table_name, sum(live)::bigint AS live, sum(pruned)::bigint AS pruned,
+               sum(pinned)::bigint AS pinned
+        FROM ethos_agent_counts
+        WHERE %(agent)s::text IS NULL OR agent_id = %(agent)s
+        GROUP BY table_name ORDER BY table_name
+    """),
+    "salience_by_age": sql("""
+        SELECT table_name, age_bucket, avg(salience) AS avg_salience, count(*) AS count
+        FROM ethos_memories
+        WHERE NOT pruned AND (%(agent)s::text IS NULL OR agent_id = %(agent)s)
+        GROUP BY table_name, age_bucket ORDER BY table_name, min(created_at) DESC
+    """),
+    "at_risk": sql("""
+        SELECT table_name, count(*) AS count FROM ethos_at_risk
+        WHERE %(agent)s::text IS NULL OR agent_id = %(agent)s
+        GROUP BY table_name ORDER BY table_name
+    """),
+    "most_retrieved": sql("""
+        SELECT table_name, id, agent_id, content, retrieval_count, salience
+        FROM ethos_most_retrieved WHERE %(agent)s::text IS NULL OR agent_id = %(agent)s LIMIT 5
+    """),
+    # One agent's view shows only its own sweeps, and no daemons (their ids name hosts).
+    "recent_sweeps": sql("""
+        SELECT id, trigger, status, started_at, duration_ms, scanned, updated, pruned,
+               rows_per_second
+        FROM ethos_sweep_history WHERE %(agent)s::text IS NULL OR agent_id = %(agent)s LIMIT 5
+    """),
+    "ltp": sql("""
+        SELECT daemon_id, role, ltp_backlog, ltp_dropped FROM ethos_ltp
+        WHERE %(agent)s::text IS NULL
+    """),
+    "policies": sql("""
+        SELECT table_name, policy,
+               count(*) FILTER (WHERE NOT pruned) AS live,
+               count(*) FILTER (WHERE pruned) AS pruned,
+               avg(salience) FILTER (WHERE NOT pruned) AS avg_salience
+        FROM ethos_memories
+        WHERE %(agent)s::text IS NULL OR agent_id = %(agent)s
+        GROUP BY table_name, policy ORDER BY table_name, policy
+    """),
+}
+
+
+# Adds of one normalised content by one agent, one at a time: concurrent adds of the
+# same new memory make one row.
+LOCK_CONTENT = sql("""
+SELECT pg_advisory_xact_lock(
+    hashtextextended(%(table)s || ':' || %(agent)s || ':' || ethos_content_key(%(content)s), 0))
+""")
+
+
+@cache
+def build_find_duplicate_query(spec: TableSpec) -> Query:
+    """A memory of the agent with the same normalised content (a vector: and an
+    embedding at least %(near)s cosine-similar), the earliest, that is still a memory at
+    %(now)s: not pruned, not expired, not below its threshold (a sweep would prune it,
+    and the new one with it)."""
+    near = (
+        "AND 1 - (m.embedding <=> %(embedding)s::vector) >= %(near)s::float8"
+        if spec.has_embedding
+        else ""
+    )
+    unexpired = f"AND {UNEXPIRED}" if spec.has_expiry else ""
+    return sql(f"""
+    SELECT m.id FROM {spec.name} AS m JOIN decay_policies AS p ON p.name = m.policy
+    WHERE m.agent_id = %(agent)s AND m.content_key = ethos_content_key(%(content)s)
+      AND NOT m.pruned {unexpired} AND {above_threshold(spec)}
+      {near}
+    ORDER BY m.created_at, m.id LIMIT 1
+    """)
+
+
+@cache
+def build_raise_repeat_query(spec: TableSpec) -> Query:
+    """A repeat asks for more: the memory %(id)s becomes pinned if asked, takes the
+    metadata keys it lacks and the higher importance; what changed is returned."""
+    return sql(f"""
+    WITH old AS (
+        SELECT id, pinned, metadata, importance FROM {spec.name} WHERE id = %(id)s FOR UPDATE
+    ), new AS (
+        UPDATE {spec.name} AS m
+        SET pinned = m.pinned OR %(pinned)s,
+            metadata = %(metadata)s::jsonb || m.metadata,
+            importance = greatest(m.importance, %(importance)s::float8)
+        FROM old WHERE m.id = old.id
+        RETURNING m.pinned, m.metadata, m.importance, m.policy
+    )
+    SELECT new.policy,
+           new.pinned AND NOT old.pinned AS pinned,
+           new.metadata <> old.metadata AS metadata,
+           new.importance IS DISTINCT FROM old.importance AS importance
+    FROM new, old
+    """)
+
+
+@cache
+def build_list_memories_query(spec: TableSpec, *, pruned: bool) -> Query:
+    """Memories of %(agent)s (every agent's when NULL), live ones newest first, pruned
+    ones most recently pruned first: %(limit)s after %(offset)s."""
+    order = "pruned_at DESC" if pruned else "created_at DESC"
+    return sql(f"""
+    SELECT * FROM {spec.name}
+    WHERE (%(agent)s::text IS NULL OR agent_id = %(agent)s) AND {"" if pruned else "NOT "}pruned
+    ORDER BY {order}, id DESC
+    LIMIT %(limit)s OFFSET %(offset)s
+    """)
+
+
+# Every agent with its memories counted per table.
+AGENT_COUNTS = sql("""
+SELECT agent_id, table_name, live, pruned, pinned FROM ethos_agent_counts
+ORDER BY agent_id, table_name
+""")
+
+# Pruned memories by table and reason, since %(since)s (all when NULL).
+PRUNED_BY_REASON = sql("""
+SELECT table_name, prune_reason AS reason, count(*) AS count FROM ethos_memories
+WHERE pruned AND (%(agent)s::text IS NULL OR agent_id = %(agent)s)
+  AND (%(since)s::timestamptz IS NULL OR pruned_at >= %(since)s)
+GROUP BY table_name, prune_reason ORDER BY table_name, prune_reason
+""")
+
+# The recoveries that named memory %(id)s of %(table)s.
+# The words that count most in a text's automatic importance (ethos_informative_words).
+RARE_WORDS = sql("""
+SELECT w.lexeme
+FROM (SELECT coalesce((SELECT docs FROM agent_text_stats WHERE agent_id = %(agent)s), 0)
+             AS docs) AS n
+CROSS JOIN unnest(tsvector_to_array(%(tsv)s::tsvector)) AS w (lexeme)
+LEFT JOIN lexeme_stats AS l ON l.agent_id = %(agent)s AND l.lexeme = w.lexeme
+WHERE w.lexeme <> ethos_agent_lexeme(%(agent)s)
+ORDER BY CASE WHEN w.lexeme ~ '^[0-9]' THEN 1
+              ELSE ethos_idf(n.docs, coalesce(l.docs, 0)) / ethos_idf(n.docs, 0) END DESC,
+         w.lexeme
+LIMIT %(n)s
+""")
+# A memory's earlier texts, oldest first (migration 0022 keeps them).
+REVISIONS_OF = sql("""
+SELECT content, revised_at FROM memory_revisions
+WHERE table_name = %(table)s AND memory_id = %(id)s
+ORDER BY revised_at, id
+""")
+
+
+@cache
+def build_update_memory_query(spec: TableSpec) -> Query:
+    """A live memory's text %(content)s and metadata %(metadata)s (each kept when NULL),
+    updated at %(now)s; its curve and history stay. %(embedding)s, when given, is the new
+    text's: a vector's own, or that of the vector made from an episode or fact."""
+    embedding = ""
+    if spec.has_embedding:
+        embedding = "embedding = coalesce(%(embedding)s::vector, embedding),"
+    revector = ""
+    if spec in SOURCE_SPECS:
+        revector = f""",
+    revectored AS (
+        UPDATE memory_vectors AS v SET content = u.content, embedding = %(embedding)s::vector
+        FROM updated AS u
+        WHERE %(embedding)s::vector IS NOT NULL AND v.source_type = '{spec.name}'
+          AND v.source_id = u.id AND NOT v.pruned
+    )"""
+    return sql(f"""
+    WITH updated AS (
+        UPDATE {spec.name}
+        SET content = coalesce(%(content)s, content), {embedding}
+            metadata = coalesce(%(metadata)s::jsonb, metadata), updated_at = %(now)s
+        WHERE id = %(id)s AND NOT pruned
+        RETURNING id, content
+    ){revector}
+    SELECT id FROM updated
+    """)

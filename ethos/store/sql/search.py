@@ -1,0 +1,263 @@
+"""The statements of search: vector and text recall, locating memories, the
+LangGraph items, vectors and their index."""
+
+from __future__ import annotations
+
+from functools import cache
+
+from ethos.store.core import Query, sql
+from ethos.store.sql.fragments import UNEXPIRED, above_threshold, pruned_set, salience_expr
+from ethos.tables import FACTS, MEMORY_TABLES, VECTORS, TableSpec
+
+# Index builds get more memory than the server's default 64MB: HNSW builds are ~4x
+# faster with 1GB. `SET` takes no bind parameter; the value is a validated setting.
+INDEX_BUILD_MEMORY = "SET LOCAL maintenance_work_mem = '{memory}'"
+
+BUILD_VECTOR_INDEX = sql("""
+CREATE INDEX IF NOT EXISTS memory_vectors_embedding_hnsw ON memory_vectors
+    USING hnsw (embedding vector_cosine_ops) WHERE NOT pruned
+""")
+
+
+# Relevance leads, salience is a bounded prior: relevance × (1 + w × salience), salience in
+# [0, 1], so a memory's salience moves its score by a factor of at most 1 + w
+# (search.salience_weight; runbooks/recall.md has the figures that chose it).
+def prior(salience: str) -> str:
+    return f"(1 + %(salience_weight)s::float8 * {salience})"
+
+
+# Equal scores: the more salient first, then the newer, then by id (deterministic).
+TIE_BREAK = "salience DESC, created_at DESC, id"
+
+
+def build_search_query(*, exact: bool) -> Query:
+    """The nearest live vectors of one agent (none below its prune threshold), re-ranked
+    by similarity × the salience prior.
+
+    Through the HNSW index, the scan is bounded (hnsw.max_scan_tuples): an agent with
+    few memories near the query can leave it short of k. `exact` then scans that
+    agent's vectors through its b-tree index instead; `+ 0` keeps the planner from
+    using the HNSW ordering for it.
+    """
+    distance = "m.embedding <=> %(embedding)s::vector"
+    order = f"({distance}) + 0" if exact else distance
+    return sql(f"""
+    WITH candidates AS MATERIALIZED (
+        SELECT m.*, {distance} AS distance
+        FROM memory_vectors AS m
+        WHERE m.agent_id = %(agent)s AND NOT m.pruned AND {UNEXPIRED}
+          AND (SELECT {above_threshold(VECTORS, policy="ap")}
+               FROM decay_policies AS ap WHERE ap.name = m.policy)
+        ORDER BY {order}
+        LIMIT %(candidates)s
+    ),
+    ranked AS (
+        SELECT c.id, c.content, c.metadata, c.source_type, c.source_id, c.created_at,
+               1 - c.distance AS similarity,
+               {salience_expr(VECTORS, alias="c")} AS salience
+        FROM candidates AS c
+        JOIN decay_policies AS p ON p.name = c.policy
+    )
+    SELECT r.*, r.similarity * {prior("r.salience")} AS score,
+           coalesce(e.content, f.content) AS source_content
+    FROM ranked AS r
+    LEFT JOIN episodic_traces AS e ON r.source_type = 'episodic_traces' AND e.id = r.source_id
+    LEFT JOIN semantic_facts AS f ON r.source_type = 'semantic_facts' AND f.id = r.source_id
+    ORDER BY score DESC, {TIE_BREAK}
+    LIMIT %(k)s
+    """)
+
+
+SEARCH_VECTORS = build_search_query(exact=False)
+SEARCH_VECTORS_EXACT = build_search_query(exact=True)
+
+
+# BM25's term-frequency saturation k1 and length normalisation b (Robertson & Zaragoza
+# 2009), Anserini's defaults for short texts: on LoCoMo r@10 0.627 against Lucene's
+# 1.2/0.75 at 0.617 (runbooks/recall.md).
+BM25_K1, BM25_B = 0.9, 0.4
+
+
+def bm25(tsv: str) -> str:
+    """The BM25 score of the text search vector `tsv` for the query's lexemes and IDFs
+    (q.lexemes, q.idfs) and the agent's average length (q.avg_length): a term's
+    frequency is its number of positions, a text's length its distinct lexemes."""
+    return f"""(SELECT coalesce(sum(w.idf * t.tf * {BM25_K1 + 1}
+                          / (t.tf + {BM25_K1} * (1 - {BM25_B} + {BM25_B}
+                             * ethos_text_length({tsv}) / q.avg_length))), 0)
+                FROM unnest(q.lexemes, q.idfs) AS w (lexeme, idf)
+                JOIN (SELECT u.lexeme, coalesce(array_length(u.positions, 1), 1) AS tf
+                      FROM unnest({tsv}) AS u) AS t ON t.lexeme = w.lexeme)"""
+
+
+# The query %(text)s of agent %(agent)s: its words (any of them), the agent's lexeme, its
+# distinct lexemes with their IDF among the agent's memories, and their average length.
+_TEXT_QUERY = """q AS (
+        SELECT ethos_text_query(ethos_text_config(), %(text)s) AS words,
+               quote_literal(ethos_agent_lexeme(%(agent)s))::tsquery AS agent,
+               w.lexemes, w.idfs,
+               coalesce(s.length::float8 / nullif(s.docs, 0), 1) AS avg_length
+        FROM (SELECT) AS one
+        LEFT JOIN agent_text_stats AS s ON s.agent_id = %(agent)s
+        CROSS JOIN LATERAL (
+            SELECT array_agg(x.lexeme) AS lexemes,
+                   array_agg(ethos_idf(coalesce(s.docs, 0), coalesce(l.docs, 0))) AS idfs
+            FROM unnest(tsvector_to_array(to_tsvector(ethos_text_config(), %(text)s)))
+                 AS x (lexeme)
+            LEFT JOIN lexeme_stats AS l ON l.agent_id = %(agent)s AND l.lexeme = x.lexeme
+        ) AS w
+    )"""
+
+
+@cache
+def build_recall_query(tables: tuple[TableSpec, ...]) -> Query:
+    """Live memories of one agent in `tables` with any word of %(text)s (in the
+    database's text configuration), none below its prune threshold at %(now)s, ranked
+    by BM25 × the salience prior.
+
+    Each table gives its %(candidates)s best by BM25, found through its GIN index (the
+    agent's lexeme intersected with the words); vectors that embed an episode or fact
+    stand for it and are left out, as are expired ones."""
+    parts = []
+    for spec in tables:
+        only = " AND m.source_id IS NULL" if spec.has_source else ""
+        live = f" AND {UNEXPIRED}" if spec.has_expiry else ""
+        parts.append(f"""
+        (SELECT '{spec.name}' AS table_name, m.id, m.content, m.metadata, m.created_at,
+                {bm25("m.content_tsv")} AS text_rank,
+                {salience_expr(spec)} AS salience
+         FROM {spec.name} AS m JOIN decay_policies AS p ON p.name = m.policy, q
+         WHERE m.content_tsv @@ (q.words && q.agent) AND m.agent_id = %(agent)s
+           AND NOT m.pruned{only}{live} AND {above_threshold(spec)}
+         ORDER BY text_rank DESC, salience DESC, m.created_at DESC, m.id
+         LIMIT %(candidates)s)""")
+    union = "\n        UNION ALL".join(parts)
+    return sql(f"""
+    WITH {_TEXT_QUERY},
+    found AS ({union}
+    )
+    SELECT f.*, f.text_rank * {prior("f.salience")} AS score
+    FROM found AS f
+    ORDER BY score DESC, {TIE_BREAK}
+    LIMIT %(k)s
+    """)
+
+
+@cache
+def build_missing_vectors_query(spec: TableSpec, *, by_agent: bool) -> Query:
+    """The next %(limit)s live memories after %(after)s that no vector embeds."""
+    agent = "AND m.agent_id = %(agent)s" if by_agent else ""
+    return sql(f"""
+    SELECT m.id, m.content FROM {spec.name} AS m
+    WHERE NOT m.pruned AND m.id > %(after)s {agent}
+      AND NOT EXISTS (SELECT 1 FROM memory_vectors AS v
+                      WHERE v.source_type = '{spec.name}' AND v.source_id = m.id)
+    ORDER BY m.id
+    LIMIT %(limit)s
+    """)
+
+
+# Which table each of %(ids)s is in (ids are unique across the memory tables), and whose.
+LOCATE_MEMORIES = sql(
+    "\nUNION ALL\n".join(
+        f"SELECT '{spec.name}' AS table_name, id, agent_id FROM {spec.name}"
+        " WHERE id = ANY(%(ids)s::uuid[])"
+        for spec in MEMORY_TABLES
+    )
+)
+
+
+# A live, unexpired item of one namespace (agent) by its key.
+_ITEM_LIVE = f"NOT m.pruned AND {UNEXPIRED}"
+
+GET_ITEM = sql(f"""
+SELECT m.id, m.agent_id, m.client_key, m.metadata, m.created_at,
+       coalesce(m.updated_at, m.created_at) AS updated_at
+FROM semantic_facts AS m
+WHERE m.agent_id = %(agent)s AND m.client_key = %(key)s AND {_ITEM_LIVE}
+""")
+
+# An expired item under the key, pruned (reason expired) before a put: its key is free.
+EXPIRE_ITEM = sql(f"""
+UPDATE semantic_facts
+SET {pruned_set("expired")}
+WHERE agent_id = %(agent)s AND client_key = %(key)s AND NOT pruned AND expires_at <= %(now)s
+""")
+
+# Insert an item, or replace the value of the live one with its key (keeping its
+# history: retrievals, curve). Returns the memory and whether it is new.
+PUT_ITEM = sql("""
+INSERT INTO semantic_facts AS m (agent_id, client_key, content, metadata, expires_at,
+                                 created_at, updated_at)
+VALUES (%(agent)s, %(key)s, %(content)s, %(value)s::jsonb, %(expires_at)s, %(now)s, %(now)s)
+ON CONFLICT (agent_id, client_key) WHERE client_key IS NOT NULL AND NOT pruned
+DO UPDATE SET content = excluded.content, metadata = excluded.metadata,
+              expires_at = excluded.expires_at, updated_at = excluded.updated_at
+RETURNING m.id, (xmax = 0) AS created
+""")
+
+# The vector of an item (when the store has an index): replaced, or made.
+PUT_ITEM_VECTOR = sql("""
+WITH replaced AS (
+    UPDATE memory_vectors
+    SET embedding = %(embedding)s::vector, content = %(content)s, pruned = false,
+        pruned_at = NULL, prune_reason = NULL
+    WHERE source_type = 'semantic_facts' AND source_id = %(id)s
+    RETURNING id
+)
+INSERT INTO memory_vectors (agent_id, content, embedding, source_type, source_id)
+SELECT %(agent)s, %(content)s, %(embedding)s::vector, 'semantic_facts', %(id)s
+WHERE NOT EXISTS (SELECT 1 FROM replaced)
+""")
+
+# An item deleted: a soft delete, reason manual, recoverable.
+DELETE_ITEM = sql(f"""
+UPDATE semantic_facts
+SET {pruned_set("manual")}
+WHERE agent_id = %(agent)s AND client_key = %(key)s AND NOT pruned
+RETURNING id
+""")
+
+
+def build_search_items_query(*, ranked_by: str | None) -> Query:
+    """Live, unexpired items under the namespace %(prefix)s (the agent itself, or any
+    agent under it: "prefix.…"; all with an empty prefix), passing the filter (containment
+    %(contains)s and the jsonpath %(path)s over %(vars)s), in the order LangGraph
+    documents: most recently updated first without a query; with one, by similarity
+    (ranked_by "vector": to %(embedding)s) or text rank ("text": of %(text)s), times the
+    salience prior; none below its prune threshold. %(limit)s after %(offset)s."""
+    join, score, matches = "", "NULL::float8", ""
+    salience = prior(salience_expr(FACTS))
+    if ranked_by == "vector":
+        join = """JOIN memory_vectors AS v
+              ON v.source_type = 'semantic_facts' AND v.source_id = m.id AND NOT v.pruned"""
+        score = f"(1 - (v.embedding <=> %(embedding)s::vector)) * {salience}"
+    elif ranked_by == "text":
+        score = f"ts_rank_cd(m.content_tsv, q.words) * {salience}"
+        join = "CROSS JOIN (SELECT ethos_text_query(ethos_text_config(), %(text)s) AS words) AS q"
+        matches = "AND m.content_tsv @@ q.words"
+    order = "score DESC, m.id" if ranked_by else "coalesce(m.updated_at, m.created_at) DESC, m.id"
+    return sql(f"""
+    SELECT m.id, m.agent_id, m.client_key, m.metadata, m.created_at,
+           coalesce(m.updated_at, m.created_at) AS updated_at, {score} AS score
+    FROM semantic_facts AS m JOIN decay_policies AS p ON p.name = m.policy
+    {join}
+    WHERE (m.agent_id = %(prefix)s OR starts_with(m.agent_id, %(prefix)s || '.')
+           OR %(prefix)s = '')
+      AND m.client_key IS NOT NULL AND {_ITEM_LIVE} AND {above_threshold(FACTS)} {matches}
+      AND m.metadata @> %(contains)s::jsonb
+      AND jsonb_path_match(m.metadata, %(path)s::jsonpath, %(vars)s::jsonb)
+    ORDER BY {order}
+    LIMIT %(limit)s OFFSET %(offset)s
+    """)
+
+
+SEARCH_ITEMS = build_search_items_query(ranked_by=None)
+SEARCH_ITEMS_BY_VECTOR = build_search_items_query(ranked_by="vector")
+SEARCH_ITEMS_BY_TEXT = build_search_items_query(ranked_by="text")
+
+# The namespaces (agents) that hold live items.
+ITEM_NAMESPACES = sql("""
+SELECT DISTINCT agent_id FROM semantic_facts WHERE client_key IS NOT NULL AND NOT pruned
+ORDER BY agent_id
+""")
