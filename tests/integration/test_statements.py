@@ -1,0 +1,86 @@
+"""Every statement the store can run, rendered for every table and every variant its
+builder takes, is parsed and planned by PostgreSQL itself (a prepared statement on a
+migrated database): a builder that renders broken SQL for a combination no other test
+happens to run fails here, by the statement's name."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import itertools
+import pkgutil
+from collections.abc import Iterator
+from typing import Any
+
+import asyncpg
+
+import ethos.store.sql
+from ethos.store import core
+from ethos.store.core import Query
+from ethos.tables import MEMORY_TABLES
+
+MODULES = [core] + [
+    importlib.import_module(f"{ethos.store.sql.__name__}.{m.name}")
+    for m in pkgutil.iter_modules(ethos.store.sql.__path__)
+]
+# The values each builder parameter is rendered with, by its name; a bool takes both.
+SAMPLES: dict[str, tuple[Any, ...]] = {
+    "spec": MEMORY_TABLES,
+    "tables": (MEMORY_TABLES, MEMORY_TABLES[1:2]),
+    "columns": (("agent_id", "content"),),
+    "batch_size": (500,),
+    "ranked_by": (None, "vector", "text"),
+}
+
+
+def _label(value: Any) -> str:
+    if isinstance(value, tuple) and all(hasattr(v, "alias") for v in value):
+        return "+".join(v.alias for v in value)
+    return str(getattr(value, "alias", value))
+
+
+def _variants(builder: Any) -> Iterator[tuple[str, Query]]:
+    parameters = inspect.signature(builder).parameters.values()
+    choices = [
+        (False, True) if p.annotation in (bool, "bool") else SAMPLES[p.name] for p in parameters
+    ]
+    for values in itertools.product(*choices):
+        arguments = dict(zip((p.name for p in parameters), values, strict=True))
+        yield ",".join(f"{k}={_label(v)}" for k, v in arguments.items()), builder(**arguments)
+
+
+def statements() -> Iterator[tuple[str, Query]]:
+    for module in MODULES:
+        short = module.__name__.rsplit(".", 1)[-1]
+        for name, value in vars(module).items():
+            if isinstance(value, Query):
+                yield f"{short}.{name}", value
+            elif (
+                name.startswith("build_")
+                and callable(value)
+                and inspect.unwrap(value).__module__ == module.__name__  # not an import
+            ):
+                for label, query in _variants(value):
+                    yield f"{short}.{name}({label})", query
+
+
+STATEMENTS = dict(statements())
+
+
+def test_every_module_of_statements_is_read() -> None:
+    """A new module of statements, or a builder parameter without a sample (a KeyError
+    above), shows here rather than going unchecked."""
+    assert {name.split(".")[0] for name in STATEMENTS} == {
+        m.__name__.rsplit(".", 1)[-1] for m in MODULES
+    }
+
+
+async def test_postgresql_parses_and_plans_every_statement(conn: asyncpg.Connection) -> None:
+    failed = []
+    for name, query in STATEMENTS.items():
+        try:
+            await conn.prepare(query.text)
+        except asyncpg.PostgresError as exc:
+            failed.append(f"{name}: {exc}")
+    assert not failed, "\n".join(failed)
+    assert len(STATEMENTS) > 150
