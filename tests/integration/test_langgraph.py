@@ -102,6 +102,24 @@ async def test_search_filters_pages_and_ranks_by_text_without_an_index(
     assert surfaced == 3  # the three searches above that returned it
 
 
+async def test_text_search_ranks_by_bm25_among_each_agents_own_items(
+    settings: Settings,
+) -> None:
+    """As recall ranks: a word in every one of an agent's items counts little, a rare one
+    much, however often the common one is repeated."""
+    async with AsyncEthosStore(settings) as store:
+        for n in range(20):
+            await store.aput(("users", "ada"), f"hello{n}", {"text": f"Caroline said hello {n}"})
+        await store.aput(("users", "ada"), "wed", {"text": "we talked about the marriage"})
+        await store.aput(("users", "ada"), "name", {"text": "Caroline, Caroline, Caroline!"})
+        # Another agent, for whom "Caroline" is rare: its own statistics rank its items.
+        await store.aput(("users", "bo"), "bo", {"text": "Caroline visited"})
+        found = await store.asearch(("users",), query="Caroline marriage", limit=3)
+        assert [i.key for i in found[:2]] == ["wed", "bo"]
+        assert found[0].score is not None and found[2].score is not None
+        assert found[0].score > 2 * found[2].score
+
+
 async def test_an_index_ranks_by_similarity_and_ttl_expires(
     settings: Settings, conn: asyncpg.Connection
 ) -> None:

@@ -90,22 +90,30 @@ def bm25(tsv: str) -> str:
                       FROM unnest({tsv}) AS u) AS t ON t.lexeme = w.lexeme)"""
 
 
-# The query %(text)s of agent %(agent)s: its words (any of them), the agent's lexeme, its
-# distinct lexemes with their IDF among the agent's memories, and their average length.
-_TEXT_QUERY = """q AS (
-        SELECT ethos_text_query(ethos_text_config(), %(text)s) AS words,
-               quote_literal(ethos_agent_lexeme(%(agent)s))::tsquery AS agent,
-               w.lexemes, w.idfs,
+def _word_statistics(agent: str) -> str:
+    """The select list and FROM of the words of %(text)s as the memories of `agent` (an
+    SQL expression) see them: its distinct lexemes with their IDF among that agent's
+    memories (q.lexemes, q.idfs), and their average length (q.avg_length), as `bm25`
+    reads them."""
+    return f"""w.lexemes, w.idfs,
                coalesce(s.length::float8 / nullif(s.docs, 0), 1) AS avg_length
         FROM (SELECT) AS one
-        LEFT JOIN agent_text_stats AS s ON s.agent_id = %(agent)s
+        LEFT JOIN agent_text_stats AS s ON s.agent_id = {agent}
         CROSS JOIN LATERAL (
             SELECT array_agg(x.lexeme) AS lexemes,
                    array_agg(ethos_idf(coalesce(s.docs, 0), coalesce(l.docs, 0))) AS idfs
             FROM unnest(tsvector_to_array(to_tsvector(ethos_text_config(), %(text)s)))
                  AS x (lexeme)
-            LEFT JOIN lexeme_stats AS l ON l.agent_id = %(agent)s AND l.lexeme = x.lexeme
-        ) AS w
+            LEFT JOIN lexeme_stats AS l ON l.agent_id = {agent} AND l.lexeme = x.lexeme
+        ) AS w"""
+
+
+# The query %(text)s of agent %(agent)s: its words (any of them), the agent's lexeme, and
+# the statistics of its words among the agent's memories.
+_TEXT_QUERY = f"""q AS (
+        SELECT ethos_text_query(ethos_text_config(), %(text)s) AS words,
+               quote_literal(ethos_agent_lexeme(%(agent)s))::tsquery AS agent,
+               {_word_statistics("%(agent)s")}
     )"""
 
 
@@ -224,7 +232,7 @@ def build_search_items_query(*, ranked_by: str | None) -> Query:
     agent under it: "prefix.…"; all with an empty prefix), passing the filter (containment
     %(contains)s and the jsonpath %(path)s over %(vars)s), in the order LangGraph
     documents: most recently updated first without a query; with one, by similarity
-    (ranked_by "vector": to %(embedding)s) or text rank ("text": of %(text)s), times the
+    (ranked_by "vector": to %(embedding)s) or BM25 ("text": of %(text)s), times the
     salience prior; none below its prune threshold. %(limit)s after %(offset)s."""
     join, score, matches = "", "NULL::float8", ""
     salience = prior(salience_expr(FACTS))
@@ -232,10 +240,11 @@ def build_search_items_query(*, ranked_by: str | None) -> Query:
         join = """JOIN memory_vectors AS v
               ON v.source_type = 'semantic_facts' AND v.source_id = m.id AND NOT v.pruned"""
         score = f"(1 - (v.embedding <=> %(embedding)s::vector)) * {salience}"
-    elif ranked_by == "text":
-        score = f"ts_rank_cd(m.content_tsv, q.words) * {salience}"
-        join = "CROSS JOIN (SELECT ethos_text_query(ethos_text_config(), %(text)s) AS words) AS q"
-        matches = "AND m.content_tsv @@ q.words"
+    elif ranked_by == "text":  # BM25 as recall ranks, each item among its own agent's
+        score = f"{bm25('m.content_tsv')} * {salience}"
+        join = f"""CROSS JOIN (SELECT ethos_text_query(ethos_text_config(), %(text)s) AS words) AS t
+    CROSS JOIN LATERAL (SELECT {_word_statistics("m.agent_id")}) AS q"""
+        matches = "AND m.content_tsv @@ t.words"
     order = "score DESC, m.id" if ranked_by else "coalesce(m.updated_at, m.created_at) DESC, m.id"
     return sql(f"""
     SELECT m.id, m.agent_id, m.client_key, m.metadata, m.created_at,
