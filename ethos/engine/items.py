@@ -1,0 +1,90 @@
+"""Memories a client names by key (the LangGraph store keeps items as facts)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from ethos.embedding import check_dimension
+from ethos.engine.core import EngineCore
+from ethos.errors import InputError
+from ethos.inputs import content_text
+from ethos.store import Row
+from ethos.tables import FACTS
+
+
+class ItemEngine(EngineCore):
+    """Get, put, delete and search items; the agents that hold them."""
+
+    async def get_item(self, agent: str, key: str, *, record: bool = True) -> Row | None:
+        """The live, unexpired fact of `agent` with this client key; with `record`,
+        retrieved (LTP, in the background)."""
+        now = datetime.now(UTC)
+        row = await self.store.get_item(agent, key, now)
+        if row is not None and record:
+            await self.ltp.record(FACTS, [row["id"]], now)
+        return row
+
+    async def put_item(
+        self,
+        agent: str,
+        key: str,
+        value: Mapping[str, Any],
+        *,
+        content: str,
+        embedding: list[float] | None = None,
+        ttl_minutes: float | None = None,
+    ) -> bool:
+        """Store `value` as the fact of `agent` under `key` (its text: `content`), or
+        replace the value of the one there, which keeps its history. True if new."""
+        if not isinstance(value, Mapping):
+            raise InputError("an item's value must be a JSON object")
+        content = content_text(content)
+        if embedding is not None:
+            check_dimension([embedding], self.settings.embedding.dimension)
+        now = datetime.now(UTC)
+        expires_at = None if ttl_minutes is None else now + timedelta(minutes=ttl_minutes)
+        row = await self.store.put_item(
+            agent, key, content=content, value=json.dumps(value), expires_at=expires_at,
+            now=now, embedding=embedding,
+        )  # fmt: skip
+        created: bool = row["created"]
+        return created
+
+    async def delete_item(self, agent: str, key: str) -> bool:
+        """Forget the item (a soft delete, reason manual: `ethos recover` brings it back)."""
+        return await self.store.delete_item(agent, key, datetime.now(UTC))
+
+    async def search_items(
+        self,
+        prefix: str,
+        *,
+        text: str | None = None,
+        embedding: list[float] | None = None,
+        contains: Mapping[str, Any] | None = None,
+        path: str = "true",
+        variables: Mapping[str, Any] | None = None,
+        limit: int = 10,
+        offset: int = 0,
+        record: bool = True,
+    ) -> list[Row]:
+        """Items of the agent `prefix` and of agents under it ("prefix.*"), passing the
+        filter (containment, and a jsonpath predicate over `variables`): by similarity
+        to `embedding` × salience, else by text rank of `text` × salience, else newest
+        first. With `record`, the results are surfaced (LTP), as search does."""
+        now = datetime.now(UTC)
+        ranked_by = "vector" if embedding is not None else "text" if text else None
+        rows = await self.store.search_items(
+            ranked_by, prefix=prefix, text=text, embedding=embedding,
+            contains=json.dumps(dict(contains or {})), path=path,
+            vars=json.dumps(dict(variables or {})), limit=limit, offset=offset, now=now,
+        )  # fmt: skip
+        if rows and record:
+            await self.ltp.record(FACTS, [row["id"] for row in rows], now, "surfaced")
+        return rows
+
+    async def item_namespaces(self) -> list[str]:
+        """The agents that hold live items."""
+        return await self.store.item_namespaces()
