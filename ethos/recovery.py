@@ -1,5 +1,5 @@
 """Recovery of pruned memories: content, embedding, retrieval count and history come
-back intact, with a fresh start (strength recovery.salience, anchored now), in batches
+back intact, with a fresh start (strength recovery.strength, anchored now), in batches
 like the sweep. Every recovery is recorded in the `recoveries` table."""
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ async def recover(
     selector.check()
     if selector.ids:
         await _check_ids(store, spec, selector.ids)
-    strength = settings.recovery.salience
+    strength = settings.recovery.strength
     report = RecoveryReport(table=spec.name, now=now, dry_run=dry_run, strength=strength)
     limit = settings.decay.batch_size
     after: uuid.UUID | None = None

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from ethos.cli.output import days, emit
-from ethos.curve import plot, policy_curves
 from ethos.engine import Engine
+from ethos.lifetimes import plot, policy_curves
 from ethos.settings import Settings
 
 

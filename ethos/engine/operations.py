@@ -69,7 +69,7 @@ class OperationsEngine(EngineCore):
         dry_run: bool = False,
         command: str = "api",
     ) -> RecoveryReport:
-        """Bring pruned memories back with a fresh start (recovery.salience, anchored
+        """Bring pruned memories back with a fresh start (recovery.strength, anchored
         at now); dry_run lists them and changes nothing."""
         spec = table_spec(table)
         return await recover(

@@ -22,7 +22,7 @@ PURE = [
     "ethos.decay",
     "ethos.policies",
     "ethos.explain",
-    "ethos.curve",
+    "ethos.lifetimes",
     "ethos.tables",
     "ethos.inputs",
 ]

@@ -8,11 +8,11 @@ from typing import Annotated, Any
 
 from fastapi import FastAPI, Query, Request
 
-from ethos.curve import policy_curves
 from ethos.engine import MAX_LIST
 from ethos.integrations import calls
 from ethos.integrations.http.answers import EngineDep, Writes, route
 from ethos.integrations.http.shapes import Feedback, Ids, Kind, Move, Recall
+from ethos.lifetimes import policy_curves
 from ethos.settings import Settings
 from ethos.tables import MEMORY_TABLES
 
