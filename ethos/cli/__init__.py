@@ -10,6 +10,7 @@ import json
 import sys
 
 from ethos import logs
+from ethos.cli.output import as_flags
 from ethos.cli.parser import build_parser
 from ethos.errors import EthosError, NotFoundError
 from ethos.settings import load_settings
@@ -26,10 +27,10 @@ def main(argv: list[str] | None = None) -> int:
         return code
     except NotFoundError as exc:
         if getattr(args, "json", False):  # which ids, for a caller that reads the JSON
-            print(json.dumps({"error": str(exc), "unknown_ids": exc.ids}))
-        return _fail(str(exc))
+            print(json.dumps({"error": as_flags(str(exc)), "unknown_ids": exc.ids}))
+        return _fail(as_flags(str(exc)))
     except EthosError as exc:
-        return _fail(str(exc))
+        return _fail(as_flags(str(exc)))
     except json.JSONDecodeError as exc:
         return _fail(f"invalid JSON: {exc}")
     except OSError as exc:

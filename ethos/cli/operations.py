@@ -73,6 +73,7 @@ async def cmd_sweep(args: argparse.Namespace, settings: Settings) -> int:
             agent=args.agent,
             dry_run=args.dry_run,
             mode=mode,
+            trigger="manual",
             progress=progress,
         )
     prefix = "dry run, nothing written:" if args.dry_run else "swept"

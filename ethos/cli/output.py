@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from datetime import datetime
 from decimal import Decimal
@@ -58,3 +59,13 @@ def days(value: float | None) -> str:
     if value is None:
         return "never"
     return f"{value * 24:.3g} h" if value < 2 else f"{value:.4g} d"
+
+
+# A parameter whose flag is not its name with dashes (the rest: --pruned-before, ...).
+FLAGS = {"ids": "--id", "agents": "--agent-role", "tables": "--table"}
+PARAMETER = re.compile(r"`([a-z][a-z_]*)`")
+
+
+def as_flags(message: str) -> str:
+    """An error's parameters (quoted `like_this`, ethos.errors) as this command's flags."""
+    return PARAMETER.sub(lambda m: FLAGS.get(m[1], "--" + m[1].replace("_", "-")), message)

@@ -23,6 +23,10 @@ from ethos.tables import MEMORY_TABLES, TableSpec, table_spec
 
 log = structlog.get_logger("ethos.engine")
 
+# Who asked, as the audit rows (sweep_runs, consolidation_runs) say, when a caller does
+# not: the API. The CLI says "manual", the daemon "daemon".
+TRIGGER = "api"
+
 
 class EngineCore:
     """Connects on enter, closes on exit. One engine serves many concurrent tasks.
