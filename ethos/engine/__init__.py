@@ -16,13 +16,13 @@ Engine is one class made of a mixin per concern on a core, as the store is:
 - listing: what front ends list and change by id (the HTTP API, the dashboard)
 """
 
-from ethos.engine.items import ItemEngine
+from ethos.engine.items import ItemEngine, StoredItem
 from ethos.engine.listing import MAX_LIST, ListingEngine, describe
 from ethos.engine.memories import Added, MemoryEngine
 from ethos.engine.operations import OperationsEngine
 from ethos.engine.policies import PolicyEngine
 
-__all__ = ["MAX_LIST", "Added", "Engine", "describe"]
+__all__ = ["MAX_LIST", "Added", "Engine", "StoredItem", "describe"]
 
 
 class Engine(MemoryEngine, PolicyEngine, OperationsEngine, ItemEngine, ListingEngine):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -15,17 +16,45 @@ from ethos.store import Row
 from ethos.tables import FACTS
 
 
+@dataclass(frozen=True)
+class StoredItem:
+    """An item as the engine gives it: whose it is, its key, the value put (a JSON
+    object), when it was made and last replaced; `score`: its rank in a search (None
+    when read by key)."""
+
+    agent: str
+    key: str
+    value: dict[str, Any]
+    created_at: datetime
+    updated_at: datetime
+    score: float | None = None
+
+    @classmethod
+    def from_row(cls, row: Row) -> StoredItem:
+        metadata = row["metadata"]  # jsonb arrives as text from the driver
+        return cls(
+            agent=row["agent_id"],
+            key=row["client_key"],
+            value=json.loads(metadata) if isinstance(metadata, str) else dict(metadata),
+            created_at=row["created_at"],
+            updated_at=row["updated_at"],
+            score=row.get("score"),
+        )
+
+
 class ItemEngine(EngineCore):
     """Get, put, delete and search items; the agents that hold them."""
 
-    async def get_item(self, agent: str, key: str, *, record: bool = True) -> Row | None:
+    async def get_item(self, agent: str, key: str, *, record: bool = True) -> StoredItem | None:
         """The live, unexpired fact of `agent` with this client key; with `record`,
         retrieved (LTP, in the background)."""
         now = datetime.now(UTC)
         row = await self.store.get_item(agent, key, now)
-        if row is not None and record:
+        if row is None:
+            return None
+        if record:
             await self.ltp.record(FACTS, [row["id"]], now)
-        return row
+        return StoredItem.from_row(row)
 
     async def put_item(
         self,
@@ -69,7 +98,7 @@ class ItemEngine(EngineCore):
         limit: int = 10,
         offset: int = 0,
         record: bool = True,
-    ) -> list[Row]:
+    ) -> list[StoredItem]:
         """Items of the agent `prefix` and of agents under it ("prefix.*"), passing the
         filter (containment, and a jsonpath predicate over `variables`): by similarity
         to `embedding` × salience, else by text rank of `text` × salience, else newest
@@ -83,7 +112,7 @@ class ItemEngine(EngineCore):
         )  # fmt: skip
         if rows and record:
             await self.ltp.record(FACTS, [row["id"] for row in rows], now, "surfaced")
-        return rows
+        return [StoredItem.from_row(row) for row in rows]
 
     async def item_namespaces(self) -> list[str]:
         """The agents that hold live items."""
