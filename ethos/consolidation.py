@@ -84,7 +84,7 @@ async def merge_duplicates(
     agent: str | None = None,
     near: bool = False,
     dry_run: bool = False,
-    trigger: str = "manual",
+    trigger: str,
 ) -> ConsolidationReport:
     """Exact duplicates (one agent, one normalised content; vectors: one embedding) in
     every table given that [dedup] tables names (in the others one event may happen
@@ -202,7 +202,7 @@ async def forget(
     ids: Sequence[uuid.UUID],
     *,
     now: datetime,
-    trigger: str = "manual",
+    trigger: str,
 ) -> ConsolidationReport:
     """Soft-delete on request: reason 'manual', recoverable. Every id must be a live
     memory of the table, or nothing changes."""
@@ -221,7 +221,7 @@ async def forget(
 
 
 async def forget_agent(
-    store: Store, agent: str, *, now: datetime, trigger: str = "manual"
+    store: Store, agent: str, *, now: datetime, trigger: str
 ) -> ConsolidationReport:
     """Soft-delete every live memory of one agent on request: reason 'manual',
     recoverable (`recover --agent`). An agent with none forgets nothing."""
@@ -242,14 +242,14 @@ async def purge(
     agent: str | None = None,
     reason: str | None = None,
     dry_run: bool = False,
-    trigger: str = "manual",
+    trigger: str,
 ) -> ConsolidationReport:
     """Hard-delete memories pruned before `pruned_before` (of one agent, for one reason,
     if given), with their links and hints; counts per table and reason."""
     if pruned_before > now:
-        raise InputError("--pruned-before must not be after now")
+        raise InputError("`pruned_before` must not be after now")
     if reason is not None and reason not in PRUNE_REASONS:
-        raise InputError(f"--reason must be one of {', '.join(PRUNE_REASONS)} (got {reason!r})")
+        raise InputError(f"`reason` must be one of {', '.join(PRUNE_REASONS)} (got {reason!r})")
     report = ConsolidationReport("purge", now, dry_run)
     selector = {"pruned_before": pruned_before.isoformat(), "agent": agent, "reason": reason,
                 "tables": [s.name for s in tables]}  # fmt: skip
@@ -276,7 +276,7 @@ async def erase(
     *,
     now: datetime,
     dry_run: bool,
-    trigger: str = "manual",
+    trigger: str,
 ) -> ConsolidationReport:
     """Hard-delete everything of one agent: its memories in every table (live or
     pruned), their hints and links, its policy assignment. In batches: interrupted, it
@@ -284,7 +284,7 @@ async def erase(
     A role that may not delete from every table it would touch is refused before
     anything is deleted (the audit row: failed, nothing counted)."""
     if not isinstance(agent, str) or not agent.strip():
-        raise InputError("say which agent to erase: --agent")
+        raise InputError("say which agent to erase: `agent`")
     report = ConsolidationReport("erase", now, dry_run)
     limit = settings.decay.batch_size
     touched = ["memory_links", "agent_policies", *(spec.name for spec in MEMORY_TABLES)]

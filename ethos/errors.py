@@ -14,7 +14,11 @@ class ConfigError(EthosError):
 
 
 class InputError(EthosError):
-    """A caller passed a value ethos cannot accept; nothing was written."""
+    """A caller passed a value ethos cannot accept; nothing was written.
+
+    A message names a parameter as the Python API calls it, quoted: `pruned_before`.
+    Each door shows it as its callers know it (the CLI: --pruned-before); MCP and HTTP
+    callers pass the same names."""
 
 
 class NotFoundError(InputError):

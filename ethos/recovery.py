@@ -1,5 +1,5 @@
 """Recovery of pruned memories: content, embedding, retrieval count and history come
-back intact, with a fresh start (strength recovery.salience, anchored now), in batches
+back intact, with a fresh start (strength recovery.strength, anchored now), in batches
 like the sweep. Every recovery is recorded in the `recoveries` table."""
 
 from __future__ import annotations
@@ -32,13 +32,13 @@ class Selector:
 
     def check(self) -> None:
         if not (self.ids or self.agent or self.since or self.until or self.reason):
-            raise InputError("say which rows to recover: --id, --agent, --since or --reason")
+            raise InputError("say which rows to recover: `ids`, `agent`, `since` or `reason`")
         if self.reason is not None and self.reason not in PRUNE_REASONS:
             raise InputError(
                 f"unknown reason {self.reason!r}: use one of {', '.join(PRUNE_REASONS)}"
             )
         if self.since and self.until and self.until <= self.since:
-            raise InputError("--until must come after --since")
+            raise InputError("`until` must come after `since`")
 
     def binds(self) -> dict[str, Any]:
         """The selector as the recovery statements bind it: NULL where not given."""
@@ -94,7 +94,7 @@ async def recover(
     selector.check()
     if selector.ids:
         await _check_ids(store, spec, selector.ids)
-    strength = settings.recovery.salience
+    strength = settings.recovery.strength
     report = RecoveryReport(table=spec.name, now=now, dry_run=dry_run, strength=strength)
     limit = settings.decay.batch_size
     after: uuid.UUID | None = None
@@ -143,7 +143,7 @@ def _describe(row: Mapping[str, Any]) -> dict[str, Any]:
 
 
 async def _check_ids(store: Store, spec: TableSpec, ids: tuple[uuid.UUID, ...]) -> None:
-    """Every --id must name a pruned row of this table, or nothing is changed."""
+    """Every id must name a pruned row of this table, or nothing is changed."""
     states = await store.id_states(spec, list(ids))
     unknown = [str(i) for i in ids if i not in states]
     if unknown:

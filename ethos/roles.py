@@ -83,14 +83,14 @@ class Roles:
     agents: tuple[tuple[str, str], ...] = ()  # (role, agent id)
 
     def __post_init__(self) -> None:
-        _role(self.app, "--app")
-        _role(self.eraser, "--eraser")
+        _role(self.app, "`app`")
+        _role(self.eraser, "`eraser`")
         for role, agent in self.agents:
-            _role(role, "--agent-role")
+            _role(role, "`agents`")
             if not agent:
-                raise InputError(f"--agent-role {role}: give the agent it speaks for, ROLE=AGENT")
+                raise InputError(f"`agents`: role {role} needs the agent it speaks for")
         if self.app == self.eraser or self.app in self.agent_roles:
-            raise InputError("--app, --eraser and --agent-role need different roles")
+            raise InputError("`app`, `eraser` and `agents` need different roles")
 
     @property
     def agent_roles(self) -> tuple[str, ...]:
@@ -105,7 +105,7 @@ class Roles:
 def parse_agent_role(value: str) -> tuple[str, str]:
     role, sep, agent = value.partition("=")
     if not sep:
-        raise InputError(f"--agent-role {value}: give ROLE=AGENT (the agent it speaks for)")
+        raise InputError(f"`agents`: {value!r} is not ROLE=AGENT (the agent it speaks for)")
     return role, agent
 
 

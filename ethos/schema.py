@@ -97,8 +97,8 @@ def _due_table(metadata: MetaData, table: str) -> None:
     )
 
 
-# The numeric parameters of a decay policy (ethos.decay.DecayParams).
-POLICY_PARAMETERS = (
+# The columns of decay_policies holding a policy's numbers (ethos.decay.DecayParams).
+POLICY_NUMBER_COLUMNS = (
     "base_tau_days",
     "ltp_multiplier",
     "max_tau_days",
@@ -184,7 +184,7 @@ def build_metadata(dimension: int) -> MetaData:
         metadata,
         Column("name", Text, primary_key=True),
         Column("curve", Text, nullable=False),
-        *(Column(name, Float, nullable=False) for name in POLICY_PARAMETERS),
+        *(Column(name, Float, nullable=False) for name in POLICY_NUMBER_COLUMNS),
         Column("never_decays", Boolean, nullable=False),
         Column("promote_after", Integer),
         Column(

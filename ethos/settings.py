@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import tomllib
+import warnings
 from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Literal
@@ -274,7 +275,27 @@ class EmbeddingSettings(_Section):
 
 
 class RecoverySettings(_Section):
-    salience: float = Field(default=0.1, gt=0, le=1)
+    # The strength a recovered memory starts again from (its curve's start, anchored at
+    # the recovery; not a salience: emotion and confidence still weigh on it).
+    strength: float = Field(default=0.1, gt=0, le=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _former_name(cls, data: Any) -> Any:
+        """`salience` was this setting's name: still read, with a warning, until removed."""
+        if isinstance(data, dict) and "salience" in data:
+            if "strength" in data:
+                raise ValueError(
+                    "strength and its former name salience are both set (in the file or"
+                    " the environment): keep strength"
+                )
+            warnings.warn(
+                "[recovery] salience is deprecated: it is a strength, call it strength",
+                FutureWarning,
+                stacklevel=2,
+            )
+            data = {("strength" if k == "salience" else k): v for k, v in data.items()}
+        return data
 
 
 class MonitoringSettings(_Section):

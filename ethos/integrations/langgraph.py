@@ -129,12 +129,11 @@ class AsyncEthosStore(BaseStore):
         raise InputError(f"unknown store operation {type(op).__name__}")
 
     async def _get(self, op: GetOp) -> Item | None:
-        row = await self.engine.get_item(_agent(op.namespace), op.key, record=op.refresh_ttl)
-        if row is None:
+        item = await self.engine.get_item(_agent(op.namespace), op.key, record=op.refresh_ttl)
+        if item is None:
             return None
-        return Item(value=_value(row["metadata"]), key=row["client_key"],
-                    namespace=op.namespace, created_at=row["created_at"],
-                    updated_at=row["updated_at"])  # fmt: skip
+        return Item(value=item.value, key=item.key, namespace=op.namespace,
+                    created_at=item.created_at, updated_at=item.updated_at)  # fmt: skip
 
     async def _search(self, op: SearchOp) -> list[SearchItem]:
         embedding = None
@@ -142,21 +141,21 @@ class AsyncEthosStore(BaseStore):
             [query] = with_role(self.settings.embedding, [op.query], "query")
             embedding = list(await self._embeddings.aembed_query(query))
         contains, path, variables = _filter(op.filter or {})
-        rows = await self.engine.search_items(
+        items = await self.engine.search_items(
             _agent(op.namespace_prefix), text=op.query, embedding=embedding, contains=contains,
             path=path, variables=variables, limit=op.limit, offset=op.offset,
             record=op.refresh_ttl,
         )  # fmt: skip
         return [
             SearchItem(
-                namespace=_namespace(row["agent_id"]),
-                key=row["client_key"],
-                value=_value(row["metadata"]),
-                created_at=row["created_at"],
-                updated_at=row["updated_at"],
-                score=row["score"],
+                namespace=_namespace(item.agent),
+                key=item.key,
+                value=item.value,
+                created_at=item.created_at,
+                updated_at=item.updated_at,
+                score=item.score,
             )
-            for row in rows
+            for item in items
         ]
 
     async def _put(self, op: PutOp) -> None:
@@ -252,11 +251,6 @@ def _agent(namespace: tuple[str, ...]) -> str:
 
 def _namespace(agent: str) -> tuple[str, ...]:
     return tuple(agent.split(".")) if agent else ()
-
-
-def _value(metadata: Any) -> dict[str, Any]:
-    """jsonb arrives as text from the driver."""
-    return json.loads(metadata) if isinstance(metadata, str) else dict(metadata)
 
 
 def _filter(conditions: Mapping[str, Any]) -> tuple[dict[str, Any], str, dict[str, Any]]:

@@ -15,10 +15,10 @@ import asyncpg
 import pytest
 
 from ethos import decay
-from ethos.curve import curve_table, days_until_pruned, plot, policy_curves
 from ethos.engine import Engine
 from ethos.errors import InputError, NotFoundError
 from ethos.inputs import MAX_CONTENT_BYTES
+from ethos.lifetimes import curve_table, days_until_pruned, plot, policy_curves
 from ethos.recovery import Selector
 from ethos.settings import Settings
 

@@ -36,6 +36,24 @@ def test_environment_overrides_the_file(tmp_path: Path, monkeypatch: pytest.Monk
     assert load_settings(path).decay.base_tau_days == 14
 
 
+def test_recovery_salience_is_read_as_strength_with_a_warning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """[recovery] salience was the strength's former name: still read, with a warning;
+    both at once is an error."""
+    with pytest.warns(FutureWarning, match="call it strength"):
+        assert (
+            load_settings(write(tmp_path, "[recovery]\nsalience = 0.3\n")).recovery.strength == 0.3
+        )
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")  # no ethos.toml: the environment alone
+    monkeypatch.setenv("ETHOS_RECOVERY__SALIENCE", "0.4")
+    with pytest.warns(FutureWarning):
+        assert load_settings(None).recovery.strength == 0.4
+    with pytest.raises(ConfigError, match="both set"):
+        load_settings(write(tmp_path, "[recovery]\nstrength = 0.2\nsalience = 0.3\n"))
+
+
 def test_bad_env_value_names_the_key_and_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ETHOS_DECAY__BASE_TAU_DAYS", "-1")
     with pytest.raises(ConfigError) as err:

@@ -88,7 +88,7 @@ def plot(policies: Iterable[Policy], path: Path) -> None:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        raise InputError("--plot needs matplotlib: pip install 'ethos[plot]'") from None
+        raise InputError("plotting needs matplotlib: pip install 'ethos[plot]'") from None
     policies = list(policies)
     lifetimes = [p.lifetime_days for p in policies if p.lifetime_days is not None]
     horizon = max(lifetimes, default=30.0) * 1.5

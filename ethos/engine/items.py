@@ -1,0 +1,119 @@
+"""Memories a client names by key (the LangGraph store keeps items as facts)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from ethos.embedding import check_dimension
+from ethos.engine.core import EngineCore
+from ethos.errors import InputError
+from ethos.inputs import content_text
+from ethos.store import Row
+from ethos.tables import FACTS
+
+
+@dataclass(frozen=True)
+class StoredItem:
+    """An item as the engine gives it: whose it is, its key, the value put (a JSON
+    object), when it was made and last replaced; `score`: its rank in a search (None
+    when read by key)."""
+
+    agent: str
+    key: str
+    value: dict[str, Any]
+    created_at: datetime
+    updated_at: datetime
+    score: float | None = None
+
+    @classmethod
+    def from_row(cls, row: Row) -> StoredItem:
+        metadata = row["metadata"]  # jsonb arrives as text from the driver
+        return cls(
+            agent=row["agent_id"],
+            key=row["client_key"],
+            value=json.loads(metadata) if isinstance(metadata, str) else dict(metadata),
+            created_at=row["created_at"],
+            updated_at=row["updated_at"],
+            score=row.get("score"),
+        )
+
+
+class ItemEngine(EngineCore):
+    """Get, put, delete and search items; the agents that hold them."""
+
+    async def get_item(self, agent: str, key: str, *, record: bool = True) -> StoredItem | None:
+        """The live, unexpired fact of `agent` with this client key; with `record`,
+        retrieved (LTP, in the background)."""
+        now = datetime.now(UTC)
+        row = await self.store.get_item(agent, key, now)
+        if row is None:
+            return None
+        if record:
+            await self.ltp.record(FACTS, [row["id"]], now)
+        return StoredItem.from_row(row)
+
+    async def put_item(
+        self,
+        agent: str,
+        key: str,
+        value: Mapping[str, Any],
+        *,
+        content: str,
+        embedding: list[float] | None = None,
+        ttl_minutes: float | None = None,
+    ) -> bool:
+        """Store `value` as the fact of `agent` under `key` (its text: `content`), or
+        replace the value of the one there, which keeps its history. True if new."""
+        if not isinstance(value, Mapping):
+            raise InputError("an item's value must be a JSON object")
+        content = content_text(content)
+        if embedding is not None:
+            check_dimension([embedding], self.settings.embedding.dimension)
+        now = datetime.now(UTC)
+        expires_at = None if ttl_minutes is None else now + timedelta(minutes=ttl_minutes)
+        row = await self.store.put_item(
+            agent, key, content=content, value=json.dumps(value), expires_at=expires_at,
+            now=now, embedding=embedding,
+        )  # fmt: skip
+        created: bool = row["created"]
+        return created
+
+    async def delete_item(self, agent: str, key: str) -> bool:
+        """Forget the item (a soft delete, reason manual: `ethos recover` brings it back)."""
+        return await self.store.delete_item(agent, key, datetime.now(UTC))
+
+    async def search_items(
+        self,
+        prefix: str,
+        *,
+        text: str | None = None,
+        embedding: list[float] | None = None,
+        contains: Mapping[str, Any] | None = None,
+        path: str = "true",
+        variables: Mapping[str, Any] | None = None,
+        limit: int = 10,
+        offset: int = 0,
+        record: bool = True,
+    ) -> list[StoredItem]:
+        """Items of the agent `prefix` and of agents under it ("prefix.*"), passing the
+        filter (containment, and a jsonpath predicate over `variables`): by similarity
+        to `embedding` × salience, else by text rank of `text` × salience, else newest
+        first. With `record`, the results are surfaced (LTP), as search does."""
+        now = datetime.now(UTC)
+        ranked_by = "vector" if embedding is not None else "text" if text else None
+        rows = await self.store.search_items(
+            ranked_by, prefix=prefix, text=text, embedding=embedding,
+            contains=json.dumps(dict(contains or {})), path=path,
+            vars=json.dumps(dict(variables or {})), limit=limit, offset=offset, now=now,
+        )  # fmt: skip
+        if rows and record:
+            await self.ltp.record(FACTS, [row["id"] for row in rows], now, "surfaced")
+        return [StoredItem.from_row(row) for row in rows]
+
+    async def item_namespaces(self) -> list[str]:
+        """The agents that hold live items."""
+        return await self.store.item_namespaces()

@@ -1,0 +1,163 @@
+"""What front ends list and change by id (the HTTP API, the dashboard): agents,
+memories described as `explain` does, one memory, updates, a memory's history."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from ethos.engine.core import EngineCore, specs
+from ethos.errors import InputError
+from ethos.explain import explain, forecast
+from ethos.inputs import aware, content_text, parse_id, vector_literal
+from ethos.policies import Policy
+from ethos.store import Row
+from ethos.tables import SOURCE_TABLES, TableSpec, table_spec
+
+MAX_LIST = 1000  # memories one listing returns at most
+
+
+class ListingEngine(EngineCore):
+    """Agents, listings, one memory, updates, history, pruned counts."""
+
+    async def agents(self) -> list[dict[str, Any]]:
+        """Every agent with its memories counted: live, pruned and pinned, per table."""
+        agents: dict[str, dict[str, Any]] = {}
+        for row in await self.store.agent_counts():
+            entry = agents.setdefault(
+                row["agent_id"], {"agent_id": row["agent_id"], "live": 0, "pruned": 0, "tables": {}}
+            )
+            entry["live"] += row["live"]
+            entry["pruned"] += row["pruned"]
+            entry["tables"][row["table_name"]] = {
+                name: row[name] for name in ("live", "pruned", "pinned")
+            }
+        return list(agents.values())
+
+    async def memories(
+        self,
+        agent: str | None = None,
+        *,
+        tables: Iterable[str | TableSpec] | None = None,
+        pruned: bool = False,
+        limit: int = 50,
+        offset: int = 0,
+        now: datetime | None = None,
+    ) -> list[dict[str, Any]]:
+        """Memories of one agent (or all), each described as `explain` does, with its
+        content and metadata: live ones newest first, or (pruned) the most recently
+        pruned first. Listing retrieves nothing."""
+        if not 1 <= limit <= MAX_LIST or offset < 0:
+            raise InputError(f"limit is 1..{MAX_LIST} and offset at least 0")
+        at = await self._moment(now)
+        found: list[tuple[TableSpec, Row]] = []
+        for spec in specs(tables):
+            rows = await self.store.list_memories(
+                spec, agent, pruned=pruned, limit=limit + offset, offset=0
+            )
+            found += [(spec, row) for row in rows]
+        order = "pruned_at" if pruned else "created_at"
+        found.sort(key=lambda pair: (pair[1][order], pair[1]["id"]), reverse=True)
+        policies = {p.name: p for p in await self.store.policies()}
+        return [
+            describe(spec, row, at, policies[row["policy"]])
+            for spec, row in found[offset : offset + limit]
+        ]
+
+    async def memory(
+        self,
+        memory_id: str | uuid.UUID,
+        *,
+        agent: str | None = None,
+        record: bool = False,
+        now: datetime | None = None,
+    ) -> dict[str, Any]:
+        """One memory by id (of `agent`, when given), described as `memories` does; with
+        `record`, a live one is retrieved (LTP), as an agent reading it."""
+        [(spec, [found])] = (await self.locate([memory_id], agent=agent)).items()
+        row = await self.store.fetch(spec, found)
+        if record and not row["pruned"]:
+            await self.ltp.record(spec, [found], datetime.now(UTC))
+        at = await self._moment(now)
+        return describe(spec, row, at, await self.store.policy(row["policy"]))
+
+    async def update(
+        self,
+        table: str | TableSpec,
+        memory_id: str | uuid.UUID,
+        *,
+        content: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        now: datetime | None = None,
+    ) -> None:
+        """Replace a live memory's text and/or metadata; its curve, retrievals and links
+        stay. A new text is embedded again where the memory has a vector (a provider)."""
+        spec = table_spec(table)
+        if content is None and metadata is None:
+            raise InputError("give the new text or metadata")
+        if content is not None:
+            content = content_text(content)
+        if metadata is not None and not isinstance(metadata, Mapping):
+            raise InputError("metadata must be a JSON object")
+        embedding = None
+        if content is not None and (spec.has_embedding or spec in SOURCE_TABLES):
+            if self.embedder is not None:
+                vector = await self._embed(content, spec, required=spec.has_embedding)
+                embedding = vector_literal(vector) if vector is not None else None
+            elif spec.has_embedding:
+                raise InputError("a vector's text changes with its embedding: set a provider")
+        await self.store.update_memory(
+            spec, parse_id(memory_id), content=content,
+            metadata=None if metadata is None else json.dumps(dict(metadata)),
+            embedding=embedding, now=await self._moment(now),
+        )  # fmt: skip
+
+    async def history(
+        self, table: str | TableSpec, memory_id: str | uuid.UUID
+    ) -> list[dict[str, Any]]:
+        """What happened to a memory, oldest first: added (with its first text), updated
+        (each replaced text with the one before it, `old`; a change of metadata only
+        without), recovered by id, pruned (with the reason)."""
+        spec = table_spec(table)
+        row = await self.store.fetch(spec, parse_id(memory_id))
+        revisions = await self.store.revisions_of(spec, row["id"])
+        texts = [r["content"] for r in revisions] + [row["content"]]
+        events: list[dict[str, Any]] = [
+            {"event": "add", "at": row["created_at"], "content": texts[0]}
+        ]
+        for i, revision in enumerate(revisions):
+            events.append({"event": "update", "at": revision["revised_at"],
+                           "old": texts[i], "content": texts[i + 1]})  # fmt: skip
+        if not revisions and row["updated_at"] is not None:
+            events.append({"event": "update", "at": row["updated_at"], "content": texts[0]})
+        for recovery in await self.store.recoveries_of(spec, row["id"]):
+            events.append({"event": "recover", "at": recovery["recovered_as_of"],
+                           "command": recovery["command"]})  # fmt: skip
+        if row["pruned"]:
+            events.append({"event": "prune", "at": row["pruned_at"], "reason": row["prune_reason"]})
+        return sorted(events, key=lambda event: event["at"])
+
+    async def pruned_by_reason(
+        self, agent: str | None = None, *, since: datetime | None = None
+    ) -> list[dict[str, Any]]:
+        """Pruned memories counted by table and reason (since a moment, or ever)."""
+        at = aware(since, "since") if since else None
+        return [dict(row) for row in await self.store.pruned_by_reason(agent, at)]
+
+
+def describe(spec: TableSpec, row: Row, at: datetime, policy: Policy) -> dict[str, Any]:
+    """A memory as front ends show it: `explain`'s account, its text and metadata."""
+    metadata = row["metadata"]
+    account = explain(spec, row, at, policy)
+    until = datetime.fromisoformat(account["prunes_at"]) if account["prunes_at"] else None
+    return {
+        **account,
+        "forecast": [] if row["pruned"] else forecast(spec, row, at, policy, until),
+        "content": row["content"],
+        "metadata": json.loads(metadata) if isinstance(metadata, str) else metadata,
+        "created_at": row["created_at"].isoformat(),
+        "updated_at": row["updated_at"].isoformat() if row["updated_at"] else None,
+    }

@@ -1,0 +1,149 @@
+"""The request bodies, and mem0's shapes of what the engine answers."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from ethos.engine import MAX_LIST
+from ethos.errors import (
+    InputError,
+)
+from ethos.tables import table_spec
+
+IDS = ("user_id", "agent_id", "run_id")  # mem0's owners; the first given is the ethos agent
+
+
+OWNERS = "mem0"  # the metadata key that keeps the mem0 identifiers a memory was added with
+
+
+Kind = Literal["episode", "fact", "vector"]
+
+
+class Owners(BaseModel):
+    user_id: str | None = None
+    agent_id: str | None = None
+    run_id: str | None = None
+
+
+class Message(BaseModel):
+    role: str = Field(description="user, assistant or system (system messages are not stored)")
+    content: str
+
+
+class MemoryCreate(Owners):
+    messages: list[Message] | None = Field(None, description="each stored as one memory")
+    text: str | None = Field(None, description="one memory, instead of messages")
+    metadata: dict[str, Any] | None = None
+    infer: bool | None = Field(None, description="ignored: ethos stores what it is given")
+    filters: dict[str, Any] | None = Field(None, description="the owners, as search takes them")
+    kind: Literal["episode", "fact"] = Field("fact", description="ethos: the table")
+    policy: str | None = Field(None, description="ethos: the decay policy")
+    importance: float | None = Field(None, description="ethos: 0..1, picks a policy")
+
+
+class MemoryUpdate(BaseModel):
+    text: str | None = None
+    metadata: dict[str, Any] | None = None
+
+
+class SearchRequest(Owners):
+    query: str
+    filters: dict[str, Any] | None = None
+    top_k: int = Field(10, ge=1, le=MAX_LIST)
+    threshold: float | None = Field(None, description="results scoring less are left out")
+    kinds: list[Kind] | None = Field(None, description="ethos: the tables searched")
+
+
+class ListRequest(Owners):
+    filters: dict[str, Any] | None = None
+
+
+class Ids(BaseModel):
+    ids: list[str] = Field(min_length=1)
+    agent: str | None = Field(None, description="the ids must be this agent's")
+
+
+class Feedback(Ids):
+    verdict: Literal["useful", "wrong"]
+
+
+class Recall(BaseModel):
+    agent: str
+    query: str
+    k: int = Field(10, ge=1, le=MAX_LIST)
+    kinds: list[Kind] | None = None
+    record: bool = Field(True, description="false: an operator's look, nothing reinforced")
+
+
+class Move(BaseModel):
+    policy: str
+
+
+def owners(given: Mapping[str, Any]) -> tuple[str, dict[str, str]]:
+    """(the ethos agent, the mem0 identifiers given) from top-level ids and filters (an
+    equality on user_id, agent_id or run_id, or an AND of them)."""
+    found = {key: given[key] for key in IDS if given.get(key)}
+    found |= _filter_ids(given.get("filters") or {})
+    for key in IDS:
+        if key in found:
+            return found[key], found
+    raise InputError("give user_id, agent_id or run_id (or filters): whose memories")
+
+
+def _filter_ids(filters: Mapping[str, Any]) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for key, value in filters.items():
+        if key == "AND" and isinstance(value, list):
+            for part in value:
+                found |= _filter_ids(part if isinstance(part, Mapping) else {"?": part})
+        elif key in IDS and isinstance(value, str):
+            found[key] = value
+        else:
+            raise InputError(
+                f"filter {key!r} is not supported: user_id, agent_id, run_id or an AND of them"
+            )
+    return found
+
+
+def mem0_item(memory: Mapping[str, Any]) -> dict[str, Any]:
+    """A memory (as Engine.memories describes it) in mem0's shape, with ethos's account."""
+    metadata = dict(memory["metadata"] or {})
+    ids = metadata.pop(OWNERS, None) or {"user_id": memory["agent_id"]}
+    return {
+        "id": memory["id"],
+        "memory": memory["content"],
+        "hash": hashlib.md5(memory["content"].encode()).hexdigest(),
+        "metadata": metadata or None,
+        "created_at": memory["created_at"],
+        "updated_at": memory["updated_at"],
+        **{key: ids.get(key) for key in IDS},
+        "ethos": _account(memory),
+    }
+
+
+def _account(memory: Mapping[str, Any]) -> dict[str, Any]:
+    keys = ("table", "agent_id", "policy", "salience", "retrieval_count", "pinned", "pruned",
+            "pruned_at", "prune_reason", "prunes_at", "expires_at")  # fmt: skip
+    return {key: memory.get(key) for key in keys} | {"kind": table_spec(memory["table"]).alias}
+
+
+def mem0_hit(hit: Mapping[str, Any]) -> dict[str, Any]:
+    metadata = dict(hit["metadata"] or {})
+    ids = metadata.pop(OWNERS, None) or {}
+    parts = ("table", "score", "salience", "similarity", "text_rank", "via", "link_weight")
+    return {
+        "id": hit["id"],
+        "memory": hit["content"],
+        "hash": hashlib.md5(hit["content"].encode()).hexdigest(),
+        "score": hit["score"],
+        "metadata": metadata or None,
+        **{key: ids.get(key) for key in IDS},
+        "ethos": {key: hit.get(key) for key in parts} | {"source": hit.get("source")},
+    }
+
+
+HISTORY_EVENTS = {"add": "ADD", "update": "UPDATE", "prune": "DELETE", "recover": "RECOVER"}
