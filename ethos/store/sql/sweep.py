@@ -109,7 +109,7 @@ def build_sweep_batch_query(
         )
     else:
         # A sweep of the whole table hints every row it read, so that at its end it can
-        # drop the hints older than itself (DROP_HINTS_BEFORE): those it wrote at their
+        # drop the hints older than itself (build_drop_hints_query): those it wrote at their
         # new moments, the others at the moments they have, and those a concurrent write
         # changed before this one could at once (that write hinted its own moments only
         # where earlier than the ones it found).
