@@ -7,8 +7,7 @@ Three modes:
 - due (the default): only the rows whose next write is due (their stored value drifts
   past the tolerance, they fall below the threshold, or expire), popped from their
   hints; its cost follows the work, not the table. `sweep.workers` connections share
-  the 16 slices of the rows, each slice held by an advisory lock. With one worker, a
-  table where most rows are due is taken in keyset batches instead, as a full sweep.
+  the 16 slices of the rows, each slice held by an advisory lock.
 - prune: the same, for rows due to be pruned only: cheap enough to run every minute.
 - full: every live row in keyset batches (verification and repair; also what a sweep of
   one agent, or a dry run, does).
@@ -35,13 +34,6 @@ MODES: tuple[Mode, ...] = ("due", "prune", "full")
 SLICES = 16  # ethos_slice(ctid): the rows' share-out among parallel sweepers, by place
 
 log = structlog.get_logger("ethos.sweep")
-
-# A due sweep of one worker takes a table whose due rows (by their hints) are at least
-# KEYSET_SHARE of its live rows, and at least KEYSET_MIN_ROWS, in keyset batches, as a
-# full sweep does: reading the rows in id order costs less than popping their hints,
-# and it drops the hints it supersedes.
-KEYSET_SHARE = 0.5
-KEYSET_MIN_ROWS = 10_000
 
 # A batch that loses a deadlock is tried again this often before the sweep gives up.
 BATCH_ATTEMPTS = 3
@@ -146,26 +138,16 @@ async def run_sweep(
         else:
             # A prune pass is light: one connection takes every slice.
             workers = 1 if mode == "prune" else settings.sweep.workers
-            rest = list(specs)
-            if mode == "due" and workers == 1:
-                for spec in specs:
-                    if stop is not None and stop.is_set():
-                        break
-                    if await store.mostly_due(
-                        spec, now, share=KEYSET_SHARE, min_rows=KEYSET_MIN_ROWS
-                    ):
-                        rest.remove(spec)
-                        await _sweep_table(store, settings, spec, report, None, stop, progress)
             await asyncio.gather(
                 *(
-                    _sweep_slices(store, settings, rest, report, slices, stop, progress)
+                    _sweep_slices(store, settings, specs, report, slices, stop, progress)
                     for slices in ([s for s in range(SLICES) if s % workers == i]
                                    for i in range(workers))
                 )
             )  # fmt: skip
             if progress is not None:
-                for spec in rest:
-                    progress(spec.name, report.counts[spec].scanned, True)
+                for spec, counts in report.counts.items():
+                    progress(spec.name, counts.scanned, True)
         if mode != "prune" and not dry_run and not (stop is not None and stop.is_set()):
             report.links_removed = await _remove_faded_links(store, settings, report.now)
         if stop is not None and stop.is_set():

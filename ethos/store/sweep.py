@@ -28,7 +28,6 @@ from ethos.store.sql.sweep import (
     build_count_due_query,
     build_drop_hints_query,
     build_due_batch_query,
-    build_mostly_due_query,
     build_sweep_batch_query,
 )
 from ethos.tables import TableSpec
@@ -64,17 +63,6 @@ class SweepStore(StoreCore):
         return BatchResult(
             row["last_id"], row["scanned"], row["updated"], row["pruned"], row["expired"]
         )
-
-    async def mostly_due(
-        self, spec: TableSpec, now: datetime, *, share: float, min_rows: int
-    ) -> bool:
-        """Whether most of the table's live rows are due (by their hints) at `now`."""
-        await self.check_table(spec)
-        query = build_mostly_due_query(spec)
-        values = {"now": now, "share": share, "min_rows": min_rows}
-        with translated():
-            mostly: bool = await self._sweep_pool.fetchval(query.text, *query.args(values))
-        return mostly
 
     async def hint_horizon(self) -> str:
         """The oldest transaction still running (xid8, as text): before a full sweep of

@@ -263,20 +263,6 @@ def build_count_due_query(spec: TableSpec, *, prune: bool) -> Query:
     )
 
 
-@cache
-def build_mostly_due_query(spec: TableSpec) -> Query:
-    """Whether the rows hinted due at %(now)s (an upper bound) are at least %(share)s of
-    the live rows (the planner's estimate: the live-id index's tuples) and at least
-    %(min_rows)s: a keyset pass over the table then costs less than popping them."""
-    return sql(f"""
-    SELECT coalesce(sum(n), 0) >= greatest(
-               %(min_rows)s::float8,
-               %(share)s::float8 * (SELECT reltuples FROM pg_class
-                                    WHERE relname = '{spec.name}_live_id_idx'))
-    FROM {spec.due_table} WHERE NOT prune AND at <= %(now)s
-    """)
-
-
 # The oldest transaction still running, before a full sweep of a table reads it: a hint
 # written by an older one was committed before the sweep read any row (migration 0024).
 HINT_HORIZON = sql("SELECT pg_snapshot_xmin(pg_current_snapshot())::text")
