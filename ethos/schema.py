@@ -38,6 +38,18 @@ class Tid(UserDefinedType[str]):
 ischema_names["tid"] = Tid  # so that reflection (Alembic's comparison) knows it too
 
 
+class Xid8(UserDefinedType[str]):
+    """PostgreSQL's xid8 (a transaction id that does not wrap around)."""
+
+    cache_ok = True
+
+    def get_col_spec(self, **kw: Any) -> str:
+        return "xid8"
+
+
+ischema_names["xid8"] = Xid8
+
+
 def _memory_columns() -> list[Column[Any]]:
     now = text("now()")
     return [
@@ -84,7 +96,7 @@ def _memory_columns() -> list[Column[Any]]:
 
 def _due_table(metadata: MetaData, table: str) -> None:
     """Hints of when to look at rows again, each for a group of rows (see migrations
-    0007 and 0013); no key: a row may be in several, stale ones cost a look."""
+    0007, 0013 and 0024); no key: a row may be in several, stale ones cost a look."""
     Table(
         f"{table}_due",
         metadata,
@@ -94,6 +106,8 @@ def _due_table(metadata: MetaData, table: str) -> None:
         Column("n", Integer, nullable=False),
         Column("ids", ARRAY(UUID(as_uuid=True)), nullable=False),
         Column("places", ARRAY(Tid), nullable=False),  # each row's ctid then
+        # The transaction that wrote it (0024): a full sweep drops those older than itself.
+        Column("made", Xid8, nullable=False, server_default=text("pg_current_xact_id()")),
     )
 
 

@@ -221,10 +221,14 @@ async def _sweep_table(
     stop: asyncio.Event | None,
     progress: Progress | None,
 ) -> None:
-    """Every live row of one table, in keyset batches."""
+    """Every live row of one table, in keyset batches. A sweep of the whole table
+    hints every row it reads, and at its end drops the hints it superseded: those
+    written before it began."""
     after = None
     limit = settings.decay.batch_size
     counts = report.counts[spec]
+    whole = agent is None and not report.dry_run
+    horizon = await store.hint_horizon() if whole else None
     while stop is None or not stop.is_set():
         batch = await _retrying(
             lambda after=after: store.sweep_batch(  # type: ignore[misc]
@@ -243,6 +247,8 @@ async def _sweep_table(
         if progress is not None:
             progress(spec.name, counts.scanned, done)
         if done:
+            if horizon is not None:
+                await store.drop_hints_before(spec, horizon)
             return
         after = batch.last_id
 

@@ -17,6 +17,7 @@ from ethos.store.core import Query, Row, StoreCore, translated
 from ethos.store.sql.fragments import NIL_ID
 from ethos.store.sql.sweep import (
     FINISH_SWEEP_RUN,
+    HINT_HORIZON,
     LAST_SWEEP_FINISHED,
     PRUNE_SLICE_LOCK_CLASS,
     PRUNED_AT,
@@ -25,6 +26,7 @@ from ethos.store.sql.sweep import (
     TRY_SLICE_LOCKS,
     UNLOCK_SLICES,
     build_count_due_query,
+    build_drop_hints_query,
     build_due_batch_query,
     build_sweep_batch_query,
 )
@@ -61,6 +63,21 @@ class SweepStore(StoreCore):
         return BatchResult(
             row["last_id"], row["scanned"], row["updated"], row["pruned"], row["expired"]
         )
+
+    async def hint_horizon(self) -> str:
+        """The oldest transaction still running (xid8, as text): before a full sweep of
+        a table reads it."""
+        horizon: str = await self._fetchval(HINT_HORIZON)
+        return horizon
+
+    async def drop_hints_before(self, spec: TableSpec, horizon: str) -> int:
+        """After a full sweep of the whole table from `horizon`: drop the hints it
+        superseded. How many it dropped."""
+        await self.check_table(spec)
+        query = build_drop_hints_query(spec)
+        with translated():
+            status = await self._sweep_pool.execute(query.text, *query.args({"horizon": horizon}))
+        return int(status.split()[-1])
 
     @asynccontextmanager
     async def sweep_worker(
@@ -140,6 +157,7 @@ class BatchResult:
     pruned: int
     expired: int  # of the pruned, by expires_at (the others by decay)
     popped: int = 0  # due sweeps: hints taken (0: nothing left in these slices)
+    visited: int = 0  # due sweeps: rows of those hints looked at (due or not)
 
 
 class SweepWorker:
@@ -167,5 +185,11 @@ class SweepWorker:
         with translated():
             row = await self._conn.fetchrow(query.text, *query.args(values))
         return BatchResult(
-            None, row["scanned"], row["updated"], row["pruned"], row["expired"], row["popped"]
+            None,
+            row["scanned"],
+            row["updated"],
+            row["pruned"],
+            row["expired"],
+            row["popped"],
+            row["visited"],
         )

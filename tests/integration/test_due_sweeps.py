@@ -314,3 +314,104 @@ async def test_a_hint_names_a_group_looked_at_its_earliest_moment(
         "SELECT count(*) FROM episodic_traces WHERE NOT pruned AND due_at <= $1", own
     )
     assert late == 0
+
+
+async def uncovered(conn: asyncpg.Connection) -> int:
+    """Live rows with a moment that no hint of its kind covers (one at or before it that
+    names the row): rows a due sweep would be late for."""
+    missing = 0
+    for spec in MEMORY_TABLES:
+        missing += await conn.fetchval(f"""
+            SELECT count(*)
+            FROM {spec.name} AS m CROSS JOIN (VALUES (false), (true)) AS kind (prune)
+            CROSS JOIN LATERAL (
+                SELECT CASE WHEN kind.prune THEN m.prune_at ELSE m.due_at END AS at) AS s
+            WHERE NOT m.pruned AND s.at IS NOT NULL
+              AND NOT EXISTS (SELECT 1 FROM {spec.due_table} AS d
+                              WHERE d.prune = kind.prune AND d.at <= s.at
+                                AND m.id = ANY (d.ids))""")
+    return missing
+
+
+async def visits(engine: Engine, now: datetime) -> tuple[int, int]:
+    """A due sweep at `now`, batch by batch: (rows it looked at, rows of them due)."""
+    visited = due = 0
+    async with engine.store.sweep_worker(range(16), prune=False) as worker:
+        for spec in MEMORY_TABLES:
+            while True:
+                batch = await worker.due_batch(
+                    spec, now=now, tolerance=engine.settings.decay.refresh_tolerance,
+                    prune=False, limit=engine.settings.decay.batch_size,
+                )  # fmt: skip
+                visited, due = visited + batch.visited, due + batch.scanned
+                if batch.popped == 0:
+                    break
+    return visited, due
+
+
+async def test_after_a_full_sweep_the_next_due_sweep_visits_only_what_is_due(
+    engine: Engine, conn: asyncpg.Connection, t0: datetime
+) -> None:
+    """A full sweep schedules every live row it reads (those it had no need to write
+    too) and drops the hints it superseded: the next due sweep looks at no row that is
+    not due, and no row is left without a hint for its moments."""
+    insert = """INSERT INTO episodic_traces (agent_id, content, created_at, salience, policy)
+                SELECT 'a', $2 || g, $1::timestamptz - g * interval '1 minute', 1.0,
+                       (ARRAY['standard', 'long_term', 'permanent', 'recall'])[1 + g % 4]
+                FROM generate_series(1, $3::int) g"""
+    await conn.execute(insert, t0, "scheduled ", 1000)
+    await engine.sweep(now=t0)  # scheduled by a due sweep: hints the full one supersedes
+    await conn.execute(insert, t0, "bulk ", 3000)  # and rows loaded in bulk, unscheduled
+    at = t0 + timedelta(minutes=10)
+    full = await engine.sweep(now=at, mode="full")
+    counts = full.tables["episodic_traces"]
+    assert counts.scanned == 4000 and 3000 <= counts.updated < 4000  # some had no need
+    # Every live row scheduled for later than the sweep (frozen ones never), and hinted.
+    late = await conn.fetchval(
+        """SELECT count(*) FROM episodic_traces AS m JOIN decay_policies AS p
+           ON p.name = m.policy
+           WHERE NOT m.pruned AND (p.never_decays AND (m.due_at, m.prune_at) IS NOT NULL
+                                   OR NOT p.never_decays AND NOT (m.due_at > $1
+                                                                  AND m.prune_at > $1))""",
+        at,
+    )
+    assert late == 0
+    assert await uncovered(conn) == 0
+    assert await engine.count_due("episode", at, prune=False) == 0
+    assert await visits(engine, at) == (0, 0)
+    # A daemon's cycle later: what it looks at is due.
+    visited, due = await visits(engine, at + timedelta(minutes=1))
+    assert visited == due
+    assert await uncovered(conn) == 0
+
+
+async def test_a_full_sweep_beside_ltp_writes_leaves_no_row_without_its_hints(
+    database_url: str, conn: asyncpg.Connection, t0: datetime
+) -> None:
+    """Hints older than a full sweep are dropped at its end; retrievals written while it
+    runs keep theirs, so no row is ever late."""
+    await conn.execute(
+        """INSERT INTO episodic_traces (agent_id, content, created_at, policy)
+           SELECT 'a', 'm' || g, $1, 'standard' FROM generate_series(1, 4000) g""",
+        t0,
+    )
+    settings = settings_for(database_url)
+    settings.decay.batch_size = 100
+    async with Engine(settings) as engine:
+        await engine.sweep(now=t0)
+        ids = [r["id"] for r in await conn.fetch("SELECT id FROM episodic_traces")]
+        rng = random.Random(3)
+
+        async def retrievals() -> None:
+            for i in range(40):
+                chosen = rng.sample(ids, 20)
+                await engine.record_retrieval("episode", chosen, now=t0 + timedelta(hours=i))
+                await engine.ltp.drain(10)
+
+        for day in (1, 2, 3):
+            await asyncio.gather(
+                engine.sweep(now=t0 + timedelta(days=day), mode="full"), retrievals()
+            )
+            assert await uncovered(conn) == 0
+        # Hints older than the last full sweep are gone; some were made beside it.
+        assert await conn.fetchval("SELECT count(*) FROM episodic_traces_due") > 0

@@ -265,12 +265,16 @@ def insert_hints(spec: TableSpec, rows: str, *, since: str | None) -> str:
         GROUP BY prune, slice, part"""
 
 
-def hint_moments(rows: str, *, earlier: bool = False, always: bool | None = None) -> str:
+def hint_moments(
+    rows: str, *, earlier: bool = False, always: bool | None = None, set_at: str | None = None
+) -> str:
     """Hint rows (prune, at, id, place) for the rows of `rows` (id, place, due_at,
     prune_at), one for each kind they have a moment of (false: any write, due_at; true:
     pruning, prune_at). With `earlier`, only moments earlier than the one the row had
     (old_due, old_prune: the hint of the old one still stands for a later one), except
-    for the kind `always`."""
+    for the kind `always` and for moments equal to `set_at` (a column of `rows`: the
+    moment a write set, whatever the row had, which it may have read before another
+    write changed it)."""
     moment = "CASE WHEN kind.prune THEN r.prune_at ELSE r.due_at END"
     where = f"{moment} IS NOT NULL"
     if earlier:
@@ -278,6 +282,8 @@ def hint_moments(rows: str, *, earlier: bool = False, always: bool | None = None
                               ELSE r.due_at >= r.old_due END)"""
         if always is not None:
             sooner = f"(kind.prune = {str(always).lower()} OR {sooner})"
+        if set_at is not None:
+            sooner = f"({moment} = r.{set_at} OR {sooner})"
         where += f"\n          AND {sooner}"
     return f"""SELECT kind.prune, {moment} AS at, r.id, r.place
         FROM {rows} AS r CROSS JOIN (VALUES (false), (true)) AS kind (prune)

@@ -114,8 +114,14 @@ def build_ltp_query(spec: TableSpec) -> Query:
                   m.due_at, m.prune_at, before.due_at AS old_due,
                   before.prune_at AS old_prune, m.ctid AS place{source}
     ),
-    -- A hint for a moment earlier than the one the row had (whose hint stands for it).
-    hinted AS ({insert_hints(spec, hint_moments("strengthened", earlier=True), since=None)})
+    -- A hint for each moment set to the retrieval's, and for a moment earlier than the
+    -- one the row had (whose hint stands for a later one). `before` may be older than
+    -- the version written (a sweep wrote it meanwhile, and a full sweep drops the hints
+    -- older than itself): only a moment kept from the row (m.prune_at) relies on a hint
+    -- of the version written.
+    hinted AS ({
+        insert_hints(spec, hint_moments("strengthened", earlier=True, set_at="at"), since=None)
+    })
     SELECT * FROM strengthened
     """)
 

@@ -94,29 +94,60 @@ def build_sweep_batch_query(
     drift = "abs(salience - old_salience) > %(tolerance)s * salience"
     if spec.has_confidence:
         drift += " OR abs(confidence - old_confidence) > %(tolerance)s * confidence"
+    # A row whose schedule says it is due (an unscheduled one, -infinity, too) is
+    # written and scheduled anew even where its values have not drifted: a full sweep
+    # leaves every live row it read scheduled for later than its moment.
+    drift += " OR old_due <= %(now)s OR old_prune <= %(now)s"
     agent = "AND m.agent_id = %(agent)s" if by_agent else ""
     if dry_run:
         written = "SELECT reason FROM due"
         hinted = "SELECT"
-    else:
+    elif by_agent:
         written = _sweep_write(spec, "due")
         hinted = insert_hints(
             spec, hint_moments("written", earlier=True), since="%(now)s::timestamptz"
         )
+    else:
+        # A sweep of the whole table hints every row it read, so that at its end it can
+        # drop the hints older than itself (build_drop_hints_query): those it wrote at their
+        # new moments, the others at the moments they have, and those a concurrent write
+        # changed before this one could at once (that write hinted its own moments only
+        # where earlier than the ones it found).
+        written = _sweep_write(spec, "due")
+        hinted = insert_hints(
+            spec,
+            f"""{hint_moments("written")}
+            UNION ALL
+            SELECT kind.prune, CASE WHEN kind.prune THEN b.old_prune ELSE b.old_due END,
+                   b.id, b.row_ctid
+            FROM batch AS b CROSS JOIN (VALUES (false), (true)) AS kind (prune)
+            WHERE NOT b.is_due
+              AND CASE WHEN kind.prune THEN b.old_prune ELSE b.old_due END IS NOT NULL
+            UNION ALL
+            SELECT kind.prune, %(now)s, b.id, b.row_ctid
+            FROM batch AS b CROSS JOIN (VALUES (false), (true)) AS kind (prune)
+            WHERE b.is_due
+              AND (SELECT count(*) FROM written) < (SELECT count(*) FROM due)
+              AND NOT EXISTS (SELECT 1 FROM written AS w WHERE w.id = b.id)""",
+            since="%(now)s::timestamptz",
+        )
     return sql(f"""
     WITH batch AS (
-        SELECT *, {_prune_reason(spec)} AS reason
+        SELECT *, reason IS NOT NULL OR {drift} AS is_due
         FROM (
-            SELECT {_sweep_columns(spec)}
-            FROM {spec.name} AS m
-            JOIN decay_policies AS p ON p.name = m.policy
-            WHERE NOT m.pruned AND m.id > %(after)s {agent}
-            ORDER BY m.id
-            LIMIT {int(batch_size)}
+            SELECT *, {_prune_reason(spec)} AS reason
+            FROM (
+                SELECT {_sweep_columns(spec)}
+                FROM {spec.name} AS m
+                JOIN decay_policies AS p ON p.name = m.policy
+                WHERE NOT m.pruned AND m.id > %(after)s {agent}
+                ORDER BY m.id
+                LIMIT {int(batch_size)}
+            ) AS m
         ) AS m
     ),
     due AS (
-        SELECT * FROM batch WHERE reason IS NOT NULL OR {drift}
+        SELECT * FROM batch WHERE is_due
     ),
     written AS ({written}),
     hinted AS ({hinted})
@@ -214,6 +245,7 @@ def build_due_batch_query(spec: TableSpec, *, prune: bool, batch_size: int) -> Q
     written AS ({_sweep_write(spec, "(SELECT * FROM looked WHERE is_due) AS due")}),
     hinted AS ({hinted})
     SELECT (SELECT count(*) FROM popped) AS popped,
+           (SELECT count(*) FROM taken) AS visited,
            (SELECT count(*) FROM looked WHERE is_due) AS scanned, w.*
     FROM {_WRITTEN_COUNTS}
     """
@@ -229,6 +261,18 @@ def build_count_due_query(spec: TableSpec, *, prune: bool) -> Query:
         f" WHERE prune = {str(prune).lower()}"
         " AND at <= %(now)s"
     )
+
+
+# The oldest transaction still running, before a full sweep of a table reads it: a hint
+# written by an older one was committed before the sweep read any row (migration 0024).
+HINT_HORIZON = sql("SELECT pg_snapshot_xmin(pg_current_snapshot())::text")
+
+
+@cache
+def build_drop_hints_query(spec: TableSpec) -> Query:
+    """After a full sweep of the whole table that began at %(horizon)s: the hints it
+    superseded (it hinted every row it read, and a concurrent write's hints are newer)."""
+    return sql(f"DELETE FROM {spec.due_table} WHERE made < %(horizon)s::text::xid8")
 
 
 START_SWEEP_RUN = sql("""
