@@ -252,6 +252,17 @@ async def write_revisions(house: House, role: str) -> None:
     await as_sql(house, role, "DELETE FROM memory_revisions")
 
 
+async def skew_term_statistics(house: House, role: str) -> None:
+    """Counts for another agent's words, written directly: only inserts may change them."""
+    await as_sql(
+        house, role, "SELECT ethos_text_stats_add(ARRAY['bo'], ARRAY['x:1'::tsvector], ARRAY[1])"
+    )
+
+
+async def rebuild_term_statistics(house: House, role: str) -> None:
+    await as_sql(house, role, "SELECT ethos_text_stats_rebuild()")
+
+
 OK, NO = "allowed", "refused"
 # operation: (app, eraser, agent role)
 TABLE: dict[Operation, tuple[str, str, str]] = {
@@ -280,6 +291,8 @@ TABLE: dict[Operation, tuple[str, str, str]] = {
     rewrite_a_finished_run: (NO, NO, NO),
     delete_audit_rows: (NO, NO, NO),
     write_revisions: (NO, NO, NO),
+    skew_term_statistics: (NO, NO, NO),
+    rebuild_term_statistics: (NO, NO, NO),
 }
 CELLS = [
     pytest.param(operation, role, expected, id=f"{operation.__name__}-{role}")
