@@ -103,7 +103,7 @@ async def run_sweep(
     agent: str | None = None,
     dry_run: bool = False,
     mode: Mode = "due",
-    trigger: str = "manual",
+    trigger: str,  # who asked: the engine's caller says (ethos.engine.core.TRIGGER)
     daemon_id: str | None = None,
     stop: asyncio.Event | None = None,
     progress: Progress | None = None,

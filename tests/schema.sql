@@ -260,7 +260,7 @@ PRIMARY KEY (id);
 CHECK (status = ANY (ARRAY['running'::text, 'completed'::text, 'interrupted'::text, 'failed'::text]));
 
 -- constraint sweep_runs.sweep_runs_trigger_check
-CHECK (trigger = ANY (ARRAY['manual'::text, 'daemon'::text]));
+CHECK (trigger = ANY (ARRAY['manual'::text, 'daemon'::text, 'api'::text]));
 
 -- function ethos_agent_lexeme(text)
 CREATE OR REPLACE FUNCTION public.ethos_agent_lexeme(agent text)
@@ -662,6 +662,8 @@ $function$;
 CREATE OR REPLACE FUNCTION public.ethos_text_stats_changed()
  RETURNS trigger
  LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO '$user', 'public'
 AS $function$
 DECLARE
     counted text := CASE WHEN TG_TABLE_NAME = 'memory_vectors' THEN 'source_id IS NULL'
@@ -707,6 +709,8 @@ $function$;
 CREATE OR REPLACE FUNCTION public.ethos_text_stats_updated()
  RETURNS trigger
  LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO '$user', 'public'
 AS $function$
 DECLARE
     counted_old boolean := true;

@@ -32,9 +32,7 @@ class OperationsEngine(EngineCore):
         agent: str | None = None,
         dry_run: bool = False,
         mode: Mode = "due",
-        # Not TRIGGER yet: sweep_runs accepts only manual and daemon until a migration
-        # lets it say api too (the sweep's migrations are another change's).
-        trigger: str = "manual",
+        trigger: str = TRIGGER,
         daemon_id: str | None = None,
         stop: asyncio.Event | None = None,
         progress: Progress | None = None,

