@@ -117,32 +117,92 @@ _TEXT_QUERY = f"""q AS (
     )"""
 
 
+# MaxScore (Turtle & Flood 1995), exact: a row's BM25 share from one lexeme is below
+# idf × (k1 + 1) whatever its tf and length. The query's most frequent lexemes among the
+# agent's memories are "common" while (k1 + 1) × their summed IDF (the bound: more than
+# a row holding only them can score) stays below COMMON_REACH × the query's highest IDF
+# (what a row holding the rarest lexeme once, at average length, scores); the rest are
+# "rare" (the rarest always is). Each table scores the rows with a rare lexeme first;
+# the rows with only common ones are read only when fewer than %(candidates)s were
+# found or the last of them does not score above the bound. Which lexemes are common
+# changes the cost, never the result (runbooks/recall.md has the figures).
+COMMON_REACH = 1.0
+
+_SPLIT = f"""x AS (
+        SELECT w.lexeme, w.idf,
+               {BM25_K1 + 1} * sum(w.idf) OVER (ORDER BY w.idf, w.lexeme)
+               < {COMMON_REACH} * max(w.idf) OVER () AS common
+        FROM q, unnest(q.lexemes, q.idfs) AS w (lexeme, idf)
+    ),
+    split AS (
+        SELECT (SELECT string_agg(quote_literal(x.lexeme), ' | ') FILTER (WHERE NOT x.common)
+                FROM x)::tsquery AS rare,
+               (SELECT string_agg(quote_literal(x.lexeme), ' | ') FILTER (WHERE x.common)
+                FROM x)::tsquery AS common,
+               (SELECT {BM25_K1 + 1} * coalesce(sum(x.idf) FILTER (WHERE x.common), 0)
+                FROM x) AS bound
+    )"""
+
+
+_ORDER = "text_rank DESC, salience DESC, created_at DESC, id"
+
+
+def _scored(spec: TableSpec, matches: str, where: str = "", *, split: bool = True) -> str:
+    """The %(candidates)s best live rows of one agent in `spec`'s table among those whose
+    text holds the tsquery `matches` (and `where`), by BM25 and the tie-breaks."""
+    only = " AND m.source_id IS NULL" if spec.has_source else ""
+    live = f" AND {UNEXPIRED}" if spec.has_expiry else ""
+    words = ", split AS s" if split else ""
+    return f"""SELECT '{spec.name}' AS table_name, m.id, m.content, m.metadata,
+                m.created_at, {bm25("m.content_tsv")} AS text_rank,
+                {salience_expr(spec)} AS salience
+         FROM {spec.name} AS m JOIN decay_policies AS p ON p.name = m.policy, q{words}
+         WHERE m.content_tsv @@ ({matches} && q.agent) AND m.agent_id = %(agent)s{where}
+           AND NOT m.pruned{only}{live} AND {above_threshold(spec)}
+         ORDER BY {_ORDER}
+         LIMIT %(candidates)s"""
+
+
 @cache
-def build_recall_query(tables: tuple[TableSpec, ...]) -> Query:
+def build_recall_query(tables: tuple[TableSpec, ...], *, split: bool = True) -> Query:
     """Live memories of one agent in `tables` with any word of %(text)s (in the
     database's text configuration), none below its prune threshold at %(now)s, ranked
     by BM25 × the salience prior.
 
     Each table gives its %(candidates)s best by BM25, found through its GIN index (the
     agent's lexeme intersected with the words); vectors that embed an episode or fact
-    stand for it and are left out, as are expired ones."""
-    parts = []
-    for spec in tables:
-        only = " AND m.source_id IS NULL" if spec.has_source else ""
-        live = f" AND {UNEXPIRED}" if spec.has_expiry else ""
-        parts.append(f"""
-        (SELECT '{spec.name}' AS table_name, m.id, m.content, m.metadata, m.created_at,
-                {bm25("m.content_tsv")} AS text_rank,
-                {salience_expr(spec)} AS salience
-         FROM {spec.name} AS m JOIN decay_policies AS p ON p.name = m.policy, q
-         WHERE m.content_tsv @@ (q.words && q.agent) AND m.agent_id = %(agent)s
-           AND NOT m.pruned{only}{live} AND {above_threshold(spec)}
-         ORDER BY text_rank DESC, salience DESC, m.created_at DESC, m.id
+    stand for it and are left out, as are expired ones. With `split` (MaxScore, above)
+    the rows holding only common lexemes are scored only when they could be among a
+    table's candidates; without it, every matching row is (the same result, slower: the
+    tests' reference)."""
+    ctes, parts = [], []
+    for i, spec in enumerate(tables):
+        if not split:
+            parts.append(f"({_scored(spec, 'q.words', split=False)})")
+            continue
+        # The rows with only common lexemes, behind an uncorrelated condition: PostgreSQL
+        # gates their scan with it (a one-time filter) and never runs it when the
+        # candidates-th rare row scores above the bound (no common-only row can then
+        # reach the candidates, ties included: it scores below the bound).
+        gate = f"""
+           AND (m.content_tsv @@ s.rare) IS NOT TRUE
+           AND (SELECT count(*) < %(candidates)s OR min(r.text_rank) <= (SELECT bound FROM split)
+                FROM rare_{i} AS r)"""
+        ctes.append(f"""rare_{i} AS MATERIALIZED (
+        {_scored(spec, "s.rare")}
+    ),
+    common_{i} AS (
+        {_scored(spec, "s.common", gate)}
+    )""")
+        parts.append(f"""(SELECT * FROM rare_{i} UNION ALL SELECT * FROM common_{i}
+         ORDER BY {_ORDER}
          LIMIT %(candidates)s)""")
-    union = "\n        UNION ALL".join(parts)
+    union = "\n        UNION ALL\n        ".join(parts)
+    more = "".join(f",\n    {cte}" for cte in ([_SPLIT, *ctes] if split else []))
     return sql(f"""
-    WITH {_TEXT_QUERY},
-    found AS ({union}
+    WITH {_TEXT_QUERY}{more},
+    found AS (
+        {union}
     )
     SELECT f.*, f.text_rank * {prior("f.salience")} AS score
     FROM found AS f
