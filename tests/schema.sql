@@ -401,12 +401,10 @@ DECLARE
                               WHERE a.agent_id = agent), 0);
 BEGIN
     RETURN (
-        SELECT coalesce(sum(CASE WHEN u.lexeme ~ '^[0-9]' THEN 1  -- a number counts 1
-                                 ELSE ethos_idf(total, coalesce(
-                                          (SELECT l.docs FROM lexeme_stats AS l
-                                           WHERE l.agent_id = agent AND l.lexeme = u.lexeme),
-                                          0)) / ethos_idf(total, 0)
-                            END), 0)
+        SELECT coalesce(sum(ethos_word_weight(u.lexeme, total, coalesce(
+                                (SELECT l.docs FROM lexeme_stats AS l
+                                 WHERE l.agent_id = agent AND l.lexeme = u.lexeme),
+                                0))), 0)
         FROM unnest(array_remove(tsvector_to_array(tsv), ethos_agent_lexeme(agent)))
              AS u (lexeme));
 END
@@ -668,21 +666,20 @@ AS $function$
 DECLARE
     counted text := CASE WHEN TG_TABLE_NAME = 'memory_vectors' THEN 'source_id IS NULL'
                          ELSE 'true' END;
-    written bigint;
+    written record;
 BEGIN
     IF TG_OP = 'TRUNCATE' THEN
         PERFORM ethos_text_stats_rebuild();
         RETURN NULL;
     END IF;
+    -- One pass over the rows: their counts added, and how many the statement wrote.
     EXECUTE format(
-        'SELECT ethos_text_stats_add(array_agg(agent_id), array_agg(content_tsv),'
-        ' array_agg(%s)) FROM %I WHERE %s',
-        CASE WHEN TG_OP = 'INSERT' THEN 1 ELSE -1 END,
-        CASE WHEN TG_OP = 'INSERT' THEN 'new_rows' ELSE 'old_rows' END,
-        counted);
-    EXECUTE format('SELECT count(*) FROM %I',
-                   CASE WHEN TG_OP = 'INSERT' THEN 'new_rows' ELSE 'old_rows' END) INTO written;
-    IF written >= 10000 THEN
+        'SELECT ethos_text_stats_add(array_agg(agent_id) FILTER (WHERE %2$s),'
+        ' array_agg(content_tsv) FILTER (WHERE %2$s), array_agg(%1$s) FILTER (WHERE %2$s)),'
+        ' count(*) AS n FROM %3$I',
+        CASE WHEN TG_OP = 'INSERT' THEN 1 ELSE -1 END, counted,
+        CASE WHEN TG_OP = 'INSERT' THEN 'new_rows' ELSE 'old_rows' END) INTO written;
+    IF written.n >= 10000 THEN
         PERFORM ethos_text_stats_analyze();
     END IF;
     RETURN NULL;
@@ -754,6 +751,16 @@ AS $function$
                     FROM 1 FOR 6),
             52, 1), 53, 1),
         'hex')::uuid
+$function$;
+
+-- function ethos_word_weight(text,bigint,bigint)
+CREATE OR REPLACE FUNCTION public.ethos_word_weight(lexeme text, total bigint, df bigint)
+ RETURNS double precision
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$
+    SELECT CASE WHEN lexeme ~ '^[0-9]' THEN 1
+                ELSE ethos_idf(total, df) / ethos_idf(total, 0) END
 $function$;
 
 -- index agent_policies_pkey

@@ -41,6 +41,14 @@ ALTER TABLE ethos_settings
 -- PL/pgSQL: its plans are prepared once per session, not at every row of an insert. Each
 -- lexeme is looked up by the whole primary key, which no plan turns into a scan of the
 -- agent's vocabulary (a generic plan for "agent_id = $1 AND lexeme = ANY ($2)" may).
+-- What one word counts for among `total` memories, `df` of which hold it: 1 for a word
+-- the agent never wrote, near 0 for one in all its memories; a number counts 1.
+CREATE FUNCTION ethos_word_weight(lexeme text, total bigint, df bigint) RETURNS float8
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT CASE WHEN lexeme ~ '^[0-9]' THEN 1
+                ELSE ethos_idf(total, df) / ethos_idf(total, 0) END
+$$;
+
 CREATE FUNCTION ethos_informative_words(agent text, tsv tsvector) RETURNS float8
 LANGUAGE plpgsql STABLE PARALLEL SAFE AS $$
 DECLARE
@@ -48,12 +56,10 @@ DECLARE
                               WHERE a.agent_id = agent), 0);
 BEGIN
     RETURN (
-        SELECT coalesce(sum(CASE WHEN u.lexeme ~ '^[0-9]' THEN 1  -- a number counts 1
-                                 ELSE ethos_idf(total, coalesce(
-                                          (SELECT l.docs FROM lexeme_stats AS l
-                                           WHERE l.agent_id = agent AND l.lexeme = u.lexeme),
-                                          0)) / ethos_idf(total, 0)
-                            END), 0)
+        SELECT coalesce(sum(ethos_word_weight(u.lexeme, total, coalesce(
+                                (SELECT l.docs FROM lexeme_stats AS l
+                                 WHERE l.agent_id = agent AND l.lexeme = u.lexeme),
+                                0))), 0)
         FROM unnest(array_remove(tsvector_to_array(tsv), ethos_agent_lexeme(agent)))
              AS u (lexeme));
 END
@@ -73,21 +79,20 @@ CREATE OR REPLACE FUNCTION ethos_text_stats_changed() RETURNS trigger LANGUAGE p
 DECLARE
     counted text := CASE WHEN TG_TABLE_NAME = 'memory_vectors' THEN 'source_id IS NULL'
                          ELSE 'true' END;
-    written bigint;
+    written record;
 BEGIN
     IF TG_OP = 'TRUNCATE' THEN
         PERFORM ethos_text_stats_rebuild();
         RETURN NULL;
     END IF;
+    -- One pass over the rows: their counts added, and how many the statement wrote.
     EXECUTE format(
-        'SELECT ethos_text_stats_add(array_agg(agent_id), array_agg(content_tsv),'
-        ' array_agg(%s)) FROM %I WHERE %s',
-        CASE WHEN TG_OP = 'INSERT' THEN 1 ELSE -1 END,
-        CASE WHEN TG_OP = 'INSERT' THEN 'new_rows' ELSE 'old_rows' END,
-        counted);
-    EXECUTE format('SELECT count(*) FROM %I',
-                   CASE WHEN TG_OP = 'INSERT' THEN 'new_rows' ELSE 'old_rows' END) INTO written;
-    IF written >= 10000 THEN
+        'SELECT ethos_text_stats_add(array_agg(agent_id) FILTER (WHERE %2$s),'
+        ' array_agg(content_tsv) FILTER (WHERE %2$s), array_agg(%1$s) FILTER (WHERE %2$s)),'
+        ' count(*) AS n FROM %3$I',
+        CASE WHEN TG_OP = 'INSERT' THEN 1 ELSE -1 END, counted,
+        CASE WHEN TG_OP = 'INSERT' THEN 'new_rows' ELSE 'old_rows' END) INTO written;
+    IF written.n >= 10000 THEN
         PERFORM ethos_text_stats_analyze();
     END IF;
     RETURN NULL;
@@ -157,6 +162,7 @@ def downgrade() -> None:
 DROP FUNCTION ethos_text_stats_analyze();
 DROP FUNCTION ethos_auto_importance(text, tsvector, float8);
 DROP FUNCTION ethos_informative_words(text, tsvector);
+DROP FUNCTION ethos_word_weight(text, bigint, bigint);
 ALTER TABLE ethos_settings DROP COLUMN auto_importance, DROP COLUMN auto_importance_half;
 """)
     # 0006's ethos_init_decay_state, as it was

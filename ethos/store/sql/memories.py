@@ -161,9 +161,7 @@ FROM (SELECT coalesce((SELECT docs FROM agent_text_stats WHERE agent_id = %(agen
 CROSS JOIN unnest(tsvector_to_array(%(tsv)s::tsvector)) AS w (lexeme)
 LEFT JOIN lexeme_stats AS l ON l.agent_id = %(agent)s AND l.lexeme = w.lexeme
 WHERE w.lexeme <> ethos_agent_lexeme(%(agent)s)
-ORDER BY CASE WHEN w.lexeme ~ '^[0-9]' THEN 1
-              ELSE ethos_idf(n.docs, coalesce(l.docs, 0)) / ethos_idf(n.docs, 0) END DESC,
-         w.lexeme
+ORDER BY ethos_word_weight(w.lexeme, n.docs, coalesce(l.docs, 0)) DESC, w.lexeme
 LIMIT %(n)s
 """)
 # A memory's earlier texts, oldest first (migration 0022 keeps them).
