@@ -570,12 +570,12 @@ async def recall_bench(
         for agent, query in queries:
             before = sum(spent)
             started = time.perf_counter()
-            await recalling.recall(agent, query, k=10, at=at)
+            await recalling.recall(agent, query, k=10, now=at)
             times.append((time.perf_counter() - started - (sum(spent) - before)) * 1000)
         return times
 
     for agent, query in queries[:100]:  # warm the cache
-        await engine.recall(agent, query, at=at, record=False)
+        await engine.recall(agent, query, now=at, record=False)
     text = await latencies(engine, [])
     results["text_p99"] = percentile(text, 0.99)
     print(f"  text       p50 {percentile(text, 0.5):6.2f}   p99 {results['text_p99']:6.2f}"

@@ -118,7 +118,7 @@ async def main(args: argparse.Namespace) -> None:
                 return len(response.json()["results"])
 
             async def through_python(agent: str, query: str) -> int:
-                return len(await engine.recall(agent, query, k=10, at=at))
+                return len(await engine.recall(agent, query, k=10, now=at))
 
             async with RawClient(port) as raw:
 

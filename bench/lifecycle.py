@@ -111,7 +111,7 @@ async def replay(url: str, config: Config, conversation: Conversation) -> Outcom
         )  # fmt: skip
         for question, _, wanted in conversation.questions:
             hits = await engine.recall(
-                agent, question, k=K, tables=["episode"], at=asked_at, record=False
+                agent, question, k=K, tables=["episode"], now=asked_at, record=False
             )
             found = {ids.get(str(h.id)) for h in hits}
             outcome.recall10.append(len(wanted & found) / len(wanted))

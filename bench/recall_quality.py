@@ -166,7 +166,7 @@ async def ethos_run(
             for question, category, evidence in c.questions:
                 started = time.perf_counter()
                 hits = await engine.recall(c.name, question, k=K, tables=["episode"],
-                                           at=asked_at, record=False)  # fmt: skip
+                                           now=asked_at, record=False)  # fmt: skip
                 scores.latency.append((time.perf_counter() - started) * 1000)
                 scores.add(category, [ids.get(str(h.id), "") for h in hits], evidence)
     return scores

@@ -57,7 +57,7 @@ async def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
             if args.expand:
                 raise InputError("--expand goes with --embedding")
             hits = await engine.recall(
-                args.agent, args.query, k=args.k, tables=args.table, at=args.now,
+                args.agent, args.query, k=args.k, tables=args.table, now=args.now,
                 record=not args.no_record,
             )  # fmt: skip
         else:
@@ -116,7 +116,7 @@ async def cmd_feedback(args: argparse.Namespace, settings: Settings) -> int:
     kind = "useful" if args.useful else "wrong"
     async with Engine(settings) as engine:
         await engine.check_ids(args.table, args.ids)
-        await engine.feedback(args.table, args.ids, kind, at=args.now)
+        await engine.feedback(args.table, args.ids, kind, now=args.now)
     stats = engine.ltp.stats
     text = (
         f"{stats.applied} {kind} applied, {stats.skipped} skipped (unknown or pruned),"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from ethos.embedding import check_dimension
@@ -48,7 +48,7 @@ class ItemEngine(EngineCore):
     async def get_item(self, agent: str, key: str, *, record: bool = True) -> StoredItem | None:
         """The live, unexpired fact of `agent` with this client key; with `record`,
         retrieved (LTP, in the background)."""
-        now = datetime.now(UTC)
+        now = await self._moment(None)
         row = await self.store.get_item(agent, key, now)
         if row is None:
             return None
@@ -73,7 +73,7 @@ class ItemEngine(EngineCore):
         content = content_text(content)
         if embedding is not None:
             check_dimension([embedding], self.settings.embedding.dimension)
-        now = datetime.now(UTC)
+        now = await self._moment(None)
         expires_at = None if ttl_minutes is None else now + timedelta(minutes=ttl_minutes)
         row = await self.store.put_item(
             agent, key, content=content, value=json.dumps(value), expires_at=expires_at,
@@ -84,7 +84,7 @@ class ItemEngine(EngineCore):
 
     async def delete_item(self, agent: str, key: str) -> bool:
         """Forget the item (a soft delete, reason manual: `ethos recover` brings it back)."""
-        return await self.store.delete_item(agent, key, datetime.now(UTC))
+        return await self.store.delete_item(agent, key, await self._moment(None))
 
     async def search_items(
         self,
@@ -103,7 +103,7 @@ class ItemEngine(EngineCore):
         filter (containment, and a jsonpath predicate over `variables`): by similarity
         to `embedding` × salience, else by text rank of `text` × salience, else newest
         first. With `record`, the results are surfaced (LTP), as search does."""
-        now = datetime.now(UTC)
+        now = await self._moment(None)
         ranked_by = "vector" if embedding is not None else "text" if text else None
         rows = await self.store.search_items(
             ranked_by, prefix=prefix, text=text, embedding=embedding,

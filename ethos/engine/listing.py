@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterable, Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from ethos.engine.core import EngineCore, specs
@@ -79,9 +79,9 @@ class ListingEngine(EngineCore):
         `record`, a live one is retrieved (LTP), as an agent reading it."""
         [(spec, [found])] = (await self.locate([memory_id], agent=agent)).items()
         row = await self.store.fetch(spec, found)
-        if record and not row["pruned"]:
-            await self.ltp.record(spec, [found], datetime.now(UTC))
         at = await self._moment(now)
+        if record and not row["pruned"]:
+            await self.ltp.record(spec, [found], at)
         return describe(spec, row, at, await self.store.policy(row["policy"]))
 
     async def update(

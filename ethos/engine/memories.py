@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from ethos.embedding import embed
@@ -96,7 +96,7 @@ class MemoryEngine(RetrievalEngine):
         )
         recalled: list[Hit] = []
         if recall:
-            recalled = await self.recall(agent_id, content, recall, at=memory.created_at)
+            recalled = await self.recall(agent_id, content, recall, now=memory.created_at)
         dedup = spec.alias in self.settings.dedup.tables
         memory_id, created = await self.store.insert(
             memory, dedup=dedup, near=self.settings.dedup.near_threshold, embedded=embedded
@@ -104,7 +104,7 @@ class MemoryEngine(RetrievalEngine):
         if created:
             return Added(memory_id, True, recalled=tuple(recalled))
         raised = await self._raise_repeat(memory, memory_id)
-        await self.ltp.record(memory.table, [memory_id], memory.created_at or datetime.now(UTC))
+        await self.ltp.record(memory.table, [memory_id], await self._moment(memory.created_at))
         return Added(memory_id, False, raised, tuple(recalled))
 
     async def _raise_repeat(self, memory: MemoryInput, memory_id: uuid.UUID) -> tuple[str, ...]:

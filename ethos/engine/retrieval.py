@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from ethos.engine.core import EngineCore, specs
 from ethos.errors import InputError
-from ethos.inputs import aware, parse_id
+from ethos.inputs import parse_id
 from ethos.retrieval import Hit, recall, search
 from ethos.tables import TableSpec, table_spec
 
@@ -40,7 +40,7 @@ class RetrievalEngine(EngineCore):
             agent=agent_id,
             embedding=embedding,
             k=k,
-            now=aware(now, "now") if now else datetime.now(UTC),
+            now=await self._moment(now),
             expand=expand,
         )
 
@@ -51,7 +51,7 @@ class RetrievalEngine(EngineCore):
         k: int = 10,
         *,
         tables: Iterable[str | TableSpec] | None = None,
-        at: datetime | None = None,
+        now: datetime | None = None,
         record: bool = True,
     ) -> list[Hit]:
         """The agent's live memories (in every table, or those named) that best answer
@@ -67,7 +67,7 @@ class RetrievalEngine(EngineCore):
             query=query,
             k=k,
             tables=specs(tables),
-            now=aware(at, "at") if at else datetime.now(UTC),
+            now=await self._moment(now),
         )
 
     async def record_retrieval(
@@ -81,8 +81,7 @@ class RetrievalEngine(EngineCore):
         as repeated retrievals. Applied in the background, and at the latest on close."""
         spec = table_spec(table)
         parsed = [parse_id(i) for i in ids]
-        moment = aware(now, "now") if now else datetime.now(UTC)
-        await self.ltp.record(spec, parsed, moment)
+        await self.ltp.record(spec, parsed, await self._moment(now))
 
     async def feedback(
         self,
@@ -90,7 +89,7 @@ class RetrievalEngine(EngineCore):
         ids: Iterable[str | uuid.UUID],
         kind: str,
         *,
-        at: datetime | None = None,
+        now: datetime | None = None,
     ) -> None:
         """The agent used these memories ("useful": a retrieval, counted as useful) or
         they were wrong ("wrong": strength, and a fact's confidence, times
@@ -102,7 +101,7 @@ class RetrievalEngine(EngineCore):
         parsed = [parse_id(i) for i in ids]
         if not parsed:
             raise InputError("feedback needs at least one id")
-        moment = aware(at, "at") if at else datetime.now(UTC)
+        moment = await self._moment(now)
         await self.ltp.record(spec, parsed, moment, "useful" if kind == "useful" else "wrong")
 
     async def links(

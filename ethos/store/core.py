@@ -8,11 +8,12 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import time
 import uuid
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from functools import cache
 from typing import Any, Self
 
@@ -64,7 +65,9 @@ DATABASE_CREATION_LOCK_KEY = 0x45_54_48_4F_02
 # Processes starting together would race between the check and the CREATE (and
 # concurrent CREATE DATABASE trips over pg_database's unique index): one at a time.
 LOCK_DATABASE_CREATION = sql("SELECT pg_advisory_lock(%(key)s)")
-DATABASE_NOW = sql("SELECT now()")
+DATABASE_NOW = sql("SELECT clock_timestamp()")
+# Clocks drift apart slowly; a minute keeps the offset well within a millisecond.
+CLOCK_RESYNC_SECONDS = 60.0
 PING = sql("SELECT 1")
 
 
@@ -263,6 +266,8 @@ class StoreCore:
         self._sweep_pool = sweep_pool
         self._lock_conn: asyncpg.Connection | None = None
         self._checked: set[str] = set()
+        self._clock_offset: timedelta | None = None
+        self._clock_measured = 0.0
 
     @classmethod
     async def open(cls, settings: Settings, url: str) -> Self:
@@ -376,8 +381,20 @@ class StoreCore:
         return statements
 
     async def now(self) -> datetime:
-        value: datetime = await self._fetchval(DATABASE_NOW)
-        return value
+        """The database's clock, without a round trip a call: this host's clock plus its
+        offset from the server's, measured again every CLOCK_RESYNC_SECONDS. The offset
+        is the upper bound of what the round trip allows (server time minus the moment
+        the query was sent), so a moment read here is never before a write the server
+        has already stamped."""
+        if (
+            self._clock_offset is None
+            or time.monotonic() - self._clock_measured > CLOCK_RESYNC_SECONDS
+        ):
+            sent = datetime.now(UTC)
+            server: datetime = await self._fetchval(DATABASE_NOW)
+            self._clock_offset = server - sent
+            self._clock_measured = time.monotonic()
+        return datetime.now(UTC) + self._clock_offset
 
     async def id_states(self, spec: TableSpec, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, bool]:
         """id -> pruned, for the ids that exist."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from ethos.errors import InputError, NotFoundError
@@ -64,7 +64,7 @@ class MemoryStore(StoreCore):
                     content=memory.content,
                     embedding=memory.embedding,
                     near=near,
-                    now=memory.created_at or datetime.now(UTC),
+                    now=memory.created_at or await self.now(),
                 )
                 if existing is not None:
                     return existing, False

@@ -204,7 +204,7 @@ async def test_the_survivor_takes_the_strongest_curve_and_the_links(
             ("coffee", 0, 1.0, 1.0),
         )
     ]
-    await engine.feedback("fact", [strong, other], "useful", at=days(1))
+    await engine.feedback("fact", [strong, other], "useful", now=days(1))
     await engine.ltp.drain(5)
     strong_before = await engine.explain("fact", strong, now=days(2))
     report = await engine.consolidate(["fact"], now=days(2))
@@ -299,7 +299,7 @@ async def test_purge_dry_run_reports_exactly_what_the_purge_deletes(
             for n in range(40)
         ]
         linked = ids[:2]
-        await engine.feedback("episode", linked, "useful", at=days(0))
+        await engine.feedback("episode", linked, "useful", now=days(0))
         await engine.ltp.drain(5)
         await engine.forget("episode", ids[:25], now=days(1))
         await engine.forget("episode", ids[25:30], now=days(20))
@@ -332,7 +332,7 @@ async def test_erase_leaves_nothing_of_the_agent_and_audits_counts_only(
             episode = await engine.add("episode", agent_id=agent, content=f"{agent} met Ada")
             await engine.add("vector", agent_id=agent, content="v", embedding=unit(5),
                              source_type="fact", source_id=facts[0])  # fmt: skip
-            await engine.feedback("fact", facts, "useful", at=days(0))  # links them
+            await engine.feedback("fact", facts, "useful", now=days(0))  # links them
             await engine.forget("episode", [episode], now=days(1))
         await engine.assign_policy("secret-agent", "long_term")
         # Retrievals still buffered when the erase starts are applied, then erased too.

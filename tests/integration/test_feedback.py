@@ -33,11 +33,11 @@ async def test_wrong_twice_prunes_with_reason_feedback_and_recover_brings_it_bac
 ) -> None:
     memory = await engine.add("episode", agent_id="a", content="x", created_at=days(1),
                               salience=0.15)  # fmt: skip
-    await engine.feedback("episode", [memory], "wrong", at=days(1))
+    await engine.feedback("episode", [memory], "wrong", now=days(1))
     await engine.ltp.drain(5)
     once = await row(conn, "episodic_traces", memory)
     assert (once["strength"], once["wrong_count"], once["pruned"]) == (0.075, 1, False)
-    await engine.feedback("episode", [memory], "wrong", at=days(1))
+    await engine.feedback("episode", [memory], "wrong", now=days(1))
     await engine.ltp.drain(5)
     twice = await row(conn, "episodic_traces", memory)
     assert twice["strength"] == pytest.approx(0.0375)
@@ -57,7 +57,7 @@ async def test_a_wrong_fact_loses_confidence_too(
     engine: Engine, conn: asyncpg.Connection, days: Days
 ) -> None:
     fact = await engine.add("fact", agent_id="a", content="x", created_at=days(1), confidence=0.8)
-    await engine.feedback("fact", [fact], "wrong", at=days(1))
+    await engine.feedback("fact", [fact], "wrong", now=days(1))
     await engine.ltp.drain(5)
     after = await row(conn, "semantic_facts", fact)
     assert (after["strength"], after["confidence_strength"]) == (0.5, 0.4)
@@ -82,7 +82,7 @@ async def test_on_search_count_only_counts_and_useful_reinforces(
         assert counted["surfaced_count"] == 1
         for column in ("strength", "anchor_at", "retrieval_count", "salience", "due_at"):
             assert counted[column] == before[column], column
-        await engine.feedback("vector", [vector], "useful", at=days(1))
+        await engine.feedback("vector", [vector], "useful", now=days(1))
         await engine.ltp.drain(5)
     used = await row(conn, "memory_vectors", vector)
     assert (used["retrieval_count"], used["useful_count"], used["anchor_at"]) == (1, 1, days(1))
@@ -123,7 +123,7 @@ async def test_links_fade_and_the_sweep_removes_them(
     b = await engine.add(
         "episode", agent_id="a", content="b", created_at=days(0), policy="permanent"
     )
-    await engine.feedback("episode", [a, b], "useful", at=days(0))
+    await engine.feedback("episode", [a, b], "useful", now=days(0))
     await engine.ltp.drain(5)
     # 0.1 falls to 0.05 in 30 · ln 2 = 20.8 days
     assert (await engine.sweep(now=days(20))).links_removed == 0
@@ -131,7 +131,7 @@ async def test_links_fade_and_the_sweep_removes_them(
     report = await engine.sweep(now=days(21))
     assert report.links_removed == 1
     assert await conn.fetchval("SELECT count(*) FROM memory_links") == 0
-    await engine.feedback("episode", [a, b], "wrong", at=days(21))  # no link to weaken:
+    await engine.feedback("episode", [a, b], "wrong", now=days(21))  # no link to weaken:
     await engine.ltp.drain(5)  # none is created
     assert await conn.fetchval("SELECT count(*) FROM memory_links") == 0
 
@@ -142,7 +142,7 @@ async def test_expand_returns_a_linked_neighbour_the_plain_search_does_not(
     near = await engine.add("vector", agent_id="a", content="near", embedding=unit(1))
     far = await engine.add("vector", agent_id="a", content="far", embedding=unit(2))
     fact = await engine.add("fact", agent_id="a", content="a linked fact")
-    await engine.feedback("vector", [near, far], "useful", at=days(1))
+    await engine.feedback("vector", [near, far], "useful", now=days(1))
     await engine.ltp.drain(5)
     plain = await engine.search("a", unit(1), k=1, now=days(1), record=False)
     assert [h.id for h in plain] == [near]
@@ -201,7 +201,7 @@ async def test_mixed_retrievals_and_feedback_from_20_tasks_during_sweeps(
                 if kind == "retrieval":
                     await engine.record_retrieval("episode", picks, now=at)
                 else:
-                    await engine.feedback("episode", picks, kind, at=at)
+                    await engine.feedback("episode", picks, kind, now=at)
                 await asyncio.sleep(0)
 
         sweeper = asyncio.create_task(sweeps())

@@ -106,6 +106,24 @@ async def test_pruned_and_unknown_ids_change_nothing(
     assert engine.ltp.stats.skipped == 2 and engine.ltp.stats.applied == 0
 
 
+async def test_without_a_moment_the_engine_reads_the_database_clock(
+    engine: Engine, conn: asyncpg.Connection
+) -> None:
+    """Recall, feedback and retrievals given no moment stamp the database's clock (read
+    once and corrected by its offset), never a moment before a write it has stamped."""
+    for _ in range(20):
+        memory = await engine.add("episode", agent_id="a", content="kite on the beach")
+        await engine.recall("a", "kite", k=1, tables=["episode"])
+        await engine.ltp.drain(5)
+        row = await fetch(conn, "episodic_traces", memory)
+        assert row["retrieval_count"] == 1
+        lag = (row["last_retrieved_at"] - row["created_at"]).total_seconds()
+        assert 0 <= lag < 1
+        await conn.execute("UPDATE episodic_traces SET pruned = true WHERE id = $1", memory)
+    server = await conn.fetchval("SELECT clock_timestamp()")
+    assert abs((await engine.now() - server).total_seconds()) < 0.5
+
+
 async def test_concurrent_retrievals_during_sweeps_are_all_applied(
     database_url: str, conn: asyncpg.Connection, t0: datetime, days: Days
 ) -> None:

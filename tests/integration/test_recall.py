@@ -56,17 +56,17 @@ async def test_recall_ranks_by_words_and_salience_across_tables(
     fresh = await engine.add("fact", agent_id="a", content="the dog is called Rex",
                              created_at=days(0))  # fmt: skip
     await engine.add("episode", agent_id="a", content="bought bread", created_at=days(0))
-    hits = await engine.recall("a", "dog", at=days(1))
+    hits = await engine.recall("a", "dog", now=days(1))
     assert [h.id for h in hits] == [fresh, faded]
     assert {h.table for h in hits} == {"semantic_facts", "episodic_traces"}
-    only = await engine.recall("a", "dog", tables=["episode"], at=days(1), record=False)
+    only = await engine.recall("a", "dog", tables=["episode"], now=days(1), record=False)
     assert [h.id for h in only] == [faded]
     await engine.ltp.drain(5)
     surfaced = await conn.fetchval("SELECT retrieval_count FROM semantic_facts WHERE id = $1",
                                    fresh)  # fmt: skip
     assert surfaced == 1  # recall is a search: its hits are reinforced
     await engine.forget("fact", [fresh], now=days(1))
-    assert [h.id for h in await engine.recall("a", "dog", at=days(1))] == [faded]
+    assert [h.id for h in await engine.recall("a", "dog", now=days(1))] == [faded]
     with pytest.raises(InputError, match="query is required"):
         await engine.recall("a", "  ")
 

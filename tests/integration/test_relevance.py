@@ -31,7 +31,7 @@ async def test_a_rare_word_beats_a_frequent_one(engine: Engine, days: Days) -> N
     # The frequent word is repeated and fresher; the rare one still leads.
     frequent = await engine.add("episode", agent_id="a", content="Caroline, Caroline!",
                                 created_at=days(5))  # fmt: skip
-    hits = await engine.recall("a", "Caroline marriage", k=3, at=days(5.1), record=False)
+    hits = await engine.recall("a", "Caroline marriage", k=3, now=days(5.1), record=False)
     assert hits[0].id == rare
     assert hits[1].id == frequent
     assert hits[0].text_rank is not None and hits[1].text_rank is not None
@@ -46,7 +46,7 @@ async def test_a_clearly_more_relevant_memory_is_not_pushed_out_by_a_fresher_one
     for i in range(12):
         await engine.add("episode", agent_id="a", content=f"Melanie went running {i}",
                          created_at=days(14))  # fmt: skip
-    hits = await engine.recall("a", "Melanie puppy Oscar", k=10, at=days(14), record=False)
+    hits = await engine.recall("a", "Melanie puppy Oscar", k=10, now=days(14), record=False)
     assert hits[0].id == old and hits[0].salience < 0.2  # faded, still first
 
 
@@ -64,13 +64,13 @@ async def test_ties_go_to_the_more_salient_then_the_more_reinforced(
                                      created_at=days(0))  # fmt: skip
             newer = await engine.add("episode", agent_id=agent, content="the blue kite",
                                      created_at=days(1))  # fmt: skip
-            hits = await engine.recall(agent, "kite", k=2, at=days(2), record=False)
+            hits = await engine.recall(agent, "kite", k=2, now=days(2), record=False)
             assert [h.id for h in hits] == [newer, older]  # more salient: the newer
             # The older one, reinforced twice, is now the more salient of the two.
             await engine.record_retrieval("episode", [str(older)], now=days(1.5))
             await engine.record_retrieval("episode", [str(older)], now=days(1.9))
             await engine.ltp.flush()
-            hits = await engine.recall(agent, "kite", k=2, at=days(2), record=False)
+            hits = await engine.recall(agent, "kite", k=2, now=days(2), record=False)
             assert [h.id for h in hits] == [older, newer]
             assert hits[0].relevance == hits[1].relevance
             assert hits[0].salience > hits[1].salience
@@ -93,7 +93,7 @@ async def test_a_memory_below_its_threshold_is_never_returned(
                               created_at=days(0))  # fmt: skip
     live = await engine.add("vector", agent_id="a", content="garden too", embedding=unit(2),
                             created_at=days(29))  # fmt: skip
-    hits = await engine.recall("a", "garden party", k=10, at=days(30), record=False)
+    hits = await engine.recall("a", "garden party", k=10, now=days(30), record=False)
     assert {h.id for h in hits} == {kept, pinned, live}
     found = await engine.search("a", unit(1), k=10, now=days(30), record=False)
     assert [h.id for h in found] == [live]
@@ -170,7 +170,7 @@ async def test_prefixes_and_input_types_reach_the_provider(
         async with Engine(settings) as engine:
             await engine.add("episode", agent_id="a", content="Bob drives a car",
                              created_at=days(0))  # fmt: skip
-            await engine.recall("a", "which vehicle", at=days(1), record=False)
+            await engine.recall("a", "which vehicle", now=days(1), record=False)
         env = {
             "ETHOS_DATABASE__URL": database_url, "ETHOS_EMBEDDING__PROVIDER": "openai",
             "ETHOS_EMBEDDING__URL": url, "ETHOS_EMBEDDING__MODEL": "test",

@@ -3,6 +3,7 @@ expressions, the schedule (when a memory is next due), the pruned and live filte
 
 from __future__ import annotations
 
+from dataclasses import fields
 from functools import cache
 
 from ethos.decay import (
@@ -11,6 +12,7 @@ from ethos.decay import (
     REFINE_BELOW,
     SCHEDULE_HORIZON_DAYS,
     SECONDS_PER_DAY,
+    DecayParams,
 )
 from ethos.store.core import Query, sql
 from ethos.tables import SOURCE_TABLES, TableSpec
@@ -85,24 +87,22 @@ def confidence_expr(at: str = "%(now)s", alias: str = "m", policy: str = "p") ->
 
 
 #
-# scheduled() wraps a relation whose rows carry a memory's curve, the values just stored
-# for it, and its policy's parameters (SCHEDULE_INPUTS), and adds due_at and prune_at.
-# It computes in layers of sub-selects, each naming what the next reuses: written as
-# one expression the schedule would repeat its parts many times over (and PostgreSQL
-# inlines a SQL function only when the arguments its body uses twice are cheap).
+# scheduled() wraps a relation whose rows carry a memory's curve (strength, anchor_at, n,
+# emotion, created_at, frozen, reference; for facts confidence_strength; for expiring
+# tables expires_at), the values just stored for it (stored_salience, for facts
+# stored_confidence) and its policy's parameters (policy_columns), and adds due_at and
+# prune_at. It computes in layers of sub-selects, each naming what the next reuses:
+# written as one expression the schedule would repeat its parts many times over (and
+# PostgreSQL inlines a SQL function only when the arguments its body uses twice are cheap).
 
-SCHEDULE_INPUTS = """strength, anchor_at, n, emotion, created_at, frozen, reference,
-    stored_salience [, confidence_strength, stored_confidence] [, expires_at],
-    curve, base_tau_days, ltp_multiplier, max_tau_days, frequency_weight, emotional_weight,
-    power_exponent, prune_threshold"""
-
-POLICY_PARAMETERS = """{p}.curve, {p}.base_tau_days, {p}.ltp_multiplier, {p}.max_tau_days,
-    {p}.frequency_weight, {p}.emotional_weight, {p}.power_exponent, {p}.prune_threshold"""
+# A policy's parameters are DecayParams's fields, decay_policies' columns of the same
+# names; never_decays reaches scheduled() as `frozen`.
+_SCHEDULE_POLICY_COLUMNS = tuple(f.name for f in fields(DecayParams) if f.name != "never_decays")
 
 
 def policy_columns(alias: str) -> str:
-    """A policy's parameters, as scheduled() reads them."""
-    return POLICY_PARAMETERS.format(p=alias)
+    """A policy's parameters, as scheduled() reads them, from the policy row `alias`."""
+    return ", ".join(f"{alias}.{column}" for column in _SCHEDULE_POLICY_COLUMNS)
 
 
 def _days(log_strength: str, log_target: str, after_anchor: str) -> str:
@@ -141,7 +141,7 @@ def scheduled(
     tolerance: str = "%(tolerance)s::float8",
     order_by_id: bool = False,
 ) -> str:
-    """`source` (a relation with SCHEDULE_INPUTS) with due_at and prune_at: when its row
+    """`source` (a relation with the columns above) with due_at and prune_at: when its row
     next needs any write (drift, prune, expiry), and when it next needs pruning. The
     values were stored exactly as they are at `reference`."""
     facts = spec.has_confidence
