@@ -15,6 +15,7 @@ from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import cache
+from pathlib import Path
 from typing import Any, Self
 
 import asyncpg
@@ -58,17 +59,55 @@ def sql(text: str) -> Query:
     return Query(_NAMED.sub(position, text), tuple(names))
 
 
-SERVER_VERSION = sql("SHOW server_version_num")
-VECTOR_AVAILABLE = sql("SELECT default_version FROM pg_available_extensions WHERE name = 'vector'")
-DATABASE_EXISTS = sql("SELECT 1 FROM pg_database WHERE datname = %(name)s")
+_BLOCK_NAME = re.compile(r"^-- name: (\w+)[ \t]*$", re.MULTILINE)
+
+
+class NamedStatements:
+    """The statements of a .sql file of named blocks: `-- name: <name>`, the block's
+    comment lines, then one statement (its `;` optional), up to the next name. psql and
+    SQL tools read the file as it is; each statement is taken by name, and a test sees
+    that every block is taken."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        _, *parts = _BLOCK_NAME.split(path.read_text(encoding="utf-8"))
+        self._texts: dict[str, str] = {}
+        for name, block in zip(parts[::2], parts[1::2], strict=True):
+            if name in self._texts:
+                raise ValueError(f"{path.name}: two statements named {name}")
+            lines = block.strip().splitlines()
+            while lines and lines[0].startswith("--"):
+                lines.pop(0)  # the block's comment is for its readers
+            self._texts[name] = "\n".join(lines).strip().removesuffix(";")
+        self.taken: set[str] = set()
+
+    def __getitem__(self, name: str) -> Query:
+        if name not in self._texts:
+            raise KeyError(f"{self.path.name} has no statement named {name}")
+        self.taken.add(name)
+        return sql(self._texts[name])
+
+    def untaken(self) -> set[str]:
+        return set(self._texts) - self.taken
+
+
+def statements(module_file: str) -> NamedStatements:
+    """The statements of the .sql file beside a module, by the module's name."""
+    return NamedStatements(Path(module_file).with_suffix(".sql"))
+
+
+STATEMENTS = NamedStatements(Path(__file__).parent / "sql" / "core.sql")
+
+
+SERVER_VERSION = STATEMENTS["server_version"]
+VECTOR_AVAILABLE = STATEMENTS["vector_available"]
+DATABASE_EXISTS = STATEMENTS["database_exists"]
 DATABASE_CREATION_LOCK_KEY = 0x45_54_48_4F_02
-# Processes starting together would race between the check and the CREATE (and
-# concurrent CREATE DATABASE trips over pg_database's unique index): one at a time.
-LOCK_DATABASE_CREATION = sql("SELECT pg_advisory_lock(%(key)s)")
-DATABASE_NOW = sql("SELECT clock_timestamp()")
+LOCK_DATABASE_CREATION = STATEMENTS["lock_database_creation"]
+DATABASE_NOW = STATEMENTS["database_now"]
 # Clocks drift apart slowly; a minute keeps the offset well within a millisecond.
 CLOCK_RESYNC_SECONDS = 60.0
-PING = sql("SELECT 1")
+PING = STATEMENTS["ping"]
 
 
 def create_database(name: str) -> Query:
@@ -76,21 +115,10 @@ def create_database(name: str) -> Query:
     return sql('CREATE DATABASE "{}"'.format(name.replace('"', '""')))
 
 
-# The columns a memory table has, to tell a table that is not fit for ethos by name.
-TABLE_COLUMNS = sql(
-    "SELECT column_name::text FROM information_schema.columns"
-    " WHERE table_schema = current_schema() AND table_name = %(table)s"
-    " ORDER BY ordinal_position"
-)
-CURRENT_DATABASE = sql("SELECT current_database()::text")
-EXISTING_ROLES = sql("SELECT rolname::text FROM pg_roles WHERE rolname = ANY (%(names)s::text[])")
-
-# `ethos roles`: which agents each agent role speaks for (row-level security reads it).
-SET_AGENT_ROLES = sql("""
-WITH cleared AS (DELETE FROM ethos_agent_roles)
-INSERT INTO ethos_agent_roles (role_name, agent_id)
-SELECT * FROM unnest(%(roles)s::text[], %(agents)s::text[])
-""")
+TABLE_COLUMNS = STATEMENTS["table_columns"]
+CURRENT_DATABASE = STATEMENTS["current_database"]
+EXISTING_ROLES = STATEMENTS["existing_roles"]
+SET_AGENT_ROLES = STATEMENTS["set_agent_roles"]
 
 
 @cache
@@ -116,7 +144,7 @@ def search_server_settings(candidates: int, max_scan_tuples: int) -> dict[str, s
 # One sweeper at a time, across processes and hosts: a session-level advisory lock,
 # released by PostgreSQL when its connection ends (kill -9 included).
 SWEEP_LOCK_KEY = 0x45_54_48_4F_01
-TRY_SWEEP_LOCK = sql("SELECT pg_try_advisory_lock(%(key)s)")
+TRY_SWEEP_LOCK = STATEMENTS["try_sweep_lock"]
 
 
 def _interrupt_orphans(table: str) -> str:

@@ -10,13 +10,15 @@ import inspect
 import itertools
 import pkgutil
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import asyncpg
+import pytest
 
 import ethos.store.sql
 from ethos.store import core
-from ethos.store.core import Query
+from ethos.store.core import NamedStatements, Query
 from ethos.tables import MEMORY_TABLES
 
 MODULES = [core] + [
@@ -73,6 +75,32 @@ def test_every_module_of_statements_is_read() -> None:
     assert {name.split(".")[0] for name in STATEMENTS} == {
         m.__name__.rsplit(".", 1)[-1] for m in MODULES
     }
+
+
+def test_every_named_block_is_a_statement_the_store_takes() -> None:
+    """Each .sql file belongs to one module, which takes every block in it: a statement
+    no code runs is dead, and a file no module reads would go unchecked above."""
+    files = {m.STATEMENTS.path: m.STATEMENTS for m in MODULES if hasattr(m, "STATEMENTS")}
+    assert set(files) == set(Path(ethos.store.sql.__path__[0]).glob("*.sql"))
+    assert {path.name: named.untaken() for path, named in files.items()} == {
+        path.name: set() for path in files
+    }
+
+
+def test_a_named_block_file_reads_as_its_statements(tmp_path: Path) -> None:
+    path = tmp_path / "some.sql"
+    path.write_text(
+        "-- A header.\n\n-- name: one\n-- What it does.\nSELECT %(a)s\n  + 1;\n\n"
+        "-- name: two\nSELECT 2\n"
+    )
+    named = NamedStatements(path)
+    assert named["one"] == Query("SELECT $1\n  + 1", ("a",))
+    assert named.untaken() == {"two"}
+    with pytest.raises(KeyError, match=r"some\.sql has no statement named three"):
+        named["three"]
+    path.write_text("-- name: one\nSELECT 1;\n-- name: one\nSELECT 2;\n")
+    with pytest.raises(ValueError, match="two statements named one"):
+        NamedStatements(path)
 
 
 async def test_postgresql_parses_and_plans_every_statement(conn: asyncpg.Connection) -> None:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from ethos.store.core import sql
+from ethos.store.core import sql, statements
 from ethos.tables import MEMORY_TABLES
+
+# The plain statements, in the .sql file of the same name beside this one.
+STATEMENTS = statements(__file__)
 
 # Live and pruned rows per memory table, without counting: the planner's row estimates
 # of the partial indexes over live rows (id WHERE NOT pruned) and pruned rows (pruned_at
@@ -18,51 +21,9 @@ ROW_ESTIMATES = sql(
     )
 )
 
-# Idle: no retrieval recorded (by any process) for %(seconds)s.
-IS_IDLE = sql("""
-SELECT coalesce(max(last_retrieval_at) < now() - make_interval(secs => %(seconds)s), true)
-FROM retrieval_activity
-""")
-
-DAEMON_HEARTBEAT = sql("""
-INSERT INTO daemons (id, host, pid, role, lock_backend_pid, next_sweep_due,
-                     ltp_backlog, ltp_dropped)
-VALUES (%(id)s, %(host)s, %(pid)s, %(role)s, %(lock_backend_pid)s, %(next_sweep_due)s,
-        %(ltp_backlog)s, %(ltp_dropped)s)
-ON CONFLICT (id) DO UPDATE
-SET heartbeat_at = now(), role = excluded.role, lock_backend_pid = excluded.lock_backend_pid,
-    next_sweep_due = excluded.next_sweep_due, ltp_backlog = excluded.ltp_backlog,
-    ltp_dropped = excluded.ltp_dropped
-""")
-
-DAEMON_STOPPED = sql("UPDATE daemons SET stopped_at = now(), role = 'standby' WHERE id = %(id)s")
-
-
-# Daemons whose heartbeat is recent, and whether each holds the sweep lock now (seen in
-# pg_locks, so a dead holder is never reported).
-STATUS_DAEMONS = sql("""
-SELECT d.id, d.host, d.pid, d.role, d.started_at, d.heartbeat_at, d.next_sweep_due,
-       d.ltp_backlog, d.ltp_dropped,
-       EXISTS (
-           SELECT 1 FROM pg_locks AS l
-           WHERE l.locktype = 'advisory' AND l.granted AND l.pid = d.lock_backend_pid
-             AND ((l.classid::bigint << 32) | l.objid::bigint) = %(lock_key)s
-       ) AS holds_sweep_lock
-FROM daemons AS d
-WHERE d.stopped_at IS NULL AND d.heartbeat_at > now() - make_interval(secs => %(alive_seconds)s)
-ORDER BY d.started_at
-""")
-
-# How many retrievals were set aside, and how many of them in the last %(window)s seconds.
-DEAD_LETTERS = sql("""
-SELECT count(*) AS total,
-       count(*) FILTER (WHERE dead_at > now() - make_interval(secs => %(window)s)) AS recent
-FROM retrieval_dead_letters
-""")
-
-STATUS_LAST_SWEEP = sql("""
-SELECT id, trigger, mode, status, started_at, finished_at, swept_at, scanned, updated, pruned,
-       tables, daemon_id,
-       round(extract(epoch FROM finished_at - started_at) * 1000) AS duration_ms
-FROM sweep_runs WHERE mode <> 'prune' ORDER BY started_at DESC LIMIT 1
-""")
+IS_IDLE = STATEMENTS["is_idle"]
+DAEMON_HEARTBEAT = STATEMENTS["daemon_heartbeat"]
+DAEMON_STOPPED = STATEMENTS["daemon_stopped"]
+STATUS_DAEMONS = STATEMENTS["status_daemons"]
+DEAD_LETTERS = STATEMENTS["dead_letters"]
+STATUS_LAST_SWEEP = STATEMENTS["status_last_sweep"]

@@ -3,6 +3,7 @@ expressions, the schedule (when a memory is next due), the pruned and live filte
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import fields
 from functools import cache
 
@@ -105,6 +106,11 @@ def policy_columns(alias: str) -> str:
     return ", ".join(f"{alias}.{column}" for column in _SCHEDULE_POLICY_COLUMNS)
 
 
+def _lines(expressions: Iterable[str]) -> str:
+    """Select-list items one to a line, so that a rendered schedule reads as SQL."""
+    return ",\n               ".join(expressions)
+
+
 def _days(log_strength: str, log_target: str, after_anchor: str) -> str:
     """decay.falls_below's days_at: days after the anchor until the value falls to the
     target, with f taken that many days after the anchor (or at the reference, if
@@ -114,10 +120,9 @@ def _days(log_strength: str, log_target: str, after_anchor: str) -> str:
         f"({log_strength} - {log_target}"
         f" + ln(1 + frequency_weight * least(n / greatest({age}, 1), 1)))"
     )
-    days = (
-        f"CASE WHEN curve = 'power' THEN _tau / _power_factor"
-        f" * (exp(least({y} / power_exponent, {MAX_EXPONENT})) - 1) ELSE _tau * {y} END"
-    )
+    days = f"""CASE WHEN curve = 'power'
+                 THEN _tau / _power_factor * (exp(least({y} / power_exponent, {MAX_EXPONENT})) - 1)
+                 ELSE _tau * {y} END"""
     return f"least(greatest({days}, 0), {SCHEDULE_HORIZON_DAYS})"
 
 
@@ -180,7 +185,8 @@ def scheduled(
         f"CASE WHEN frozen THEN 0 ELSE {_days(log, log_target, '0')} END AS _latest_{key}"
         for key, log, log_target in crossings
     ]
-    layer2 = f"""SELECT _1.*, {", ".join(latest)}
+    layer2 = f"""SELECT _1.*,
+               {_lines(latest)}
         FROM (SELECT _1.*, {log_targets}, ln(prune_threshold) AS _log_threshold,
                      greatest(_reference_age - _anchor_age, 0) AS _elapsed
               FROM ({layer1}) AS _1 OFFSET 0) AS _1 OFFSET 0"""
@@ -189,7 +195,9 @@ def scheduled(
         f" ELSE {_days(log, log_target, f'_latest_{key}')} END AS _answer_{key}"
         for key, log, log_target in crossings
     ]
-    layer3 = f"SELECT _2.*, {', '.join(answers)} FROM ({layer2}) AS _2 OFFSET 0"
+    layer3 = f"""SELECT _2.*,
+               {_lines(answers)}
+        FROM ({layer2}) AS _2 OFFSET 0"""
     # Where the curve is at the reference, and how fast it falls there (for a Newton
     # step): ln D(elapsed) + ln(1 + α·f), and −d/dt of that.
     slope = """(CASE WHEN curve = 'power'
@@ -212,7 +220,7 @@ def scheduled(
             "greatest(greatest(n, 1) - _anchor_age, 0)",
             f"(_elapsed + greatest({log} + {reference_log} - {log_target}, 0) / {slope})",
         ]
-        tries = ", ".join(f"least({t}, {_days(log, log_target, t)})" for t in moments)
+        tries = _lines(f"least({t}, {_days(log, log_target, t)})" for t in moments)
         # (Only where the bracket, seen from the reference, is wide: most rows are settled
         # by the first two steps.)
         refined.append(
@@ -220,7 +228,9 @@ def scheduled(
             f" OR _answer_{name} - _elapsed >= {REFINE_BELOW} * (_latest_{name} - _elapsed)"
             f" THEN _answer_{name} ELSE greatest(_answer_{name}, {tries}) END AS _days_{name}"
         )
-    layer4 = f"SELECT _3.*, {', '.join(refined)} FROM ({layer3}) AS _3 OFFSET 0"
+    layer4 = f"""SELECT _3.*,
+               {_lines(refined)}
+        FROM ({layer3}) AS _3 OFFSET 0"""
     dues = [
         _value_due(name, strength, stored, floor, f"_target_{name}", f"_days_{name}")
         for name, strength, stored, floor in values

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from ethos.store.core import Query, sql
+from ethos.store.core import Query, sql, statements
 from ethos.store.sql.fragments import (
     SOURCE_SPECS,
     emotion_of,
@@ -19,6 +19,9 @@ from ethos.store.sql.fragments import (
     strength_at_call,
 )
 from ethos.tables import TableSpec
+
+# The plain statements, in the .sql file of the same name beside this one.
+STATEMENTS = statements(__file__)
 
 # Pruned rows matching a selector; each selector part is NULL when not given.
 RECOVERY_FILTER = """
@@ -98,11 +101,7 @@ def build_recover_batch_query(spec: TableSpec, batch_size: int) -> Query:
     """)
 
 
-RECORD_RECOVERY = sql("""
-INSERT INTO recoveries (recovered_as_of, table_name, selector, command, recovered, strength)
-VALUES (%(now)s, %(table)s, %(selector)s::jsonb, %(command)s, %(recovered)s, %(strength)s)
-RETURNING id
-""")
+RECORD_RECOVERY = STATEMENTS["record_recovery"]
 
 
 @cache
@@ -124,35 +123,11 @@ def build_duplicate_groups_query(spec: TableSpec, *, by_agent: bool) -> Query:
     """)
 
 
-# The next %(limit)s live vectors after %(after)s, each with its nearest neighbours of
-# the same agent at least %(threshold)s cosine-similar (other is NULL when it has none),
-# found through the HNSW index (never all pairs); last_id is where the batch ended.
-NEAR_DUPLICATES = sql("""
-WITH batch AS MATERIALIZED (
-    SELECT id, agent_id, embedding FROM memory_vectors
-    WHERE NOT pruned AND id > %(after)s AND (%(agent)s::text IS NULL OR agent_id = %(agent)s)
-    ORDER BY id LIMIT %(limit)s
-)
-SELECT v.id, n.id AS other, (SELECT max(id::text)::uuid FROM batch) AS last_id
-FROM batch AS v
-LEFT JOIN LATERAL (
-    SELECT c.id FROM (
-        SELECT c.id, c.embedding <=> v.embedding AS distance FROM memory_vectors AS c
-        WHERE c.agent_id = v.agent_id AND NOT c.pruned AND c.id <> v.id
-        ORDER BY c.embedding <=> v.embedding
-        LIMIT 3
-    ) AS c
-    WHERE 1 - c.distance >= %(threshold)s::float8
-) AS n ON true
-""")
+NEAR_DUPLICATES = STATEMENTS["near_duplicates"]
 
 NEAR_DUPLICATE_SEARCH_SETTINGS = "SET LOCAL hnsw.ef_search = 20"
 
-# The sources (episode or fact) that vectors %(ids)s embed.
-VECTOR_SOURCES = sql("""
-SELECT id, source_type, source_id FROM memory_vectors
-WHERE id = ANY(%(ids)s::uuid[]) AND source_id IS NOT NULL
-""")
+VECTOR_SOURCES = STATEMENTS["vector_sources"]
 
 
 @cache
@@ -386,31 +361,12 @@ WITH gone AS (DELETE FROM agent_policies WHERE agent_id = %(agent)s RETURNING 1)
 {_tally("agent_policies")}
 SELECT count(*) FROM gone
 """)
-# The tables of `tables` the current role may not delete from.
-UNDELETABLE_TABLES = sql("""
-SELECT t FROM unnest(%(tables)s::text[]) AS t WHERE NOT has_table_privilege(t, 'DELETE')
-""")
-COUNT_AGENT_LINKS = sql("SELECT count(*) FROM memory_links WHERE agent_id = %(agent)s")
-COUNT_AGENT_POLICY = sql("SELECT count(*) FROM agent_policies WHERE agent_id = %(agent)s")
-
-START_CONSOLIDATION_RUN = sql("""
-INSERT INTO consolidation_runs (kind, trigger, status, as_of, selector, owner)
-VALUES (%(kind)s, %(trigger)s, 'running', %(now)s, %(selector)s::jsonb,
-        current_setting('application_name'))
-RETURNING id
-""")
-
-FINISH_CONSOLIDATION_RUN = sql("""
-UPDATE consolidation_runs
-SET status = %(status)s, finished_at = clock_timestamp(), counts = %(counts)s::jsonb,
-    error = %(error)s
-WHERE id = %(id)s
-""")
-RECOVERIES_OF = sql("""
-SELECT recovered_as_of, command, strength FROM recoveries
-WHERE table_name = %(table)s AND selector -> 'ids' ? %(id)s::text
-ORDER BY recovered_as_of, id
-""")
+UNDELETABLE_TABLES = STATEMENTS["undeletable_tables"]
+COUNT_AGENT_LINKS = STATEMENTS["count_agent_links"]
+COUNT_AGENT_POLICY = STATEMENTS["count_agent_policy"]
+START_CONSOLIDATION_RUN = STATEMENTS["start_consolidation_run"]
+FINISH_CONSOLIDATION_RUN = STATEMENTS["finish_consolidation_run"]
+RECOVERIES_OF = STATEMENTS["recoveries_of"]
 
 
 @cache

@@ -8,7 +8,7 @@ from ethos.decay import (
     MIN_EXPONENT,
     SECONDS_PER_DAY,
 )
-from ethos.store.core import Query, sql
+from ethos.store.core import Query, sql, statements
 from ethos.store.sql.fragments import (
     above_threshold,
     emotion_of,
@@ -20,6 +20,9 @@ from ethos.store.sql.fragments import (
     strength_at_call,
 )
 from ethos.tables import TableSpec
+
+# The plain statements, in the .sql file of the same name beside this one.
+STATEMENTS = statements(__file__)
 
 
 @cache
@@ -206,15 +209,7 @@ WHERE u.co + u.useful = 0 AND l.a_id = u.a_id AND l.b_id = u.b_id
 RETURNING 1
 """)
 
-# Links whose weight has fallen below links.prune_weight: derived data, removed.
-REMOVE_FADED_LINKS = sql("""
-WITH faded AS (
-    DELETE FROM memory_links WHERE ctid = ANY (ARRAY(
-        SELECT ctid FROM memory_links WHERE fades_at <= %(now)s ORDER BY fades_at LIMIT %(limit)s))
-    RETURNING 1
-)
-SELECT count(*) FROM faded
-""")
+REMOVE_FADED_LINKS = STATEMENTS["remove_faded_links"]
 
 # A memory's links (either end), with their weight at %(now)s, strongest first.
 MEMORY_LINKS = sql(f"""
@@ -259,42 +254,9 @@ def build_neighbour_rows_query(spec: TableSpec) -> Query:
     """)
 
 
-# A flush claims its id in its own transaction: a retry of a flush whose COMMIT went
-# through unseen finds the receipt and applies nothing twice.
-CLAIM_LTP_FLUSH = sql(
-    "INSERT INTO ltp_flushes (id) VALUES (%(id)s) ON CONFLICT DO NOTHING RETURNING id"
-)
-
-# Receipts only need to outlive a flush's retries.
-FORGET_LTP_FLUSHES = sql("DELETE FROM ltp_flushes WHERE applied_at < now() - interval '1 day'")
-
-# The durable path: events queued by ethos_record_retrieval() or a durable buffer. A
-# drain pops the oldest %(limit)s in the transaction that applies them (a crash loses
-# none, applies none twice); SKIP LOCKED lets several drainers share the queue.
-POP_RETRIEVAL_QUEUE = sql("""
-WITH popped AS (
-    DELETE FROM retrieval_queue
-    WHERE id IN (SELECT id FROM retrieval_queue ORDER BY id LIMIT %(limit)s
-                 FOR UPDATE SKIP LOCKED)
-    RETURNING table_name, memory_id, at, kind, grp
-)
--- counted here: one row per memory, moment and kind (and the calls it came with)
-SELECT table_name, memory_id, at, kind, count(*)::int AS n,
-       array_agg(grp) FILTER (WHERE grp IS NOT NULL) AS grps
-FROM popped
-GROUP BY table_name, memory_id, at, kind
-""")
-
-ENQUEUE_RETRIEVALS = sql("""
-INSERT INTO retrieval_queue (table_name, memory_id, at, kind, grp)
-SELECT %(table)s, memory_id, %(at)s, %(kind)s, %(grp)s::uuid
-FROM unnest(%(ids)s::uuid[]) AS memory_id
-""")
-
-RETRIEVAL_QUEUE_BACKLOG = sql("SELECT count(*) FROM retrieval_queue")
-
-TOUCH_RETRIEVAL_ACTIVITY = sql("""
-INSERT INTO retrieval_activity (id, last_retrieval_at) VALUES (true, now())
-ON CONFLICT (id) DO UPDATE
-SET last_retrieval_at = greatest(retrieval_activity.last_retrieval_at, excluded.last_retrieval_at)
-""")
+CLAIM_LTP_FLUSH = STATEMENTS["claim_ltp_flush"]
+FORGET_LTP_FLUSHES = STATEMENTS["forget_ltp_flushes"]
+POP_RETRIEVAL_QUEUE = STATEMENTS["pop_retrieval_queue"]
+ENQUEUE_RETRIEVALS = STATEMENTS["enqueue_retrievals"]
+RETRIEVAL_QUEUE_BACKLOG = STATEMENTS["retrieval_queue_backlog"]
+TOUCH_RETRIEVAL_ACTIVITY = STATEMENTS["touch_retrieval_activity"]

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from functools import cache
 
-from ethos.store.core import Query, sql
+from ethos.store.core import Query, sql, statements
 from ethos.store.sql.fragments import SOURCE_SPECS, UNEXPIRED, above_threshold
 from ethos.tables import TableSpec
+
+# The plain statements, in the .sql file of the same name beside this one.
+STATEMENTS = statements(__file__)
 
 
 @cache
@@ -73,12 +76,7 @@ STATS = {
 }
 
 
-# Adds of one normalised content by one agent, one at a time: concurrent adds of the
-# same new memory make one row.
-LOCK_CONTENT = sql("""
-SELECT pg_advisory_xact_lock(
-    hashtextextended(%(table)s || ':' || %(agent)s || ':' || ethos_content_key(%(content)s), 0))
-""")
+LOCK_CONTENT = STATEMENTS["lock_content"]
 
 
 @cache
@@ -138,38 +136,10 @@ def build_list_memories_query(spec: TableSpec, *, pruned: bool) -> Query:
     """)
 
 
-# Every agent with its memories counted per table.
-AGENT_COUNTS = sql("""
-SELECT agent_id, table_name, live, pruned, pinned FROM ethos_agent_counts
-ORDER BY agent_id, table_name
-""")
-
-# Pruned memories by table and reason, since %(since)s (all when NULL).
-PRUNED_BY_REASON = sql("""
-SELECT table_name, prune_reason AS reason, count(*) AS count FROM ethos_memories
-WHERE pruned AND (%(agent)s::text IS NULL OR agent_id = %(agent)s)
-  AND (%(since)s::timestamptz IS NULL OR pruned_at >= %(since)s)
-GROUP BY table_name, prune_reason ORDER BY table_name, prune_reason
-""")
-
-# The recoveries that named memory %(id)s of %(table)s.
-# The words that count most in a text's automatic importance (ethos_informative_words).
-RARE_WORDS = sql("""
-SELECT w.lexeme
-FROM (SELECT coalesce((SELECT docs FROM agent_text_stats WHERE agent_id = %(agent)s), 0)
-             AS docs) AS n
-CROSS JOIN unnest(tsvector_to_array(%(tsv)s::tsvector)) AS w (lexeme)
-LEFT JOIN lexeme_stats AS l ON l.agent_id = %(agent)s AND l.lexeme = w.lexeme
-WHERE w.lexeme <> ethos_agent_lexeme(%(agent)s)
-ORDER BY ethos_word_weight(w.lexeme, n.docs, coalesce(l.docs, 0)) DESC, w.lexeme
-LIMIT %(n)s
-""")
-# A memory's earlier texts, oldest first (migration 0022 keeps them).
-REVISIONS_OF = sql("""
-SELECT content, revised_at FROM memory_revisions
-WHERE table_name = %(table)s AND memory_id = %(id)s
-ORDER BY revised_at, id
-""")
+AGENT_COUNTS = STATEMENTS["agent_counts"]
+PRUNED_BY_REASON = STATEMENTS["pruned_by_reason"]
+RARE_WORDS = STATEMENTS["rare_words"]
+REVISIONS_OF = STATEMENTS["revisions_of"]
 
 
 @cache

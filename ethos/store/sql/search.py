@@ -5,18 +5,18 @@ from __future__ import annotations
 
 from functools import cache
 
-from ethos.store.core import Query, sql
+from ethos.store.core import Query, sql, statements
 from ethos.store.sql.fragments import UNEXPIRED, above_threshold, pruned_set, salience_expr
 from ethos.tables import FACTS, MEMORY_TABLES, VECTORS, TableSpec
+
+# The plain statements, in the .sql file of the same name beside this one.
+STATEMENTS = statements(__file__)
 
 # Index builds get more memory than the server's default 64MB: HNSW builds are ~4x
 # faster with 1GB. `SET` takes no bind parameter; the value is a validated setting.
 INDEX_BUILD_MEMORY = "SET LOCAL maintenance_work_mem = '{memory}'"
 
-BUILD_VECTOR_INDEX = sql("""
-CREATE INDEX IF NOT EXISTS memory_vectors_embedding_hnsw ON memory_vectors
-    USING hnsw (embedding vector_cosine_ops) WHERE NOT pruned
-""")
+BUILD_VECTOR_INDEX = STATEMENTS["build_vector_index"]
 
 
 # Relevance leads, salience is a bounded prior: relevance × (1 + w × salience), salience in
@@ -252,31 +252,8 @@ SET {pruned_set("expired")}
 WHERE agent_id = %(agent)s AND client_key = %(key)s AND NOT pruned AND expires_at <= %(now)s
 """)
 
-# Insert an item, or replace the value of the live one with its key (keeping its
-# history: retrievals, curve). Returns the memory and whether it is new.
-PUT_ITEM = sql("""
-INSERT INTO semantic_facts AS m (agent_id, client_key, content, metadata, expires_at,
-                                 created_at, updated_at)
-VALUES (%(agent)s, %(key)s, %(content)s, %(value)s::jsonb, %(expires_at)s, %(now)s, %(now)s)
-ON CONFLICT (agent_id, client_key) WHERE client_key IS NOT NULL AND NOT pruned
-DO UPDATE SET content = excluded.content, metadata = excluded.metadata,
-              expires_at = excluded.expires_at, updated_at = excluded.updated_at
-RETURNING m.id, (xmax = 0) AS created
-""")
-
-# The vector of an item (when the store has an index): replaced, or made.
-PUT_ITEM_VECTOR = sql("""
-WITH replaced AS (
-    UPDATE memory_vectors
-    SET embedding = %(embedding)s::vector, content = %(content)s, pruned = false,
-        pruned_at = NULL, prune_reason = NULL
-    WHERE source_type = 'semantic_facts' AND source_id = %(id)s
-    RETURNING id
-)
-INSERT INTO memory_vectors (agent_id, content, embedding, source_type, source_id)
-SELECT %(agent)s, %(content)s, %(embedding)s::vector, 'semantic_facts', %(id)s
-WHERE NOT EXISTS (SELECT 1 FROM replaced)
-""")
+PUT_ITEM = STATEMENTS["put_item"]
+PUT_ITEM_VECTOR = STATEMENTS["put_item_vector"]
 
 # An item deleted: a soft delete, reason manual, recoverable.
 DELETE_ITEM = sql(f"""
@@ -325,8 +302,4 @@ SEARCH_ITEMS = build_search_items_query(ranked_by=None)
 SEARCH_ITEMS_BY_VECTOR = build_search_items_query(ranked_by="vector")
 SEARCH_ITEMS_BY_TEXT = build_search_items_query(ranked_by="text")
 
-# The namespaces (agents) that hold live items.
-ITEM_NAMESPACES = sql("""
-SELECT DISTINCT agent_id FROM semantic_facts WHERE client_key IS NOT NULL AND NOT pruned
-ORDER BY agent_id
-""")
+ITEM_NAMESPACES = STATEMENTS["item_namespaces"]

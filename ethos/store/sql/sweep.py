@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from ethos.store.core import Query, sql
+from ethos.store.core import Query, sql, statements
 from ethos.store.sql.fragments import (
     confidence_expr,
     emotion_of,
@@ -15,6 +15,9 @@ from ethos.store.sql.fragments import (
     scheduled,
 )
 from ethos.tables import TableSpec
+
+# The plain statements, in the .sql file of the same name beside this one.
+STATEMENTS = statements(__file__)
 
 
 def _sweep_columns(spec: TableSpec) -> str:
@@ -263,9 +266,7 @@ def build_count_due_query(spec: TableSpec, *, prune: bool) -> Query:
     )
 
 
-# The oldest transaction still running, before a full sweep of a table reads it: a hint
-# written by an older one was committed before the sweep read any row (migration 0024).
-HINT_HORIZON = sql("SELECT pg_snapshot_xmin(pg_current_snapshot())::text")
+HINT_HORIZON = STATEMENTS["hint_horizon"]
 
 
 @cache
@@ -275,19 +276,8 @@ def build_drop_hints_query(spec: TableSpec) -> Query:
     return sql(f"DELETE FROM {spec.due_table} WHERE made < %(horizon)s::text::xid8")
 
 
-START_SWEEP_RUN = sql("""
-INSERT INTO sweep_runs (trigger, mode, status, swept_at, agent_id, daemon_id, owner)
-VALUES (%(trigger)s, %(mode)s, 'running', %(now)s, %(agent)s, %(daemon_id)s,
-        current_setting('application_name'))
-RETURNING id
-""")
-
-FINISH_SWEEP_RUN = sql("""
-UPDATE sweep_runs
-SET status = %(status)s, finished_at = clock_timestamp(), scanned = %(scanned)s,
-    updated = %(updated)s, pruned = %(pruned)s, tables = %(tables)s::jsonb, error = %(error)s
-WHERE id = %(id)s
-""")
+START_SWEEP_RUN = STATEMENTS["start_sweep_run"]
+FINISH_SWEEP_RUN = STATEMENTS["finish_sweep_run"]
 
 
 # A due sweep's work is split into slices (ethos_slice of the row's place); a sweeper holds
@@ -297,24 +287,7 @@ WHERE id = %(id)s
 # sweep (a row they both reach is written once; the other finds it changed and moves on).
 SWEEP_SLICE_LOCK_CLASS = 0x45_54_48_04
 PRUNE_SLICE_LOCK_CLASS = 0x45_54_48_05
-# The slices of %(slices)s this session could take (those no other session holds).
-TRY_SLICE_LOCKS = sql("""
-SELECT coalesce(array_agg(s ORDER BY s), '{}')
-FROM unnest(%(slices)s::int[]) AS s
-WHERE pg_try_advisory_lock(%(class)s::int, s)
-""")
-UNLOCK_SLICES = sql("""
-SELECT count(*) FROM unnest(%(slices)s::int[]) AS s WHERE pg_advisory_unlock(%(class)s::int, s)
-""")
-
-# When the next sweep is due: an interval after the last one that did not fail.
-LAST_SWEEP_FINISHED = sql("""
-SELECT max(coalesce(finished_at, started_at)) FROM sweep_runs
-WHERE status <> 'failed' AND mode <> 'prune'
-""")
-
-PRUNED_AT = sql("""
-SELECT table_name, id, content FROM ethos_memories
-WHERE agent_id = %(agent)s AND pruned AND pruned_at = %(at)s
-ORDER BY table_name, id
-""")
+TRY_SLICE_LOCKS = STATEMENTS["try_slice_locks"]
+UNLOCK_SLICES = STATEMENTS["unlock_slices"]
+LAST_SWEEP_FINISHED = STATEMENTS["last_sweep_finished"]
+PRUNED_AT = STATEMENTS["pruned_at"]

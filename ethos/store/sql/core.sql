@@ -1,0 +1,43 @@
+-- The statements of the store's core: the server and its databases, the clock, roles
+-- and the sweep lock.
+-- Each block is `-- name: <name>`, its comment, then the statement; %(param)s are its
+-- parameters, bound by name.
+
+-- name: server_version
+SHOW server_version_num;
+
+-- name: vector_available
+SELECT default_version FROM pg_available_extensions WHERE name = 'vector';
+
+-- name: database_exists
+SELECT 1 FROM pg_database WHERE datname = %(name)s;
+
+-- name: lock_database_creation
+-- Processes starting together would race between the check and the CREATE (and
+-- concurrent CREATE DATABASE trips over pg_database's unique index): one at a time.
+SELECT pg_advisory_lock(%(key)s);
+
+-- name: database_now
+SELECT clock_timestamp();
+
+-- name: ping
+SELECT 1;
+
+-- name: table_columns
+-- The columns a memory table has, to tell a table that is not fit for ethos by name.
+SELECT column_name::text FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = %(table)s ORDER BY ordinal_position;
+
+-- name: current_database
+SELECT current_database()::text;
+
+-- name: existing_roles
+SELECT rolname::text FROM pg_roles WHERE rolname = ANY (%(names)s::text[]);
+
+-- name: set_agent_roles
+-- `ethos roles`: which agents each agent role speaks for (row-level security reads it).
+WITH cleared AS (DELETE FROM ethos_agent_roles)
+INSERT INTO ethos_agent_roles (role_name, agent_id)
+SELECT * FROM unnest(%(roles)s::text[], %(agents)s::text[]);
+
+-- name: try_sweep_lock
+SELECT pg_try_advisory_lock(%(key)s);

@@ -1,0 +1,62 @@
+-- The statements of the lifecycle: merges, forgetting, purge, erase, recovery,
+-- consolidation runs.
+-- Each block is `-- name: <name>`, its comment, then the statement; %(param)s are its
+-- parameters, bound by name.
+
+-- name: record_recovery
+INSERT INTO recoveries (recovered_as_of, table_name, selector, command, recovered, strength)
+VALUES (%(now)s, %(table)s, %(selector)s::jsonb, %(command)s, %(recovered)s, %(strength)s)
+RETURNING id;
+
+-- name: near_duplicates
+-- The next %(limit)s live vectors after %(after)s, each with its nearest neighbours of
+-- the same agent at least %(threshold)s cosine-similar (other is NULL when it has none),
+-- found through the HNSW index (never all pairs); last_id is where the batch ended.
+WITH batch AS MATERIALIZED (
+    SELECT id, agent_id, embedding FROM memory_vectors
+    WHERE NOT pruned AND id > %(after)s AND (%(agent)s::text IS NULL OR agent_id = %(agent)s)
+    ORDER BY id LIMIT %(limit)s
+)
+SELECT v.id, n.id AS other, (SELECT max(id::text)::uuid FROM batch) AS last_id
+FROM batch AS v
+LEFT JOIN LATERAL (
+    SELECT c.id FROM (
+        SELECT c.id, c.embedding <=> v.embedding AS distance FROM memory_vectors AS c
+        WHERE c.agent_id = v.agent_id AND NOT c.pruned AND c.id <> v.id
+        ORDER BY c.embedding <=> v.embedding
+        LIMIT 3
+    ) AS c
+    WHERE 1 - c.distance >= %(threshold)s::float8
+) AS n ON true;
+
+-- name: vector_sources
+-- The sources (episode or fact) that vectors %(ids)s embed.
+SELECT id, source_type, source_id FROM memory_vectors
+WHERE id = ANY(%(ids)s::uuid[]) AND source_id IS NOT NULL;
+
+-- name: undeletable_tables
+-- The tables of `tables` the current role may not delete from.
+SELECT t FROM unnest(%(tables)s::text[]) AS t WHERE NOT has_table_privilege(t, 'DELETE');
+
+-- name: count_agent_links
+SELECT count(*) FROM memory_links WHERE agent_id = %(agent)s;
+
+-- name: count_agent_policy
+SELECT count(*) FROM agent_policies WHERE agent_id = %(agent)s;
+
+-- name: start_consolidation_run
+INSERT INTO consolidation_runs (kind, trigger, status, as_of, selector, owner)
+VALUES (%(kind)s, %(trigger)s, 'running', %(now)s, %(selector)s::jsonb,
+        current_setting('application_name'))
+RETURNING id;
+
+-- name: finish_consolidation_run
+UPDATE consolidation_runs
+SET status = %(status)s, finished_at = clock_timestamp(), counts = %(counts)s::jsonb,
+    error = %(error)s
+WHERE id = %(id)s;
+
+-- name: recoveries_of
+SELECT recovered_as_of, command, strength FROM recoveries
+WHERE table_name = %(table)s AND selector -> 'ids' ? %(id)s::text
+ORDER BY recovered_as_of, id;

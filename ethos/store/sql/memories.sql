@@ -1,0 +1,39 @@
+-- The statements of memories: insert, fetch, deduplicate, list, update.
+-- Each block is `-- name: <name>`, its comment, then the statement; %(param)s are its
+-- parameters, bound by name.
+
+-- name: lock_content
+-- Adds of one normalised content by one agent, one at a time: concurrent adds of the
+-- same new memory make one row.
+SELECT pg_advisory_xact_lock(
+    hashtextextended(%(table)s || ':' || %(agent)s || ':' || ethos_content_key(%(content)s), 0));
+
+-- name: agent_counts
+-- Every agent with its memories counted per table.
+SELECT agent_id, table_name, live, pruned, pinned FROM ethos_agent_counts
+ORDER BY agent_id, table_name;
+
+-- name: pruned_by_reason
+-- Pruned memories by table and reason, since %(since)s (all when NULL).
+SELECT table_name, prune_reason AS reason, count(*) AS count FROM ethos_memories
+WHERE pruned AND (%(agent)s::text IS NULL OR agent_id = %(agent)s)
+  AND (%(since)s::timestamptz IS NULL OR pruned_at >= %(since)s)
+GROUP BY table_name, prune_reason ORDER BY table_name, prune_reason;
+
+-- name: rare_words
+-- The recoveries that named memory %(id)s of %(table)s.
+-- The words that count most in a text's automatic importance (ethos_informative_words).
+SELECT w.lexeme
+FROM (SELECT coalesce((SELECT docs FROM agent_text_stats WHERE agent_id = %(agent)s), 0)
+             AS docs) AS n
+CROSS JOIN unnest(tsvector_to_array(%(tsv)s::tsvector)) AS w (lexeme)
+LEFT JOIN lexeme_stats AS l ON l.agent_id = %(agent)s AND l.lexeme = w.lexeme
+WHERE w.lexeme <> ethos_agent_lexeme(%(agent)s)
+ORDER BY ethos_word_weight(w.lexeme, n.docs, coalesce(l.docs, 0)) DESC, w.lexeme
+LIMIT %(n)s;
+
+-- name: revisions_of
+-- A memory's earlier texts, oldest first (migration 0022 keeps them).
+SELECT content, revised_at FROM memory_revisions
+WHERE table_name = %(table)s AND memory_id = %(id)s
+ORDER BY revised_at, id;

@@ -1,0 +1,37 @@
+-- The statements of search: vector and text recall, locating memories, the LangGraph
+-- items, vectors and their index.
+-- Each block is `-- name: <name>`, its comment, then the statement; %(param)s are its
+-- parameters, bound by name.
+
+-- name: build_vector_index
+CREATE INDEX IF NOT EXISTS memory_vectors_embedding_hnsw ON memory_vectors
+    USING hnsw (embedding vector_cosine_ops) WHERE NOT pruned;
+
+-- name: put_item
+-- Insert an item, or replace the value of the live one with its key (keeping its
+-- history: retrievals, curve). Returns the memory and whether it is new.
+INSERT INTO semantic_facts AS m (agent_id, client_key, content, metadata, expires_at,
+                                 created_at, updated_at)
+VALUES (%(agent)s, %(key)s, %(content)s, %(value)s::jsonb, %(expires_at)s, %(now)s, %(now)s)
+ON CONFLICT (agent_id, client_key) WHERE client_key IS NOT NULL AND NOT pruned
+DO UPDATE SET content = excluded.content, metadata = excluded.metadata,
+              expires_at = excluded.expires_at, updated_at = excluded.updated_at
+RETURNING m.id, (xmax = 0) AS created;
+
+-- name: put_item_vector
+-- The vector of an item (when the store has an index): replaced, or made.
+WITH replaced AS (
+    UPDATE memory_vectors
+    SET embedding = %(embedding)s::vector, content = %(content)s, pruned = false,
+        pruned_at = NULL, prune_reason = NULL
+    WHERE source_type = 'semantic_facts' AND source_id = %(id)s
+    RETURNING id
+)
+INSERT INTO memory_vectors (agent_id, content, embedding, source_type, source_id)
+SELECT %(agent)s, %(content)s, %(embedding)s::vector, 'semantic_facts', %(id)s
+WHERE NOT EXISTS (SELECT 1 FROM replaced);
+
+-- name: item_namespaces
+-- The namespaces (agents) that hold live items.
+SELECT DISTINCT agent_id FROM semantic_facts WHERE client_key IS NOT NULL AND NOT pruned
+ORDER BY agent_id;
