@@ -177,7 +177,7 @@ class Daemon:
             reason = str(exc) or f"no answer within {timeout_seconds:g} s"
             return 503, {"status": "unhealthy", "reason": f"database: {reason}"}
         role = "leader" if self.leading else "standby"
-        c = self.settings.consolidation
+        c = self.settings.daemon
         limit = c.interval_seconds + c.max_defer_seconds
         age = (now - last).total_seconds() if last else None
         if role == "leader" and self.leading_for_seconds > limit and (age is None or age > limit):
@@ -227,7 +227,7 @@ class Daemon:
         return await metrics.serve(self.metrics, listen)
 
     async def _wind_down(self, loop: asyncio.Task[None]) -> None:
-        timeout = self.settings.consolidation.shutdown_timeout_seconds
+        timeout = self.settings.daemon.shutdown_timeout_seconds
         try:
             await asyncio.wait_for(asyncio.shield(loop), timeout)
         except TimeoutError:
@@ -237,7 +237,7 @@ class Daemon:
             raise DaemonStopTimeout(f"the daemon did not stop within {timeout}s") from None
 
     async def _loop(self, stop: asyncio.Event) -> None:
-        c = self.settings.consolidation
+        c = self.settings.daemon
         log.info("daemon_started", daemon_id=self.id, interval_seconds=c.interval_seconds)
         failures = 0
         try:
@@ -275,12 +275,12 @@ class Daemon:
 
     def _backoff(self, failures: int) -> float:
         """Capped exponential backoff with jitter."""
-        cap = self.settings.consolidation.retry_max_seconds
+        cap = self.settings.daemon.retry_max_seconds
         return float(min(cap, 0.5 * 2 ** min(failures, 16)) * random.uniform(0.5, 1.0))
 
     async def _tick(self, stop: asyncio.Event) -> float:
         """One turn of the loop; returns how long to wait before the next."""
-        c = self.settings.consolidation
+        c = self.settings.daemon
         engine, store = await self._open()
         leader = await self._hold_lock(store)
         await self._heartbeat(engine, store, "leader" if leader else "standby")
@@ -329,7 +329,7 @@ class Daemon:
         """A prune pass every prune_interval_seconds while this daemon leads. A failed
         pass is logged and tried again at the next interval (the main loop sees an
         outage and drops the lead, which ends this task)."""
-        interval = self.settings.consolidation.prune_interval_seconds
+        interval = self.settings.daemon.prune_interval_seconds
         await _wait(stop, interval)  # a new leader sweeps first, when it can
         while not stop.is_set() and self._leader:
             try:
@@ -341,12 +341,12 @@ class Daemon:
 
     async def _beat_during_cycle(self, engine: Engine, store: Store) -> None:
         while True:
-            await asyncio.sleep(self.settings.consolidation.heartbeat_seconds)
+            await asyncio.sleep(self.settings.daemon.heartbeat_seconds)
             with contextlib.suppress(DatabaseError):
                 await self._heartbeat(engine, store, "leader")
 
     def _interval(self) -> timedelta:
-        c = self.settings.consolidation
+        c = self.settings.daemon
         return timedelta(seconds=c.interval_seconds * random.uniform(1 - c.jitter, 1 + c.jitter))
 
     async def _open(self) -> tuple[Engine, Store]:

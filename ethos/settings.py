@@ -34,6 +34,7 @@ from ethos.policies import NAME, STANDARD, Policy, check_promotions, parse_durat
 from ethos.tables import TableSpec
 
 ENV_PREFIX = "ETHOS_"
+FORMER_DAEMON_SECTION = "consolidation"  # [daemon] in 0.1.0: still read, with a warning
 CONFIG_ENV = "ETHOS_CONFIG"
 DEFAULT_CONFIG_NAME = "ethos.toml"
 
@@ -230,7 +231,10 @@ class SearchSettings(_Section):
     max_scan_tuples: int = Field(default=2000, ge=100)
 
 
-class ConsolidationSettings(_Section):
+class DaemonSettings(_Section):
+    """The consolidation daemon's timing: its cycle, idleness, prune passes, standby,
+    heartbeat, shutdown and retries (the section was called [consolidation])."""
+
     interval_seconds: float = Field(default=900.0, gt=0)
     jitter: float = Field(default=0.1, ge=0, lt=1)
     idle_seconds: float = Field(default=60.0, ge=0)
@@ -348,7 +352,7 @@ class Settings(BaseSettings):
     mcp: McpSettings = McpSettings()
     links: LinksSettings = LinksSettings()
     search: SearchSettings = SearchSettings()
-    consolidation: ConsolidationSettings = ConsolidationSettings()
+    daemon: DaemonSettings = DaemonSettings()
     embedding: EmbeddingSettings = EmbeddingSettings()
     recovery: RecoverySettings = RecoverySettings()
     monitoring: MonitoringSettings = MonitoringSettings()
@@ -373,6 +377,32 @@ class Settings(BaseSettings):
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         # pydantic-settings' own order: arguments, then the environment, then the file.
         return init_settings, env_settings, _FileSource(settings_cls)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _former_daemon_section(cls, data: Any) -> Any:
+        """[daemon] was [consolidation] (ETHOS_CONSOLIDATION__*, which the environment
+        source no longer reads): still read, with a warning, until removed; the new name
+        wins where both say a key."""
+        if not isinstance(data, dict):
+            return data
+        prefix = f"{ENV_PREFIX}{FORMER_DAEMON_SECTION.upper()}__"
+        former = dict(data.get(FORMER_DAEMON_SECTION) or {})
+        former |= {
+            k[len(prefix) :].lower(): v for k, v in os.environ.items() if k.startswith(prefix)
+        }
+        if not former:
+            return data
+        warnings.warn(
+            "[consolidation] is now [daemon] (ETHOS_DAEMON__...): rename it",
+            FutureWarning,
+            stacklevel=2,
+        )
+        current = data.get("daemon") or {}
+        if isinstance(current, BaseModel):
+            current = current.model_dump(exclude_unset=True)
+        rest = {k: v for k, v in data.items() if k != FORMER_DAEMON_SECTION}
+        return rest | {"daemon": former | dict(current)}
 
     @field_validator("policies", mode="before")
     @classmethod
@@ -541,7 +571,7 @@ def _given(values: Any, parts: list[str]) -> bool:
 
 def _check_env_sections() -> None:
     """pydantic-settings ignores a variable naming no section: a typo would go unseen."""
-    sections = set(Settings.model_fields) - {"config_path"}
+    sections = set(Settings.model_fields) - {"config_path"} | {FORMER_DAEMON_SECTION}
     for name in sorted(os.environ):
         if not name.startswith(ENV_PREFIX) or name == CONFIG_ENV:
             continue

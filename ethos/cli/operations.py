@@ -122,7 +122,7 @@ async def cmd_daemon(args: argparse.Namespace, settings: Settings) -> int:
 
 async def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
     async with Engine(settings) as engine:
-        status = await engine.status(settings.consolidation.alive_seconds)
+        status = await engine.status(settings.daemon.alive_seconds)
     emit(args, status, _status_text(status))
     return 0
 

@@ -89,7 +89,7 @@ async def test_sigterm_during_a_long_sweep_exits_cleanly_with_whole_batches(
             database_url,
             tmp_path,
             "d1",
-            ETHOS_CONSOLIDATION__INTERVAL_SECONDS="3600",
+            ETHOS_DAEMON__INTERVAL_SECONDS="3600",
             ETHOS_DECAY__BATCH_SIZE="100",
         )
     )
@@ -156,8 +156,8 @@ async def test_a_busy_system_still_sweeps_within_max_defer(
                 database_url,
                 tmp_path,
                 "d1",
-                ETHOS_CONSOLIDATION__IDLE_SECONDS="30",
-                ETHOS_CONSOLIDATION__MAX_DEFER_SECONDS="2",
+                ETHOS_DAEMON__IDLE_SECONDS="30",
+                ETHOS_DAEMON__MAX_DEFER_SECONDS="2",
             )
         )
         deadline = time.monotonic() + 9
@@ -194,9 +194,9 @@ async def test_a_prune_pass_prunes_on_time_while_the_sweep_is_held_back(
                 database_url,
                 tmp_path,
                 "d1",
-                ETHOS_CONSOLIDATION__IDLE_SECONDS="30",  # never idle: the sweep waits ...
-                ETHOS_CONSOLIDATION__MAX_DEFER_SECONDS="3600",  # ... all along
-                ETHOS_CONSOLIDATION__PRUNE_INTERVAL_SECONDS="1",
+                ETHOS_DAEMON__IDLE_SECONDS="30",  # never idle: the sweep waits ...
+                ETHOS_DAEMON__MAX_DEFER_SECONDS="3600",  # ... all along
+                ETHOS_DAEMON__PRUNE_INTERVAL_SECONDS="1",
                 ETHOS_POLICIES__BLINK__LIFETIME="4s",
             )
         )

@@ -68,9 +68,7 @@ async def test_the_counters_match_sweep_runs(
     port = free_port()
     listen = {"ETHOS_METRICS__LISTEN": f"127.0.0.1:{port}"}
     daemons.append(
-        DaemonProcess(
-            database_url, tmp_path, "d1", ETHOS_CONSOLIDATION__INTERVAL_SECONDS="3", **listen
-        )
+        DaemonProcess(database_url, tmp_path, "d1", ETHOS_DAEMON__INTERVAL_SECONDS="3", **listen)
     )
     await listening(port)
     done = "SELECT count(*) FROM sweep_runs WHERE trigger = 'daemon' AND mode = 'due'" \

@@ -54,6 +54,24 @@ def test_recovery_salience_is_read_as_strength_with_a_warning(
         load_settings(write(tmp_path, "[recovery]\nstrength = 0.2\nsalience = 0.3\n"))
 
 
+def test_the_daemon_section_is_read_under_its_former_name_with_a_warning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """[daemon] was [consolidation]: a file or an environment using the old name still
+    works, with a warning; the new name wins where both say a key."""
+    old = write(tmp_path, "[consolidation]\ninterval_seconds = 60\nidle_seconds = 5\n")
+    with pytest.warns(FutureWarning, match="now \\[daemon\\]"):
+        assert load_settings(old).daemon.interval_seconds == 60
+    both = write(tmp_path, "[consolidation]\nidle_seconds = 5\n[daemon]\nidle_seconds = 7\n")
+    with pytest.warns(FutureWarning):
+        assert load_settings(both).daemon.idle_seconds == 7
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "ethos.toml").unlink()
+    monkeypatch.setenv("ETHOS_CONSOLIDATION__HEARTBEAT_SECONDS", "2")
+    with pytest.warns(FutureWarning):
+        assert load_settings(None).daemon.heartbeat_seconds == 2
+
+
 def test_bad_env_value_names_the_key_and_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ETHOS_DECAY__BASE_TAU_DAYS", "-1")
     with pytest.raises(ConfigError) as err:

@@ -79,7 +79,7 @@ def ethos_routes(app: FastAPI, settings: Settings) -> None:
         """Daemons, the sweep lock, recent sweeps, pruned per reason (last day and ever),
         and the backlog: rows due per table, retrievals waiting."""
         now = await engine.now()
-        state = await engine.status(settings.consolidation.alive_seconds)
+        state = await engine.status(settings.daemon.alive_seconds)
         return {
             **state,
             "now": now,
