@@ -187,6 +187,9 @@ _TRANSIENT = (
     asyncpg.CrashShutdownError,
     asyncpg.InterfaceError,
     asyncpg.ConnectionDoesNotExistError,
+    # A pooled connection caught mid-operation as the server went away (seen resetting
+    # one on release after its database was dropped): the connection is broken.
+    asyncpg.InternalClientError,
     OSError,
     TimeoutError,
 )
