@@ -54,7 +54,14 @@ def _sweep_write(spec: TableSpec, source: str) -> str:
     stored = "salience AS stored_salience" + (
         ", confidence AS stored_confidence" if spec.has_confidence else ""
     )
-    rows = scheduled(spec, f"SELECT *, {stored} FROM {source}", order_by_id=True)
+    # Only what the UPDATE uses leaves the schedule, in id order: a subquery joined to
+    # an UPDATE's target is carried whole (as a record) for PostgreSQL's recheck of
+    # concurrently updated rows, and sorted whole, so a narrow one costs far less than
+    # every column the schedule computed on.
+    confidence = "confidence, " if spec.has_confidence else ""
+    rows = f"""SELECT id, row_ctid, row_version, salience, {confidence}reason, due_at, prune_at,
+               old_due, old_prune
+        FROM ({scheduled(spec, f"SELECT *, {stored} FROM {source}")}) AS s ORDER BY id"""
     set_confidence = "confidence = d.confidence," if spec.has_confidence else ""
     return f"""
         UPDATE {spec.name} AS m
