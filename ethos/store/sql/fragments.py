@@ -139,7 +139,6 @@ def scheduled(
     source: str,
     *,
     tolerance: str = "%(tolerance)s::float8",
-    order_by_id: bool = False,
 ) -> str:
     """`source` (a relation with SCHEDULE_INPUTS) with due_at and prune_at: when its row
     next needs any write (drift, prune, expiry), and when it next needs pruning. The
@@ -236,7 +235,7 @@ def scheduled(
                                reference + interval '1 second')
             END, {expires}) END"""
     return f"""SELECT _4.*, least({", ".join(dues)}) AS due_at, {prune_at} AS prune_at
-        FROM ({layer4}) AS _4{" ORDER BY _4.id" if order_by_id else ""}"""
+        FROM ({layer4}) AS _4"""
 
 
 # Hints come in groups: the rows one statement scheduled, of one kind and slice, whose
