@@ -144,7 +144,6 @@ def scheduled(
     source: str,
     *,
     tolerance: str = "%(tolerance)s::float8",
-    order_by_id: bool = False,
 ) -> str:
     """`source` (a relation with the columns above) with due_at and prune_at: when its row
     next needs any write (drift, prune, expiry), and when it next needs pruning. The
@@ -246,7 +245,7 @@ def scheduled(
                                reference + interval '1 second')
             END, {expires}) END"""
     return f"""SELECT _4.*, least({", ".join(dues)}) AS due_at, {prune_at} AS prune_at
-        FROM ({layer4}) AS _4{" ORDER BY _4.id" if order_by_id else ""}"""
+        FROM ({layer4}) AS _4"""
 
 
 # Hints come in groups: the rows one statement scheduled, of one kind and slice, whose
@@ -258,25 +257,32 @@ def scheduled(
 HINT_GROUP_ROWS = 500
 
 
-def insert_hints(spec: TableSpec, rows: str, *, since: str | None) -> str:
+def insert_hints(spec: TableSpec, rows: str, *, since: str | None, sliced: bool = False) -> str:
     """Insert the hints of `rows` (prune, at, id, place), grouped as above; without
     `since` (rows due at one moment, any number of them), by kind and slice, in parts
-    of HINT_GROUP_ROWS."""
+    of HINT_GROUP_ROWS. `sliced`: the rows carry their place's slice too (computed once
+    a row rather than once a kind: ethos_slice reads the place as text)."""
     if since:
         group = f"floor(2 * ln(greatest(date_part('epoch', r.at - {since}) / 60, 1)) / ln(2))"
     else:
         group = f"""(row_number() OVER (PARTITION BY r.prune, r.slice ORDER BY r.id) - 1)
                     / {HINT_GROUP_ROWS}"""
+    if not sliced:
+        rows = f"SELECT r.*, ethos_slice(r.place) AS slice FROM ({rows}) AS r"
     return f"""
         INSERT INTO {spec.due_table} (prune, at, slice, n, ids, places)
         SELECT prune, min(at), slice, count(*), array_agg(id), array_agg(place)
-        FROM (SELECT r.*, {group} AS part
-              FROM (SELECT r.*, ethos_slice(r.place) AS slice FROM ({rows}) AS r) AS r) AS g
+        FROM (SELECT r.*, {group} AS part FROM ({rows}) AS r) AS g
         GROUP BY prune, slice, part"""
 
 
 def hint_moments(
-    rows: str, *, earlier: bool = False, always: bool | None = None, set_at: str | None = None
+    rows: str,
+    *,
+    earlier: bool = False,
+    always: bool | None = None,
+    set_at: str | None = None,
+    sliced: bool = False,
 ) -> str:
     """Hint rows (prune, at, id, place) for the rows of `rows` (id, place, due_at,
     prune_at), one for each kind they have a moment of (false: any write, due_at; true:
@@ -284,7 +290,8 @@ def hint_moments(
     (old_due, old_prune: the hint of the old one still stands for a later one), except
     for the kind `always` and for moments equal to `set_at` (a column of `rows`: the
     moment a write set, whatever the row had, which it may have read before another
-    write changed it)."""
+    write changed it). `sliced`: `rows` carry their place's slice, and so do the hint
+    rows (insert_hints(sliced=True))."""
     moment = "CASE WHEN kind.prune THEN r.prune_at ELSE r.due_at END"
     where = f"{moment} IS NOT NULL"
     if earlier:
@@ -295,7 +302,7 @@ def hint_moments(
         if set_at is not None:
             sooner = f"({moment} = r.{set_at} OR {sooner})"
         where += f"\n          AND {sooner}"
-    return f"""SELECT kind.prune, {moment} AS at, r.id, r.place
+    return f"""SELECT kind.prune, {moment} AS at, r.id, r.place{", r.slice" if sliced else ""}
         FROM {rows} AS r CROSS JOIN (VALUES (false), (true)) AS kind (prune)
         WHERE {where}"""
 

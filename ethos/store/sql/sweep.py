@@ -57,7 +57,14 @@ def _sweep_write(spec: TableSpec, source: str) -> str:
     stored = "salience AS stored_salience" + (
         ", confidence AS stored_confidence" if spec.has_confidence else ""
     )
-    rows = scheduled(spec, f"SELECT *, {stored} FROM {source}", order_by_id=True)
+    # Only what the UPDATE uses leaves the schedule, in id order: a subquery joined to
+    # an UPDATE's target is carried whole (as a record) for PostgreSQL's recheck of
+    # concurrently updated rows, and sorted whole, so a narrow one costs far less than
+    # every column the schedule computed on.
+    confidence = "confidence, " if spec.has_confidence else ""
+    rows = f"""SELECT id, row_ctid, row_version, salience, {confidence}reason, due_at, prune_at,
+               old_due, old_prune
+        FROM ({scheduled(spec, f"SELECT *, {stored} FROM {source}")}) AS s ORDER BY id"""
     set_confidence = "confidence = d.confidence," if spec.has_confidence else ""
     return f"""
         UPDATE {spec.name} AS m
@@ -69,7 +76,8 @@ def _sweep_write(spec: TableSpec, source: str) -> str:
             prune_at = CASE WHEN d.reason IS NULL THEN d.prune_at END
         FROM ({rows}) AS d
         WHERE m.ctid = d.row_ctid AND m.xmin = d.row_version
-        RETURNING m.id, m.ctid AS place, d.reason, m.due_at, m.prune_at, d.old_due, d.old_prune"""
+        RETURNING m.id, m.ctid AS place, ethos_slice(m.ctid) AS slice, d.reason, m.due_at,
+                  m.prune_at, d.old_due, d.old_prune"""
 
 
 # What a sweep batch wrote (CTE `written`), in one pass: rows written, of them pruned,
@@ -102,13 +110,19 @@ def build_sweep_batch_query(
     # leaves every live row it read scheduled for later than its moment.
     drift += " OR old_due <= %(now)s OR old_prune <= %(now)s"
     agent = "AND m.agent_id = %(agent)s" if by_agent else ""
+    # (The rows to write are read from the batch, not from a CTE of their own: that
+    # would copy every due row once more.)
+    due = "(SELECT * FROM batch WHERE is_due) AS due"
     if dry_run:
-        written = "SELECT reason FROM due"
+        written = f"SELECT reason FROM {due}"
         hinted = "SELECT"
     elif by_agent:
-        written = _sweep_write(spec, "due")
+        written = _sweep_write(spec, due)
         hinted = insert_hints(
-            spec, hint_moments("written", earlier=True), since="%(now)s::timestamptz"
+            spec,
+            hint_moments("written", earlier=True, sliced=True),
+            since="%(now)s::timestamptz",
+            sliced=True,
         )
     else:
         # A sweep of the whole table hints every row it read, so that at its end it can
@@ -116,23 +130,29 @@ def build_sweep_batch_query(
         # new moments, the others at the moments they have, and those a concurrent write
         # changed before this one could at once (that write hinted its own moments only
         # where earlier than the ones it found).
-        written = _sweep_write(spec, "due")
+        # Each row's slice is computed once, before its two kinds (OFFSET 0 keeps it so).
+        written = _sweep_write(spec, due)
         hinted = insert_hints(
             spec,
-            f"""{hint_moments("written")}
+            f"""{hint_moments("written", sliced=True)}
             UNION ALL
             SELECT kind.prune, CASE WHEN kind.prune THEN b.old_prune ELSE b.old_due END,
-                   b.id, b.row_ctid
-            FROM batch AS b CROSS JOIN (VALUES (false), (true)) AS kind (prune)
-            WHERE NOT b.is_due
-              AND CASE WHEN kind.prune THEN b.old_prune ELSE b.old_due END IS NOT NULL
+                   b.id, b.row_ctid, b.slice
+            FROM (SELECT id, row_ctid, old_due, old_prune, ethos_slice(row_ctid) AS slice
+                  FROM batch WHERE NOT is_due OFFSET 0) AS b
+            CROSS JOIN (VALUES (false), (true)) AS kind (prune)
+            WHERE CASE WHEN kind.prune THEN b.old_prune ELSE b.old_due END IS NOT NULL
             UNION ALL
-            SELECT kind.prune, %(now)s, b.id, b.row_ctid
-            FROM batch AS b CROSS JOIN (VALUES (false), (true)) AS kind (prune)
-            WHERE b.is_due
-              AND (SELECT count(*) FROM written) < (SELECT count(*) FROM due)
-              AND NOT EXISTS (SELECT 1 FROM written AS w WHERE w.id = b.id)""",
+            SELECT kind.prune, %(now)s, b.id, b.row_ctid, b.slice
+            FROM (SELECT id, row_ctid, ethos_slice(row_ctid) AS slice
+                  FROM batch AS b
+                  WHERE b.is_due
+                    AND (SELECT count(*) FROM written) < (SELECT count(*) FROM batch WHERE is_due)
+                    AND NOT EXISTS (SELECT 1 FROM written AS w WHERE w.id = b.id)
+                  OFFSET 0) AS b
+            CROSS JOIN (VALUES (false), (true)) AS kind (prune)""",
             since="%(now)s::timestamptz",
+            sliced=True,
         )
     return sql(f"""
     WITH batch AS (
@@ -148,9 +168,6 @@ def build_sweep_batch_query(
                 LIMIT {int(batch_size)}
             ) AS m
         ) AS m
-    ),
-    due AS (
-        SELECT * FROM batch WHERE is_due
     ),
     written AS ({written}),
     hinted AS ({hinted})
@@ -180,18 +197,20 @@ def build_due_batch_query(spec: TableSpec, *, prune: bool, batch_size: int) -> Q
     # gate that look, as they gate the lookup of moved rows); its overflow.
     hinted = insert_hints(
         spec,
-        f"""{hint_moments("written", earlier=True, always=prune)}
+        f"""{hint_moments("written", earlier=True, always=prune, sliced=True)}
         UNION ALL
-        SELECT {kind}, l.{old}, l.id, l.row_ctid FROM looked AS l
+        SELECT {kind}, l.{old}, l.id, l.row_ctid, ethos_slice(l.row_ctid) FROM looked AS l
         WHERE NOT l.is_due AND l.{old} IS NOT NULL
         UNION ALL
-        SELECT {kind}, %(now)s, l.id, l.row_ctid FROM looked AS l
+        SELECT {kind}, %(now)s, l.id, l.row_ctid, ethos_slice(l.row_ctid) FROM looked AS l
         WHERE l.is_due
           AND (SELECT count(*) FROM written) < (SELECT count(*) FROM looked WHERE is_due)
           AND NOT EXISTS (SELECT 1 FROM written AS w WHERE w.id = l.id)
         UNION ALL
-        SELECT {kind}, at, id, place FROM members WHERE k > {int(batch_size)}""",
+        SELECT {kind}, at, id, place, ethos_slice(place) FROM members
+        WHERE k > {int(batch_size)}""",
         since="%(now)s::timestamptz",
+        sliced=True,
     )
     # (The fence keeps the policies a hash join: the planner expects one row here and
     # would look a policy up by index for each of the batch's rows.)
