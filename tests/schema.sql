@@ -448,13 +448,12 @@ BEGIN
         NEW.auto_importance := importance;
     END IF;
     IF importance IS NOT NULL THEN
-        NEW.policy := coalesce(
-            (SELECT t.policy FROM importance_tiers AS t WHERE t.min_importance <= importance
-             ORDER BY t.min_importance DESC LIMIT 1),
-            otherwise);
-    ELSE
-        NEW.policy := coalesce(agent_policy, fallback, 'standard');
+        NEW.policy := (SELECT t.policy FROM importance_tiers AS t
+                       WHERE t.min_importance <= importance
+                       ORDER BY t.min_importance DESC LIMIT 1);
     END IF;
+    NEW.policy := coalesce(NEW.policy, CASE WHEN importance IS NOT NULL THEN otherwise END,
+                           agent_policy, fallback, 'standard');
     RETURN NEW;
 END
 $function$;
