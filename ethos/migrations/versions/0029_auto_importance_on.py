@@ -1,4 +1,4 @@
-"""Automatic importance on by default, at a cost a bulk load can carry (issue 24).
+"""Automatic importance on by default, at less cost to a write (issue 24).
 
 - `ethos_settings.auto_importance` defaults to true, and is set: a database no engine
   has opened since (plain SQL, COPY) measures its memories too; an engine writes its
@@ -17,7 +17,8 @@
   counted yet in one query; a memory that names its policy reads nothing. An agent the
   statistics have not counted (its first memories, a first bulk load) has every word
   new to it: its words are the text's length, with no lookup. Otherwise one query
-  measures the words and picks the tier.
+  measures the words (a primary-key probe a word: what is left of the cost, 1.5x on a
+  bulk insert on top of existing memories, runbooks/recall.md); the tier as before.
 
 What a memory gets is unchanged: the same words, weights, formula and tiers.
 
