@@ -2,6 +2,9 @@
 
 Memories with different recall patterns (MemoryBank's scenario): what is recalled
 lives on, what is not fades and is pruned, and a pruned memory comes back on demand.
+The story's memories are written with an importance, as an agent that rates them
+would; two are written without, and automatic importance (on by default) rates them by
+their words: small talk lands on `working` and is gone within hours, news lives.
 Each run uses agents of its own and sweeps only them, so it never touches real data.
 """
 
@@ -34,16 +37,21 @@ class Sample:
 
 SAMPLES = (
     Sample("alice", "episode", "Alice said she is changing jobs", (2, 5, 9, 14, 20),
-           fields={"emotional_tone": 0.6}),
-    Sample("alice", "episode", "We had pasta for lunch"),
-    Sample("alice", "fact", "Alice's favourite editor is Vim", (3, 12), fields={"confidence": 0.9}),
+           fields={"emotional_tone": 0.6, "importance": 0.7}),
+    Sample("alice", "episode", "We had pasta for lunch", fields={"importance": 0.6}),
+    Sample("alice", "fact", "Alice's favourite editor is Vim", (3, 12),
+           fields={"confidence": 0.9, "importance": 0.7}),
     Sample("alice", "episode", "The UE5 crash took all night to fix", (10,), born=1,
-           fields={"emotional_tone": 0.9}),
+           fields={"emotional_tone": 0.9, "importance": 0.6}),
     Sample("alice", "fact", "Alice's birthday is on 14 March", fields={"pinned": True}),
+    Sample("alice", "episode", "Hi Alice! How are you doing today?", born=1),
+    Sample("alice", "episode", "Alice's sister Maria moved to Lisbon on 3 May", (9,), born=1),
     Sample("bob", "episode", "Bob is planning a weekend camping trip", (4,), born=2,
-           fields={"emotional_tone": 0.4}),
-    Sample("bob", "fact", "Bob prefers tea over coffee", (6, 18, 25), fields={"confidence": 0.8}),
-    Sample("bob", "fact", "Bob's train was late on Monday", born=3, fields={"confidence": 0.6}),
+           fields={"emotional_tone": 0.4, "importance": 0.6}),
+    Sample("bob", "fact", "Bob prefers tea over coffee", (6, 18, 25),
+           fields={"confidence": 0.8, "importance": 0.6}),
+    Sample("bob", "fact", "Bob's train was late on Monday", born=3,
+           fields={"confidence": 0.6, "importance": 0.6}),
 )  # fmt: skip
 
 
@@ -75,6 +83,14 @@ async def run_demo(engine: Engine, say: Callable[[str], None] = print) -> dict[s
                     s.table, agent_id=agent, content=s.content, created_at=day(d), **s.fields
                 ))  # fmt: skip
                 events.append(f"new {s.table} of {s.agent}: {s.content!r}")
+                if "importance" not in s.fields and not s.fields.get("pinned"):
+                    rated = await engine.explain(*ids[s.content], now=day(d))
+                    if "importance_from" in rated:
+                        events[-1] += (
+                            f" (automatic importance {rated['importance']:.2f}, its words"
+                            f" {rated['importance_from'].removeprefix('automatic: ')}:"
+                            f" {rated['policy']})"
+                        )
         if d == 2:  # bob's episode gets an embedding that search can find
             table, episode = ids["Bob is planning a weekend camping trip"]
             camping_vector = await engine.add(

@@ -144,7 +144,7 @@ class MemoryInput:
     expires_at: datetime | None = None
     pinned: bool = False
     metadata: dict[str, Any] = field(default_factory=dict)
-    policy: str | None = None  # None: the insert trigger picks one (importance, agent, default)
+    policy: str | None = None  # None: the insert trigger picks one (importance, agent, words)
     importance: float | None = None
 
     @classmethod

@@ -8,8 +8,9 @@
   consolidation_runs, recoveries) it may add and finish, never rewrite or delete.
 - **eraser**: the app's rights and DELETE of memories: `ethos purge`, `ethos erase`.
 - **agent roles** (optional): one database role per agent that connects with its own
-  credentials. Row-level security on the memory tables, links, policies and revisions
-  lets such a role see, add and change only the rows of the agents it speaks for
+  credentials. Row-level security on the memory tables, links, policies, revisions and
+  term statistics lets such a role see, add and change only the rows of the agents it
+  speaks for
   (ethos_agent_roles), even in hand-written SQL; the app and eraser see every row.
 
 The plan is computed here from role names and the memory tables' columns (pure); the
@@ -57,7 +58,15 @@ APP_WRITES: Mapping[str, str] = {
 ERASER_DELETES = tuple(spec.name for spec in MEMORY_TABLES)
 # Agent roles: what an agent's own connection may touch, under row-level security.
 AGENT_READS = ("decay_policies", "importance_tiers", "ethos_settings")
-AGENT_ROWS = ("memory_links", "agent_policies", "memory_revisions")  # SELECT, own rows
+# SELECT, own rows. The term statistics too: the insert trigger reads the writer's
+# counts for automatic importance (on by default), and another agent's words are its own.
+AGENT_ROWS = (
+    "memory_links",
+    "agent_policies",
+    "memory_revisions",
+    "lexeme_stats",
+    "agent_text_stats",
+)
 AGENT_HINTS = _DUE  # INSERT: the hints of the rows they add
 # Row-level security's tables: the memories and everything keyed by their agent.
 ROW_LEVEL = (*(spec.name for spec in MEMORY_TABLES), *AGENT_ROWS)

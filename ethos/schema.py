@@ -223,7 +223,7 @@ def build_metadata(dimension: int) -> MetaData:
         Column("links_tau_days", Float, nullable=False, server_default=text("30")),
         Column("links_prune_weight", Float, nullable=False, server_default=text("0.05")),
         Column("text_config", REGCONFIG, nullable=False, server_default=text("'english'")),
-        Column("auto_importance", Boolean, nullable=False, server_default=text("false")),
+        Column("auto_importance", Boolean, nullable=False, server_default=text("true")),
         Column("auto_importance_half", Float, nullable=False, server_default=text("4")),
     )
     Table(

@@ -138,9 +138,9 @@ class ImportanceSettings(_Section):
     otherwise: str = "working"
     # Automatic importance (migration 0023): a memory given no importance or policy, of
     # an agent with no policy of its own, gets one from how informative its text is
-    # among the agent's memories. Off by default until it keeps enough of what is asked
-    # later (runbooks/recall.md, "Forgetting"): on, untagged chatter lands on `working`.
-    auto: bool = False
+    # among the agent's memories. On by default; off, such a memory takes its agent's or
+    # the default policy, whatever it says.
+    auto: bool = True
     # The informative words (new to the agent: 1 each; words it often writes count less;
     # numbers 1) that make an automatic importance of 0.5; twice as many make 0.75.
     auto_half: float = Field(default=4.0, gt=0)

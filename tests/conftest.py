@@ -20,7 +20,7 @@ import pytest
 
 from ethos import db, store
 from ethos.engine import Engine
-from ethos.settings import DatabaseSettings, Settings
+from ethos.settings import DatabaseSettings, ImportanceSettings, Settings
 
 # A developer's own settings must never leak into a test.
 for _name in [n for n in os.environ if n.startswith("ETHOS_")]:
@@ -74,6 +74,12 @@ async def database_url(admin_uri: str, template_uri: str) -> AsyncIterator[str]:
 @pytest.fixture
 def settings(database_url: str) -> Settings:
     return Settings(database=DatabaseSettings(url=database_url))
+
+
+# For tests that follow plain memories on a policy's curve (the default policy unless
+# they name one), with no importance: automatic importance, on by default, would tier
+# each by its words. test_auto_importance and test_policies test it on.
+WORDS_IGNORED = ImportanceSettings(auto=False)
 
 
 @pytest.fixture

@@ -279,14 +279,12 @@ AS $function$
     SELECT coalesce(array_agg(agent_id), '{}') FROM ethos_agent_roles WHERE role_name = role
 $function$;
 
--- function ethos_auto_importance(text,tsvector,double precision)
-CREATE OR REPLACE FUNCTION public.ethos_auto_importance(agent text, tsv tsvector, half double precision)
+-- function ethos_auto_importance(double precision,double precision)
+CREATE OR REPLACE FUNCTION public.ethos_auto_importance(words double precision, half double precision)
  RETURNS double precision
  LANGUAGE sql
- STABLE PARALLEL SAFE
-AS $function$
-    SELECT 1 - power(2, -ethos_informative_words(agent, tsv) / half)
-$function$;
+ IMMUTABLE PARALLEL SAFE
+AS $function$ SELECT 1 - power(2, -least(words / half, 1000)) $function$;
 
 -- function ethos_check_new_rows()
 CREATE OR REPLACE FUNCTION public.ethos_check_new_rows()
@@ -387,27 +385,23 @@ CREATE OR REPLACE FUNCTION public.ethos_idf(docs bigint, df bigint)
  LANGUAGE sql
  IMMUTABLE PARALLEL SAFE
 AS $function$
-    SELECT ln(1 + (greatest(docs, df) - df + 0.5) / (df + 0.5))
+    SELECT ln(1 + (greatest(docs, df) - df + 0.5::float8) / (df + 0.5::float8))
 $function$;
 
 -- function ethos_informative_words(text,tsvector)
 CREATE OR REPLACE FUNCTION public.ethos_informative_words(agent text, tsv tsvector)
- RETURNS double precision
- LANGUAGE plpgsql
+ RETURNS TABLE(words double precision)
+ LANGUAGE sql
  STABLE PARALLEL SAFE
 AS $function$
-DECLARE
-    total bigint := coalesce((SELECT a.docs FROM agent_text_stats AS a
-                              WHERE a.agent_id = agent), 0);
-BEGIN
-    RETURN (
-        SELECT coalesce(sum(ethos_word_weight(u.lexeme, total, coalesce(
-                                (SELECT l.docs FROM lexeme_stats AS l
-                                 WHERE l.agent_id = agent AND l.lexeme = u.lexeme),
-                                0))), 0)
-        FROM unnest(array_remove(tsvector_to_array(tsv), ethos_agent_lexeme(agent)))
-             AS u (lexeme));
-END
+    SELECT coalesce(sum(ethos_word_weight(u.lexeme, coalesce(a.docs, 0), coalesce(l.docs, 0))),
+                    0)
+    FROM unnest(array_remove(tsvector_to_array(tsv), ethos_agent_lexeme(agent))) AS u (lexeme)
+    LEFT JOIN agent_text_stats AS a ON a.agent_id = agent
+    LEFT JOIN LATERAL (SELECT s.docs FROM lexeme_stats AS s
+                       WHERE s.agent_id = agent AND s.lexeme = u.lexeme
+                         AND u.lexeme !~ '^[0-9]'
+                       LIMIT 1) AS l ON true
 $function$;
 
 -- function ethos_init_decay_state()
@@ -416,7 +410,13 @@ CREATE OR REPLACE FUNCTION public.ethos_init_decay_state()
  LANGUAGE plpgsql
 AS $function$
 DECLARE
-    settings ethos_settings;
+    auto boolean;
+    half float8;
+    otherwise text;
+    fallback text;
+    agent_policy text;
+    counted boolean;
+    importance float8 := NEW.importance;
     measured boolean := true;
 BEGIN
     NEW.strength := coalesce(NEW.strength, NEW.salience);
@@ -424,29 +424,36 @@ BEGIN
     IF TG_TABLE_NAME = 'semantic_facts' THEN
         NEW.confidence_strength := coalesce(NEW.confidence_strength, NEW.confidence);
     END IF;
+    IF NEW.policy IS NOT NULL THEN
+        RETURN NEW;
+    END IF;
     IF TG_TABLE_NAME = 'memory_vectors' THEN
         measured := NEW.source_id IS NULL;  -- the vector of an episode or fact: its own
     END IF;
-    SELECT * INTO settings FROM ethos_settings;
-    IF NEW.policy IS NULL AND NEW.importance IS NULL AND measured
-       AND coalesce(settings.auto_importance, false)
-       AND NOT EXISTS (SELECT FROM agent_policies AS a WHERE a.agent_id = NEW.agent_id) THEN
-        NEW.auto_importance := ethos_auto_importance(
-            NEW.agent_id, NEW.content_tsv, settings.auto_importance_half);
+    -- One query: the settings (none yet: the defaults), the agent's own policy, and
+    -- whether the statistics count the agent yet.
+    SELECT s.auto_importance, s.auto_importance_half, s.importance_otherwise, s.default_policy,
+           (SELECT a.policy FROM agent_policies AS a WHERE a.agent_id = NEW.agent_id),
+           EXISTS (SELECT FROM agent_text_stats AS t WHERE t.agent_id = NEW.agent_id)
+    INTO auto, half, otherwise, fallback, agent_policy, counted
+    FROM (SELECT) AS one LEFT JOIN ethos_settings AS s ON true;
+    IF importance IS NULL AND agent_policy IS NULL AND measured AND coalesce(auto, true) THEN
+        IF NOT counted THEN  -- every word is new to the agent: each counts 1
+            importance := ethos_auto_importance(ethos_text_length(NEW.content_tsv),
+                                                coalesce(half, 4));
+        ELSE
+            SELECT ethos_auto_importance(w.words, coalesce(half, 4)) INTO importance
+            FROM ethos_informative_words(NEW.agent_id, NEW.content_tsv) AS w;
+        END IF;
+        NEW.auto_importance := importance;
     END IF;
-    IF NEW.policy IS NULL AND coalesce(NEW.importance, NEW.auto_importance) IS NOT NULL THEN
-        NEW.policy := coalesce(
-            (SELECT t.policy FROM importance_tiers AS t
-             WHERE t.min_importance <= coalesce(NEW.importance, NEW.auto_importance)
-             ORDER BY t.min_importance DESC LIMIT 1),
-            settings.importance_otherwise);
+    IF importance IS NOT NULL THEN
+        NEW.policy := (SELECT t.policy FROM importance_tiers AS t
+                       WHERE t.min_importance <= importance
+                       ORDER BY t.min_importance DESC LIMIT 1);
     END IF;
-    IF NEW.policy IS NULL THEN
-        NEW.policy := coalesce(
-            (SELECT a.policy FROM agent_policies AS a WHERE a.agent_id = NEW.agent_id),
-            settings.default_policy,
-            'standard');
-    END IF;
+    NEW.policy := coalesce(NEW.policy, CASE WHEN importance IS NOT NULL THEN otherwise END,
+                           agent_policy, fallback, 'standard');
     RETURN NEW;
 END
 $function$;

@@ -113,7 +113,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--expires-at", type=_time("expires-at"))
     p.add_argument("--pinned", action="store_true", default=None)
     p.add_argument("--metadata", help="a JSON object")
-    p.add_argument("--policy", help="its decay policy (default: importance, agent, default)")
+    p.add_argument("--policy", help="its decay policy (default: importance, agent, its words)")
     p.add_argument("--importance", type=float, help="0..1; picks a policy when none is given")
     p.add_argument(
         "--recall", type=int, default=0, metavar="K",

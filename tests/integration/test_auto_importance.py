@@ -5,11 +5,9 @@ returns to."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from datetime import datetime, timedelta
 
 import asyncpg
-import pytest
 
 from ethos.engine import Engine
 from ethos.settings import ImportanceSettings, Settings
@@ -20,14 +18,6 @@ GREETING = "Hi! How are you doing today?"
 NEWS = "My sister Maria moved to Lisbon on 3 May"
 HISTORY = ["We talked about the weather today", "How was your day? Good, thanks",
            "I am doing fine today, thanks for asking"]  # fmt: skip
-
-
-@pytest.fixture
-async def engine(settings: Settings) -> AsyncIterator[Engine]:
-    """An engine with automatic importance on (it is opt-in)."""
-    on = settings.model_copy(update={"importance": ImportanceSettings(auto=True)})
-    async with Engine(on) as opened:
-        yield opened
 
 
 async def auto(conn: asyncpg.Connection, memory: object) -> float:
@@ -93,10 +83,12 @@ async def test_plain_sql_gets_the_same_importance_as_the_api(
     assert await auto(conn, in_sql) == await auto(conn, through_api) > 0
 
 
-async def test_off_by_default_it_leaves_the_default_policy(
+async def test_on_by_default_and_off_it_leaves_the_default_policy(
     settings: Settings, conn: asyncpg.Connection
 ) -> None:
-    async with Engine(settings) as engine:
+    assert settings.importance.auto  # the engine fixture of the tests above: the defaults
+    off = settings.model_copy(update={"importance": ImportanceSettings(auto=False)})
+    async with Engine(off) as engine:
         news = await engine.add("episode", agent_id="ada", content=NEWS)
     row = await conn.fetchrow(
         "SELECT policy, auto_importance FROM episodic_traces WHERE id = $1", news

@@ -15,10 +15,17 @@ from ethos.engine import Engine
 from ethos.errors import InputError
 from ethos.recovery import Selector
 from ethos.settings import DatabaseSettings, Settings
+from tests.conftest import WORDS_IGNORED
 from tests.vectors import at_cosine, unit
 
 if TYPE_CHECKING:
     from tests.conftest import Cli, Days
+
+
+@pytest.fixture
+def settings(database_url: str) -> Settings:
+    """Plain memories on the standard curve: their words do not tier them."""
+    return Settings(database=DatabaseSettings(url=database_url), importance=WORDS_IGNORED)
 
 
 async def live(conn: asyncpg.Connection, table: str, agent: str) -> list[asyncpg.Record]:

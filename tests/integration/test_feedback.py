@@ -18,6 +18,7 @@ from ethos import decay
 from ethos.engine import Engine
 from ethos.recovery import Selector
 from ethos.settings import DatabaseSettings, LtpSettings, Settings
+from tests.conftest import WORDS_IGNORED
 from tests.vectors import unit
 
 if TYPE_CHECKING:
@@ -69,7 +70,9 @@ async def test_on_search_count_only_counts_and_useful_reinforces(
     database_url: str, conn: asyncpg.Connection, days: Days
 ) -> None:
     settings = Settings(
-        database=DatabaseSettings(url=database_url), ltp=LtpSettings(on_search="count")
+        database=DatabaseSettings(url=database_url),
+        importance=WORDS_IGNORED,
+        ltp=LtpSettings(on_search="count"),
     )
     async with Engine(settings) as engine:
         vector = await engine.add("vector", agent_id="a", content="v", embedding=unit(1),

@@ -26,10 +26,17 @@ from ethos.store import LtpFlush, Store
 from ethos.store.core import search_server_settings
 from ethos.store.sql.search import SEARCH_VECTORS
 from ethos.tables import EPISODES
+from tests.conftest import WORDS_IGNORED
 from tests.vectors import at_cosine, unit
 
 if TYPE_CHECKING:
     from tests.conftest import Days
+
+
+@pytest.fixture
+def settings(database_url: str) -> Settings:
+    """Plain memories on the standard curve: their words do not tier them."""
+    return Settings(database=DatabaseSettings(url=database_url), importance=WORDS_IGNORED)
 
 
 async def fetch(conn: asyncpg.Connection, table: str, memory_id: uuid.UUID) -> asyncpg.Record:
@@ -215,7 +222,9 @@ async def test_search_with_salience_weight_zero_is_pure_similarity(
     database_url: str, t0: datetime, days: Days
 ) -> None:
     settings = Settings(
-        database=DatabaseSettings(url=database_url), search=SearchSettings(salience_weight=0)
+        database=DatabaseSettings(url=database_url),
+        importance=WORDS_IGNORED,
+        search=SearchSettings(salience_weight=0),
     )
     async with Engine(settings) as engine:
         query = unit(20)

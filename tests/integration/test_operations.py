@@ -32,21 +32,27 @@ RUNBOOK_AGE_BUCKETS = (RUNBOOK / "age_buckets.sql").read_text()
 
 
 async def seed(conn: asyncpg.Connection) -> None:
-    """Episodes of two agents at known ages and saliences; one pruned, one pinned."""
+    """Episodes of two agents at known ages and saliences; one pruned, one pinned. All on
+    `standard`, named (automatic importance would tier these one-word texts `working`)."""
     await conn.execute(
         """
         INSERT INTO episodic_traces (agent_id, content, salience, created_at, retrieval_count,
-                                     pruned, pruned_at, prune_reason, pinned)
-        VALUES ('a', 'fresh',    0.9,  now() - interval '2 hours', 3, false, NULL, NULL, false),
-               ('a', 'week',     0.5,  now() - interval '3 days',  1, false, NULL, NULL, false),
-               ('a', 'month',    0.07, now() - interval '10 days', 0, false, NULL, NULL, false),
-               ('b', 'old',      0.3,  now() - interval '60 days', 7, false, NULL, NULL, true),
-               ('b', 'gone',     0.01, now() - interval '60 days', 0, true, now(), 'decay', false)
+                                     pruned, pruned_at, prune_reason, pinned, policy)
+        VALUES ('a', 'fresh', 0.9, now() - interval '2 hours', 3, false, NULL, NULL, false,
+                'standard'),
+               ('a', 'week', 0.5, now() - interval '3 days', 1, false, NULL, NULL, false,
+                'standard'),
+               ('a', 'month', 0.07, now() - interval '10 days', 0, false, NULL, NULL, false,
+                'standard'),
+               ('b', 'old', 0.3, now() - interval '60 days', 7, false, NULL, NULL, true,
+                'standard'),
+               ('b', 'gone', 0.01, now() - interval '60 days', 0, true, now(), 'decay', false,
+                'standard')
         """
     )
     await conn.execute(
-        "INSERT INTO semantic_facts (agent_id, content, confidence, retrieval_count)"
-        " VALUES ('a', 'shaky fact', 0.08, 0)"
+        "INSERT INTO semantic_facts (agent_id, content, confidence, retrieval_count, policy)"
+        " VALUES ('a', 'shaky fact', 0.08, 0, 'standard')"
     )
 
 

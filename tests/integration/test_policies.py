@@ -131,28 +131,30 @@ async def test_promotion_follows_a_chain(database_url: str, conn: asyncpg.Connec
 async def test_an_agents_domain_applies_to_plain_sql_inserts(
     engine: Engine, conn: asyncpg.Connection
 ) -> None:
-    await engine.assign_policy("goldfish", "working")
-    assert await engine.policy_agents("working") == ["goldfish"]
+    # The agent's policy comes before automatic importance (on by default), which tiers
+    # a memory of one word `working`.
+    await engine.assign_policy("goldfish", "long_term")
+    assert await engine.policy_agents("long_term") == ["goldfish"]
     rows = await conn.fetch(
         """INSERT INTO episodic_traces (agent_id, content)
            VALUES ('goldfish', 'a'), ('elephant', 'b')
-           RETURNING agent_id, policy"""
+           RETURNING agent_id, policy, auto_importance IS NOT NULL AS measured"""
     )
-    assert {r["agent_id"]: r["policy"] for r in rows} == {
-        "goldfish": "working",
-        "elephant": "standard",
+    assert {r["agent_id"]: (r["policy"], r["measured"]) for r in rows} == {
+        "goldfish": ("long_term", False),
+        "elephant": ("working", True),
     }
     named = await conn.fetchval(
         "INSERT INTO semantic_facts (agent_id, content, policy) VALUES ('goldfish', 'c',"
         " 'long_term') RETURNING policy"
     )
     assert named == "long_term"  # a policy given wins
-    assert await engine.unassign_policy("goldfish") == "working"
+    assert await engine.unassign_policy("goldfish") == "long_term"
     assert await engine.unassign_policy("goldfish") is None
     later = await conn.fetchval(
         "INSERT INTO episodic_traces (agent_id, content) VALUES ('goldfish', 'd') RETURNING policy"
     )
-    assert later == "standard"
+    assert later == "working"  # its words, as any agent's without a policy
 
 
 @pytest.mark.parametrize(
@@ -177,7 +179,8 @@ async def test_importance_at_write_picks_a_policy(
 async def test_moving_a_memory_reanchors_its_curve(
     engine: Engine, conn: asyncpg.Connection, t0: datetime, days: Days
 ) -> None:
-    fact = await engine.add("fact", agent_id="a", content="x", created_at=t0, confidence=0.8)
+    fact = await engine.add("fact", agent_id="a", content="x", created_at=t0, confidence=0.8,
+                            policy="standard")  # fmt: skip
     before = await engine.explain("fact", fact, now=days(5))
     moved = await engine.move("fact", fact, "long_term", now=days(5))
     assert (moved["old_policy"], moved["policy"]) == ("standard", "long_term")

@@ -13,10 +13,17 @@ from ethos.embedding import EmbeddingError, ProviderUnavailable
 from ethos.engine import Engine
 from ethos.errors import InputError
 from ethos.settings import DatabaseSettings, EmbeddingSettings, SearchSettings, Settings
+from tests.conftest import WORDS_IGNORED
 from tests.embedding_server import Behaviour, embedding_server
 
 if TYPE_CHECKING:
     from tests.conftest import Cli, Days
+
+
+@pytest.fixture
+def settings(database_url: str) -> Settings:
+    """Plain memories on the standard curve: their words do not tier them."""
+    return Settings(database=DatabaseSettings(url=database_url), importance=WORDS_IGNORED)
 
 
 def with_provider(database_url: str, url: str, **embedding: object) -> Settings:

@@ -9,14 +9,23 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import asyncpg
+import pytest
 from mcp import Client
 
 from ethos.engine import Engine
 from ethos.integrations.langgraph import AsyncEthosStore
 from ethos.settings import DatabaseSettings, EmbeddingSettings, SearchSettings, Settings
+from tests.conftest import WORDS_IGNORED
 from tests.embedding_server import embed_text, embedding_server
 from tests.integration.test_mcp import result, stdio
 from tests.vectors import unit
+
+
+@pytest.fixture
+def settings(database_url: str) -> Settings:
+    """Plain memories on the standard curve: their words do not tier them."""
+    return Settings(database=DatabaseSettings(url=database_url), importance=WORDS_IGNORED)
+
 
 if TYPE_CHECKING:
     from tests.conftest import Cli, Days
@@ -56,6 +65,7 @@ async def test_ties_go_to_the_more_salient_then_the_more_reinforced(
     for weight in (0.0, 0.2):
         settings = Settings(
             database=DatabaseSettings(url=database_url),
+            importance=WORDS_IGNORED,
             search=SearchSettings(salience_weight=weight),
         )
         async with Engine(settings) as engine:

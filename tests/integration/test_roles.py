@@ -364,3 +364,17 @@ async def test_two_agent_roles_in_psql_each_see_and_change_only_their_own(
         assert changed == [["UPDATE 0"]]
         pinned = psql(house.owner_url, f"SELECT pinned FROM episodic_traces WHERE id = '{other}'")
         assert pinned == [["f"]]
+
+
+async def test_an_agent_role_reads_only_its_own_agents_term_statistics(house: House) -> None:
+    """Its inserts read them (automatic importance); another agent's words stay hidden."""
+    await owner_adds(house, "a")
+    await owner_adds(house, "b")
+    count = "SELECT count(*) FROM {} WHERE agent_id = $1"
+    for table in ("lexeme_stats", "agent_text_stats"):
+        assert await as_sql(house, AGENT, count.format(table), "a") > 0  # type: ignore[operator]
+        assert await as_sql(house, AGENT, count.format(table), "b") == 0
+    words = "SELECT auto_importance FROM semantic_facts WHERE content = 'zebra crossing'"
+    await as_sql(house, AGENT, "INSERT INTO semantic_facts (agent_id, content)"
+                 " VALUES ('a', 'zebra crossing')")  # fmt: skip
+    assert await as_sql(house, AGENT, words) is not None

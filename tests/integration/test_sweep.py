@@ -29,6 +29,7 @@ from ethos.settings import (
 from ethos.store.sql.fragments import salience_expr, strength_at_call
 from ethos.sweep import Mode
 from ethos.tables import EPISODES, MEMORY_TABLES, TableSpec
+from tests.conftest import WORDS_IGNORED
 
 if TYPE_CHECKING:
     from tests.conftest import Days
@@ -51,9 +52,11 @@ ALL_POLICIES = ("standard", "working", "long_term", "permanent", "recall")
 
 @pytest.fixture
 def settings(database_url: str) -> Settings:
-    """The shipped policies and `recall`, a power-curve policy (FSRS's d = 0.5)."""
+    """The shipped policies and `recall`, a power-curve policy (FSRS's d = 0.5); plain
+    memories stay on the policy they name or the default (their words do not tier them)."""
     return Settings(
         database=DatabaseSettings(url=database_url),
+        importance=WORDS_IGNORED,
         policies={"recall": PolicySettings(curve="power", base_tau_days=2.0)},
     )
 

@@ -13,10 +13,19 @@ import pytest
 from ethos import decay
 from ethos.engine import Engine
 from ethos.errors import ConfigError, InputError
+from ethos.settings import DatabaseSettings, Settings
 from ethos.tables import TableSpec
+from tests.conftest import WORDS_IGNORED
 
 if TYPE_CHECKING:
     from tests.conftest import Days
+
+
+@pytest.fixture
+def settings(database_url: str) -> Settings:
+    """Plain memories on the standard curve: their words do not tier them."""
+    return Settings(database=DatabaseSettings(url=database_url), importance=WORDS_IGNORED)
+
 
 SKILLS = TableSpec(
     "procedural_skills", "skill", "skills", "episode_boost", emotion_column="emotional_tone"
