@@ -49,6 +49,8 @@ class MemoryStore(StoreCore):
         spec = memory.table
         await self.check_table(spec)
         columns = memory.columns()
+        # Read before the transaction: the clock may take a pooled connection of its own.
+        at = memory.created_at or await self.now() if dedup else None
         async with self._transaction() as tx:
             if memory.source is not None:
                 source, source_id = memory.source
@@ -64,7 +66,7 @@ class MemoryStore(StoreCore):
                     content=memory.content,
                     embedding=memory.embedding,
                     near=near,
-                    now=memory.created_at or await self.now(),
+                    now=at,
                 )
                 if existing is not None:
                     return existing, False
