@@ -137,39 +137,57 @@ _TEXT_QUERY = f"""q AS (
 # MaxScore (Turtle & Flood 1995), exact: a row's BM25 share from one lexeme is at most
 # its share at the lexeme's largest tf in one memory and the shortest memory holding it
 # (lexeme_stats: bounds kept by the write path, migration 0028), and below idf × (k1 + 1)
-# whatever its tf and length (where those are unknown). The query's most frequent
-# lexemes among the agent's memories are "common" while their summed bounds (the bound:
-# more than a row holding only them can score) stay below COMMON_REACH × the query's
-# highest IDF (what a row holding the rarest lexeme once, at average length, scores);
-# the rest are "rare" (the rarest always is). Each table scores the rows with a rare
-# lexeme first; the rows with only common ones are read only when fewer than
-# %(candidates)s were found or the last of them does not score above the bound. Which
-# lexemes are common changes the cost, never the result (runbooks/recall.md has the
-# figures). The bound is widened by BOUND_MARGIN (relative) so that a row's sum, added
-# in another order than the bound's, cannot pass it by a rounding.
-COMMON_REACH = 1.0
+# whatever its tf and length (where those are unknown). The query's lexemes go to levels
+# by how common they are among the agent's memories: taking them most frequent first,
+# a lexeme is on level j while the summed bounds so far stay below REACHES[j - 1] × the
+# query's highest IDF (what a row holding the rarest lexeme once, at average length,
+# scores); the rest, and the rarest always, are on level 0. A row belongs to the lowest
+# level of the lexemes it holds, and scores below the summed bounds of its level and the
+# more common ones (the level's bound). Each table scores the rows of level 0 first; the
+# rows of each next level are read only when fewer than %(candidates)s were found so far
+# or the last of them does not score above that level's bound. Which lexemes go where
+# changes the cost, never the result (runbooks/recall.md has the figures). A bound is
+# widened by BOUND_MARGIN (relative) so that a row's sum, added in another order than
+# the bound's, cannot pass it by a rounding.
+REACHES = (1.0, 0.5)
 BOUND_MARGIN = 1e-9
+LEVELS = range(len(REACHES) + 1)
 
 _LEXEME_BOUND = f"""CASE WHEN w.max_tf IS NULL OR w.min_length IS NULL
                     THEN w.idf * {BM25_K1 + 1}
                     ELSE {_share("w.idf", "w.max_tf", "w.min_length")} END"""
 
+_REACHED = " + ".join(f"(w.reach < {reach} * w.top)::int" for reach in REACHES)
+
+
+def _level_words(level: int, *, rarer: bool = False) -> str:
+    """The tsquery of the lexemes on `level` (or, `rarer`, on the levels below it)."""
+    which = f"x.level < {level}" if rarer else f"x.level = {level}"
+    return f"""(SELECT string_agg(quote_literal(x.lexeme), ' | ') FILTER (WHERE {which})
+                FROM x)::tsquery AS {"rarer" if rarer else "words"}_{level}"""
+
+
 _SPLIT = f"""x AS (
-        SELECT w.lexeme, w.idf, w.bound,
-               sum(w.bound) OVER (ORDER BY w.idf, w.lexeme)
-               < {COMMON_REACH} * max(w.idf) OVER () AS common
-        FROM q, LATERAL (
-            SELECT w.lexeme, w.idf, {_LEXEME_BOUND} AS bound
-            FROM unnest(q.lexemes, q.idfs, q.max_tfs, q.min_lengths)
-                 AS w (lexeme, idf, max_tf, min_length)) AS w
+        SELECT w.lexeme, w.bound,
+               CASE WHEN w.rarest THEN 0 ELSE {_REACHED} END AS level
+        FROM (SELECT w.lexeme, w.bound, max(w.idf) OVER () AS top,
+                     sum(w.bound) OVER (ORDER BY w.idf, w.lexeme) AS reach,
+                     lead(w.lexeme) OVER (ORDER BY w.idf, w.lexeme) IS NULL AS rarest
+              FROM q, LATERAL (
+                  SELECT w.lexeme, w.idf, {_LEXEME_BOUND} AS bound
+                  FROM unnest(q.lexemes, q.idfs, q.max_tfs, q.min_lengths)
+                       AS w (lexeme, idf, max_tf, min_length)) AS w) AS w
     ),
     split AS (
-        SELECT (SELECT string_agg(quote_literal(x.lexeme), ' | ') FILTER (WHERE NOT x.common)
-                FROM x)::tsquery AS rare,
-               (SELECT string_agg(quote_literal(x.lexeme), ' | ') FILTER (WHERE x.common)
-                FROM x)::tsquery AS common,
-               (SELECT (1 + {BOUND_MARGIN}) * coalesce(sum(x.bound) FILTER (WHERE x.common), 0)
-                FROM x) AS bound
+        SELECT {", ".join(_level_words(level) for level in LEVELS)},
+               {", ".join(_level_words(level, rarer=True) for level in LEVELS[1:])},
+               {
+    ", ".join(
+        f"(SELECT (1 + {BOUND_MARGIN}) * coalesce(sum(x.bound) FILTER"
+        f" (WHERE x.level >= {level}), 0) FROM x) AS bound_{level}"
+        for level in LEVELS[1:]
+    )
+}
     )"""
 
 
@@ -240,8 +258,8 @@ def build_recall_query(tables: tuple[TableSpec, ...], *, split: bool = True) -> 
     Each table gives its %(candidates)s best by BM25, found through its GIN index (the
     agent's lexeme intersected with the words); vectors that embed an episode or fact
     stand for it and are left out, as are expired ones. With `split` (MaxScore, above)
-    the rows holding only common lexemes are scored only when they could be among a
-    table's candidates, and a row's salience is computed only for the best by BM25
+    the rows of each level are scored only when they could be among a table's
+    candidates, and a row's salience is computed only for the best by BM25
     (`_best`); without it, every matching row is scored in full (the same result,
     slower: the tests' reference)."""
     ctes, parts = [], []
@@ -249,29 +267,33 @@ def build_recall_query(tables: tuple[TableSpec, ...], *, split: bool = True) -> 
         if not split:
             parts.append(f"({_scored(spec, 'q.words', split=False)})")
             continue
-        # The rows with only common lexemes, behind an uncorrelated condition: PostgreSQL
-        # gates their scan with it (a one-time filter) and never runs it when the
-        # candidates-th rare row scores above the bound (no common-only row can then
-        # reach the candidates, ties included: it scores below the bound).
-        gate = f"""
-           AND (m.content_tsv @@ s.rare) IS NOT TRUE
-           AND (SELECT count(*) < %(candidates)s OR min(r.text_rank) <= (SELECT bound FROM split)
-                FROM rare_{i} AS r)"""
-        ctes.append(f"""rare_ranked_{i} AS MATERIALIZED (
-        {_ranked(spec, "s.rare")}
+        ctes.append(f"""ranked_{i}_0 AS MATERIALIZED (
+        {_ranked(spec, "s.words_0")}
     ),
-    rare_{i} AS MATERIALIZED (
-        {_best(spec, f"rare_ranked_{i}")}
-    ),
-    common_ranked_{i} AS MATERIALIZED (
-        {_ranked(spec, "s.common", gate)}
-    ),
-    common_{i} AS (
-        {_best(spec, f"common_ranked_{i}")}
+    best_{i}_0 AS MATERIALIZED (
+        {_best(spec, f"ranked_{i}_0")}
     )""")
-        parts.append(f"""(SELECT * FROM rare_{i} UNION ALL SELECT * FROM common_{i}
-         ORDER BY {_ORDER}
-         LIMIT %(candidates)s)""")
+        for level in LEVELS[1:]:
+            # The rows of this level, behind an uncorrelated condition: PostgreSQL gates
+            # their scan with it (a one-time filter) and never runs it when the
+            # candidates-th row so far scores above the level's bound (no row of the
+            # level can then reach the candidates, ties included: it scores below it).
+            gate = f"""
+           AND (m.content_tsv @@ s.rarer_{level}) IS NOT TRUE
+           AND (SELECT count(*) < %(candidates)s
+                       OR min(r.text_rank) <= (SELECT bound_{level} FROM split)
+                FROM best_{i}_{level - 1} AS r)"""
+            ctes.append(f"""ranked_{i}_{level} AS MATERIALIZED (
+        {_ranked(spec, f"s.words_{level}", gate)}
+    ),
+    best_{i}_{level} AS MATERIALIZED (
+        SELECT * FROM best_{i}_{level - 1}
+        UNION ALL
+        ({_best(spec, f"ranked_{i}_{level}")})
+        ORDER BY {_ORDER}
+        LIMIT %(candidates)s
+    )""")
+        parts.append(f"(SELECT * FROM best_{i}_{LEVELS[-1]})")
     union = "\n        UNION ALL\n        ".join(parts)
     more = "".join(f",\n    {cte}" for cte in ([_SPLIT, *ctes] if split else []))
     return sql(f"""
