@@ -15,11 +15,13 @@ together), not awaited.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
+from collections.abc import Awaitable
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import structlog
 
@@ -28,10 +30,13 @@ from ethos.embedding import Embedder, ProviderUnavailable, embed
 from ethos.errors import InputError
 from ethos.ltp import LtpBuffer
 from ethos.settings import Settings
-from ethos.store import Store
+from ethos.store import Row, Store
 from ethos.tables import VECTORS, TableSpec, table_spec
 
 log = structlog.get_logger("ethos.retrieval")
+
+A = TypeVar("A")
+B = TypeVar("B")
 
 
 @dataclass(frozen=True)
@@ -187,9 +192,16 @@ async def recall(
         except ProviderUnavailable as exc:
             log.warning("recall_text_only", reason=str(exc))
     depth = max(settings.search.candidates, k)
-    rows = await store.recall(
+    text = store.recall(
         agent=agent, query=query, tables=tables, k=k if vector is None else depth, now=now
     )
+    similar: list[Row] = []
+    if vector is None:
+        rows = await text
+    else:  # the two halves at once, each on its own connection
+        rows, similar = await _both(
+            text, store.search(agent=agent, embedding=vector, k=depth, now=now)
+        )
     hits = [
         Hit(id=row["id"], content=row["content"], similarity=None, salience=row["salience"],
             score=row["score"], metadata=_json(row["metadata"]), table=row["table_name"],
@@ -198,7 +210,7 @@ async def recall(
         for row in rows
     ]  # fmt: skip
     if vector is not None:
-        hits = await _fuse(store, settings, hits, vector, agent, tables, depth, now)
+        hits = await _fuse(store, settings, hits, similar, agent, tables, now)
     hits = sorted(hits, key=_rank)[:k]
     if ltp is not None:
         for table in {h.table for h in hits}:
@@ -228,22 +240,20 @@ async def _fuse(
     store: Store,
     settings: Settings,
     text_hits: list[Hit],
-    vector: list[float],
+    rows: list[Row],
     agent: str,
     tables: tuple[TableSpec, ...],
-    depth: int,
     now: datetime,
 ) -> list[Hit]:
     """Text and vector candidates, each score normalised over its candidates, fused as
     (1 − v) × text + v × vector (v: search.vector_weight; a candidate of one side only
     has 0 on the other), × the salience prior. A vector that embeds an episode or fact
-    stands for it."""
+    stands for it. `rows`: the vector candidates (store.search)."""
     names = {spec.name for spec in tables}
     text = _normalised({(hit.table, hit.id): hit.text_rank or 0.0 for hit in text_hits})
     found = {(hit.table, hit.id): hit for hit in text_hits}
     similar: dict[tuple[str, uuid.UUID], float] = {}
     sources: dict[str, list[uuid.UUID]] = {}
-    rows = await store.search(agent=agent, embedding=vector, k=depth, now=now)
     for row in rows:
         key = (
             (row["source_type"], row["source_id"])
@@ -278,6 +288,19 @@ async def _fuse(
                     score=relevance * (1 + w * hit.salience))
         )  # fmt: skip
     return fused
+
+
+async def _both(first: Awaitable[A], second: Awaitable[B]) -> tuple[A, B]:
+    """Both results, awaited at once; when one fails the other is cancelled (and
+    awaited) before the error goes on, so no query is left running unowned."""
+    one, two = asyncio.ensure_future(first), asyncio.ensure_future(second)
+    try:
+        return await one, await two
+    except BaseException:
+        for task in (one, two):
+            task.cancel()
+        await asyncio.gather(one, two, return_exceptions=True)
+        raise
 
 
 def _check_k(k: object) -> None:

@@ -332,12 +332,16 @@ def build_metadata(dimension: int) -> MetaData:
     )
     # Term statistics of each agent's texts (migration 0016): documents per lexeme, and
     # documents and their summed length per agent; kept by triggers on the memory tables.
+    # Per lexeme also bounds of its BM25 share (0028): the most positions it has in one
+    # memory, the fewest lexemes of a memory holding it (NULL: unknown).
     Table(
         "lexeme_stats",
         metadata,
         Column("agent_id", Text, primary_key=True),
         Column("lexeme", Text, primary_key=True),
         Column("docs", BigInteger, nullable=False),
+        Column("max_tf", Integer),
+        Column("min_length", Integer),
     )
     Table(
         "agent_text_stats",

@@ -631,15 +631,22 @@ AS $function$
     ON CONFLICT (agent_id) DO UPDATE
     SET docs = s.docs + excluded.docs, length = s.length + excluded.length;
 
-    INSERT INTO lexeme_stats AS s (agent_id, lexeme, docs)
-    SELECT d.agent, w.lexeme, sum(d.sign)
+    -- A term's frequency is its number of positions, as recall's BM25 counts it; only
+    -- the memories added (sign 1) widen the bounds (greatest and least skip NULL).
+    INSERT INTO lexeme_stats AS s (agent_id, lexeme, docs, max_tf, min_length)
+    SELECT d.agent, w.lexeme, sum(d.sign),
+           max(coalesce(array_length(w.positions, 1), 1)) FILTER (WHERE d.sign > 0),
+           min(ethos_text_length(d.tsv)) FILTER (WHERE d.sign > 0)
     FROM unnest(agents, tsvs, signs) AS d (agent, tsv, sign),
-         unnest(tsvector_to_array(d.tsv)) AS w (lexeme)
+         unnest(d.tsv) AS w
     WHERE w.lexeme <> ethos_agent_lexeme(d.agent)
     GROUP BY d.agent, w.lexeme
-    HAVING sum(d.sign) <> 0
+    HAVING sum(d.sign) <> 0 OR bool_or(d.sign > 0)
     ORDER BY d.agent, w.lexeme
-    ON CONFLICT (agent_id, lexeme) DO UPDATE SET docs = s.docs + excluded.docs;
+    ON CONFLICT (agent_id, lexeme) DO UPDATE
+    SET docs = s.docs + excluded.docs,
+        max_tf = greatest(s.max_tf, excluded.max_tf),
+        min_length = least(s.min_length, excluded.min_length);
 
     DELETE FROM lexeme_stats AS s
     USING unnest(agents, tsvs, signs) AS d (agent, tsv, sign),

@@ -1,7 +1,10 @@
 """Recall's MaxScore split (rows with only common lexemes scored only when they could be
-among a table's candidates) returns exactly what scoring every matching row returns:
-the same ids, order and scores, ties and the prune threshold included, on many random
-small corpora."""
+among a table's candidates, bounded by each lexeme's largest tf and shortest memory)
+and its threshold check in BM25 order (a row's salience computed only when it could be
+a candidate) return exactly what scoring every matching row returns: the same ids,
+order and scores, ties and the prune threshold included, on many random small corpora
+whose deletes and updates leave the bounds wider than the memories need. BM25 itself
+is held to its textbook form."""
 
 from __future__ import annotations
 
@@ -12,7 +15,7 @@ from typing import Any
 import asyncpg
 
 from ethos.engine import Engine
-from ethos.store.sql.search import build_recall_query
+from ethos.store.sql.search import BM25_B, BM25_K1, bm25, build_recall_query
 from ethos.tables import MEMORY_TABLES
 
 # A few words everywhere, many rarely: the split sees common and rare lexemes.
@@ -49,12 +52,55 @@ async def _corpus(conn: asyncpg.Connection, rng: random.Random, t0: datetime) ->
                     SELECT $1, $2, $3, $4, $5{vector}""",
                 rows,
             )
+    # Deletes and updates: the kept bounds (max_tf, min_length) are then wider than the
+    # memories left need, as they are in use.
+    for table in ("episodic_traces", "semantic_facts", "memory_vectors"):
+        await conn.execute(f"DELETE FROM {table} WHERE random() < 0.15")
+        for row in await conn.fetch(f"SELECT id FROM {table} WHERE random() < 0.15"):
+            await conn.execute(f"UPDATE {table} SET content = $2 WHERE id = $1", row["id"],
+                               _text(rng))  # fmt: skip
 
 
 async def _recall(conn: asyncpg.Connection, *, split: bool, **values: Any) -> list[tuple[Any, ...]]:
     query = build_recall_query(MEMORY_TABLES, split=split)
     rows = await conn.fetch(query.text, *query.args(values))
     return [(r["table_name"], r["id"], r["text_rank"], r["salience"], r["score"]) for r in rows]
+
+
+# BM25 as written first: each row's lexemes unnested and joined with the query's.
+TEXTBOOK = f"""
+WITH q AS (
+    SELECT array_agg(x.lexeme) AS lexemes,
+           array_agg(ethos_idf(s.docs, coalesce(l.docs, 0))) AS idfs,
+           s.length::float8 / s.docs AS avg_length
+    FROM agent_text_stats AS s,
+         unnest(tsvector_to_array(to_tsvector(ethos_text_config(), $2))) AS x (lexeme)
+    LEFT JOIN lexeme_stats AS l ON l.agent_id = $1 AND l.lexeme = x.lexeme
+    WHERE s.agent_id = $1 GROUP BY s.docs, s.length)
+SELECT m.id, {bm25("m.content_tsv")} AS text_rank,
+       (SELECT coalesce(sum(w.idf * t.tf * {BM25_K1 + 1}
+                / (t.tf + {BM25_K1} * (1 - {BM25_B} + {BM25_B}
+                   * ethos_text_length(m.content_tsv) / q.avg_length))), 0)
+        FROM unnest(q.lexemes, q.idfs) AS w (lexeme, idf)
+        JOIN (SELECT u.lexeme, coalesce(array_length(u.positions, 1), 1) AS tf
+              FROM unnest(m.content_tsv) AS u) AS t ON t.lexeme = w.lexeme) AS textbook
+FROM episodic_traces AS m, q WHERE m.agent_id = $1
+"""
+
+
+async def test_bm25_is_the_textbook_sum(
+    engine: Engine, conn: asyncpg.Connection, t0: datetime
+) -> None:
+    assert engine.store  # the engine has written the shipped policies
+    rng = random.Random(7)
+    await _corpus(conn, rng, t0)
+    compared = 0
+    for _ in range(20):
+        words = " ".join(rng.sample(VOCABULARY, rng.randint(1, 4)))
+        for row in await conn.fetch(TEXTBOOK, rng.choice(("a", "b")), words):
+            assert abs(row["text_rank"] - row["textbook"]) <= 1e-12 * row["textbook"], row
+            compared += row["textbook"] > 0
+    assert compared > 100
 
 
 async def test_the_split_recalls_exactly_what_scoring_every_match_does(

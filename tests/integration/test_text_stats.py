@@ -1,5 +1,7 @@
 """Term statistics (migration 0016): the write path keeps each agent's lexeme document
-frequencies, document count and summed length exact, whatever the statement."""
+frequencies, document count and summed length exact, whatever the statement; and
+(migration 0028) bounds of each lexeme's term frequency and of the length of the
+memories holding it that always hold, and are exact after a rebuild."""
 
 from __future__ import annotations
 
@@ -28,9 +30,58 @@ SELECT coalesce(jsonb_object_agg(agent_id, jsonb_build_array(n, len)), '{}') FRO
 """
 
 
+# Each lexeme's bounds as kept, and its largest tf and shortest memory as they are.
+BOUNDS = """
+WITH m AS (SELECT agent_id, content_tsv FROM episodic_traces
+           UNION ALL SELECT agent_id, content_tsv FROM semantic_facts
+           UNION ALL SELECT agent_id, content_tsv FROM memory_vectors WHERE source_id IS NULL),
+actual AS (
+    SELECT m.agent_id, w.lexeme, max(coalesce(array_length(w.positions, 1), 1)) AS max_tf,
+           min(ethos_text_length(m.content_tsv)) AS min_length
+    FROM m, unnest(m.content_tsv) AS w
+    WHERE w.lexeme <> ethos_agent_lexeme(m.agent_id) GROUP BY 1, 2)
+SELECT a.agent_id, a.lexeme, a.max_tf, a.min_length, l.max_tf AS kept_tf,
+       l.min_length AS kept_length
+FROM actual AS a LEFT JOIN lexeme_stats AS l USING (agent_id, lexeme)
+"""
+
+
 async def assert_exact(conn: asyncpg.Connection) -> None:
     kept = [row[0] for row in await conn.fetch(KEPT)]
     assert kept == [row[0] for row in await conn.fetch(COUNTED)]
+    for row in await conn.fetch(BOUNDS):  # bounds: never below what the memories hold
+        assert row["kept_tf"] >= row["max_tf"] and row["kept_length"] <= row["min_length"], row
+
+
+async def assert_tight(conn: asyncpg.Connection) -> None:
+    for row in await conn.fetch(BOUNDS):
+        assert (row["kept_tf"], row["kept_length"]) == (row["max_tf"], row["min_length"]), row
+
+
+async def test_lexeme_bounds_widen_with_writes_and_are_exact_after_a_rebuild(
+    conn: asyncpg.Connection,
+) -> None:
+    await conn.execute(
+        "INSERT INTO episodic_traces (agent_id, content) VALUES ('a', 'dog'),"
+        " ('a', 'the dog ran far away'), ('b', 'dog dog')"
+    )
+    await assert_tight(conn)
+    bounds = "SELECT max_tf, min_length FROM lexeme_stats WHERE agent_id = $1 AND lexeme = 'dog'"
+    assert tuple(await conn.fetchrow(bounds, "a")) == (1, 1)
+    assert tuple(await conn.fetchrow(bounds, "b")) == (2, 1)
+    # The same lexemes, more often: counts unchanged, the bound widens.
+    await conn.execute("UPDATE episodic_traces SET content = 'dog dog dog ran far away'"
+                       " WHERE content = 'the dog ran far away'")  # fmt: skip
+    assert tuple(await conn.fetchrow(bounds, "a")) == (3, 1)
+    await assert_exact(conn)
+    # Removing the memories that set them leaves the bounds (still bounds) until a rebuild.
+    await conn.execute("DELETE FROM episodic_traces WHERE content LIKE 'dog dog dog%'")
+    await conn.execute("UPDATE episodic_traces SET content = 'a dog ran' WHERE content = 'dog'")
+    assert tuple(await conn.fetchrow(bounds, "a")) == (3, 1)
+    await assert_exact(conn)
+    await conn.execute("SELECT ethos_text_stats_rebuild()")
+    assert tuple(await conn.fetchrow(bounds, "a")) == (1, 2)
+    await assert_tight(conn)
 
 
 async def test_stats_follow_inserts_updates_deletes_and_truncates(

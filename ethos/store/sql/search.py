@@ -78,30 +78,47 @@ SEARCH_VECTORS_EXACT = build_search_query(exact=True)
 BM25_K1, BM25_B = 0.9, 0.4
 
 
+def _share(idf: str, tf: str, length: str) -> str:
+    """BM25's share of one lexeme of IDF `idf` held `tf` times by a text of `length`
+    (among memories of average length q.avg_length). Increasing in tf, decreasing in
+    length: at a lexeme's largest tf and smallest length it bounds every row's share."""
+    return (
+        f"{idf} * {tf} * {BM25_K1 + 1} / ({tf} + {BM25_K1} * (1 - {BM25_B} + {BM25_B}"
+        f" * {length} / q.avg_length))"
+    )
+
+
 def bm25(tsv: str) -> str:
     """The BM25 score of the text search vector `tsv` for the query's lexemes and IDFs
     (q.lexemes, q.idfs) and the agent's average length (q.avg_length): a term's
-    frequency is its number of positions, a text's length its distinct lexemes."""
-    return f"""(SELECT coalesce(sum(w.idf * t.tf * {BM25_K1 + 1}
-                          / (t.tf + {BM25_K1} * (1 - {BM25_B} + {BM25_B}
-                             * ethos_text_length({tsv}) / q.avg_length))), 0)
-                FROM unnest(q.lexemes, q.idfs) AS w (lexeme, idf)
-                JOIN (SELECT u.lexeme, coalesce(array_length(u.positions, 1), 1) AS tf
-                      FROM unnest({tsv}) AS u) AS t ON t.lexeme = w.lexeme)"""
+    frequency is its number of positions, a text's length its distinct lexemes.
+
+    Only the query's lexemes of `tsv` are read, in the tsvector's own (sorted) order, so
+    a row's score is one sum in one order whatever the plan: the query's lexemes are
+    weighted A (a memory's own positions carry the default weight D) and kept."""
+    share = _share(
+        "q.idfs[array_position(q.lexemes, u.lexeme)]",
+        "coalesce(array_length(u.positions, 1), 1)",
+        f"ethos_text_length({tsv})",
+    )
+    return f"""(SELECT coalesce(sum({share}), 0)
+                FROM unnest(ts_filter(setweight({tsv}, 'A', q.lexemes), '{{a}}')) AS u)"""
 
 
 def _word_statistics(agent: str) -> str:
     """The select list and FROM of the words of %(text)s as the memories of `agent` (an
     SQL expression) see them: its distinct lexemes with their IDF among that agent's
     memories (q.lexemes, q.idfs), and their average length (q.avg_length), as `bm25`
-    reads them."""
-    return f"""w.lexemes, w.idfs,
+    reads them; and for each lexeme the most times one memory holds it and the fewest
+    lexemes of a memory holding it (q.max_tfs, q.min_lengths; NULL: unknown)."""
+    return f"""w.lexemes, w.idfs, w.max_tfs, w.min_lengths,
                coalesce(s.length::float8 / nullif(s.docs, 0), 1) AS avg_length
         FROM (SELECT) AS one
         LEFT JOIN agent_text_stats AS s ON s.agent_id = {agent}
         CROSS JOIN LATERAL (
             SELECT array_agg(x.lexeme) AS lexemes,
-                   array_agg(ethos_idf(coalesce(s.docs, 0), coalesce(l.docs, 0))) AS idfs
+                   array_agg(ethos_idf(coalesce(s.docs, 0), coalesce(l.docs, 0))) AS idfs,
+                   array_agg(l.max_tf) AS max_tfs, array_agg(l.min_length) AS min_lengths
             FROM unnest(tsvector_to_array(to_tsvector(ethos_text_config(), %(text)s)))
                  AS x (lexeme)
             LEFT JOIN lexeme_stats AS l ON l.agent_id = {agent} AND l.lexeme = x.lexeme
@@ -117,30 +134,60 @@ _TEXT_QUERY = f"""q AS (
     )"""
 
 
-# MaxScore (Turtle & Flood 1995), exact: a row's BM25 share from one lexeme is below
-# idf × (k1 + 1) whatever its tf and length. The query's most frequent lexemes among the
-# agent's memories are "common" while (k1 + 1) × their summed IDF (the bound: more than
-# a row holding only them can score) stays below COMMON_REACH × the query's highest IDF
-# (what a row holding the rarest lexeme once, at average length, scores); the rest are
-# "rare" (the rarest always is). Each table scores the rows with a rare lexeme first;
-# the rows with only common ones are read only when fewer than %(candidates)s were
-# found or the last of them does not score above the bound. Which lexemes are common
-# changes the cost, never the result (runbooks/recall.md has the figures).
-COMMON_REACH = 1.0
+# MaxScore (Turtle & Flood 1995), exact: a row's BM25 share from one lexeme is at most
+# its share at the lexeme's largest tf in one memory and the shortest memory holding it
+# (lexeme_stats: bounds kept by the write path, migration 0028), and below idf × (k1 + 1)
+# whatever its tf and length (where those are unknown). The query's lexemes go to levels
+# by how common they are among the agent's memories: taking them most frequent first,
+# a lexeme is on level j while the summed bounds so far stay below REACHES[j - 1] × the
+# query's highest IDF (what a row holding the rarest lexeme once, at average length,
+# scores); the rest, and the rarest always, are on level 0. A row belongs to the lowest
+# level of the lexemes it holds, and scores below the summed bounds of its level and the
+# more common ones (the level's bound). Each table scores the rows of level 0 first; the
+# rows of each next level are read only when fewer than %(candidates)s were found so far
+# or the last of them does not score above that level's bound. Which lexemes go where
+# changes the cost, never the result (runbooks/recall.md has the figures). A bound is
+# widened by BOUND_MARGIN (relative) so that a row's sum, added in another order than
+# the bound's, cannot pass it by a rounding.
+REACHES = (1.0, 0.5)
+BOUND_MARGIN = 1e-9
+LEVELS = range(len(REACHES) + 1)
+
+_LEXEME_BOUND = f"""CASE WHEN w.max_tf IS NULL OR w.min_length IS NULL
+                    THEN w.idf * {BM25_K1 + 1}
+                    ELSE {_share("w.idf", "w.max_tf", "w.min_length")} END"""
+
+_REACHED = " + ".join(f"(w.reach < {reach} * w.top)::int" for reach in REACHES)
+
+
+def _level_words(level: int, *, rarer: bool = False) -> str:
+    """The tsquery of the lexemes on `level` (or, `rarer`, on the levels below it)."""
+    which = f"x.level < {level}" if rarer else f"x.level = {level}"
+    return f"""(SELECT string_agg(quote_literal(x.lexeme), ' | ') FILTER (WHERE {which})
+                FROM x)::tsquery AS {"rarer" if rarer else "words"}_{level}"""
+
 
 _SPLIT = f"""x AS (
-        SELECT w.lexeme, w.idf,
-               {BM25_K1 + 1} * sum(w.idf) OVER (ORDER BY w.idf, w.lexeme)
-               < {COMMON_REACH} * max(w.idf) OVER () AS common
-        FROM q, unnest(q.lexemes, q.idfs) AS w (lexeme, idf)
+        SELECT w.lexeme, w.bound,
+               CASE WHEN w.rarest THEN 0 ELSE {_REACHED} END AS level
+        FROM (SELECT w.lexeme, w.bound, max(w.idf) OVER () AS top,
+                     sum(w.bound) OVER (ORDER BY w.idf, w.lexeme) AS reach,
+                     lead(w.lexeme) OVER (ORDER BY w.idf, w.lexeme) IS NULL AS rarest
+              FROM q, LATERAL (
+                  SELECT w.lexeme, w.idf, {_LEXEME_BOUND} AS bound
+                  FROM unnest(q.lexemes, q.idfs, q.max_tfs, q.min_lengths)
+                       AS w (lexeme, idf, max_tf, min_length)) AS w) AS w
     ),
     split AS (
-        SELECT (SELECT string_agg(quote_literal(x.lexeme), ' | ') FILTER (WHERE NOT x.common)
-                FROM x)::tsquery AS rare,
-               (SELECT string_agg(quote_literal(x.lexeme), ' | ') FILTER (WHERE x.common)
-                FROM x)::tsquery AS common,
-               (SELECT {BM25_K1 + 1} * coalesce(sum(x.idf) FILTER (WHERE x.common), 0)
-                FROM x) AS bound
+        SELECT {", ".join(_level_words(level) for level in LEVELS)},
+               {", ".join(_level_words(level, rarer=True) for level in LEVELS[1:])},
+               {
+    ", ".join(
+        f"(SELECT (1 + {BOUND_MARGIN}) * coalesce(sum(x.bound) FILTER"
+        f" (WHERE x.level >= {level}), 0) FROM x) AS bound_{level}"
+        for level in LEVELS[1:]
+    )
+}
     )"""
 
 
@@ -149,7 +196,8 @@ _ORDER = "text_rank DESC, salience DESC, created_at DESC, id"
 
 def _scored(spec: TableSpec, matches: str, where: str = "", *, split: bool = True) -> str:
     """The %(candidates)s best live rows of one agent in `spec`'s table among those whose
-    text holds the tsquery `matches` (and `where`), by BM25 and the tie-breaks."""
+    text holds the tsquery `matches` (and `where`), by BM25 and the tie-breaks: every
+    row scored in full (the reference the faster recall is tested against)."""
     only = " AND m.source_id IS NULL" if spec.has_source else ""
     live = f" AND {UNEXPIRED}" if spec.has_expiry else ""
     words = ", split AS s" if split else ""
@@ -163,6 +211,44 @@ def _scored(spec: TableSpec, matches: str, where: str = "", *, split: bool = Tru
          LIMIT %(candidates)s"""
 
 
+def _ranked(spec: TableSpec, matches: str, where: str = "") -> str:
+    """Where each live row of one agent in `spec`'s table whose text holds the tsquery
+    `matches` (and `where`) is (its ctid: the row version this statement sees), and its
+    BM25; nothing else is computed for it."""
+    only = " AND m.source_id IS NULL" if spec.has_source else ""
+    live = f" AND {UNEXPIRED}" if spec.has_expiry else ""
+    return f"""SELECT m.ctid AS at, {bm25("m.content_tsv")} AS text_rank
+         FROM {spec.name} AS m, q, split AS s
+         WHERE m.content_tsv @@ ({matches} && q.agent) AND m.agent_id = %(agent)s{where}
+           AND NOT m.pruned{only}{live}"""
+
+
+def _best(spec: TableSpec, ranked: str) -> str:
+    """The %(candidates)s best rows of `ranked` (a relation of `_ranked`) not below their
+    prune threshold, by BM25 and the tie-breaks, as `_scored` gives them.
+
+    The threshold (a salience) is checked in BM25 order and only until %(candidates)s
+    rows pass: T, the BM25 of the last of them, is the lowest a candidate can have
+    (each row below it has %(candidates)s better). The rows at or above T are then read
+    in full and ranked with the tie-breaks; with fewer passing rows, T is the lowest of
+    them and the same holds."""
+    row = f"""{spec.name} AS m JOIN decay_policies AS p ON p.name = m.policy"""
+    return f"""SELECT '{spec.name}' AS table_name, m.id, m.content, m.metadata,
+                m.created_at, r.text_rank, {salience_expr(spec)} AS salience
+         FROM {ranked} AS r JOIN {row} ON m.ctid = r.at
+         WHERE r.text_rank >= (
+                   SELECT min(b.text_rank)
+                   FROM (SELECT o.text_rank
+                         FROM (SELECT * FROM {ranked} ORDER BY text_rank DESC) AS o
+                         JOIN {row} ON m.ctid = o.at
+                         WHERE {above_threshold(spec)}
+                         ORDER BY o.text_rank DESC
+                         LIMIT %(candidates)s) AS b)
+           AND {above_threshold(spec)}
+         ORDER BY {_ORDER}
+         LIMIT %(candidates)s"""
+
+
 @cache
 def build_recall_query(tables: tuple[TableSpec, ...], *, split: bool = True) -> Query:
     """Live memories of one agent in `tables` with any word of %(text)s (in the
@@ -172,31 +258,42 @@ def build_recall_query(tables: tuple[TableSpec, ...], *, split: bool = True) -> 
     Each table gives its %(candidates)s best by BM25, found through its GIN index (the
     agent's lexeme intersected with the words); vectors that embed an episode or fact
     stand for it and are left out, as are expired ones. With `split` (MaxScore, above)
-    the rows holding only common lexemes are scored only when they could be among a
-    table's candidates; without it, every matching row is (the same result, slower: the
-    tests' reference)."""
+    the rows of each level are scored only when they could be among a table's
+    candidates, and a row's salience is computed only for the best by BM25
+    (`_best`); without it, every matching row is scored in full (the same result,
+    slower: the tests' reference)."""
     ctes, parts = [], []
     for i, spec in enumerate(tables):
         if not split:
             parts.append(f"({_scored(spec, 'q.words', split=False)})")
             continue
-        # The rows with only common lexemes, behind an uncorrelated condition: PostgreSQL
-        # gates their scan with it (a one-time filter) and never runs it when the
-        # candidates-th rare row scores above the bound (no common-only row can then
-        # reach the candidates, ties included: it scores below the bound).
-        gate = f"""
-           AND (m.content_tsv @@ s.rare) IS NOT TRUE
-           AND (SELECT count(*) < %(candidates)s OR min(r.text_rank) <= (SELECT bound FROM split)
-                FROM rare_{i} AS r)"""
-        ctes.append(f"""rare_{i} AS MATERIALIZED (
-        {_scored(spec, "s.rare")}
+        ctes.append(f"""ranked_{i}_0 AS MATERIALIZED (
+        {_ranked(spec, "s.words_0")}
     ),
-    common_{i} AS (
-        {_scored(spec, "s.common", gate)}
+    best_{i}_0 AS MATERIALIZED (
+        {_best(spec, f"ranked_{i}_0")}
     )""")
-        parts.append(f"""(SELECT * FROM rare_{i} UNION ALL SELECT * FROM common_{i}
-         ORDER BY {_ORDER}
-         LIMIT %(candidates)s)""")
+        for level in LEVELS[1:]:
+            # The rows of this level, behind an uncorrelated condition: PostgreSQL gates
+            # their scan with it (a one-time filter) and never runs it when the
+            # candidates-th row so far scores above the level's bound (no row of the
+            # level can then reach the candidates, ties included: it scores below it).
+            gate = f"""
+           AND (m.content_tsv @@ s.rarer_{level}) IS NOT TRUE
+           AND (SELECT count(*) < %(candidates)s
+                       OR min(r.text_rank) <= (SELECT bound_{level} FROM split)
+                FROM best_{i}_{level - 1} AS r)"""
+            ctes.append(f"""ranked_{i}_{level} AS MATERIALIZED (
+        {_ranked(spec, f"s.words_{level}", gate)}
+    ),
+    best_{i}_{level} AS MATERIALIZED (
+        SELECT * FROM best_{i}_{level - 1}
+        UNION ALL
+        ({_best(spec, f"ranked_{i}_{level}")})
+        ORDER BY {_ORDER}
+        LIMIT %(candidates)s
+    )""")
+        parts.append(f"(SELECT * FROM best_{i}_{LEVELS[-1]})")
     union = "\n        UNION ALL\n        ".join(parts)
     more = "".join(f",\n    {cte}" for cte in ([_SPLIT, *ctes] if split else []))
     return sql(f"""
