@@ -23,7 +23,7 @@
 What a memory gets is unchanged: the same words, weights, formula and tiers.
 
 Revision ID: 0029
-Revises: 0026
+Revises: 0028
 Create Date: 2026-11-24
 """
 
@@ -32,7 +32,7 @@ import importlib
 from ethos.migrations import execute_script
 
 revision = "0029"
-down_revision = "0026"
+down_revision = "0028"
 branch_labels = None
 depends_on = None
 
