@@ -7,10 +7,12 @@ hold a question's answer? Figures for ethos text, ethos hybrid, BM25 (bm25s) and
 Each turn is an episode of its conversation's agent at its session's time (turns one
 second apart, in order): "<speaker>: <text>", and " [shares <blip_caption>]" when the
 speaker shared an image (some answers are only in the caption). Nothing decays away:
-the store's standard curve has τ = 120 days ([decay] base_tau_days), so a turn of the
-oldest session (≤ 293 days) still sits above the prune threshold while salience spans
-about 1 to 0.09. Questions of categories 1-4 (5 has no answer in the conversation) are
-asked one hour after the last turn, without recording. Evidence ids written "D:11:26" or
+every turn is on the store's standard curve, with τ = 120 days ([decay] base_tau_days),
+so a turn of the oldest session (≤ 293 days) still sits above the prune threshold while
+salience spans about 1 to 0.09. (Named, not left to automatic importance, which would
+put short turns on `working`: what forgetting keeps is bench/lifecycle.py's measure.)
+Questions of categories 1-4 (5 has no answer in the conversation) are asked one hour
+after the last turn, without recording. Evidence ids written "D:11:26" or
 "D30:05" are normalised; ids that name no turn are dropped, and a question left with no
 evidence is skipped (both counted). Vectors are cached under .cache/recall_quality/.
 Needs the bench extra: pip install -e '.[bench]'.
@@ -131,8 +133,9 @@ async def ingest(url: str, conversations: list[Conversation], vectors: Vectors) 
             texts = [c.turns[d][0] for d in dia_ids]
             passages = vectors.get(texts, "passage")
             rows = await conn.fetch(
-                """INSERT INTO episodic_traces (agent_id, content, created_at)
-                   SELECT $1, t.content, t.at FROM unnest($2::text[], $3::timestamptz[])
+                """INSERT INTO episodic_traces (agent_id, content, created_at, policy)
+                   SELECT $1, t.content, t.at, 'standard'
+                   FROM unnest($2::text[], $3::timestamptz[])
                    WITH ORDINALITY AS t (content, at, n) ORDER BY t.n RETURNING id""",
                 c.name, texts, [c.turns[d][1] for d in dia_ids],
             )  # fmt: skip
