@@ -3,6 +3,7 @@ schema against. (Which memory tables there are, and how they differ: ethos.table
 
 from __future__ import annotations
 
+from dataclasses import fields
 from typing import Any
 
 from pgvector.sqlalchemy import Vector
@@ -24,6 +25,8 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import JSONB, REGCONFIG, TSVECTOR, UUID
 from sqlalchemy.dialects.postgresql.base import ischema_names
 from sqlalchemy.types import UserDefinedType
+
+from ethos.decay import DecayParams
 
 
 class Tid(UserDefinedType[str]):
@@ -111,15 +114,10 @@ def _due_table(metadata: MetaData, table: str) -> None:
     )
 
 
-# The columns of decay_policies holding a policy's numbers (ethos.decay.DecayParams).
-POLICY_NUMBER_COLUMNS = (
-    "base_tau_days",
-    "ltp_multiplier",
-    "max_tau_days",
-    "frequency_weight",
-    "emotional_weight",
-    "prune_threshold",
-    "power_exponent",
+# The columns of decay_policies holding a policy's numbers: DecayParams's fields but its
+# curve and never_decays, in their order.
+POLICY_NUMBER_COLUMNS = tuple(
+    f.name for f in fields(DecayParams) if f.name not in ("curve", "never_decays")
 )
 
 

@@ -1,5 +1,8 @@
 """ethos's Alembic migrations (shipped inside the package as ethos.migrations)."""
 
+import importlib
+import re
+
 from alembic import op
 from sqlalchemy.util import await_only
 
@@ -13,3 +16,16 @@ def execute_script(script: str) -> None:
     driver = op.get_bind().connection.driver_connection
     assert driver is not None  # an async engine's connection always has its driver's
     await_only(driver.execute(script))
+
+
+def earlier_function(module: str, name: str, script: str = "FUNCTIONS") -> str:
+    """Function `name` as the earlier migration `module` defined it in its `script`, as a
+    CREATE OR REPLACE (which keeps the grants later migrations gave it): what a
+    downgrade puts back after an upgrade replaced it."""
+    text: str = getattr(importlib.import_module(f"{__name__}.versions.{module}"), script)
+    found = re.search(rf"CREATE (?:OR REPLACE )?FUNCTION {name}\(", text)
+    if found is None:
+        raise LookupError(f"{module}.{script} defines no function {name}")
+    opening = text.index("$$", found.end())  # the body's quote; the next `$$;` closes it
+    end = text.index("$$;", opening + 2) + 3
+    return f"CREATE OR REPLACE FUNCTION {name}(" + text[found.end() : end]

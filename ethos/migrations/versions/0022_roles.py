@@ -20,9 +20,7 @@ Revises: 0019
 Create Date: 2026-11-24
 """
 
-import importlib
-
-from ethos.migrations import execute_script
+from ethos.migrations import earlier_function, execute_script
 
 revision = "0022"
 down_revision = "0019"
@@ -116,9 +114,7 @@ VISIBLE_ONLY = """    IF row_security_active(target) THEN  -- an agent's own con
 
 def _record_retrieval() -> str:
     """0019's ethos_record_retrieval, as it was written."""
-    script: str = importlib.import_module("ethos.migrations.versions.0019_input_window").UPGRADE
-    start = script.index("CREATE OR REPLACE FUNCTION ethos_record_retrieval")
-    return script[start : script.index("$$;", start) + 3]
+    return earlier_function("0019_input_window", "ethos_record_retrieval", "UPGRADE")
 
 
 def upgrade() -> None:

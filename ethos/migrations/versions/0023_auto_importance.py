@@ -21,9 +21,7 @@ Revises: 0022
 Create Date: 2026-11-24
 """
 
-import importlib
-
-from ethos.migrations import execute_script
+from ethos.migrations import earlier_function, execute_script
 
 revision = "0023"
 down_revision = "0022"
@@ -155,9 +153,7 @@ def upgrade() -> None:
 def downgrade() -> None:
     for table in TABLES:
         execute_script(f"ALTER TABLE {table} DROP COLUMN auto_importance;")
-    stats: str = importlib.import_module("ethos.migrations.versions.0016_lexeme_stats").FUNCTIONS
-    start = stats.index("CREATE FUNCTION ethos_text_stats_changed") + len("CREATE")
-    execute_script("CREATE OR REPLACE" + stats[start : stats.index("$$;", start) + 3])
+    execute_script(earlier_function("0016_lexeme_stats", "ethos_text_stats_changed"))
     execute_script("""
 DROP FUNCTION ethos_text_stats_analyze();
 DROP FUNCTION ethos_auto_importance(text, tsvector, float8);
@@ -165,7 +161,4 @@ DROP FUNCTION ethos_informative_words(text, tsvector);
 DROP FUNCTION ethos_word_weight(text, bigint, bigint);
 ALTER TABLE ethos_settings DROP COLUMN auto_importance, DROP COLUMN auto_importance_half;
 """)
-    # 0006's ethos_init_decay_state, as it was
-    text: str = importlib.import_module("ethos.migrations.versions.0006_policies").FUNCTIONS
-    start = text.index("CREATE OR REPLACE FUNCTION ethos_init_decay_state")
-    execute_script(text[start : text.index("$$;", start) + 3])
+    execute_script(earlier_function("0006_policies", "ethos_init_decay_state"))

@@ -19,9 +19,7 @@ Revises: 0026
 Create Date: 2026-11-24
 """
 
-import importlib
-
-from ethos.migrations import execute_script
+from ethos.migrations import earlier_function, execute_script
 
 revision = "0028"
 down_revision = "0026"
@@ -78,7 +76,5 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     # 0016's ethos_text_stats_add, as it was (CREATE OR REPLACE keeps 0025's grants)
-    stats: str = importlib.import_module("ethos.migrations.versions.0016_lexeme_stats").FUNCTIONS
-    start = stats.index("CREATE FUNCTION ethos_text_stats_add") + len("CREATE")
-    execute_script("CREATE OR REPLACE" + stats[start : stats.index("$$;", start) + 3])
+    execute_script(earlier_function("0016_lexeme_stats", "ethos_text_stats_add"))
     execute_script("ALTER TABLE lexeme_stats DROP COLUMN max_tf, DROP COLUMN min_length;")

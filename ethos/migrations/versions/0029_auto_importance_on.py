@@ -27,9 +27,7 @@ Revises: 0028
 Create Date: 2026-11-24
 """
 
-import importlib
-
-from ethos.migrations import execute_script
+from ethos.migrations import earlier_function, execute_script
 
 revision = "0029"
 down_revision = "0028"
@@ -120,13 +118,6 @@ $$;
 """
 
 
-def _function(module: str, name: str, script: str = "FUNCTIONS") -> str:
-    """One function's definition as an earlier migration wrote it."""
-    text: str = getattr(importlib.import_module(f"ethos.migrations.versions.{module}"), script)
-    start = text.index(name)
-    return text[start : text.index("$$;", text.index("$$", start) + 2) + 3]
-
-
 def upgrade() -> None:
     execute_script(UPGRADE)
 
@@ -138,14 +129,6 @@ DROP FUNCTION ethos_informative_words(text, tsvector);
 ALTER TABLE ethos_settings ALTER COLUMN auto_importance SET DEFAULT false;
 UPDATE ethos_settings SET auto_importance = false;
 """)
-    execute_script(
-        _function("0016_lexeme_stats", "CREATE FUNCTION ethos_idf").replace(
-            "CREATE FUNCTION", "CREATE OR REPLACE FUNCTION", 1
-        )
-    )
-    for name in (
-        "CREATE FUNCTION ethos_informative_words",
-        "CREATE FUNCTION ethos_auto_importance",
-        "CREATE OR REPLACE FUNCTION ethos_init_decay_state",
-    ):
-        execute_script(_function("0023_auto_importance", name, "UPGRADE"))
+    execute_script(earlier_function("0016_lexeme_stats", "ethos_idf"))
+    for name in ("ethos_informative_words", "ethos_auto_importance", "ethos_init_decay_state"):
+        execute_script(earlier_function("0023_auto_importance", name, "UPGRADE"))
