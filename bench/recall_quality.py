@@ -192,14 +192,19 @@ def bm25_run(conversations: list[Conversation]) -> Scores:
     return scores
 
 
-def dense_run(conversations: list[Conversation], vectors: Vectors) -> Scores:
+def dense_run(
+    conversations: list[Conversation], vectors: Vectors, centering: float = 0.0
+) -> Scores:
+    """Exact cosine; with `centering`, to the query less that × the mean of the
+    conversation's passages, as ethos searches (the vectors are unit length)."""
     scores = Scores()
     for c in conversations:
         dia_ids = sorted(c.turns, key=lambda d: c.turns[d][1])
         passages = vectors.get([c.turns[d][0] for d in dia_ids], "passage")
         queries = vectors.get([q for q, _, _ in c.questions], "query")
+        mean = passages.mean(axis=0)
         for (_, category, evidence), query in zip(c.questions, queries, strict=True):
-            order = np.argsort(-(passages @ query), kind="stable")[:K]
+            order = np.argsort(-(passages @ (query - centering * mean)), kind="stable")[:K]
             scores.add(category, [dia_ids[i] for i in order], evidence)
     return scores
 
@@ -216,8 +221,11 @@ async def main(args: argparse.Namespace, conversations: list[Conversation]) -> N
     await asyncio.to_thread(db.migrate, base, url)
     vectors = Vectors()
     ids = await ingest(url, conversations, vectors)
-    rows = {"BM25 (bm25s)": bm25_run(conversations), "dense (e5, query/passage)":
-            dense_run(conversations, vectors)}  # fmt: skip
+    rows = {
+        "BM25 (bm25s)": bm25_run(conversations),
+        "dense (e5, query/passage)": dense_run(conversations, vectors),
+        "dense, centred on the agent's mean": dense_run(conversations, vectors, centering=1.0),
+    }
     shipped = SearchSettings().salience_weight
     for weight in [shipped, *args.salience_weights]:
         search = SearchSettings(salience_weight=weight)

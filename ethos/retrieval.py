@@ -112,7 +112,7 @@ async def search(
             source_type=row["source_type"],
             source_id=row["source_id"],
             source_content=row["source_content"],
-            relevance=row["similarity"],
+            relevance=row["relevance"],
             created_at=row["created_at"],
         )
         for row in rows
@@ -252,7 +252,8 @@ async def _fuse(
     names = {spec.name for spec in tables}
     text = _normalised({(hit.table, hit.id): hit.text_rank or 0.0 for hit in text_hits})
     found = {(hit.table, hit.id): hit for hit in text_hits}
-    similar: dict[tuple[str, uuid.UUID], float] = {}
+    similar: dict[tuple[str, uuid.UUID], float] = {}  # relevance: cosine to the centred query
+    cosine: dict[tuple[str, uuid.UUID], float] = {}  # to the query itself, shown
     sources: dict[str, list[uuid.UUID]] = {}
     for row in rows:
         key = (
@@ -262,7 +263,7 @@ async def _fuse(
         )
         if key[0] not in names or key in similar:
             continue
-        similar[key] = row["similarity"]
+        similar[key], cosine[key] = row["relevance"], row["similarity"]
         if key not in found:
             if row["source_id"]:
                 sources.setdefault(key[0], []).append(key[1])
@@ -284,7 +285,7 @@ async def _fuse(
     for key, hit in found.items():
         relevance = (1 - v) * text.get(key, 0.0) + v * vectors.get(key, 0.0)
         fused.append(
-            replace(hit, similarity=similar.get(key), relevance=relevance,
+            replace(hit, similarity=cosine.get(key), relevance=relevance,
                     score=relevance * (1 + w * hit.salience))
         )  # fmt: skip
     return fused

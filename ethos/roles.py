@@ -59,13 +59,15 @@ ERASER_DELETES = tuple(spec.name for spec in MEMORY_TABLES)
 # Agent roles: what an agent's own connection may touch, under row-level security.
 AGENT_READS = ("decay_policies", "importance_tiers", "ethos_settings")
 # SELECT, own rows. The term statistics too: the insert trigger reads the writer's
-# counts for automatic importance (on by default), and another agent's words are its own.
+# counts for automatic importance (on by default), and another agent's words are its own;
+# so are its vectors' mean direction, which search centres the query on.
 AGENT_ROWS = (
     "memory_links",
     "agent_policies",
     "memory_revisions",
     "lexeme_stats",
     "agent_text_stats",
+    "agent_vector_stats",
 )
 AGENT_HINTS = _DUE  # INSERT: the hints of the rows they add
 # Row-level security's tables: the memories and everything keyed by their agent.

@@ -348,6 +348,15 @@ def build_metadata(dimension: int) -> MetaData:
         Column("docs", BigInteger, nullable=False),
         Column("length", BigInteger, nullable=False),
     )
+    # What each agent's vectors share (0030): how many, and their sum at unit length;
+    # search centres the query on their mean. Kept by triggers on memory_vectors.
+    Table(
+        "agent_vector_stats",
+        metadata,
+        Column("agent_id", Text, primary_key=True),
+        Column("vectors", BigInteger, nullable=False),
+        Column("total", Vector(), nullable=False),
+    )
     Table(
         "ltp_flushes",
         metadata,

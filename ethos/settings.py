@@ -221,6 +221,9 @@ class SearchSettings(_Section):
     # Hybrid recall: relevance = (1 − vector_weight) × text + vector_weight × vector, each
     # normalised over its candidates.
     vector_weight: float = Field(default=0.5, ge=0, le=1)
+    # Vectors are searched from the query less this × the mean direction of the agent's
+    # vectors: what all its memories share counts for none (0: the plain cosine).
+    vector_centering: float = Field(default=1.0, ge=0, le=1)
     # PostgreSQL's text search configuration for recall by text (SELECT cfgname FROM
     # pg_ts_config lists them); changing it re-indexes every memory's text once.
     text_config: str = Field(default="english", pattern=r"^[a-z_][a-z0-9_]*$")

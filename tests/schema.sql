@@ -7,6 +7,9 @@ FOREIGN KEY (policy) REFERENCES decay_policies(name);
 -- constraint agent_text_stats.agent_text_stats_pkey
 PRIMARY KEY (agent_id);
 
+-- constraint agent_vector_stats.agent_vector_stats_pkey
+PRIMARY KEY (agent_id);
+
 -- constraint alembic_version.alembic_version_pkc
 PRIMARY KEY (version_num);
 
@@ -767,6 +770,76 @@ AS $function$
         'hex')::uuid
 $function$;
 
+-- function ethos_vector_stats_add(text[],vector[],integer)
+CREATE OR REPLACE FUNCTION public.ethos_vector_stats_add(agents text[], embeddings vector[], sign integer)
+ RETURNS void
+ LANGUAGE sql
+ SECURITY DEFINER
+ SET search_path TO '$user', 'public'
+AS $function$
+    INSERT INTO agent_vector_stats AS s (agent_id, vectors, total)
+    SELECT d.agent, sign * count(*), sum(l2_normalize(d.embedding))
+    FROM unnest(agents, embeddings) AS d (agent, embedding)
+    GROUP BY d.agent
+    ORDER BY d.agent
+    ON CONFLICT (agent_id) DO UPDATE
+    SET vectors = s.vectors + excluded.vectors,
+        total = CASE WHEN sign > 0 THEN s.total + excluded.total
+                     ELSE s.total - excluded.total END;
+
+    DELETE FROM agent_vector_stats AS s
+    WHERE sign < 0 AND s.agent_id = ANY (agents) AND s.vectors <= 0;
+$function$;
+
+-- function ethos_vector_stats_changed()
+CREATE OR REPLACE FUNCTION public.ethos_vector_stats_changed()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO '$user', 'public'
+AS $function$
+BEGIN
+    IF TG_OP = 'TRUNCATE' THEN
+        PERFORM ethos_vector_stats_rebuild();
+    ELSIF TG_OP = 'INSERT' THEN
+        PERFORM ethos_vector_stats_add(array_agg(agent_id), array_agg(embedding), 1)
+        FROM new_rows;
+    ELSE
+        PERFORM ethos_vector_stats_add(array_agg(agent_id), array_agg(embedding), -1)
+        FROM old_rows;
+    END IF;
+    RETURN NULL;
+END
+$function$;
+
+-- function ethos_vector_stats_rebuild()
+CREATE OR REPLACE FUNCTION public.ethos_vector_stats_rebuild()
+ RETURNS void
+ LANGUAGE sql
+ SECURITY DEFINER
+ SET search_path TO '$user', 'public'
+AS $function$
+    DELETE FROM agent_vector_stats;
+    INSERT INTO agent_vector_stats (agent_id, vectors, total)
+    SELECT agent_id, count(*), sum(l2_normalize(embedding))
+    FROM memory_vectors
+    GROUP BY agent_id;
+$function$;
+
+-- function ethos_vector_stats_updated()
+CREATE OR REPLACE FUNCTION public.ethos_vector_stats_updated()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO '$user', 'public'
+AS $function$
+BEGIN
+    PERFORM ethos_vector_stats_add(ARRAY[OLD.agent_id], ARRAY[OLD.embedding], -1);
+    PERFORM ethos_vector_stats_add(ARRAY[NEW.agent_id], ARRAY[NEW.embedding], 1);
+    RETURN NULL;
+END
+$function$;
+
 -- function ethos_word_weight(text,bigint,bigint)
 CREATE OR REPLACE FUNCTION public.ethos_word_weight(lexeme text, total bigint, df bigint)
  RETURNS double precision
@@ -782,6 +855,9 @@ CREATE UNIQUE INDEX agent_policies_pkey ON public.agent_policies USING btree (ag
 
 -- index agent_text_stats_pkey
 CREATE UNIQUE INDEX agent_text_stats_pkey ON public.agent_text_stats USING btree (agent_id);
+
+-- index agent_vector_stats_pkey
+CREATE UNIQUE INDEX agent_vector_stats_pkey ON public.agent_vector_stats USING btree (agent_id);
 
 -- index alembic_version_pkc
 CREATE UNIQUE INDEX alembic_version_pkc ON public.alembic_version USING btree (version_num);
@@ -1001,6 +1077,18 @@ CREATE TRIGGER memory_vectors_text_stats_truncate AFTER TRUNCATE ON memory_vecto
 
 -- trigger memory_vectors.memory_vectors_text_stats_update
 CREATE TRIGGER memory_vectors_text_stats_update AFTER UPDATE OF content, agent_id, content_tsv, source_id ON memory_vectors FOR EACH ROW WHEN (old.content_tsv <> new.content_tsv OR old.source_id IS DISTINCT FROM new.source_id) EXECUTE FUNCTION ethos_text_stats_updated();
+
+-- trigger memory_vectors.memory_vectors_vector_stats_delete
+CREATE TRIGGER memory_vectors_vector_stats_delete AFTER DELETE ON memory_vectors REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION ethos_vector_stats_changed();
+
+-- trigger memory_vectors.memory_vectors_vector_stats_insert
+CREATE TRIGGER memory_vectors_vector_stats_insert AFTER INSERT ON memory_vectors REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION ethos_vector_stats_changed();
+
+-- trigger memory_vectors.memory_vectors_vector_stats_truncate
+CREATE TRIGGER memory_vectors_vector_stats_truncate AFTER TRUNCATE ON memory_vectors FOR EACH STATEMENT EXECUTE FUNCTION ethos_vector_stats_changed();
+
+-- trigger memory_vectors.memory_vectors_vector_stats_update
+CREATE TRIGGER memory_vectors_vector_stats_update AFTER UPDATE OF embedding, agent_id ON memory_vectors FOR EACH ROW WHEN (old.embedding <> new.embedding OR old.agent_id <> new.agent_id) EXECUTE FUNCTION ethos_vector_stats_updated();
 
 -- trigger semantic_facts.semantic_facts_check_new_rows
 CREATE TRIGGER semantic_facts_check_new_rows AFTER INSERT ON semantic_facts REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION ethos_check_new_rows('created_at >= ''1900-01-01 00:00+00'' AND created_at < ''2200-01-01 00:00+00'' AND anchor_at >= ''1900-01-01 00:00+00'' AND anchor_at < ''2200-01-01 00:00+00'' AND (last_retrieved_at IS NULL OR last_retrieved_at >= ''1900-01-01 00:00+00'' AND last_retrieved_at < ''2200-01-01 00:00+00'') AND (expires_at IS NULL OR expires_at >= ''1900-01-01 00:00+00'' AND expires_at < ''2200-01-01 00:00+00'')');

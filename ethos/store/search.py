@@ -48,6 +48,7 @@ class SearchStore(StoreCore):
             "candidates": max(self.settings.search.candidates, k),
             "k": k,
             "salience_weight": self.settings.search.salience_weight,
+            "centering": self.settings.search.vector_centering,
         }
         async with self._transaction() as tx:
             rows = await tx.fetch(SEARCH_VECTORS, **values)

@@ -213,9 +213,12 @@ async def test_search_ranks_by_similarity_with_a_bounded_salience_prior(
     assert hits[1].similarity == pytest.approx(1.0) and hits[1].salience < 0.1
     assert hits[2].similarity == pytest.approx(0.7, abs=0.1)
     w = engine.settings.search.salience_weight
-    for hit in hits:
-        assert hit.relevance == hit.similarity
-        assert hit.score == pytest.approx(hit.similarity * (1 + w * hit.salience))
+    for hit in hits:  # relevance: the cosine to the query centred on the agent's vectors
+        assert hit.relevance is not None and hit.relevance < hit.similarity
+        prior = 1 + w * hit.salience  # below 0 (fresh, here) divided: salience still helps
+        expected = hit.relevance * prior if hit.relevance >= 0 else hit.relevance / prior
+        assert hit.score == pytest.approx(expected)
+    assert hits[2].relevance is not None and hits[2].relevance < 0
 
 
 async def test_search_with_salience_weight_zero_is_pure_similarity(
@@ -233,7 +236,7 @@ async def test_search_with_salience_weight_zero_is_pure_similarity(
         )
         await engine.add("vector", agent_id="a", content="far", embedding=unit(21), created_at=t0)
         hits = await engine.search("a", query, k=2, now=days(0.1), record=False)
-        assert hits[0].id == close and hits[0].score == pytest.approx(hits[0].similarity)
+        assert hits[0].id == close and hits[0].score == pytest.approx(hits[0].relevance)
 
 
 async def test_search_returns_source_and_schedules_ltp(
@@ -297,7 +300,7 @@ async def test_search_uses_the_hnsw_index(
         )
         values = {
             "now": days(1), "agent": "agent-1", "embedding": unit(40), "candidates": 40, "k": 10,
-            "salience_weight": 1.0,
+            "salience_weight": 1.0, "centering": 1.0,
         }  # fmt: skip
         plan = await pooled.fetchval(
             "EXPLAIN (FORMAT JSON) " + SEARCH_VECTORS.text,

@@ -22,6 +22,7 @@ from ethos.recovery import Selector
 from ethos.settings import DatabaseSettings, Settings
 from tests.acceptance.test_cli import one_line_error
 from tests.conftest import TEMPLATE, Cli, Psql, database_uri
+from tests.vectors import unit
 
 APP, ERASER, AGENT, AGENT_B = "app", "eraser", "agent", "agent_b"
 _unique = count()
@@ -263,6 +264,20 @@ async def rebuild_term_statistics(house: House, role: str) -> None:
     await as_sql(house, role, "SELECT ethos_text_stats_rebuild()")
 
 
+async def skew_vector_statistics(house: House, role: str) -> None:
+    """Another agent's mean, moved directly: only vector inserts may change it."""
+    await as_sql(
+        house,
+        role,
+        "SELECT ethos_vector_stats_add(ARRAY['bo'], ARRAY[$1::vector], 1)",
+        str(unit(9)),
+    )
+
+
+async def rebuild_vector_statistics(house: House, role: str) -> None:
+    await as_sql(house, role, "SELECT ethos_vector_stats_rebuild()")
+
+
 OK, NO = "allowed", "refused"
 # operation: (app, eraser, agent role)
 TABLE: dict[Operation, tuple[str, str, str]] = {
@@ -293,6 +308,8 @@ TABLE: dict[Operation, tuple[str, str, str]] = {
     write_revisions: (NO, NO, NO),
     skew_term_statistics: (NO, NO, NO),
     rebuild_term_statistics: (NO, NO, NO),
+    skew_vector_statistics: (NO, NO, NO),
+    rebuild_vector_statistics: (NO, NO, NO),
 }
 CELLS = [
     pytest.param(operation, role, expected, id=f"{operation.__name__}-{role}")
@@ -378,3 +395,16 @@ async def test_an_agent_role_reads_only_its_own_agents_term_statistics(house: Ho
     await as_sql(house, AGENT, "INSERT INTO semantic_facts (agent_id, content)"
                  " VALUES ('a', 'zebra crossing')")  # fmt: skip
     assert await as_sql(house, AGENT, words) is not None
+
+
+async def test_an_agent_role_reads_only_its_own_agents_mean(house: House) -> None:
+    """Its vector inserts keep its mean (the trigger runs as the owner); another agent's
+    mean, which says what that agent's memories are about, stays hidden."""
+    async with Engine(Settings(database=DatabaseSettings(url=house.owner_url))) as owner:
+        await owner.add("vector", agent_id="b", content="theirs", embedding=unit(8))
+    await as_sql(house, AGENT, "INSERT INTO memory_vectors (agent_id, content, embedding)"
+                 " VALUES ('a', 'mine', $1::vector)", str(unit(7)))  # fmt: skip
+    count = "SELECT count(*) FROM agent_vector_stats WHERE agent_id = $1"
+    assert await as_sql(house, AGENT, count, "a") == 1
+    assert await as_sql(house, AGENT, count, "b") == 0
+    assert await as_sql(house, APP, count, "b") == 1

@@ -26,23 +26,49 @@ def prior(salience: str) -> str:
     return f"(1 + %(salience_weight)s::float8 * {salience})"
 
 
+def prior_on(relevance: str, salience: str) -> str:
+    """The prior applied to a relevance that can be below 0 (a cosine): divided by it
+    there, so that salience always raises a score, by a bounded factor."""
+    return f"""CASE WHEN {relevance} >= 0 THEN {relevance} * {prior(salience)}
+                    ELSE {relevance} / {prior(salience)} END"""
+
+
 # Equal scores: the more salient first, then the newer, then by id (deterministic).
 TIE_BREAK = "salience DESC, created_at DESC, id"
 
 
 def build_search_query(*, exact: bool) -> Query:
-    """The nearest live vectors of one agent (none below its prune threshold), re-ranked
-    by similarity × the salience prior.
+    """The nearest live vectors of one agent (none below its prune threshold) to the
+    query centred on the agent's vectors, re-ranked by that closeness × the salience
+    prior.
+
+    Centred: the query less search.vector_centering × the mean direction of the agent's
+    vectors (migration 0030). What every memory of the agent shares (its speakers, its
+    register) then counts for none of them, and a memory near that mean (chatter) no
+    longer comes near every query. `similarity` is the plain cosine to the query;
+    `relevance`, what the ranking uses, the cosine to the centred one (below 0: less
+    related than the agent's average memory). A query that is the mean itself is not
+    centred.
 
     Through the HNSW index, the scan is bounded (hnsw.max_scan_tuples): an agent with
     few memories near the query can leave it short of k. `exact` then scans that
     agent's vectors through its b-tree index instead; `+ 0` keeps the planner from
     using the HNSW ordering for it.
     """
-    distance = "m.embedding <=> %(embedding)s::vector"
+    distance = "m.embedding <=> (SELECT centred FROM query)"
     order = f"({distance}) + 0" if exact else distance
     return sql(f"""
-    WITH candidates AS MATERIALIZED (
+    WITH query AS MATERIALIZED (
+        SELECT CASE WHEN vector_norm(c.centred) > 1e-6 THEN c.centred ELSE q.raw END AS centred
+        FROM (SELECT %(embedding)s::vector AS raw) AS q
+        LEFT JOIN agent_vector_stats AS s ON s.agent_id = %(agent)s
+        CROSS JOIN LATERAL (
+            SELECT l2_normalize(q.raw) - s.total * array_fill(
+                       (%(centering)s::float8 / s.vectors)::real, ARRAY[vector_dims(s.total)]
+                   )::vector AS centred
+        ) AS c
+    ),
+    candidates AS MATERIALIZED (
         SELECT m.*, {distance} AS distance
         FROM memory_vectors AS m
         WHERE m.agent_id = %(agent)s AND NOT m.pruned AND {UNEXPIRED}
@@ -53,12 +79,13 @@ def build_search_query(*, exact: bool) -> Query:
     ),
     ranked AS (
         SELECT c.id, c.content, c.metadata, c.source_type, c.source_id, c.created_at,
-               1 - c.distance AS similarity,
+               1 - (c.embedding <=> %(embedding)s::vector) AS similarity,
+               1 - c.distance AS relevance,
                {salience_expr(VECTORS, alias="c")} AS salience
         FROM candidates AS c
         JOIN decay_policies AS p ON p.name = c.policy
     )
-    SELECT r.*, r.similarity * {prior("r.salience")} AS score,
+    SELECT r.*, {prior_on("r.relevance", "r.salience")} AS score,
            coalesce(e.content, f.content) AS source_content
     FROM ranked AS r
     LEFT JOIN episodic_traces AS e ON r.source_type = 'episodic_traces' AND e.id = r.source_id
