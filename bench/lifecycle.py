@@ -18,6 +18,16 @@ forgotten (policy `permanent`, no sweeps: recall ranks every turn). For automati
 importance on (the shipped defaults), automatic importance off, every agent on
 `long_term`, and nothing forgotten, each on a database of its own. Text recall only: no
 embedding model is needed. `--cost-rows N` measures what automatic importance costs.
+
+`--hybrid` adds rows where the engine has an embedder (multilingual-e5-small, the
+recall bench's cached vectors, bench/recall_quality.py; needs the bench extra): each
+turn is stored with its vector, and the questions are asked both by text and by hybrid
+recall (each against the same recall with nothing forgotten). What each turn reinforces
+is found by text recall (the check: the same figures as text only) or by hybrid recall
+(the turn's text and its vector); `--recalled` and `--floors` add hybrid rows that
+reinforce k hits, or only those whose fused relevance (0..1) clears a floor. Rows
+"vectors follow" keep a turn's vector exactly as long as its turn (FOLLOW): the engine
+prunes it on its own clock today.
 """
 
 from __future__ import annotations
@@ -26,21 +36,39 @@ import argparse
 import asyncio
 import statistics
 import time
+import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import asyncpg
 from locomo import Conversation, load
 
 from bench import WORDS_SQL, fresh_database, percentile
-from ethos import db, logs
+from ethos import db, logs, retrieval
+from ethos.embedding import Embedder
 from ethos.engine import Engine
+from ethos.engine.core import specs
 from ethos.settings import DatabaseSettings, ImportanceSettings, LoggingSettings, Settings
+from ethos.tables import table_spec
 
 K = 10
 RECALLED = 5  # what each turn recalls and reinforces
 LIVE = "SELECT id FROM episodic_traces WHERE agent_id = $1 AND NOT pruned"
+# A turn's vector is a memory of its own on the agent's default policy, never reinforced
+# by the hybrid recalls that find its turn through it: it is pruned on its own clock
+# while its turn lives. What it would give if a source's vector followed its source:
+# before each sweep they never decay, after it those of pruned turns are pruned.
+FOLLOW = (
+    """UPDATE memory_vectors SET policy = 'permanent', due_at = NULL, prune_at = NULL
+       WHERE agent_id = $1 AND source_id IS NOT NULL AND NOT pruned
+         AND policy <> 'permanent'""",
+    """UPDATE memory_vectors AS v SET pruned = true, pruned_at = $2, prune_reason = 'decay',
+              due_at = NULL, prune_at = NULL
+       FROM episodic_traces AS e
+       WHERE v.agent_id = $1 AND e.id = v.source_id AND e.pruned AND NOT v.pruned""",
+)
 
 
 @dataclass
@@ -52,6 +80,7 @@ class Outcome:
     evidence: int
     evidence_kept: int
     recall10: list[float] = field(default_factory=list)
+    hybrid10: list[float] = field(default_factory=list)  # the questions by hybrid recall
 
     @property
     def selectivity(self) -> float:
@@ -65,6 +94,12 @@ class Config:
     auto: bool = True
     policy: str | None = None  # every agent's
     sweeps: bool = True
+    # With an embedder (--hybrid): what each turn reinforces is found by "text" or
+    # "hybrid" recall; None: no embedder, add-with-recall by text.
+    reinforce: str | None = None
+    recalled: int = RECALLED
+    floor: float | None = None  # reinforce only hits whose fused relevance clears it
+    follow: bool = False  # a turn's vector lives as long as its turn (FOLLOW, below)
 
 
 CONFIGS = (
@@ -73,31 +108,76 @@ CONFIGS = (
     Config("long_term", policy="long_term"),
     Config("nothing forgotten", policy="permanent", sweeps=False),
 )
+HYBRID_CONFIGS = (
+    Config("automatic importance, vectors, reinforced by text", reinforce="text"),
+    Config("automatic importance, reinforced by hybrid", reinforce="hybrid"),
+    Config("automatic importance off, reinforced by hybrid", auto=False, reinforce="hybrid"),
+    Config("nothing forgotten, reinforced by hybrid", policy="permanent", sweeps=False,
+           reinforce="hybrid"),
+    Config("automatic importance, reinforced by text, vectors follow", reinforce="text",
+           follow=True),
+    Config("automatic importance, reinforced by hybrid, vectors follow", reinforce="hybrid",
+           follow=True),
+)  # fmt: skip
 
 
-async def replay(url: str, config: Config, conversation: Conversation) -> Outcome:
+async def sweep(engine: Engine, url: str, config: Config, agent: str, now: datetime) -> None:
+    await engine.ltp.drain(30)
+    if not config.follow:
+        await engine.sweep(now=now, agent=agent)
+        return
+    conn = await asyncpg.connect(url)
+    try:
+        await conn.execute(FOLLOW[0], agent)
+        await engine.sweep(now=now, agent=agent)
+        await conn.execute(FOLLOW[1], agent, now)
+    finally:
+        await conn.close()
+
+
+async def add(engine: Engine, config: Config, agent: str, text: str, at: datetime) -> uuid.UUID:
+    """A turn added with add-with-recall (what it recalls reinforced, then it is stored);
+    for text reinforcement beside vectors, or a floor, the same in three steps."""
+    if config.reinforce is None or (config.reinforce == "hybrid" and config.floor is None):
+        return await engine.add(
+            "episode", agent_id=agent, content=text, created_at=at, recall=config.recalled
+        )
+    embedder = engine.embedder if config.reinforce == "hybrid" else None
+    hits = await retrieval.recall(
+        engine.store, None, engine.settings, embedder, agent=agent, query=text,
+        k=config.recalled, tables=specs(None), now=at,
+    )  # fmt: skip
+    floor = config.floor or 0.0
+    for table in {h.table for h in hits}:
+        chosen = [h.id for h in hits if h.table == table and (h.relevance or 0.0) >= floor]
+        if chosen:
+            await engine.ltp.record(table_spec(table), chosen, at, "surfaced")
+    return await engine.add("episode", agent_id=agent, content=text, created_at=at)
+
+
+async def replay(
+    url: str, config: Config, conversation: Conversation, embedder: Embedder | None
+) -> Outcome:
     settings = Settings(
         database=DatabaseSettings(url=url), importance=ImportanceSettings(auto=config.auto)
     )
     ids: dict[str, str] = {}
     agent = conversation.name
-    async with Engine(settings) as engine:
+    embedder = embedder if config.reinforce else None
+    async with Engine(settings, embedder=embedder) as engine:
         if config.policy:
             await engine.assign_policy(agent, config.policy)
         for start, dia_ids in conversation.sessions:
             if config.sweeps:
-                await engine.ltp.drain(30)
-                await engine.sweep(now=start, agent=agent)
+                await sweep(engine, url, config, agent, start)
             for dia_id in dia_ids:
                 text, at = conversation.turns[dia_id]
-                memory = await engine.add(
-                    "episode", agent_id=agent, content=text, created_at=at, recall=RECALLED
-                )
+                memory = await add(engine, config, agent, text, at)
                 ids[str(memory)] = dia_id
         asked_at = conversation.sessions[-1][0] + timedelta(days=1)
         await engine.ltp.drain(30)
         if config.sweeps:
-            await engine.sweep(now=asked_at, agent=agent)
+            await sweep(engine, url, config, agent, asked_at)
         conn = await asyncpg.connect(url)
         try:
             rows = await conn.fetch(LIVE, agent)
@@ -110,15 +190,27 @@ async def replay(url: str, config: Config, conversation: Conversation) -> Outcom
             len(evidence & live),
         )  # fmt: skip
         for question, _, wanted in conversation.questions:
-            hits = await engine.recall(
-                agent, question, k=K, tables=["episode"], now=asked_at, record=False
-            )
-            found = {ids.get(str(h.id)) for h in hits}
-            outcome.recall10.append(len(wanted & found) / len(wanted))
+            asked = [(outcome.recall10, None)]  # by text, and with vectors by hybrid recall
+            if embedder is not None:
+                asked.append((outcome.hybrid10, embedder))
+            for scores, embedded in asked:
+                hits = await retrieval.recall(
+                    engine.store, None, engine.settings, embedded, agent=agent, query=question,
+                    k=K, tables=specs(["episode"]), now=asked_at,
+                )  # fmt: skip
+                found = {ids.get(str(h.id)) for h in hits}
+                scores.append(len(wanted & found) / len(wanted))
     return outcome
 
 
-def row(name: str, outcomes: list[Outcome], unpruned: list[Outcome] | None) -> str:
+def row(
+    name: str,
+    outcomes: list[Outcome],
+    unpruned: list[Outcome] | None,
+    hybrid: list[Outcome] | None = None,
+) -> str:
+    """A table row; with `hybrid` (the nothing-forgotten outcomes of a replay with
+    vectors), also r@10 by hybrid recall and its ratio to that replay's."""
     turns = sum(o.turns for o in outcomes)
     pruned = sum(o.pruned for o in outcomes)
     evidence = sum(o.evidence for o in outcomes)
@@ -136,6 +228,13 @@ def row(name: str, outcomes: list[Outcome], unpruned: list[Outcome] | None) -> s
         cells.append(f"{r10 / base:.2f}x")
     else:
         cells.append("")
+    if hybrid is not None:
+        if outcomes[0].hybrid10:
+            h10 = statistics.fmean(r for o in outcomes for r in o.hybrid10)
+            base = statistics.fmean(r for o in hybrid for r in o.hybrid10)
+            cells += [f"{h10:.3f}", f"{h10 / base:.2f}x"]
+        else:
+            cells += ["", ""]
     return f"| {name} | " + " | ".join(cells) + " |"
 
 
@@ -143,6 +242,29 @@ HEADER = (
     "| | turns pruned | evidence turns kept | selectivity | r@10 after forgetting"
     " | vs nothing pruned |\n| --- | --- | --- | --- | --- | --- |"
 )
+HYBRID_HEADER = (
+    "| | turns pruned | evidence turns kept | selectivity | r@10 text"
+    " | vs nothing pruned | r@10 hybrid | vs nothing pruned (hybrid) |\n"
+    "| --- | --- | --- | --- | --- | --- | --- | --- |"
+)
+
+
+def vectors(conversations: list[Conversation]) -> Embedder:
+    """The recall bench's cached e5 vectors of every turn (as a passage and as a
+    query) and question, as an ethos Embedder."""
+    from recall_quality import Vectors
+
+    cache = Vectors()
+    for c in conversations:
+        texts = [c.turns[d][0] for d in sorted(c.turns, key=lambda d: c.turns[d][1])]
+        cache.get(texts, "passage")
+        cache.get(texts, "query")
+        cache.get([q for q, _, _ in c.questions], "query")
+
+    async def embed(texts: Sequence[str], role: str) -> list[list[float]]:
+        return await cache.embedder(texts, "query" if role == "query" else "passage")
+
+    return embed
 
 
 BULK = f"""
@@ -219,23 +341,39 @@ async def main(args: argparse.Namespace, conversations: list[Conversation]) -> N
         return
     print(f"{len(conversations)} conversations, {sum(len(c.turns) for c in conversations):,}"
           f" turns, {sum(len(c.questions) for c in conversations)} questions")  # fmt: skip
+    configs = [] if args.hybrid_only else list(CONFIGS)
+    embedder = None
+    if args.hybrid or args.hybrid_only:
+        embedder = vectors(conversations)
+        configs += HYBRID_CONFIGS
+        follows = ", vectors follow" if args.follow else ""
+        for recalled in args.recalled:
+            configs.append(Config(f"automatic importance, hybrid, recall={recalled}{follows}",
+                                  reinforce="hybrid", recalled=recalled,
+                                  follow=args.follow))  # fmt: skip
+        for floor in args.floors:
+            configs.append(Config(f"automatic importance, hybrid, floor {floor}{follows}",
+                                  reinforce="hybrid", floor=floor,
+                                  follow=args.follow))  # fmt: skip
     results: dict[str, list[Outcome]] = {}
-    for config in CONFIGS:
+    for config in configs:
         url = await fresh_database(Path.cwd() / args.data_dir, "ethos_lifecycle")
         await asyncio.to_thread(db.migrate, Settings(database=DatabaseSettings(url=url)), url)
         started = time.perf_counter()
-        results[config.name] = [await replay(url, config, c) for c in conversations]
+        results[config.name] = [await replay(url, config, c, embedder) for c in conversations]
         print(f"{config.name}: replayed in {time.perf_counter() - started:.0f} s", flush=True)
-    unpruned = results["nothing forgotten"]
-    print("\nPer conversation (automatic importance):\n")
-    print(HEADER)
-    for c, outcome, base in zip(conversations, results["automatic importance"], unpruned,
-                                strict=True):  # fmt: skip
-        print(row(c.name, [outcome], [base]))
+    unpruned = results.get("nothing forgotten")
+    if unpruned is not None:
+        print("\nPer conversation (automatic importance):\n")
+        print(HEADER)
+        for c, outcome, base in zip(conversations, results["automatic importance"], unpruned,
+                                    strict=True):  # fmt: skip
+            print(row(c.name, [outcome], [base]))
+    hybrid = results.get("nothing forgotten, reinforced by hybrid")
     print("\nOverall:\n")
-    print(HEADER)
+    print(HEADER if hybrid is None else HYBRID_HEADER)
     for name, outcomes in results.items():
-        print(row(name, outcomes, unpruned))
+        print(row(name, outcomes, unpruned or hybrid, hybrid))
 
 
 if __name__ == "__main__":
@@ -250,5 +388,15 @@ if __name__ == "__main__":
     )
     parser.add_argument("--cost-adds", type=int, default=300)
     parser.add_argument("--cost-rounds", type=int, default=2, help="bulk inserts: best of")
+    parser.add_argument("--hybrid", action="store_true",
+                        help="also the rows with an embedder (e5; the bench extra)")  # fmt: skip
+    parser.add_argument("--hybrid-only", action="store_true", help="only those rows")
+    parser.add_argument("--follow", action="store_true",
+                        help="--recalled, --floors rows: vectors follow turns")  # fmt: skip
+    parser.add_argument("--recalled", type=int, nargs="*", default=[],
+                        help="with --hybrid: also reinforcing this many hits")  # fmt: skip
+    parser.add_argument("--floors", type=float, nargs="*", default=[],
+                        help="with --hybrid: also reinforcing only hits of at least this"
+                        " fused relevance")  # fmt: skip
     arguments = parser.parse_args()
     asyncio.run(main(arguments, [load(p) for p in sorted(Path(arguments.data).glob("*.json"))]))
