@@ -550,6 +550,19 @@ AS $function$
     SELECT ((place::text::point)[0]::bigint / 64 % 16)::smallint
 $function$;
 
+-- function ethos_source_pruned()
+CREATE OR REPLACE FUNCTION public.ethos_source_pruned()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+    UPDATE memory_vectors
+    SET pruned = NEW.pruned, pruned_at = NEW.pruned_at, prune_reason = NEW.prune_reason
+    WHERE source_type = TG_TABLE_NAME AND source_id = NEW.id AND pruned <> NEW.pruned;
+    RETURN NULL;
+END
+$function$;
+
 -- function ethos_strength_at(double precision,timestamp with time zone,integer,boolean,timestamp with time zone,text,double precision,double precision,double precision,double precision)
 CREATE OR REPLACE FUNCTION public.ethos_strength_at(strength double precision, anchor_at timestamp with time zone, n integer, frozen boolean, at timestamp with time zone, curve text, base_tau_days double precision, ltp_multiplier double precision, max_tau_days double precision, power_exponent double precision)
  RETURNS double precision
@@ -768,6 +781,17 @@ AS $function$
                     FROM 1 FOR 6),
             52, 1), 53, 1),
         'hex')::uuid
+$function$;
+
+-- function ethos_vector_follows_source()
+CREATE OR REPLACE FUNCTION public.ethos_vector_follows_source()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+    NEW.policy := 'permanent';
+    RETURN NEW;
+END
 $function$;
 
 -- function ethos_vector_stats_add(text[],vector[],integer)
@@ -1048,6 +1072,9 @@ CREATE TRIGGER episodic_traces_text_stats_truncate AFTER TRUNCATE ON episodic_tr
 -- trigger episodic_traces.episodic_traces_text_stats_update
 CREATE TRIGGER episodic_traces_text_stats_update AFTER UPDATE OF content, agent_id, content_tsv ON episodic_traces FOR EACH ROW WHEN (old.content_tsv <> new.content_tsv) EXECUTE FUNCTION ethos_text_stats_updated();
 
+-- trigger episodic_traces.episodic_traces_vector_follows
+CREATE TRIGGER episodic_traces_vector_follows AFTER UPDATE OF pruned ON episodic_traces FOR EACH ROW WHEN (old.pruned <> new.pruned) EXECUTE FUNCTION ethos_source_pruned();
+
 -- trigger memory_vectors.memory_vectors_check_new_rows
 CREATE TRIGGER memory_vectors_check_new_rows AFTER INSERT ON memory_vectors REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION ethos_check_new_rows('created_at >= ''1900-01-01 00:00+00'' AND created_at < ''2200-01-01 00:00+00'' AND anchor_at >= ''1900-01-01 00:00+00'' AND anchor_at < ''2200-01-01 00:00+00'' AND (embedding IS NULL OR vector_norm(embedding) > 0) AND (last_retrieved_at IS NULL OR last_retrieved_at >= ''1900-01-01 00:00+00'' AND last_retrieved_at < ''2200-01-01 00:00+00'') AND (expires_at IS NULL OR expires_at >= ''1900-01-01 00:00+00'' AND expires_at < ''2200-01-01 00:00+00'')');
 
@@ -1056,6 +1083,9 @@ CREATE TRIGGER memory_vectors_content_derived BEFORE INSERT OR UPDATE OF content
 
 -- trigger memory_vectors.memory_vectors_drop_revisions
 CREATE TRIGGER memory_vectors_drop_revisions AFTER DELETE ON memory_vectors REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION ethos_drop_revisions();
+
+-- trigger memory_vectors.memory_vectors_follow_source
+CREATE TRIGGER memory_vectors_follow_source BEFORE INSERT ON memory_vectors FOR EACH ROW WHEN (new.source_id IS NOT NULL) EXECUTE FUNCTION ethos_vector_follows_source();
 
 -- trigger memory_vectors.memory_vectors_hint_new_rows
 CREATE TRIGGER memory_vectors_hint_new_rows AFTER INSERT ON memory_vectors REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION ethos_hint_new_rows();
@@ -1119,6 +1149,9 @@ CREATE TRIGGER semantic_facts_text_stats_truncate AFTER TRUNCATE ON semantic_fac
 
 -- trigger semantic_facts.semantic_facts_text_stats_update
 CREATE TRIGGER semantic_facts_text_stats_update AFTER UPDATE OF content, agent_id, content_tsv ON semantic_facts FOR EACH ROW WHEN (old.content_tsv <> new.content_tsv) EXECUTE FUNCTION ethos_text_stats_updated();
+
+-- trigger semantic_facts.semantic_facts_vector_follows
+CREATE TRIGGER semantic_facts_vector_follows AFTER UPDATE OF pruned ON semantic_facts FOR EACH ROW WHEN (old.pruned <> new.pruned) EXECUTE FUNCTION ethos_source_pruned();
 
 -- trigger sweep_runs.sweep_runs_finished_is_final
 CREATE TRIGGER sweep_runs_finished_is_final BEFORE UPDATE ON sweep_runs FOR EACH ROW EXECUTE FUNCTION ethos_finished_runs_are_final();

@@ -72,7 +72,10 @@ async def test_ltp_rules_per_table(
     assert f["strength"] == pytest.approx(decayed_2 * 1.1**2, rel=1e-9)
     assert f["confidence_strength"] == pytest.approx(decayed_2 + 0.04, rel=1e-9)
     v = await fetch(conn, "memory_vectors", vector)
-    assert v["strength"] == pytest.approx(0.5 * math.exp(-3 / 7) * 1.05, rel=1e-9)
+    # an episode's vector has no curve of its own (it lives while the episode does): its
+    # boost applies to a strength that has not decayed
+    assert v["policy"] == "permanent"
+    assert v["strength"] == pytest.approx(0.5 * 1.05, rel=1e-9)
     # the stored salience is the value at the retrieval, from the new state
     state = memory_state(EPISODES, e)
     assert e["salience"] == pytest.approx(decay.salience(state, days(3), p), rel=1e-9)

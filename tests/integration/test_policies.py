@@ -214,7 +214,8 @@ async def test_policies_are_written_when_ethos_opens_and_edits_apply(
     database_url: str, conn: asyncpg.Connection, t0: datetime
 ) -> None:
     rows = {r["name"]: r for r in await conn.fetch("SELECT * FROM decay_policies")}
-    assert set(rows) == {"standard"}  # the migration's; nothing opened yet
+    # the migrations': the default, and the curve a source's vector is on; nothing opened yet
+    assert set(rows) == {"standard", "permanent"}
     async with Engine(Settings(database=DatabaseSettings(url=database_url))) as engine:
         memory = await engine.add("episode", agent_id="a", content="x", created_at=t0,
                                   policy="working")  # fmt: skip

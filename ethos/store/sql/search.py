@@ -7,7 +7,7 @@ from functools import cache
 
 from ethos.store.core import Query, sql, statements
 from ethos.store.sql.fragments import UNEXPIRED, above_threshold, pruned_set, salience_expr
-from ethos.tables import FACTS, MEMORY_TABLES, VECTORS, TableSpec
+from ethos.tables import FACTS, MEMORY_TABLES, SOURCE_TABLES, VECTORS, TableSpec
 
 # The plain statements, in the .sql file of the same name beside this one.
 STATEMENTS = statements(__file__)
@@ -37,8 +37,33 @@ def prior_on(relevance: str, salience: str) -> str:
 TIE_BREAK = "salience DESC, created_at DESC, id"
 
 
+def _source_of(spec: TableSpec, vector: str) -> str:
+    """The FROM and WHERE of the live source in `spec` of the vector `vector` (alias s,
+    its policy sp): a vector with a source has no life of its own (migration 0031)."""
+    expiry = " AND (s.expires_at IS NULL OR s.expires_at > %(now)s)" if spec.has_expiry else ""
+    return f"""FROM {spec.name} AS s JOIN decay_policies AS sp ON sp.name = s.policy
+               WHERE {vector}.source_type = '{spec.name}' AND s.id = {vector}.source_id
+                 AND NOT s.pruned{expiry} AND {above_threshold(spec, alias="s", policy="sp")}"""
+
+
+def _alive(vector: str) -> str:
+    """The vector `vector` is its own, or its source is live at %(now)s."""
+    sources = " OR ".join(f"EXISTS (SELECT {_source_of(spec, vector)})" for spec in SOURCE_TABLES)
+    return f"({vector}.source_id IS NULL OR {sources})"
+
+
+def _salience_of(vector: str) -> str:
+    """The salience of the vector `vector` at %(now)s: its source's, where it has one."""
+    sources = ", ".join(
+        f"(SELECT {salience_expr(spec, alias='s', policy='sp')} {_source_of(spec, vector)})"
+        for spec in SOURCE_TABLES
+    )
+    return f"coalesce({sources}, {salience_expr(VECTORS, alias=vector)})"
+
+
 def build_search_query(*, exact: bool) -> Query:
-    """The nearest live vectors of one agent (none below its prune threshold) to the
+    """The nearest live vectors of one agent (none below its prune threshold; a vector of
+    an episode or fact lives while its source does, with its source's salience) to the
     query centred on the agent's vectors, re-ranked by that closeness × the salience
     prior.
 
@@ -74,14 +99,14 @@ def build_search_query(*, exact: bool) -> Query:
         WHERE m.agent_id = %(agent)s AND NOT m.pruned AND {UNEXPIRED}
           AND (SELECT {above_threshold(VECTORS, policy="ap")}
                FROM decay_policies AS ap WHERE ap.name = m.policy)
+          AND {_alive("m")}
         ORDER BY {order}
         LIMIT %(candidates)s
     ),
     ranked AS (
         SELECT c.id, c.content, c.metadata, c.source_type, c.source_id, c.created_at,
                1 - (c.embedding <=> %(embedding)s::vector) AS similarity,
-               1 - c.distance AS relevance,
-               {salience_expr(VECTORS, alias="c")} AS salience
+               1 - c.distance AS relevance, {_salience_of("c")} AS salience
         FROM candidates AS c
         JOIN decay_policies AS p ON p.name = c.policy
     )
