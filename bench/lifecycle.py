@@ -25,9 +25,8 @@ turn is stored with its vector, and the questions are asked both by text and by 
 recall (each against the same recall with nothing forgotten). What each turn reinforces
 is found by text recall (the check: the same figures as text only) or by hybrid recall
 (the turn's text and its vector); `--recalled` and `--floors` add hybrid rows that
-reinforce k hits, or only those whose fused relevance (0..1) clears a floor. Rows
-"vectors follow" keep a turn's vector exactly as long as its turn (FOLLOW): the engine
-prunes it on its own clock today.
+reinforce k hits, or only those whose fused relevance (0..1) clears a floor. A turn's
+vector lives, is pruned and is recovered with its turn (migration 0031).
 """
 
 from __future__ import annotations
@@ -56,19 +55,6 @@ from ethos.tables import table_spec
 K = 10
 RECALLED = 5  # what each turn recalls and reinforces
 LIVE = "SELECT id FROM episodic_traces WHERE agent_id = $1 AND NOT pruned"
-# A turn's vector is a memory of its own on the agent's default policy, never reinforced
-# by the hybrid recalls that find its turn through it: it is pruned on its own clock
-# while its turn lives. What it would give if a source's vector followed its source:
-# before each sweep they never decay, after it those of pruned turns are pruned.
-FOLLOW = (
-    """UPDATE memory_vectors SET policy = 'permanent', due_at = NULL, prune_at = NULL
-       WHERE agent_id = $1 AND source_id IS NOT NULL AND NOT pruned
-         AND policy <> 'permanent'""",
-    """UPDATE memory_vectors AS v SET pruned = true, pruned_at = $2, prune_reason = 'decay',
-              due_at = NULL, prune_at = NULL
-       FROM episodic_traces AS e
-       WHERE v.agent_id = $1 AND e.id = v.source_id AND e.pruned AND NOT v.pruned""",
-)
 
 
 @dataclass
@@ -99,7 +85,6 @@ class Config:
     reinforce: str | None = None
     recalled: int = RECALLED
     floor: float | None = None  # reinforce only hits whose fused relevance clears it
-    follow: bool = False  # a turn's vector lives as long as its turn (FOLLOW, below)
 
 
 CONFIGS = (
@@ -114,25 +99,12 @@ HYBRID_CONFIGS = (
     Config("automatic importance off, reinforced by hybrid", auto=False, reinforce="hybrid"),
     Config("nothing forgotten, reinforced by hybrid", policy="permanent", sweeps=False,
            reinforce="hybrid"),
-    Config("automatic importance, reinforced by text, vectors follow", reinforce="text",
-           follow=True),
-    Config("automatic importance, reinforced by hybrid, vectors follow", reinforce="hybrid",
-           follow=True),
 )  # fmt: skip
 
 
-async def sweep(engine: Engine, url: str, config: Config, agent: str, now: datetime) -> None:
+async def sweep(engine: Engine, agent: str, now: datetime) -> None:
     await engine.ltp.drain(30)
-    if not config.follow:
-        await engine.sweep(now=now, agent=agent)
-        return
-    conn = await asyncpg.connect(url)
-    try:
-        await conn.execute(FOLLOW[0], agent)
-        await engine.sweep(now=now, agent=agent)
-        await conn.execute(FOLLOW[1], agent, now)
-    finally:
-        await conn.close()
+    await engine.sweep(now=now, agent=agent)
 
 
 async def add(engine: Engine, config: Config, agent: str, text: str, at: datetime) -> uuid.UUID:
@@ -169,7 +141,7 @@ async def replay(
             await engine.assign_policy(agent, config.policy)
         for start, dia_ids in conversation.sessions:
             if config.sweeps:
-                await sweep(engine, url, config, agent, start)
+                await sweep(engine, agent, start)
             for dia_id in dia_ids:
                 text, at = conversation.turns[dia_id]
                 memory = await add(engine, config, agent, text, at)
@@ -177,7 +149,7 @@ async def replay(
         asked_at = conversation.sessions[-1][0] + timedelta(days=1)
         await engine.ltp.drain(30)
         if config.sweeps:
-            await sweep(engine, url, config, agent, asked_at)
+            await sweep(engine, agent, asked_at)
         conn = await asyncpg.connect(url)
         try:
             rows = await conn.fetch(LIVE, agent)
@@ -346,15 +318,12 @@ async def main(args: argparse.Namespace, conversations: list[Conversation]) -> N
     if args.hybrid or args.hybrid_only:
         embedder = vectors(conversations)
         configs += HYBRID_CONFIGS
-        follows = ", vectors follow" if args.follow else ""
         for recalled in args.recalled:
-            configs.append(Config(f"automatic importance, hybrid, recall={recalled}{follows}",
-                                  reinforce="hybrid", recalled=recalled,
-                                  follow=args.follow))  # fmt: skip
+            configs.append(Config(f"automatic importance, hybrid, recall={recalled}",
+                                  reinforce="hybrid", recalled=recalled))  # fmt: skip
         for floor in args.floors:
-            configs.append(Config(f"automatic importance, hybrid, floor {floor}{follows}",
-                                  reinforce="hybrid", floor=floor,
-                                  follow=args.follow))  # fmt: skip
+            configs.append(Config(f"automatic importance, hybrid, floor {floor}",
+                                  reinforce="hybrid", floor=floor))  # fmt: skip
     results: dict[str, list[Outcome]] = {}
     for config in configs:
         url = await fresh_database(Path.cwd() / args.data_dir, "ethos_lifecycle")
@@ -391,8 +360,6 @@ if __name__ == "__main__":
     parser.add_argument("--hybrid", action="store_true",
                         help="also the rows with an embedder (e5; the bench extra)")  # fmt: skip
     parser.add_argument("--hybrid-only", action="store_true", help="only those rows")
-    parser.add_argument("--follow", action="store_true",
-                        help="--recalled, --floors rows: vectors follow turns")  # fmt: skip
     parser.add_argument("--recalled", type=int, nargs="*", default=[],
                         help="with --hybrid: also reinforcing this many hits")  # fmt: skip
     parser.add_argument("--floors", type=float, nargs="*", default=[],
