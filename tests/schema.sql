@@ -864,6 +864,17 @@ BEGIN
 END
 $function$;
 
+-- function ethos_vector_stays_with_source()
+CREATE OR REPLACE FUNCTION public.ethos_vector_stays_with_source()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+    RAISE EXCEPTION 'the vector % follows its source (% %): move the source instead',
+        NEW.id, NEW.source_type, NEW.source_id USING ERRCODE = 'check_violation';
+END
+$function$;
+
 -- function ethos_word_weight(text,bigint,bigint)
 CREATE OR REPLACE FUNCTION public.ethos_word_weight(lexeme text, total bigint, df bigint)
  RETURNS double precision
@@ -1095,6 +1106,9 @@ CREATE TRIGGER memory_vectors_init_decay_state BEFORE INSERT ON memory_vectors F
 
 -- trigger memory_vectors.memory_vectors_keep_revision
 CREATE TRIGGER memory_vectors_keep_revision AFTER UPDATE OF content ON memory_vectors FOR EACH ROW WHEN (old.content IS DISTINCT FROM new.content) EXECUTE FUNCTION ethos_keep_revision();
+
+-- trigger memory_vectors.memory_vectors_stay_with_source
+CREATE TRIGGER memory_vectors_stay_with_source BEFORE UPDATE OF policy ON memory_vectors FOR EACH ROW WHEN (new.source_id IS NOT NULL AND new.policy <> 'permanent'::text) EXECUTE FUNCTION ethos_vector_stays_with_source();
 
 -- trigger memory_vectors.memory_vectors_text_stats_delete
 CREATE TRIGGER memory_vectors_text_stats_delete AFTER DELETE ON memory_vectors REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION ethos_text_stats_changed();

@@ -6,8 +6,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import asyncpg
+import pytest
 
 from ethos.engine import Engine
+from ethos.errors import DatabaseError
 from ethos.recovery import Selector
 from tests.vectors import unit
 
@@ -60,3 +62,17 @@ async def test_a_vector_of_its_own_still_decays(engine: Engine, days: Days) -> N
     await engine.add("vector", agent_id="a", content="mine", embedding=unit(3),
                      created_at=days(0), policy="standard")  # fmt: skip
     assert await engine.search("a", unit(3), k=1, now=days(40), record=False) == []
+
+
+async def test_moving_a_sources_vector_is_refused_in_one_line(
+    engine: Engine, conn: asyncpg.Connection
+) -> None:
+    episode = await engine.add("episode", agent_id="a", content="e")
+    vector = await engine.add("vector", agent_id="a", content="e", embedding=unit(4),
+                              source_type="episode", source_id=episode)  # fmt: skip
+    with pytest.raises(DatabaseError, match=r"follows its source \(episodic_traces .*\): move"):
+        await engine.move("vector", vector, "long_term")
+    assert await conn.fetchval("SELECT policy FROM memory_vectors WHERE id = $1", vector) == (
+        "permanent"
+    )
+    await engine.move("episode", episode, "long_term")  # the source moves as any memory

@@ -11,6 +11,7 @@ while a forgotten turn's vector could outlive it.
 Now:
 - a vector with a source is written on the never-decaying `permanent` policy (a BEFORE
   INSERT trigger, whatever the writer asked), so no sweep decays or prunes it on its own;
+  moving it to another policy is refused with one line (move the source instead);
 - pruning or recovering a source does the same to its vector (an AFTER UPDATE OF pruned
   row trigger on the source tables: every path that prunes, sweeps, forget, merges,
   feedback, recovery, goes through it);
@@ -55,6 +56,18 @@ CREATE TRIGGER memory_vectors_follow_source BEFORE INSERT ON memory_vectors
     FOR EACH ROW WHEN (NEW.source_id IS NOT NULL)
     EXECUTE FUNCTION ethos_vector_follows_source();
 
+-- A move to another policy would give it a curve of its own again: refused, in one line.
+CREATE FUNCTION ethos_vector_stays_with_source() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION 'the vector % follows its source (% %): move the source instead',
+        NEW.id, NEW.source_type, NEW.source_id USING ERRCODE = 'check_violation';
+END
+$$;
+
+CREATE TRIGGER memory_vectors_stay_with_source BEFORE UPDATE OF policy ON memory_vectors
+    FOR EACH ROW WHEN (NEW.source_id IS NOT NULL AND NEW.policy <> 'permanent')
+    EXECUTE FUNCTION ethos_vector_stays_with_source();
+
 CREATE FUNCTION ethos_source_pruned() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     UPDATE memory_vectors
@@ -88,5 +101,7 @@ def downgrade() -> None:
     execute_script(
         "".join(f"DROP TRIGGER {table}_vector_follows ON {table};" for table in SOURCES)
         + """DROP TRIGGER memory_vectors_follow_source ON memory_vectors;
-             DROP FUNCTION ethos_source_pruned(); DROP FUNCTION ethos_vector_follows_source();"""
+             DROP TRIGGER memory_vectors_stay_with_source ON memory_vectors;
+             DROP FUNCTION ethos_source_pruned(); DROP FUNCTION ethos_vector_follows_source();
+             DROP FUNCTION ethos_vector_stays_with_source();"""
     )
