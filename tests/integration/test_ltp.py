@@ -27,7 +27,7 @@ from ethos.store.core import search_server_settings
 from ethos.store.sql.search import SEARCH_VECTORS
 from ethos.tables import EPISODES
 from tests.conftest import WORDS_IGNORED
-from tests.vectors import at_cosine, unit
+from tests.vectors import at_cosine, mix, unit
 
 if TYPE_CHECKING:
     from tests.conftest import Days
@@ -189,11 +189,6 @@ async def test_concurrent_retrievals_during_sweeps_are_all_applied(
         )
 
 
-def mix(a: list[float], b: list[float]) -> list[float]:
-    """Halfway between two unit vectors: cosine similarity ≈ 0.7 to each."""
-    return [x + y for x, y in zip(a, b, strict=True)]
-
-
 async def test_search_ranks_by_similarity_with_a_bounded_salience_prior(
     engine: Engine, t0: datetime, days: Days
 ) -> None:
@@ -202,8 +197,9 @@ async def test_search_ranks_by_similarity_with_a_bounded_salience_prior(
         "vector", agent_id="a", content="faded", embedding=query, created_at=t0
     )
     fresh = await engine.add(
-        "vector", agent_id="a", content="fresh", embedding=mix(query, unit(12)), created_at=days(19)
-    )
+        "vector", agent_id="a", content="fresh", embedding=mix((1, query), (1, unit(12))),
+        created_at=days(19),
+    )  # fmt: skip
     twin = await engine.add(
         "vector", agent_id="a", content="twin", embedding=at_cosine(query, 0.99, 3),
         created_at=days(19),

@@ -4,24 +4,13 @@ to everything (chatter) stops coming near every query."""
 
 from __future__ import annotations
 
-import math
-from collections.abc import Sequence
-
 import asyncpg
 import pytest
 
 from ethos.engine import Engine
 from ethos.settings import DatabaseSettings, SearchSettings, Settings
 from tests.conftest import WORDS_IGNORED
-from tests.vectors import unit
-
-
-def mix(*parts: tuple[float, Sequence[float]]) -> list[float]:
-    """The unit vector along the weighted sum of `parts`."""
-    total = [sum(w * v[i] for w, v in parts) for i in range(len(parts[0][1]))]
-    norm = math.sqrt(sum(x * x for x in total))
-    return [x / norm for x in total]
-
+from tests.vectors import mix, unit
 
 SHARED = unit(1)  # what every memory of the agent has in common (a speaker, a register)
 

@@ -7,7 +7,7 @@ from functools import cache
 
 from ethos.store.core import Query, sql, statements
 from ethos.store.sql.fragments import UNEXPIRED, above_threshold, pruned_set, salience_expr
-from ethos.tables import FACTS, MEMORY_TABLES, SOURCE_TABLES, VECTORS, TableSpec
+from ethos.tables import EPISODES, FACTS, MEMORY_TABLES, SOURCE_TABLES, VECTORS, TableSpec
 
 # The plain statements, in the .sql file of the same name beside this one.
 STATEMENTS = statements(__file__)
@@ -52,15 +52,6 @@ def _alive(vector: str) -> str:
     return f"({vector}.source_id IS NULL OR {sources})"
 
 
-def _salience_of(vector: str) -> str:
-    """The salience of the vector `vector` at %(now)s: its source's, where it has one."""
-    sources = ", ".join(
-        f"(SELECT {salience_expr(spec, alias='s', policy='sp')} {_source_of(spec, vector)})"
-        for spec in SOURCE_TABLES
-    )
-    return f"coalesce({sources}, {salience_expr(VECTORS, alias=vector)})"
-
-
 def build_search_query(*, exact: bool) -> Query:
     """The nearest live vectors of one agent (none below its prune threshold; a vector of
     an episode or fact lives while its source does, with its source's salience) to the
@@ -103,18 +94,26 @@ def build_search_query(*, exact: bool) -> Query:
         ORDER BY {order}
         LIMIT %(candidates)s
     ),
-    ranked AS (
+    ranked AS (  -- a vector of an episode or fact has its source's salience (its own is constant)
         SELECT c.id, c.content, c.metadata, c.source_type, c.source_id, c.created_at,
                1 - (c.embedding <=> %(embedding)s::vector) AS similarity,
-               1 - c.distance AS relevance, {_salience_of("c")} AS salience
+               1 - c.distance AS relevance,
+               CASE c.source_type
+                   WHEN 'episodic_traces' THEN {salience_expr(EPISODES, alias="e", policy="ep")}
+                   WHEN 'semantic_facts' THEN {salience_expr(FACTS, alias="f", policy="fp")}
+                   ELSE {salience_expr(VECTORS, alias="c")}
+               END AS salience,
+               coalesce(e.content, f.content) AS source_content
         FROM candidates AS c
         JOIN decay_policies AS p ON p.name = c.policy
+        LEFT JOIN episodic_traces AS e
+               ON c.source_type = 'episodic_traces' AND e.id = c.source_id
+        LEFT JOIN decay_policies AS ep ON ep.name = e.policy
+        LEFT JOIN semantic_facts AS f ON c.source_type = 'semantic_facts' AND f.id = c.source_id
+        LEFT JOIN decay_policies AS fp ON fp.name = f.policy
     )
-    SELECT r.*, {prior_on("r.relevance", "r.salience")} AS score,
-           coalesce(e.content, f.content) AS source_content
+    SELECT r.*, {prior_on("r.relevance", "r.salience")} AS score
     FROM ranked AS r
-    LEFT JOIN episodic_traces AS e ON r.source_type = 'episodic_traces' AND e.id = r.source_id
-    LEFT JOIN semantic_facts AS f ON r.source_type = 'semantic_facts' AND f.id = r.source_id
     ORDER BY score DESC, {TIE_BREAK}
     LIMIT %(k)s
     """)
