@@ -85,9 +85,10 @@ class DecaySettings(_Section):
 
 
 class SweepSettings(_Section):
-    # Connections a due sweep splits its work over (the rows' 16 slices shared out);
-    # each holds its slices by an advisory lock, so several sweepers share a table.
-    workers: int = Field(default=1, ge=1, le=16)
+    # Connections a sweep splits its work over: a due sweep shares out the rows' 16
+    # slices (each held by an advisory lock, so several sweepers share a table), a full
+    # sweep cuts each table's ids into as many ranges.
+    workers: int = Field(default=2, ge=1, le=16)
 
 
 class PolicySettings(_Section):

@@ -10,17 +10,20 @@ Three modes:
   the 16 slices of the rows, each slice held by an advisory lock.
 - prune: the same, for rows due to be pruned only: cheap enough to run every minute.
 - full: every live row in keyset batches (verification and repair; also what a sweep of
-  one agent, or a dry run, does).
+  one agent, or a dry run, does); a whole table's ids are cut into `sweep.workers`
+  ranges swept at once.
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
-from collections.abc import Awaitable, Callable, Sequence
+import uuid
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import structlog
 
@@ -40,6 +43,7 @@ BATCH_ATTEMPTS = 3
 
 # Called after each batch with (table, rows scanned so far in that table, table done).
 Progress = Callable[[str, int, bool], None]
+T = TypeVar("T")
 
 
 @dataclass
@@ -138,12 +142,10 @@ async def run_sweep(
         else:
             # A prune pass is light: one connection takes every slice.
             workers = 1 if mode == "prune" else settings.sweep.workers
-            await asyncio.gather(
-                *(
-                    _sweep_slices(store, settings, specs, report, slices, stop, progress)
-                    for slices in ([s for s in range(SLICES) if s % workers == i]
-                                   for i in range(workers))
-                )
+            await _together(
+                _sweep_slices(store, settings, specs, report, slices, stop, progress)
+                for slices in ([s for s in range(SLICES) if s % workers == i]
+                               for i in range(workers))
             )  # fmt: skip
             if progress is not None:
                 for spec, counts in report.counts.items():
@@ -221,14 +223,40 @@ async def _sweep_table(
     stop: asyncio.Event | None,
     progress: Progress | None,
 ) -> None:
-    """Every live row of one table, in keyset batches. A sweep of the whole table
-    hints every row it reads, and at its end drops the hints it superseded: those
+    """Every live row of one table, in keyset batches; a sweep of the whole table
+    splits its ids into `sweep.workers` ranges swept at once. A sweep of the whole
+    table hints every row it reads, and at its end drops the hints it superseded: those
     written before it began."""
-    after = None
-    limit = settings.decay.batch_size
-    counts = report.counts[spec]
     whole = agent is None and not report.dry_run
     horizon = await store.hint_horizon() if whole else None
+    cuts = await store.split_ids(spec, settings.sweep.workers) if whole else []
+    bounds: list[uuid.UUID | None] = [None, *cuts, None]
+    finished = await _together(
+        _sweep_range(store, settings, spec, report, agent, after, upto, stop, progress)
+        for after, upto in itertools.pairwise(bounds)
+    )
+    if all(finished):
+        if progress is not None:
+            progress(spec.name, report.counts[spec].scanned, True)
+        if horizon is not None:
+            await store.drop_hints_before(spec, horizon)
+
+
+async def _sweep_range(
+    store: Store,
+    settings: Settings,
+    spec: TableSpec,
+    report: SweepReport,
+    agent: str | None,
+    after: uuid.UUID | None,
+    upto: uuid.UUID | None,
+    stop: asyncio.Event | None,
+    progress: Progress | None,
+) -> bool:
+    """The live rows of one table after `after` up to `upto`: whether it got to the end
+    (not stopped)."""
+    limit = settings.decay.batch_size
+    counts = report.counts[spec]
     while stop is None or not stop.is_set():
         batch = await _retrying(
             lambda after=after: store.sweep_batch(  # type: ignore[misc]
@@ -236,6 +264,7 @@ async def _sweep_table(
                 now=report.now,
                 tolerance=settings.decay.refresh_tolerance,
                 after=after,
+                upto=upto,
                 limit=limit,
                 agent=agent,
                 dry_run=report.dry_run,
@@ -243,14 +272,25 @@ async def _sweep_table(
             spec.name,
         )
         _add(counts, batch)
-        done = batch.scanned < limit
+        if batch.scanned < limit:
+            return True
         if progress is not None:
-            progress(spec.name, counts.scanned, done)
-        if done:
-            if horizon is not None:
-                await store.drop_hints_before(spec, horizon)
-            return
+            progress(spec.name, counts.scanned, False)
         after = batch.last_id
+    return False
+
+
+async def _together(works: Iterable[Awaitable[T]]) -> list[T]:
+    """Run `works` at once; the first to fail cancels the others (each releases its
+    connection) and its error is raised."""
+    tasks = [asyncio.ensure_future(work) for work in works]
+    try:
+        return list(await asyncio.gather(*tasks))
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
 
 
 async def _sweep_slices(

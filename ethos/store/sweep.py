@@ -14,8 +14,9 @@ from typing import Any
 import asyncpg
 
 from ethos.store.core import Query, Row, StoreCore, translated
-from ethos.store.sql.fragments import NIL_ID
+from ethos.store.sql.fragments import MAX_ID, NIL_ID
 from ethos.store.sql.sweep import (
+    ESTIMATED_ROWS,
     FINISH_SWEEP_RUN,
     HINT_HORIZON,
     LAST_SWEEP_FINISHED,
@@ -28,6 +29,7 @@ from ethos.store.sql.sweep import (
     build_count_due_query,
     build_drop_hints_query,
     build_due_batch_query,
+    build_split_query,
     build_sweep_batch_query,
 )
 from ethos.tables import TableSpec
@@ -43,11 +45,12 @@ class SweepStore(StoreCore):
         now: datetime,
         tolerance: float,
         after: uuid.UUID | None,
+        upto: uuid.UUID | None = None,
         limit: int,
         agent: str | None,
         dry_run: bool,
     ) -> BatchResult:
-        """One keyset batch after `after`, in its own transaction."""
+        """One keyset batch after `after` (up to `upto`), in its own transaction."""
         await self.check_table(spec)
         query = build_sweep_batch_query(
             spec, by_agent=agent is not None, dry_run=dry_run, batch_size=limit
@@ -56,6 +59,7 @@ class SweepStore(StoreCore):
             "now": now,
             "tolerance": tolerance,
             "after": after or uuid.UUID(NIL_ID),
+            "upto": upto or uuid.UUID(MAX_ID),
             "agent": agent,
         }
         with translated():
@@ -63,6 +67,22 @@ class SweepStore(StoreCore):
         return BatchResult(
             row["last_id"], row["scanned"], row["updated"], row["pruned"], row["expired"]
         )
+
+    async def split_ids(self, spec: TableSpec, parts: int) -> list[uuid.UUID]:
+        """Ids that cut the live rows of a table into `parts` ranges of about equal
+        size, from a sample of some 20,000 rows (every row of a small table); none for
+        one part or an empty table."""
+        await self.check_table(spec)
+        if parts < 2:
+            return []
+        estimate: int = await self._fetchval(ESTIMATED_ROWS, table=spec.name)
+        percent = 100.0 if estimate < SPLIT_SAMPLE else 100.0 * SPLIT_SAMPLE / estimate
+        cuts: list[uuid.UUID] | None = await self._fetchval(
+            build_split_query(spec),
+            fractions=[i / parts for i in range(1, parts)],
+            percent=percent,
+        )
+        return sorted(set(cuts or []))
 
     async def hint_horizon(self) -> str:
         """The oldest transaction still running (xid8, as text): before a full sweep of
@@ -147,6 +167,10 @@ class SweepStore(StoreCore):
     async def pruned_at(self, agent: str, at: datetime) -> list[Row]:
         """The memories of an agent that a sweep at `at` pruned."""
         return await self._fetch(PRUNED_AT, agent=agent, at=at)
+
+
+# Rows sampled to split a table between the workers of a full sweep.
+SPLIT_SAMPLE = 20_000
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@ due sweeps leave the same tables as full sweeps over random histories."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import random
 import uuid
 from collections.abc import AsyncIterator
@@ -415,3 +416,54 @@ async def test_a_full_sweep_beside_ltp_writes_leaves_no_row_without_its_hints(
             assert await uncovered(conn) == 0
         # Hints older than the last full sweep are gone; some were made beside it.
         assert await conn.fetchval("SELECT count(*) FROM episodic_traces_due") > 0
+
+
+async def test_a_full_sweep_splits_each_table_among_its_workers(
+    database_url: str, conn: asyncpg.Connection, t0: datetime, days: Days
+) -> None:
+    """The workers of a full sweep take ranges of ids of about equal size: every live
+    row is read once, and only a sweep that got through every range drops old hints."""
+    await conn.execute(
+        """INSERT INTO episodic_traces (agent_id, content, created_at, policy, pruned)
+           SELECT 'a', 'm' || g, $1, 'standard', g % 10 = 0 FROM generate_series(1, 3000) g""",
+        t0,
+    )
+    settings = settings_for(database_url)
+    settings.sweep.workers = 4
+    spec = table_spec("episode")
+    async with Engine(settings) as engine:
+        cuts = await engine.store.split_ids(spec, 4)
+        assert len(cuts) == 3 and cuts == sorted(cuts)
+        bounds = [uuid.UUID(int=0), *cuts, uuid.UUID(int=2**128 - 1)]
+        sizes = [
+            await conn.fetchval(
+                "SELECT count(*) FROM episodic_traces WHERE NOT pruned AND id > $1 AND id <= $2",
+                low,
+                high,
+            )
+            for low, high in itertools.pairwise(bounds)
+        ]
+        assert sum(sizes) == 2700 and min(sizes) >= 600  # a quarter each, within sampling
+        assert await engine.store.split_ids(spec, 1) == []
+        await engine.sweep(now=t0)  # due hints the full sweeps below supersede
+        old = "SELECT count(*) FROM episodic_traces_due WHERE made <= $1::text::xid8"
+        newest = await conn.fetchval("SELECT max(made)::text FROM episodic_traces_due")
+        hints = await conn.fetchval(old, newest)
+        stop = asyncio.Event()
+
+        def halfway(table: str, scanned: int, done: bool) -> None:
+            if scanned >= 1000:
+                stop.set()
+
+        settings.decay.batch_size = 100
+        stopped = await engine.sweep(now=days(1), mode="full", stop=stop, progress=halfway)
+        assert stopped.status == "interrupted"
+        assert 1000 <= stopped.tables["episodic_traces"].scanned < 2700
+        assert await conn.fetchval(old, newest) == hints  # kept: not every row was read
+        report = await engine.sweep(now=days(1), mode="full")
+        assert await conn.fetchval(old, newest) == 0
+    counts = report.tables["episodic_traces"]
+    assert counts.scanned == 2700
+    assert await uncovered(conn) == 0
+    late = "SELECT count(*) FROM episodic_traces WHERE NOT pruned AND NOT due_at > $1"
+    assert await conn.fetchval(late, days(1)) == 0

@@ -21,6 +21,7 @@ from ethos.tables import SOURCE_TABLES, TableSpec
 SOURCE_SPECS = frozenset(SOURCE_TABLES)
 
 NIL_ID = "00000000-0000-0000-0000-000000000000"
+MAX_ID = "ffffffff-ffff-ffff-ffff-ffffffffffff"
 
 
 # The statements below join each memory (alias m) to its policy (alias p) and compute

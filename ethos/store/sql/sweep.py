@@ -95,8 +95,9 @@ def build_sweep_batch_query(
     spec: TableSpec, *, by_agent: bool, dry_run: bool, batch_size: int
 ) -> Query:
     """One keyset batch of a full sweep, in one statement: the live rows after
-    %(after)s, each on its policy's curve, pruned below its policy's threshold. Rows
-    whose values drifted past the tolerance, or that get pruned, are written.
+    %(after)s up to %(upto)s (a worker's range), each on its policy's curve, pruned
+    below its policy's threshold. Rows whose values drifted past the tolerance, or that
+    get pruned, are written.
 
     The batch size is written into the text (a validated integer from settings): the
     sweep runs on generic plans, and a LIMIT the planner can see keeps the UPDATE a
@@ -163,7 +164,7 @@ def build_sweep_batch_query(
                 SELECT {_sweep_columns(spec)}
                 FROM {spec.name} AS m
                 JOIN decay_policies AS p ON p.name = m.policy
-                WHERE NOT m.pruned AND m.id > %(after)s {agent}
+                WHERE NOT m.pruned AND m.id > %(after)s AND m.id <= %(upto)s {agent}
                 ORDER BY m.id
                 LIMIT {int(batch_size)}
             ) AS m
@@ -289,12 +290,24 @@ HINT_HORIZON = STATEMENTS["hint_horizon"]
 
 
 @cache
+def build_split_query(spec: TableSpec) -> Query:
+    """Ids that cut a table's live rows into ranges of about equal size, for the workers
+    of a full sweep: the %(fractions)s quantiles of the ids in a sample of %(percent)s
+    of its pages (NULL for an empty sample)."""
+    return sql(f"""
+    SELECT percentile_disc(%(fractions)s::float8[]) WITHIN GROUP (ORDER BY id)
+    FROM {spec.name} TABLESAMPLE SYSTEM (%(percent)s)
+    WHERE NOT pruned""")
+
+
+@cache
 def build_drop_hints_query(spec: TableSpec) -> Query:
     """After a full sweep of the whole table that began at %(horizon)s: the hints it
     superseded (it hinted every row it read, and a concurrent write's hints are newer)."""
     return sql(f"DELETE FROM {spec.due_table} WHERE made < %(horizon)s::text::xid8")
 
 
+ESTIMATED_ROWS = STATEMENTS["estimated_rows"]
 START_SWEEP_RUN = STATEMENTS["start_sweep_run"]
 FINISH_SWEEP_RUN = STATEMENTS["finish_sweep_run"]
 

@@ -37,3 +37,7 @@ WHERE status <> 'failed' AND mode <> 'prune';
 SELECT table_name, id, content FROM ethos_memories
 WHERE agent_id = %(agent)s AND pruned AND pruned_at = %(at)s
 ORDER BY table_name, id;
+
+-- name: estimated_rows
+-- The planner's estimate of a table's rows (-1: never analysed), to size a sample.
+SELECT reltuples::bigint FROM pg_class WHERE oid = %(table)s::regclass;
