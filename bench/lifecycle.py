@@ -33,6 +33,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import math
+import random
 import statistics
 import time
 import uuid
@@ -85,6 +87,7 @@ class Config:
     reinforce: str | None = None
     recalled: int = RECALLED
     floor: float | None = None  # reinforce only hits whose fused relevance clears it
+    particularity: float | None = None  # [importance] auto_particularity; None: default
 
 
 CONFIGS = (
@@ -95,6 +98,7 @@ CONFIGS = (
 )
 HYBRID_CONFIGS = (
     Config("automatic importance, vectors, reinforced by text", reinforce="text"),
+    Config("the same, words only (auto_particularity 0)", reinforce="text", particularity=0),
     Config("automatic importance, reinforced by hybrid", reinforce="hybrid"),
     Config("automatic importance off, reinforced by hybrid", auto=False, reinforce="hybrid"),
     Config("nothing forgotten, reinforced by hybrid", policy="permanent", sweeps=False,
@@ -130,9 +134,10 @@ async def add(engine: Engine, config: Config, agent: str, text: str, at: datetim
 async def replay(
     url: str, config: Config, conversation: Conversation, embedder: Embedder | None
 ) -> Outcome:
-    settings = Settings(
-        database=DatabaseSettings(url=url), importance=ImportanceSettings(auto=config.auto)
-    )
+    importance = ImportanceSettings(auto=config.auto)
+    if config.particularity is not None:
+        importance.auto_particularity = config.particularity
+    settings = Settings(database=DatabaseSettings(url=url), importance=importance)
     ids: dict[str, str] = {}
     agent = conversation.name
     embedder = embedder if config.reinforce else None
@@ -299,6 +304,40 @@ async def cost(urls: dict[bool, str], rows: int, adds: int, rounds: int = 2) -> 
         f"add p50 over {adds} adds each, alternating: off {p_off:.2f} ms, on {p_on:.2f} ms:"
         f" {p_on / p_off:.2f}x (goal <= 1.1x)"
     )
+    await vector_cost(urls, adds)
+
+
+async def vector_cost(urls: dict[bool, str], adds: int) -> None:
+    """Adds of episodes with their vectors (random unit vectors, no provider's time),
+    the vector tiering its episode (auto_particularity 2, on the second database) or not
+    (0, on the first), alternating: their p50."""
+    rng = random.Random(5)
+
+    async def embedder(texts: Sequence[str], role: str) -> list[list[float]]:
+        vectors = [[rng.gauss(0, 1) for _ in range(384)] for _ in texts]
+        return [[x / math.sqrt(sum(y * y for y in v)) for x in v] for v in vectors]
+
+    latencies: dict[float, list[float]] = {0.0: [], 2.0: []}
+    engines = {
+        k: Engine(
+            Settings(database=DatabaseSettings(url=urls[k > 0]),
+                     importance=ImportanceSettings(auto_particularity=k)),
+            embedder=embedder,
+        )
+        for k in latencies
+    }  # fmt: skip
+    async with engines[0.0] as words, engines[2.0] as vectors:
+        for i in range(2 * adds):
+            k = 2.0 if i % 2 else 0.0
+            engine = vectors if k else words
+            started = time.perf_counter()
+            await engine.add("episode", agent_id="agent-2", content=f"memory {i} of a night")
+            latencies[k].append((time.perf_counter() - started) * 1000)
+    p_off, p_on = percentile(latencies[0.0], 0.5), percentile(latencies[2.0], 0.5)
+    print(
+        f"add with a vector, p50 over {adds} adds each, alternating: words only {p_off:.2f}"
+        f" ms, the vector tiering too {p_on:.2f} ms: {p_on / p_off:.2f}x"
+    )
 
 
 async def main(args: argparse.Namespace, conversations: list[Conversation]) -> None:
@@ -321,6 +360,9 @@ async def main(args: argparse.Namespace, conversations: list[Conversation]) -> N
         for recalled in args.recalled:
             configs.append(Config(f"automatic importance, hybrid, recall={recalled}",
                                   reinforce="hybrid", recalled=recalled))  # fmt: skip
+        for k in args.particularity:
+            configs.append(Config(f"automatic importance, vectors, text, particularity {k}",
+                                  reinforce="text", particularity=k))  # fmt: skip
         for floor in args.floors:
             configs.append(Config(f"automatic importance, hybrid, floor {floor}",
                                   reinforce="hybrid", floor=floor))  # fmt: skip
@@ -365,5 +407,7 @@ if __name__ == "__main__":
     parser.add_argument("--floors", type=float, nargs="*", default=[],
                         help="with --hybrid: also reinforcing only hits of at least this"
                         " fused relevance")  # fmt: skip
+    parser.add_argument("--particularity", type=float, nargs="*", default=[],
+                        help="with --hybrid: also with this auto_particularity")  # fmt: skip
     arguments = parser.parse_args()
     asyncio.run(main(arguments, [load(p) for p in sorted(Path(arguments.data).glob("*.json"))]))

@@ -94,6 +94,9 @@ def _memory_columns() -> list[Column[Any]]:
         # client last replaced it (the LangGraph store).
         Column("client_key", Text),
         Column("updated_at", DateTime(timezone=True)),
+        # How far its vector lay from its agent's mean when written, relative to the
+        # agent's average (migration 0032): what it did to auto_importance.
+        Column("auto_particularity", Float),
     ]
 
 
@@ -223,6 +226,7 @@ def build_metadata(dimension: int) -> MetaData:
         Column("text_config", REGCONFIG, nullable=False, server_default=text("'english'")),
         Column("auto_importance", Boolean, nullable=False, server_default=text("true")),
         Column("auto_importance_half", Float, nullable=False, server_default=text("4")),
+        Column("auto_importance_particularity", Float, nullable=False, server_default=text("2")),
     )
     Table(
         "importance_tiers",

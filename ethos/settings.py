@@ -156,6 +156,10 @@ class ImportanceSettings(_Section):
     # The informative words (new to the agent: 1 each; words it often writes count less;
     # numbers 1) that make an automatic importance of 0.5; twice as many make 0.75.
     auto_half: float = Field(default=4.0, gt=0)
+    # A memory with a vector (an episode's or fact's, migration 0032): its words count
+    # p^k times, p its particularity (1: as far from the agent's mean vector as its
+    # memories are on average; more: further). k = 0 leaves vectors out of it.
+    auto_particularity: float = Field(default=2.0, ge=0, le=8)
 
     @field_validator("tiers")
     @classmethod

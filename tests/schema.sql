@@ -391,6 +391,19 @@ AS $function$
     SELECT ln(1 + (greatest(docs, df) - df + 0.5::float8) / (df + 0.5::float8))
 $function$;
 
+-- function ethos_importance_tier(double precision)
+CREATE OR REPLACE FUNCTION public.ethos_importance_tier(importance double precision)
+ RETURNS text
+ LANGUAGE sql
+ STABLE PARALLEL SAFE
+AS $function$
+    SELECT coalesce(
+        (SELECT t.policy FROM importance_tiers AS t WHERE t.min_importance <= importance
+         ORDER BY t.min_importance DESC LIMIT 1),
+        (SELECT s.importance_otherwise FROM ethos_settings AS s),
+        'working')
+$function$;
+
 -- function ethos_informative_words(text,tsvector)
 CREATE OR REPLACE FUNCTION public.ethos_informative_words(agent text, tsv tsvector)
  RETURNS TABLE(words double precision)
@@ -486,6 +499,17 @@ AS $function$
                      * ln(1 + (power(0.9, -1 / power_exponent) - 1) * t_days / tau)
                 ELSE -t_days / tau
            END
+$function$;
+
+-- function ethos_particularity(text,vector)
+CREATE OR REPLACE FUNCTION public.ethos_particularity(agent text, embedding vector)
+ RETURNS double precision
+ LANGUAGE sql
+ STABLE PARALLEL SAFE
+AS $function$
+    SELECT (embedding <=> s.total) / nullif(1 - vector_norm(s.total) / s.vectors, 0)
+    FROM agent_vector_stats AS s
+    WHERE s.agent_id = agent AND s.vectors >= 10
 $function$;
 
 -- function ethos_record_retrieval(text,uuid[],timestamp with time zone)
@@ -765,6 +789,55 @@ CREATE OR REPLACE FUNCTION public.ethos_text_vector(config regconfig, agent text
  IMMUTABLE PARALLEL SAFE
 AS $function$
     SELECT to_tsvector(config, content) || array_to_tsvector(ARRAY[ethos_agent_lexeme(agent)])
+$function$;
+
+-- function ethos_tier_by_vector()
+CREATE OR REPLACE FUNCTION public.ethos_tier_by_vector()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+    weight float8 := coalesce((SELECT s.auto_importance_particularity FROM ethos_settings AS s),
+                              2);
+    p float8;
+    by_words float8;
+    raised float8;
+BEGIN
+    IF weight = 0 THEN
+        RETURN NULL;
+    END IF;
+    p := ethos_particularity(NEW.agent_id, NEW.embedding);
+    IF p IS NULL THEN
+        RETURN NULL;
+    END IF;
+    IF NEW.source_type = 'episodic_traces' THEN
+        SELECT m.auto_importance INTO by_words FROM episodic_traces AS m
+        WHERE m.id = NEW.source_id AND m.auto_importance IS NOT NULL AND NOT m.pruned
+          AND m.retrieval_count = 0 AND m.due_at = '-infinity'
+          AND m.policy = ethos_importance_tier(m.auto_importance);
+    ELSE
+        SELECT m.auto_importance INTO by_words FROM semantic_facts AS m
+        WHERE m.id = NEW.source_id AND m.auto_importance IS NOT NULL AND NOT m.pruned
+          AND m.retrieval_count = 0 AND m.due_at = '-infinity'
+          AND m.policy = ethos_importance_tier(m.auto_importance);
+    END IF;
+    IF by_words IS NULL THEN
+        RETURN NULL;
+    END IF;
+    raised := 1 - power(1 - by_words, power(p, weight));
+    IF NEW.source_type = 'episodic_traces' THEN
+        UPDATE episodic_traces
+        SET auto_importance = raised, auto_particularity = p,
+            policy = ethos_importance_tier(raised)
+        WHERE id = NEW.source_id;
+    ELSE
+        UPDATE semantic_facts
+        SET auto_importance = raised, auto_particularity = p,
+            policy = ethos_importance_tier(raised)
+        WHERE id = NEW.source_id;
+    END IF;
+    RETURN NULL;
+END
 $function$;
 
 -- function ethos_uuid_v7()
@@ -1121,6 +1194,9 @@ CREATE TRIGGER memory_vectors_text_stats_truncate AFTER TRUNCATE ON memory_vecto
 
 -- trigger memory_vectors.memory_vectors_text_stats_update
 CREATE TRIGGER memory_vectors_text_stats_update AFTER UPDATE OF content, agent_id, content_tsv, source_id ON memory_vectors FOR EACH ROW WHEN (old.content_tsv <> new.content_tsv OR old.source_id IS DISTINCT FROM new.source_id) EXECUTE FUNCTION ethos_text_stats_updated();
+
+-- trigger memory_vectors.memory_vectors_tier_source
+CREATE TRIGGER memory_vectors_tier_source AFTER INSERT ON memory_vectors FOR EACH ROW WHEN (new.source_id IS NOT NULL) EXECUTE FUNCTION ethos_tier_by_vector();
 
 -- trigger memory_vectors.memory_vectors_vector_stats_delete
 CREATE TRIGGER memory_vectors_vector_stats_delete AFTER DELETE ON memory_vectors REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION ethos_vector_stats_changed();

@@ -154,4 +154,9 @@ class MemoryEngine(RetrievalEngine):
             account["importance_from"] = "automatic: " + ", ".join(
                 "a number " + repr(w) if w[0].isdigit() else repr(w) for w in words
             )
+            if row["auto_particularity"] is not None:
+                account["importance_from"] += (
+                    f"; its vector {row['auto_particularity']:.2f}x as particular as the"
+                    " agent's average"
+                )
         return account

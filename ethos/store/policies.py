@@ -78,6 +78,7 @@ class PolicyStore(StoreCore):
                 text_config=text_config,
                 auto=settings.importance.auto,
                 auto_half=settings.importance.auto_half,
+                auto_particularity=settings.importance.auto_particularity,
             )
             if old_config not in (None, text_config):  # words are stemmed anew
                 log.warning("text_reindex", old=old_config, new=text_config)

@@ -1,0 +1,117 @@
+"""A memory's vector tiers it too (migration 0032): words count more in a memory whose
+vector lies far from what the agent's memories share, less in one close to it."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+
+import asyncpg
+
+from ethos.engine import Engine
+from ethos.settings import ImportanceSettings, Settings
+from tests.vectors import at_cosine, unit
+
+COMMON = unit(7)  # what the agent's chatter shares
+# Three words new to the agent: an automatic importance of 1 - 2^(-3/4) from its words.
+WORDS_ONLY = 1 - 2 ** (-3 / 4)
+TEXTS = {"chatter": "alpha bravo charlie", "typical": "delta echo foxtrot",
+         "particular": "golf hotel india"}  # fmt: skip
+VECTORS = {"chatter": COMMON, "typical": at_cosine(COMMON, 0.9, 40),
+           "particular": at_cosine(COMMON, 0.4, 41)}  # fmt: skip
+
+
+def with_particularity(settings: Settings, k: float) -> Settings:
+    importance = ImportanceSettings(auto_particularity=k)
+    return settings.model_copy(update={"importance": importance})
+
+
+# Twelve memories of an agent, their vectors each at 0.9 to the common part.
+HISTORY = {f"hello there number {i}": at_cosine(COMMON, 0.9, i) for i in range(12)}
+
+
+async def history(engine: Engine, agent: str, t0: datetime) -> None:
+    for text, vector in HISTORY.items():
+        episode = await engine.add("episode", agent_id=agent, content=text, created_at=t0)
+        if engine.embedder is None:
+            await engine.add("vector", agent_id=agent, content=text, embedding=vector,
+                             source_type="episode", source_id=episode, created_at=t0)  # fmt: skip
+
+
+async def importance(conn: asyncpg.Connection, memory: uuid.UUID) -> tuple[float, str]:
+    row = await conn.fetchrow(
+        "SELECT auto_importance, policy FROM episodic_traces WHERE id = $1", memory
+    )
+    return row["auto_importance"], row["policy"]
+
+
+async def test_a_particular_vector_raises_the_importance_and_chatter_lowers_it(
+    settings: Settings, conn: asyncpg.Connection, t0: datetime
+) -> None:
+    vectors = HISTORY | {TEXTS[name]: vector for name, vector in VECTORS.items()}
+
+    async def embedder(texts: Sequence[str], role: str) -> list[list[float]]:
+        return [vectors[text] for text in texts]
+
+    found: dict[float, dict[str, tuple[float, str]]] = {}
+    for k in (2.0, 0.0):
+        agent = f"ada-{k}"
+        async with Engine(with_particularity(settings, k), embedder=embedder) as engine:
+            await history(engine, agent, t0)
+            ids = {name: await engine.add("episode", agent_id=agent, content=text,
+                                          created_at=t0)
+                   for name, text in TEXTS.items()}  # fmt: skip
+            found[k] = {name: await importance(conn, memory) for name, memory in ids.items()}
+            told = (await engine.explain("episode", ids["particular"]))["importance_from"]
+            assert ("as particular as the agent's average" in told) == (k > 0), told
+    chatter, typical, particular = (found[2.0][name] for name in TEXTS)
+    assert chatter[0] < 0.1 and chatter[1] == "working"
+    assert 0.3 < typical[0] < 0.6 and typical[1] == "working"  # near its words alone
+    assert particular[0] > 0.8 and particular[1] == "long_term"
+    # auto_particularity 0: words alone, whatever the vector
+    assert {value for value, _ in found[0.0].values()} == {WORDS_ONLY}
+
+
+async def test_plain_sql_gets_the_same_importance_as_the_api(
+    engine: Engine, conn: asyncpg.Connection, t0: datetime
+) -> None:
+    for agent in ("api", "sql"):
+        await history(engine, agent, t0)
+    through_api = await engine.add("episode", agent_id="api", content=TEXTS["particular"])
+    await engine.add("vector", agent_id="api", content=TEXTS["particular"],
+                     embedding=VECTORS["particular"], source_type="episode",
+                     source_id=through_api)  # fmt: skip
+    async with conn.transaction():
+        in_sql = await conn.fetchval(
+            "INSERT INTO episodic_traces (agent_id, content) VALUES ('sql', $1) RETURNING id",
+            TEXTS["particular"],
+        )
+        await conn.execute(
+            """INSERT INTO memory_vectors (agent_id, content, embedding, source_type, source_id)
+               VALUES ('sql', $1, $2::text::vector, 'episodic_traces', $3)""",
+            TEXTS["particular"], str(VECTORS["particular"]), in_sql,
+        )  # fmt: skip
+    assert await importance(conn, in_sql) == await importance(conn, through_api)
+    assert (await importance(conn, in_sql))[0] > 0.8
+
+
+async def test_only_a_memory_as_its_insert_left_it_is_tiered_again(
+    engine: Engine, conn: asyncpg.Connection, t0: datetime
+) -> None:
+    """Once swept or retrieved, or given its importance or policy, a memory keeps its
+    tier when a vector comes later (`ethos embed --missing` days on)."""
+    await history(engine, "ada", t0)
+    swept = await engine.add("episode", agent_id="ada", content="golf hotel india", created_at=t0)
+    used = await engine.add("episode", agent_id="ada", content="juliet kilo lima", created_at=t0)
+    given = await engine.add("episode", agent_id="ada", content="mike november oscar",
+                             created_at=t0, importance=0.3)  # fmt: skip
+    await engine.sweep(now=t0 + timedelta(hours=1))
+    await engine.record_retrieval("episode", [used], now=t0 + timedelta(hours=1))
+    await engine.ltp.drain(5)
+    before = {m: await importance(conn, m) for m in (swept, used, given)}
+    for i, memory in enumerate((swept, used, given)):
+        await engine.add("vector", agent_id="ada", content=f"v{i}",
+                         embedding=at_cosine(COMMON, 0.4, 50 + i), source_type="episode",
+                         source_id=memory)  # fmt: skip
+    assert {m: await importance(conn, m) for m in (swept, used, given)} == before
