@@ -99,19 +99,43 @@ async def test_plain_sql_gets_the_same_importance_as_the_api(
 async def test_only_a_memory_as_its_insert_left_it_is_tiered_again(
     engine: Engine, conn: asyncpg.Connection, t0: datetime
 ) -> None:
-    """Once swept or retrieved, or given its importance or policy, a memory keeps its
-    tier when a vector comes later (`ethos embed --missing` days on)."""
+    """Once swept or retrieved, given its importance or policy, or tiered by a vector
+    already, a memory keeps its tier when a vector comes (`ethos embed --missing` days
+    on, a second vector)."""
     await history(engine, "ada", t0)
     swept = await engine.add("episode", agent_id="ada", content="golf hotel india", created_at=t0)
-    used = await engine.add("episode", agent_id="ada", content="juliet kilo lima", created_at=t0)
-    given = await engine.add("episode", agent_id="ada", content="mike november oscar",
-                             created_at=t0, importance=0.3)  # fmt: skip
     await engine.sweep(now=t0 + timedelta(hours=1))
+    used = await engine.add("episode", agent_id="ada", content="juliet kilo lima", created_at=t0)
     await engine.record_retrieval("episode", [used], now=t0 + timedelta(hours=1))
     await engine.ltp.drain(5)
-    before = {m: await importance(conn, m) for m in (swept, used, given)}
-    for i, memory in enumerate((swept, used, given)):
+    given = await engine.add("episode", agent_id="ada", content="mike november oscar",
+                             created_at=t0, importance=0.3)  # fmt: skip
+    named = await engine.add("episode", agent_id="ada", content="papa quebec romeo",
+                             created_at=t0, policy="standard")  # fmt: skip
+    twice = await engine.add("episode", agent_id="ada", content="sierra tango uniform",
+                             created_at=t0)  # fmt: skip
+    await engine.add("vector", agent_id="ada", content="first", embedding=VECTORS["typical"],
+                     source_type="episode", source_id=twice)  # fmt: skip
+    memories = (swept, used, given, named, twice)
+    before = {m: await importance(conn, m) for m in memories}
+    for i, memory in enumerate(memories):
         await engine.add("vector", agent_id="ada", content=f"v{i}",
                          embedding=at_cosine(COMMON, 0.4, 50 + i), source_type="episode",
                          source_id=memory)  # fmt: skip
-    assert {m: await importance(conn, m) for m in (swept, used, given)} == before
+    assert {m: await importance(conn, m) for m in memories} == before
+
+
+async def test_a_vector_unlike_everything_before_it_tiers_without_overflow(
+    engine: Engine, conn: asyncpg.Connection, t0: datetime
+) -> None:
+    """Ten times the same vector: the agent's mean has length 1 (within float4), and
+    the next, different vector is as particular as can be."""
+    for i in range(10):
+        episode = await engine.add("episode", agent_id="ada", content=f"ok {i}", created_at=t0)
+        await engine.add("vector", agent_id="ada", content=f"ok {i}", embedding=COMMON,
+                         source_type="episode", source_id=episode)  # fmt: skip
+    long = " ".join(f"word{i}x" for i in range(200))
+    memory = await engine.add("episode", agent_id="ada", content=long, created_at=t0)
+    await engine.add("vector", agent_id="ada", content=long, embedding=unit(99),
+                     source_type="episode", source_id=memory)  # fmt: skip
+    assert await importance(conn, memory) == (1.0, "long_term")
