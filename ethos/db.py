@@ -40,13 +40,13 @@ def embedded_uri(
     _check_data_dir(data_dir)
     data_dir.parent.mkdir(parents=True, exist_ok=True)
     server = _pgserver().get_server(data_dir, cleanup_mode=None, start=False)
-    with _init_lock(data_dir):
+    with _init_lock(data_dir):  # held until it runs: no other writes its settings meanwhile
         if not (data_dir / "PG_VERSION").exists():
             server.ensure_pgdata_inited()
         _configure(data_dir, shared_buffers)
-    # pgserver caches one handle per data dir; start() also revives a server that was
-    # stopped since (`ethos db stop`, a crash) and is a no-op when it runs.
-    server.start()
+        # pgserver caches one handle per data dir; start() also revives a server that
+        # was stopped since (`ethos db stop`, a crash) and is a no-op when it runs.
+        server.start()
     return str(server.get_uri(database=database))
 
 
@@ -73,7 +73,15 @@ def _configure(data_dir: Path, shared_buffers: str) -> None:
     )
     ours = data_dir / EMBEDDED_CONF
     if not ours.exists() or ours.read_text() != text:
-        ours.write_text(text)
+        # Whole or not at all, and the server's own (run as root, pgserver starts it as a
+        # user of its own, which must read the file whatever root's umask).
+        owner = data_dir.stat()
+        draft = ours.with_suffix(".new")
+        draft.write_text(text)
+        draft.chmod(0o600)
+        if (draft.stat().st_uid, draft.stat().st_gid) != (owner.st_uid, owner.st_gid):
+            os.chown(draft, owner.st_uid, owner.st_gid)
+        draft.replace(ours)
 
 
 def auto_shared_buffers_mb() -> int:

@@ -39,5 +39,7 @@ async def test_a_size_in_the_settings_applies_when_the_server_starts(tmp_path: P
         assert await buffers_mb(url) == 192
         conf = (data_dir / "postgresql.conf").read_text()
         assert conf.count(f"include_if_exists = '{db.EMBEDDED_CONF}'") == 1
+        ours = (data_dir / db.EMBEDDED_CONF).stat()
+        assert (ours.st_uid, ours.st_mode & 0o777) == (data_dir.stat().st_uid, 0o600)
     finally:
         db.stop_embedded(data_dir)
