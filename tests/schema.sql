@@ -391,6 +391,17 @@ AS $function$
     SELECT ln(1 + (greatest(docs, df) - df + 0.5::float8) / (df + 0.5::float8))
 $function$;
 
+-- function ethos_importance_raised(double precision,double precision,double precision)
+CREATE OR REPLACE FUNCTION public.ethos_importance_raised(importance double precision, p double precision, k double precision)
+ RETURNS double precision
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$
+    SELECT CASE WHEN importance >= 1 THEN 1
+                ELSE 1 - exp(-least(-ln(1 - importance) * power(least(p, 1000), k), 700))
+           END
+$function$;
+
 -- function ethos_importance_tier(double precision)
 CREATE OR REPLACE FUNCTION public.ethos_importance_tier(importance double precision)
  RETURNS text
@@ -400,8 +411,7 @@ AS $function$
     SELECT coalesce(
         (SELECT t.policy FROM importance_tiers AS t WHERE t.min_importance <= importance
          ORDER BY t.min_importance DESC LIMIT 1),
-        (SELECT s.importance_otherwise FROM ethos_settings AS s),
-        'working')
+        (SELECT s.importance_otherwise FROM ethos_settings AS s))
 $function$;
 
 -- function ethos_informative_words(text,tsvector)
@@ -507,7 +517,8 @@ CREATE OR REPLACE FUNCTION public.ethos_particularity(agent text, embedding vect
  LANGUAGE sql
  STABLE PARALLEL SAFE
 AS $function$
-    SELECT (embedding <=> s.total) / nullif(1 - vector_norm(s.total) / s.vectors, 0)
+    SELECT greatest(embedding <=> s.total, 0)
+           / greatest(1 - vector_norm(s.total) / s.vectors, 0.001)
     FROM agent_vector_stats AS s
     WHERE s.agent_id = agent AND s.vectors >= 10
 $function$;
@@ -795,46 +806,27 @@ $function$;
 CREATE OR REPLACE FUNCTION public.ethos_tier_by_vector()
  RETURNS trigger
  LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO '$user', 'public'
 AS $function$
 DECLARE
-    weight float8 := coalesce((SELECT s.auto_importance_particularity FROM ethos_settings AS s),
-                              2);
+    k float8 := coalesce((SELECT s.auto_importance_particularity FROM ethos_settings AS s), 2);
     p float8;
-    by_words float8;
-    raised float8;
 BEGIN
-    IF weight = 0 THEN
+    IF k = 0 THEN
         RETURN NULL;
     END IF;
     p := ethos_particularity(NEW.agent_id, NEW.embedding);
-    IF p IS NULL THEN
-        RETURN NULL;
-    END IF;
-    IF NEW.source_type = 'episodic_traces' THEN
-        SELECT m.auto_importance INTO by_words FROM episodic_traces AS m
-        WHERE m.id = NEW.source_id AND m.auto_importance IS NOT NULL AND NOT m.pruned
-          AND m.retrieval_count = 0 AND m.due_at = '-infinity'
-          AND m.policy = ethos_importance_tier(m.auto_importance);
-    ELSE
-        SELECT m.auto_importance INTO by_words FROM semantic_facts AS m
-        WHERE m.id = NEW.source_id AND m.auto_importance IS NOT NULL AND NOT m.pruned
-          AND m.retrieval_count = 0 AND m.due_at = '-infinity'
-          AND m.policy = ethos_importance_tier(m.auto_importance);
-    END IF;
-    IF by_words IS NULL THEN
-        RETURN NULL;
-    END IF;
-    raised := 1 - power(1 - by_words, power(p, weight));
-    IF NEW.source_type = 'episodic_traces' THEN
-        UPDATE episodic_traces
-        SET auto_importance = raised, auto_particularity = p,
-            policy = ethos_importance_tier(raised)
-        WHERE id = NEW.source_id;
-    ELSE
-        UPDATE semantic_facts
-        SET auto_importance = raised, auto_particularity = p,
-            policy = ethos_importance_tier(raised)
-        WHERE id = NEW.source_id;
+    IF p IS NOT NULL THEN  -- only a source as its insert left it, once
+        EXECUTE format($u$
+            UPDATE %I
+            SET auto_importance = ethos_importance_raised(auto_importance, $2, $3),
+                auto_particularity = $2,
+                policy = ethos_importance_tier(ethos_importance_raised(auto_importance, $2, $3))
+            WHERE id = $1 AND auto_importance IS NOT NULL AND auto_particularity IS NULL
+              AND NOT pruned AND retrieval_count = 0 AND due_at = '-infinity'
+              AND policy = ethos_importance_tier(auto_importance)$u$, NEW.source_type)
+        USING NEW.source_id, p, k;
     END IF;
     RETURN NULL;
 END
