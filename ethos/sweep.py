@@ -6,7 +6,8 @@ Three modes:
 
 - due (the default): only the rows whose next write is due (their stored value drifts
   past the tolerance, they fall below the threshold, or expire), popped from their
-  hints; its cost follows the work, not the table. `sweep.workers` connections share
+  hints; its cost follows the work, not the table. A table whose live rows are nearly
+  all due is swept whole instead, as a full sweep does. `sweep.workers` connections share
   the 16 slices of the rows, each slice held by an advisory lock.
 - prune: the same, for rows due to be pruned only: cheap enough to run every minute.
 - full: every live row in keyset batches (verification and repair; also what a sweep of
@@ -46,12 +47,19 @@ Progress = Callable[[str, int, bool], None]
 T = TypeVar("T")
 
 
+# A due sweep takes a table whole, as a full sweep does, when at least this share of a
+# sample of its live rows is due, and its hints name at least this many rows.
+MOSTLY_DUE = 0.9
+MOSTLY_DUE_ROWS = 10_000
+
+
 @dataclass
 class TableCounts:
     scanned: int = 0
     updated: int = 0
     pruned: int = 0
     expired: int = 0  # of the pruned, by expires_at (the others by decay)
+    whole: bool = False  # every live row read in keyset ranges (full, or nearly all due)
 
 
 @dataclass
@@ -134,22 +142,28 @@ async def run_sweep(
         report.run_id = await store.start_sweep_run(trigger, mode, now, agent, daemon_id)
     error: str | None = None
     try:
-        if mode == "full":
-            for spec in specs:
-                await _sweep_table(store, settings, spec, report, agent, stop, progress)
-                if stop is not None and stop.is_set():
-                    break
-        else:
+        whole = specs if mode == "full" else []
+        if mode == "due":
+            whole = [spec for spec in specs if await _mostly_due(store, spec, now)]
+        for spec in whole:
+            report.counts[spec].whole = True
+            await _sweep_table(store, settings, spec, report, agent, stop, progress)
+            if stop is not None and stop.is_set():
+                break
+        # A table taken whole is drained by its hints too: the rows a concurrent write
+        # changed under the keyset pass were hinted at now, to be written in this sweep.
+        rest = specs if mode != "full" else []
+        if rest and not (stop is not None and stop.is_set()):
             # A prune pass is light: one connection takes every slice.
             workers = 1 if mode == "prune" else settings.sweep.workers
             await _together(
-                _sweep_slices(store, settings, specs, report, slices, stop, progress)
+                _sweep_slices(store, settings, rest, report, slices, stop, progress)
                 for slices in ([s for s in range(SLICES) if s % workers == i]
                                for i in range(workers))
             )  # fmt: skip
             if progress is not None:
-                for spec, counts in report.counts.items():
-                    progress(spec.name, counts.scanned, True)
+                for spec in rest:
+                    progress(spec.name, report.counts[spec].scanned, True)
         if mode != "prune" and not dry_run and not (stop is not None and stop.is_set()):
             report.links_removed = await _remove_faded_links(store, settings, report.now)
         if stop is not None and stop.is_set():
@@ -181,6 +195,21 @@ async def run_sweep(
             )
         _log_report(report, trigger, error)
     return report
+
+
+async def _mostly_due(store: Store, spec: TableSpec, now: datetime) -> bool:
+    """Whether nearly every live row of a table is due (after a bulk load, an outage, a
+    policy edit): then a due sweep takes it whole, in keyset ranges as a full sweep
+    does, where its hints would point at every row in an order that costs more to
+    follow. The hints' count (at most the rows due) is read first, so a table with
+    little due costs no sample."""
+    if await store.count_due(spec, now, prune=False) < MOSTLY_DUE_ROWS:
+        return False
+    share = await store.due_share(spec, now)
+    if share is None or share < MOSTLY_DUE:
+        return False
+    log.info("decay_sweep_mostly_due", table=spec.name, due_share=round(share, 3))
+    return True
 
 
 async def _remove_faded_links(store: Store, settings: Settings, now: datetime) -> int:

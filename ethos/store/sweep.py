@@ -16,7 +16,6 @@ import asyncpg
 from ethos.store.core import Query, Row, StoreCore, translated
 from ethos.store.sql.fragments import MAX_ID, NIL_ID
 from ethos.store.sql.sweep import (
-    ESTIMATED_ROWS,
     FINISH_SWEEP_RUN,
     HINT_HORIZON,
     LAST_SWEEP_FINISHED,
@@ -24,11 +23,13 @@ from ethos.store.sql.sweep import (
     PRUNED_AT,
     START_SWEEP_RUN,
     SWEEP_SLICE_LOCK_CLASS,
+    TABLE_PAGES,
     TRY_SLICE_LOCKS,
     UNLOCK_SLICES,
     build_count_due_query,
     build_drop_hints_query,
     build_due_batch_query,
+    build_due_share_query,
     build_split_query,
     build_sweep_batch_query,
 )
@@ -70,19 +71,30 @@ class SweepStore(StoreCore):
 
     async def split_ids(self, spec: TableSpec, parts: int) -> list[uuid.UUID]:
         """Ids that cut the live rows of a table into `parts` ranges of about equal
-        size, from a sample of some 20,000 rows (every row of a small table); none for
-        one part or an empty table."""
+        size, from a sample of some SAMPLE_PAGES pages (every row of a small table); none
+        for one part or an empty table."""
         await self.check_table(spec)
         if parts < 2:
             return []
-        estimate: int = await self._fetchval(ESTIMATED_ROWS, table=spec.name)
-        percent = 100.0 if estimate < SPLIT_SAMPLE else 100.0 * SPLIT_SAMPLE / estimate
         cuts: list[uuid.UUID] | None = await self._fetchval(
             build_split_query(spec),
             fractions=[i / parts for i in range(1, parts)],
-            percent=percent,
+            percent=await self._sample_percent(spec),
         )
         return sorted(set(cuts or []))
+
+    async def due_share(self, spec: TableSpec, now: datetime) -> float | None:
+        """The share of a table's live rows due at `now`, in a sample of some
+        SAMPLE_PAGES pages (None for an empty sample)."""
+        await self.check_table(spec)
+        share: float | None = await self._fetchval(
+            build_due_share_query(spec), now=now, percent=await self._sample_percent(spec)
+        )
+        return share
+
+    async def _sample_percent(self, spec: TableSpec) -> float:
+        pages: int = await self._fetchval(TABLE_PAGES, table=spec.name)
+        return 100.0 if pages <= SAMPLE_PAGES else 100.0 * SAMPLE_PAGES / pages
 
     async def hint_horizon(self) -> str:
         """The oldest transaction still running (xid8, as text): before a full sweep of
@@ -169,8 +181,9 @@ class SweepStore(StoreCore):
         return await self._fetch(PRUNED_AT, agent=agent, at=at)
 
 
-# Rows sampled to split a table between the workers of a full sweep.
-SPLIT_SAMPLE = 20_000
+# Pages sampled to split a table between the workers of a full sweep, or to tell whether
+# it is nearly all due (8 MB: thousands of rows, enough for a share within a percent).
+SAMPLE_PAGES = 1000
 
 
 @dataclass(frozen=True)

@@ -141,6 +141,7 @@ async def test_sweep_and_explain_json(database_url: str, cli: Cli) -> None:
         "updated": 1,
         "pruned": 1,
         "expired": 0,
+        "whole": True,
     }
     dry_prune = cli(
         "sweep", "--now", "2026-01-22T00:00:00Z", "--dry-run", "--prune", "--json", env=env

@@ -467,3 +467,31 @@ async def test_a_full_sweep_splits_each_table_among_its_workers(
     assert await uncovered(conn) == 0
     late = "SELECT count(*) FROM episodic_traces WHERE NOT pruned AND NOT due_at > $1"
     assert await conn.fetchval(late, days(1)) == 0
+
+
+async def test_a_due_sweep_takes_a_table_that_is_nearly_all_due_whole(
+    engine: Engine, conn: asyncpg.Connection, t0: datetime
+) -> None:
+    """After a bulk load every row is due: the due sweep reads the table in keyset
+    ranges, as a full sweep, and leaves the same schedule; later, with little due, it
+    follows its hints again."""
+    await conn.execute(
+        """INSERT INTO episodic_traces (agent_id, content, created_at, policy)
+           SELECT 'a', 'm' || g, $1, 'standard' FROM generate_series(1, 12000) g""",
+        t0,
+    )
+    await conn.execute(
+        """INSERT INTO semantic_facts (agent_id, content, created_at, policy)
+           SELECT 'a', 'f' || g, $1, 'standard' FROM generate_series(1, 300) g""",
+        t0,
+    )
+    at = t0 + timedelta(hours=1)
+    report = await engine.sweep(now=at)
+    episodes, facts = report.tables["episodic_traces"], report.tables["semantic_facts"]
+    assert (episodes.whole, episodes.scanned, episodes.updated) == (True, 12000, 12000)
+    assert (facts.whole, facts.updated) == (False, 300)  # too few to be worth a sample
+    assert await uncovered(conn) == 0
+    assert await visits(engine, at) == (0, 0)
+    later = await engine.sweep(now=at + timedelta(minutes=10))
+    assert not later.tables["episodic_traces"].whole
+    assert later.totals() == (0, 0, 0)

@@ -290,6 +290,16 @@ HINT_HORIZON = STATEMENTS["hint_horizon"]
 
 
 @cache
+def build_due_share_query(spec: TableSpec) -> Query:
+    """The share of the live rows due at %(now)s (a write or a prune; unscheduled ones,
+    -infinity, are) in a sample of %(percent)s of the table's pages."""
+    return sql(f"""
+    SELECT avg(coalesce(due_at <= %(now)s OR prune_at <= %(now)s, false)::int)::float8
+    FROM {spec.name} TABLESAMPLE SYSTEM (%(percent)s)
+    WHERE NOT pruned""")
+
+
+@cache
 def build_split_query(spec: TableSpec) -> Query:
     """Ids that cut a table's live rows into ranges of about equal size, for the workers
     of a full sweep: the %(fractions)s quantiles of the ids in a sample of %(percent)s
@@ -307,7 +317,7 @@ def build_drop_hints_query(spec: TableSpec) -> Query:
     return sql(f"DELETE FROM {spec.due_table} WHERE made < %(horizon)s::text::xid8")
 
 
-ESTIMATED_ROWS = STATEMENTS["estimated_rows"]
+TABLE_PAGES = STATEMENTS["table_pages"]
 START_SWEEP_RUN = STATEMENTS["start_sweep_run"]
 FINISH_SWEEP_RUN = STATEMENTS["finish_sweep_run"]
 

@@ -38,6 +38,7 @@ SELECT table_name, id, content FROM ethos_memories
 WHERE agent_id = %(agent)s AND pruned AND pruned_at = %(at)s
 ORDER BY table_name, id;
 
--- name: estimated_rows
--- The planner's estimate of a table's rows (-1: never analysed), to size a sample.
-SELECT reltuples::bigint FROM pg_class WHERE oid = %(table)s::regclass;
+-- name: table_pages
+-- A table's pages as they are now (the planner's relpages may be years old, or 0), to
+-- size a sample.
+SELECT pg_relation_size(%(table)s::regclass) / current_setting('block_size')::bigint;
