@@ -182,8 +182,10 @@ class SweepStore(StoreCore):
 
 
 # Pages sampled to split a table between the workers of a full sweep, or to tell whether
-# it is nearly all due (8 MB: thousands of rows, enough for a share within a percent).
-SAMPLE_PAGES = 1000
+# it is nearly all due (40 MB, ~20 ms): a table's pages hold runs of ids, so a sample of
+# pages is coarser than as many rows. At 3M rows the median of 1,000 pages split the
+# live rows up to 53/47 (5 tries), of 5,000 pages within 51/49.
+SAMPLE_PAGES = 5000
 
 
 @dataclass(frozen=True)
