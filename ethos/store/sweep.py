@@ -23,7 +23,6 @@ from ethos.store.sql.sweep import (
     PRUNED_AT,
     START_SWEEP_RUN,
     SWEEP_SLICE_LOCK_CLASS,
-    TABLE_PAGES,
     TRY_SLICE_LOCKS,
     UNLOCK_SLICES,
     build_count_due_query,
@@ -77,9 +76,7 @@ class SweepStore(StoreCore):
         if parts < 2:
             return []
         cuts: list[uuid.UUID] | None = await self._fetchval(
-            build_split_query(spec),
-            fractions=[i / parts for i in range(1, parts)],
-            percent=await self._sample_percent(spec),
+            build_split_query(spec), fractions=[i / parts for i in range(1, parts)]
         )
         return sorted(set(cuts or []))
 
@@ -87,14 +84,8 @@ class SweepStore(StoreCore):
         """The share of a table's live rows due at `now`, in a sample of some
         SAMPLE_PAGES pages (None for an empty sample)."""
         await self.check_table(spec)
-        share: float | None = await self._fetchval(
-            build_due_share_query(spec), now=now, percent=await self._sample_percent(spec)
-        )
+        share: float | None = await self._fetchval(build_due_share_query(spec), now=now)
         return share
-
-    async def _sample_percent(self, spec: TableSpec) -> float:
-        pages: int = await self._fetchval(TABLE_PAGES, table=spec.name)
-        return 100.0 if pages <= SAMPLE_PAGES else 100.0 * SAMPLE_PAGES / pages
 
     async def hint_horizon(self) -> str:
         """The oldest transaction still running (xid8, as text): before a full sweep of
@@ -179,13 +170,6 @@ class SweepStore(StoreCore):
     async def pruned_at(self, agent: str, at: datetime) -> list[Row]:
         """The memories of an agent that a sweep at `at` pruned."""
         return await self._fetch(PRUNED_AT, agent=agent, at=at)
-
-
-# Pages sampled to split a table between the workers of a full sweep, or to tell whether
-# it is nearly all due (40 MB, ~20 ms): a table's pages hold runs of ids, so a sample of
-# pages is coarser than as many rows. At 3M rows the median of 1,000 pages split the
-# live rows up to 53/47 (5 tries), of 5,000 pages within 51/49.
-SAMPLE_PAGES = 5000
 
 
 @dataclass(frozen=True)

@@ -341,7 +341,12 @@ def pruned_set(reason: str) -> str:
 
 
 # A memory (m) of a table with expires_at that has not expired by %(now)s.
-UNEXPIRED = "(m.expires_at IS NULL OR m.expires_at > %(now)s)"
+def unexpired(alias: str = "m") -> str:
+    """The row `alias` has not expired at %(now)s."""
+    return f"({alias}.expires_at IS NULL OR {alias}.expires_at > %(now)s)"
+
+
+UNEXPIRED = unexpired()
 
 
 def above_threshold(spec: TableSpec, alias: str = "m", policy: str = "p") -> str:

@@ -6,7 +6,13 @@ from __future__ import annotations
 from functools import cache
 
 from ethos.store.core import Query, sql, statements
-from ethos.store.sql.fragments import UNEXPIRED, above_threshold, pruned_set, salience_expr
+from ethos.store.sql.fragments import (
+    UNEXPIRED,
+    above_threshold,
+    pruned_set,
+    salience_expr,
+    unexpired,
+)
 from ethos.tables import EPISODES, FACTS, MEMORY_TABLES, SOURCE_TABLES, VECTORS, TableSpec
 
 # The plain statements, in the .sql file of the same name beside this one.
@@ -40,7 +46,7 @@ TIE_BREAK = "salience DESC, created_at DESC, id"
 def _source_of(spec: TableSpec, vector: str) -> str:
     """The FROM and WHERE of the live source in `spec` of the vector `vector` (alias s,
     its policy sp): a vector with a source has no life of its own (migration 0031)."""
-    expiry = " AND (s.expires_at IS NULL OR s.expires_at > %(now)s)" if spec.has_expiry else ""
+    expiry = f" AND {unexpired('s')}" if spec.has_expiry else ""
     return f"""FROM {spec.name} AS s JOIN decay_policies AS sp ON sp.name = s.policy
                WHERE {vector}.source_type = '{spec.name}' AND s.id = {vector}.source_id
                  AND NOT s.pruned{expiry} AND {above_threshold(spec, alias="s", policy="sp")}"""

@@ -37,8 +37,3 @@ WHERE status <> 'failed' AND mode <> 'prune';
 SELECT table_name, id, content FROM ethos_memories
 WHERE agent_id = %(agent)s AND pruned AND pruned_at = %(at)s
 ORDER BY table_name, id;
-
--- name: table_pages
--- A table's pages as they are now (the planner's relpages may be years old, or 0), to
--- size a sample.
-SELECT pg_relation_size(%(table)s::regclass) / current_setting('block_size')::bigint;
