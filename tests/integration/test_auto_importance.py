@@ -83,6 +83,39 @@ async def test_plain_sql_gets_the_same_importance_as_the_api(
     assert await auto(conn, in_sql) == await auto(conn, through_api) > 0
 
 
+async def test_one_statement_weighs_its_rows_as_single_adds_do(
+    engine: Engine, conn: asyncpg.Connection
+) -> None:
+    """Migration 0033: a statement's rows are weighed together at its end; each gets what
+    the same memory gets alone, against the statistics before the statement (a counted
+    agent, an agent counted only by this statement, a named policy, a given importance)."""
+    for text in HISTORY:
+        await engine.add("episode", agent_id="all", content=text)
+    rows = [("counted", NEWS, None, None), ("counted", GREETING, None, None),
+            ("counted", NEWS, "long_term", None), ("counted", NEWS, None, 0.1),
+            ("new", NEWS, None, None), ("new", GREETING, None, None)]  # fmt: skip
+    alone = []
+    for k, (agent, text, policy, importance) in enumerate(rows):
+        if agent == "counted":
+            for earlier in HISTORY:
+                await engine.add("episode", agent_id=f"alone-{k}", content=earlier)
+        memory = await engine.add("episode", agent_id=f"alone-{k}", content=text,
+                                  policy=policy, importance=importance)  # fmt: skip
+        alone.append(memory)
+    together = await conn.fetch(
+        """INSERT INTO episodic_traces (agent_id, content, policy, importance)
+           SELECT CASE WHEN a = 'counted' THEN 'all' ELSE 'all-new' END, c, p, i
+           FROM unnest($1::text[], $2::text[], $3::text[], $4::float8[]) AS r (a, c, p, i)
+           RETURNING id""",
+        *map(list, zip(*rows, strict=True)),
+    )
+    state = "SELECT policy, importance, auto_importance FROM episodic_traces WHERE id = $1"
+    got = [tuple(await conn.fetchrow(state, r["id"])) for r in together]
+    assert got == [tuple(await conn.fetchrow(state, memory)) for memory in alone]
+    # the greeting of a counted agent weighs less than of one whose words are all new
+    assert got[0][0] == "standard" and got[1][0] == "working" and got[5][2] > got[1][2]
+
+
 async def test_on_by_default_and_off_it_leaves_the_default_policy(
     settings: Settings, conn: asyncpg.Connection
 ) -> None:

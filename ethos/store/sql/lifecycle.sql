@@ -57,6 +57,7 @@ SET status = %(status)s, finished_at = clock_timestamp(), counts = %(counts)s::j
 WHERE id = %(id)s;
 
 -- name: recoveries_of
+-- The recoveries that named memory %(id)s of %(table)s.
 SELECT recovered_as_of, command, strength FROM recoveries
 WHERE table_name = %(table)s AND selector -> 'ids' ? %(id)s::text
 ORDER BY recovered_as_of, id;

@@ -21,8 +21,8 @@ WHERE pruned AND (%(agent)s::text IS NULL OR agent_id = %(agent)s)
 GROUP BY table_name, prune_reason ORDER BY table_name, prune_reason;
 
 -- name: rare_words
--- The recoveries that named memory %(id)s of %(table)s.
--- The words that count most in a text's automatic importance (ethos_informative_words).
+-- The words that count most in a text's automatic importance (as ethos_weigh_new_rows
+-- weighs them).
 SELECT w.lexeme
 FROM (SELECT coalesce((SELECT docs FROM agent_text_stats WHERE agent_id = %(agent)s), 0)
              AS docs) AS n
