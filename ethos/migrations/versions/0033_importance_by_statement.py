@@ -79,9 +79,12 @@ $$;
 
 -- The new rows the insert trigger measured (auto_importance set), of agents the
 -- statistics count: the sum of their words' weights (ethos_word_weight, the agent's
--- lexeme left out), and the importance and tier that gives where it is less.
+-- lexeme left out), and the importance and tier that gives where it is less. A large
+-- statement's words are hashed: with the default 4MB of work_mem the hashes of 200,000
+-- rows spilled to disk and the planner probed lexeme_stats by key instead (7.0 s against
+-- 5.1 s with 64MB).
 CREATE FUNCTION ethos_weigh_new_rows() RETURNS trigger
-LANGUAGE plpgsql SECURITY DEFINER SET search_path FROM CURRENT AS $$
+LANGUAGE plpgsql SECURITY DEFINER SET search_path FROM CURRENT SET work_mem = '64MB' AS $$
 BEGIN
     EXECUTE format($u$
         UPDATE %I AS t
