@@ -923,6 +923,7 @@ CREATE OR REPLACE FUNCTION public.ethos_weigh_new_rows()
  LANGUAGE plpgsql
  SECURITY DEFINER
  SET search_path TO '$user', 'public'
+ SET work_mem TO '64MB'
 AS $function$
 BEGIN
     EXECUTE format($u$
