@@ -86,11 +86,10 @@ async def test_plain_sql_gets_the_same_importance_as_the_api(
 async def test_one_statement_weighs_its_rows_as_single_adds_do(
     engine: Engine, conn: asyncpg.Connection
 ) -> None:
-    """Migration 0033: a statement's rows are weighed together at its end; each gets what
-    the same memory gets alone, against the statistics before the statement (a counted
-    agent, an agent counted only by this statement, a named policy, a given importance)."""
-    for text in HISTORY:
-        await engine.add("episode", agent_id="all", content=text)
+    """Migration 0033: a statement's rows (an INSERT's, a COPY's) are weighed together at
+    its end; each gets what the same memory gets alone, against the statistics before the
+    statement (a counted agent, an agent counted only by this statement, a named policy,
+    a given importance)."""
     rows = [("counted", NEWS, None, None), ("counted", GREETING, None, None),
             ("counted", NEWS, "long_term", None), ("counted", NEWS, None, 0.1),
             ("new", NEWS, None, None), ("new", GREETING, None, None)]  # fmt: skip
@@ -102,18 +101,30 @@ async def test_one_statement_weighs_its_rows_as_single_adds_do(
         memory = await engine.add("episode", agent_id=f"alone-{k}", content=text,
                                   policy=policy, importance=importance)  # fmt: skip
         alone.append(memory)
-    together = await conn.fetch(
-        """INSERT INTO episodic_traces (agent_id, content, policy, importance)
-           SELECT CASE WHEN a = 'counted' THEN 'all' ELSE 'all-new' END, c, p, i
-           FROM unnest($1::text[], $2::text[], $3::text[], $4::float8[]) AS r (a, c, p, i)
-           RETURNING id""",
-        *map(list, zip(*rows, strict=True)),
-    )
-    state = "SELECT policy, importance, auto_importance FROM episodic_traces WHERE id = $1"
-    got = [tuple(await conn.fetchrow(state, r["id"])) for r in together]
-    assert got == [tuple(await conn.fetchrow(state, memory)) for memory in alone]
+    state = "SELECT policy, importance, auto_importance FROM episodic_traces WHERE agent_id = $1"
+    expected = [tuple(await conn.fetchrow(state + " AND id = $2", f"alone-{k}", memory))
+                for k, memory in enumerate(alone)]  # fmt: skip
+    for way in ("insert", "copy"):
+        for text in HISTORY:
+            await engine.add("episode", agent_id=way, content=text)
+        # (a client key tells the rows apart; it weighs nothing)
+        records = [(way if agent == "counted" else f"{way}-new", text, policy, importance, str(k))
+                   for k, (agent, text, policy, importance) in enumerate(rows)]  # fmt: skip
+        columns = ["agent_id", "content", "policy", "importance", "client_key"]
+        if way == "insert":
+            await conn.execute(
+                f"""INSERT INTO episodic_traces ({", ".join(columns)}) SELECT * FROM
+                    unnest($1::text[], $2::text[], $3::text[], $4::float8[], $5::text[])""",
+                *map(list, zip(*records, strict=True)),
+            )
+        else:
+            await conn.copy_records_to_table("episodic_traces", records=records, columns=columns)
+        got = [tuple(await conn.fetchrow(state + " AND client_key = $2", agent, key))
+               for agent, *_, key in records]  # fmt: skip
+        assert got == expected, way
     # the greeting of a counted agent weighs less than of one whose words are all new
-    assert got[0][0] == "standard" and got[1][0] == "working" and got[5][2] > got[1][2]
+    assert expected[0][0] == "standard" and expected[1][0] == "working"
+    assert expected[5][2] > expected[1][2]
 
 
 async def test_on_by_default_and_off_it_leaves_the_default_policy(
