@@ -277,7 +277,7 @@ CREATE OR REPLACE FUNCTION public.ethos_agents_of(role text)
  RETURNS text[]
  LANGUAGE sql
  STABLE SECURITY DEFINER
- SET search_path TO '$user', 'public'
+ SET search_path TO '$user', 'public', 'pg_temp'
 AS $function$
     SELECT coalesce(array_agg(agent_id), '{}') FROM ethos_agent_roles WHERE role_name = role
 $function$;
@@ -333,7 +333,7 @@ CREATE OR REPLACE FUNCTION public.ethos_drop_revisions()
  RETURNS trigger
  LANGUAGE plpgsql
  SECURITY DEFINER
- SET search_path TO '$user', 'public'
+ SET search_path TO '$user', 'public', 'pg_temp'
 AS $function$
 BEGIN
     DELETE FROM memory_revisions AS r USING gone
@@ -466,7 +466,7 @@ CREATE OR REPLACE FUNCTION public.ethos_keep_revision()
  RETURNS trigger
  LANGUAGE plpgsql
  SECURITY DEFINER
- SET search_path TO '$user', 'public'
+ SET search_path TO '$user', 'public', 'pg_temp'
 AS $function$
 BEGIN
     INSERT INTO memory_revisions (table_name, memory_id, agent_id, content, revised_by)
@@ -649,7 +649,7 @@ CREATE OR REPLACE FUNCTION public.ethos_text_stats_add(agents text[], tsvs tsvec
  RETURNS void
  LANGUAGE sql
  SECURITY DEFINER
- SET search_path TO '$user', 'public'
+ SET search_path TO '$user', 'public', 'pg_temp'
 AS $function$
     INSERT INTO agent_text_stats AS s (agent_id, docs, length)
     SELECT d.agent, sum(d.sign), sum(d.sign * ethos_text_length(d.tsv))
@@ -691,7 +691,7 @@ CREATE OR REPLACE FUNCTION public.ethos_text_stats_analyze()
  RETURNS void
  LANGUAGE plpgsql
  SECURITY DEFINER
- SET search_path TO '$user', 'public'
+ SET search_path TO '$user', 'public', 'pg_temp'
 AS $function$
 BEGIN
     ANALYZE lexeme_stats, agent_text_stats;
@@ -703,7 +703,7 @@ CREATE OR REPLACE FUNCTION public.ethos_text_stats_changed()
  RETURNS trigger
  LANGUAGE plpgsql
  SECURITY DEFINER
- SET search_path TO '$user', 'public'
+ SET search_path TO '$user', 'public', 'pg_temp'
 AS $function$
 DECLARE
     counted text := CASE WHEN TG_TABLE_NAME = 'memory_vectors' THEN 'source_id IS NULL'
@@ -733,7 +733,7 @@ CREATE OR REPLACE FUNCTION public.ethos_text_stats_rebuild()
  RETURNS void
  LANGUAGE sql
  SECURITY DEFINER
- SET search_path TO '$user', 'public'
+ SET search_path TO '$user', 'public', 'pg_temp'
 AS $function$
     DELETE FROM lexeme_stats;
     DELETE FROM agent_text_stats;
@@ -749,7 +749,7 @@ CREATE OR REPLACE FUNCTION public.ethos_text_stats_updated()
  RETURNS trigger
  LANGUAGE plpgsql
  SECURITY DEFINER
- SET search_path TO '$user', 'public'
+ SET search_path TO '$user', 'public', 'pg_temp'
 AS $function$
 DECLARE
     counted_old boolean := true;
@@ -784,7 +784,7 @@ CREATE OR REPLACE FUNCTION public.ethos_tier_by_vector()
  RETURNS trigger
  LANGUAGE plpgsql
  SECURITY DEFINER
- SET search_path TO '$user', 'public'
+ SET search_path TO '$user', 'public', 'pg_temp'
 AS $function$
 DECLARE
     k float8 := coalesce((SELECT s.auto_importance_particularity FROM ethos_settings AS s), 2);
@@ -841,7 +841,7 @@ CREATE OR REPLACE FUNCTION public.ethos_vector_stats_add(agents text[], embeddin
  RETURNS void
  LANGUAGE sql
  SECURITY DEFINER
- SET search_path TO '$user', 'public'
+ SET search_path TO '$user', 'public', 'pg_temp'
 AS $function$
     INSERT INTO agent_vector_stats AS s (agent_id, vectors, total)
     SELECT d.agent, sign * count(*), sum(l2_normalize(d.embedding))
@@ -862,7 +862,7 @@ CREATE OR REPLACE FUNCTION public.ethos_vector_stats_changed()
  RETURNS trigger
  LANGUAGE plpgsql
  SECURITY DEFINER
- SET search_path TO '$user', 'public'
+ SET search_path TO '$user', 'public', 'pg_temp'
 AS $function$
 BEGIN
     IF TG_OP = 'TRUNCATE' THEN
@@ -883,7 +883,7 @@ CREATE OR REPLACE FUNCTION public.ethos_vector_stats_rebuild()
  RETURNS void
  LANGUAGE sql
  SECURITY DEFINER
- SET search_path TO '$user', 'public'
+ SET search_path TO '$user', 'public', 'pg_temp'
 AS $function$
     DELETE FROM agent_vector_stats;
     INSERT INTO agent_vector_stats (agent_id, vectors, total)
@@ -897,7 +897,7 @@ CREATE OR REPLACE FUNCTION public.ethos_vector_stats_updated()
  RETURNS trigger
  LANGUAGE plpgsql
  SECURITY DEFINER
- SET search_path TO '$user', 'public'
+ SET search_path TO '$user', 'public', 'pg_temp'
 AS $function$
 BEGIN
     PERFORM ethos_vector_stats_add(ARRAY[OLD.agent_id], ARRAY[OLD.embedding], -1);
@@ -922,16 +922,23 @@ CREATE OR REPLACE FUNCTION public.ethos_weigh_new_rows()
  RETURNS trigger
  LANGUAGE plpgsql
  SECURITY DEFINER
- SET search_path TO '$user', 'public'
+ SET search_path TO '$user', 'public', 'pg_temp'
  SET work_mem TO '64MB'
 AS $function$
+DECLARE
+    auto boolean := coalesce((SELECT s.auto_importance FROM ethos_settings AS s), true);
+    half float8 := coalesce((SELECT s.auto_importance_half FROM ethos_settings AS s), 4);
 BEGIN
+    IF NOT auto OR NOT EXISTS (SELECT FROM new_rows AS n
+                               JOIN agent_text_stats AS a ON a.agent_id = n.agent_id
+                               WHERE n.auto_importance IS NOT NULL) THEN
+        RETURN NULL;  -- nothing to weigh: a first load, named policies, vectors of sources
+    END IF;
     EXECUTE format($u$
-        UPDATE %I AS t
-        SET auto_importance = w.importance,
-            policy = coalesce(ethos_importance_tier(w.importance), t.policy)
-        FROM (SELECT w.id, ethos_auto_importance(w.words, coalesce(
-                  (SELECT s.auto_importance_half FROM ethos_settings AS s), 4)) AS importance
+        UPDATE %I.%I AS t
+        SET auto_importance = m.importance,
+            policy = coalesce(ethos_importance_tier(m.importance), 'standard')
+        FROM (SELECT r.id, ethos_auto_importance(r.words, $1) AS importance
               FROM (SELECT n.id,
                            sum(ethos_word_weight(u.lexeme, a.docs, coalesce(l.docs, 0)))
                                AS words
@@ -942,9 +949,18 @@ BEGIN
                         AS u (lexeme)
                     LEFT JOIN lexeme_stats AS l
                         ON l.agent_id = n.agent_id AND l.lexeme = u.lexeme
-                    WHERE n.auto_importance IS NOT NULL
-                    GROUP BY n.id) AS w) AS w
-        WHERE t.id = w.id AND w.importance < t.auto_importance$u$, TG_TABLE_NAME);
+                    WHERE n.importance IS NULL %s
+                      AND n.auto_importance
+                          = ethos_auto_importance(ethos_text_length(n.content_tsv), $1)
+                      AND NOT EXISTS (SELECT FROM agent_policies AS p
+                                      WHERE p.agent_id = n.agent_id)
+                      AND n.policy = coalesce(ethos_importance_tier(n.auto_importance),
+                                              'standard')
+                    GROUP BY n.id) AS r) AS m
+        WHERE t.id = m.id AND m.importance < t.auto_importance$u$,
+        TG_TABLE_SCHEMA, TG_TABLE_NAME,
+        CASE WHEN TG_TABLE_NAME = 'memory_vectors' THEN 'AND n.source_id IS NULL' END)
+    USING half;
     RETURN NULL;
 END
 $function$;

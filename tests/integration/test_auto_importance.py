@@ -11,6 +11,7 @@ import asyncpg
 
 from ethos.engine import Engine
 from ethos.settings import ImportanceSettings, Settings
+from ethos.tables import MEMORY_TABLES
 from tests.acceptance.test_cli import one_line_error
 from tests.conftest import Cli
 
@@ -18,6 +19,9 @@ GREETING = "Hi! How are you doing today?"
 NEWS = "My sister Maria moved to Lisbon on 3 May"
 HISTORY = ["We talked about the weather today", "How was your day? Good, thanks",
            "I am doing fine today, thanks for asking"]  # fmt: skip
+# Eight words, all of them in HISTORY: `standard` if they were new (0.75), `working` as
+# they are.
+CHATTY = "Talked about the weather today, good day, fine, thanks for asking"
 
 
 async def auto(conn: asyncpg.Connection, memory: object) -> float:
@@ -92,7 +96,8 @@ async def test_one_statement_weighs_its_rows_as_single_adds_do(
     a given importance)."""
     rows = [("counted", NEWS, None, None), ("counted", GREETING, None, None),
             ("counted", NEWS, "long_term", None), ("counted", NEWS, None, 0.1),
-            ("new", NEWS, None, None), ("new", GREETING, None, None)]  # fmt: skip
+            ("new", NEWS, None, None), ("new", GREETING, None, None),
+            ("counted", CHATTY, None, None)]  # fmt: skip
     alone = []
     for k, (agent, text, policy, importance) in enumerate(rows):
         if agent == "counted":
@@ -122,9 +127,29 @@ async def test_one_statement_weighs_its_rows_as_single_adds_do(
         got = [tuple(await conn.fetchrow(state + " AND client_key = $2", agent, key))
                for agent, *_, key in records]  # fmt: skip
         assert got == expected, way
-    # the greeting of a counted agent weighs less than of one whose words are all new
+    # the greeting of a counted agent weighs less than of one whose words are all new;
+    # the chatter's words, all the agent's already, take it from standard to working
     assert expected[0][0] == "standard" and expected[1][0] == "working"
-    assert expected[5][2] > expected[1][2]
+    assert expected[5][2] > expected[1][2] and expected[6][0] == "working"
+    # a row written with an automatic importance of its own (a copy, a restore) keeps it
+    kept = await conn.fetchrow(
+        """INSERT INTO episodic_traces (agent_id, content, policy, auto_importance)
+           VALUES ('insert', $1, 'long_term', 0.75) RETURNING id""",
+        CHATTY,
+    )
+    assert tuple(await conn.fetchrow(state + " AND id = $2", "insert", kept["id"])) == (
+        "long_term",
+        None,
+        0.75,
+    )
+    # (the weighing sees the statistics before the statement, and the hints the rows'
+    # final places, by its trigger's name)
+    for spec in MEMORY_TABLES:
+        names = [r["tgname"] for r in await conn.fetch(
+            "SELECT tgname FROM pg_trigger WHERE tgrelid = $1::regclass ORDER BY tgname",
+            spec.name)]  # fmt: skip
+        order = ("auto_importance", "hint_new_rows", "text_stats_insert")
+        assert sorted(order, key=lambda t: names.index(f"{spec.name}_{t}")) == list(order)
 
 
 async def test_on_by_default_and_off_it_leaves_the_default_policy(

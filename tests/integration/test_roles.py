@@ -384,7 +384,8 @@ async def test_two_agent_roles_in_psql_each_see_and_change_only_their_own(
 
 
 async def test_an_agent_role_reads_only_its_own_agents_term_statistics(house: House) -> None:
-    """Its inserts read them (automatic importance); another agent's words stay hidden."""
+    """Its recalls read them (BM25's IDF), its inserts are weighed against them
+    (automatic importance, as the owner); another agent's words stay hidden."""
     await owner_adds(house, "a")
     await owner_adds(house, "b")
     count = "SELECT count(*) FROM {} WHERE agent_id = $1"
@@ -395,6 +396,34 @@ async def test_an_agent_role_reads_only_its_own_agents_term_statistics(house: Ho
     await as_sql(house, AGENT, "INSERT INTO semantic_facts (agent_id, content)"
                  " VALUES ('a', 'zebra crossing')")  # fmt: skip
     assert await as_sql(house, AGENT, words) is not None
+
+
+async def test_no_role_but_the_owner_attaches_a_function_of_the_owners_rights(
+    house: House,
+) -> None:
+    """A trigger function that runs as the owner reads every agent's statistics and
+    writes where its table says: a role may not attach it to a table of its own (migration
+    0033). The triggers on the memory tables still fire for it."""
+    conn = await asyncpg.connect(house.url(AGENT))
+    try:
+        await conn.execute("CREATE TEMP TABLE mine (id uuid, agent_id text)")
+        for function in ("ethos_weigh_new_rows", "ethos_tier_by_vector",
+                         "ethos_text_stats_changed"):  # fmt: skip
+            with pytest.raises(asyncpg.InsufficientPrivilegeError):
+                await conn.execute(f"CREATE TRIGGER t AFTER INSERT ON mine FOR EACH STATEMENT"
+                                   f" EXECUTE FUNCTION {function}()")  # fmt: skip
+    finally:
+        await conn.close()
+    await as_sql(house, AGENT, "INSERT INTO episodic_traces (agent_id, content) VALUES ('a', 'x')")
+    # and each of them searches the caller's temporary schema last, not first
+    paths = await as_sql(
+        house,
+        APP,
+        """SELECT array_agg(DISTINCT c) FROM pg_proc,
+                                          unnest(proconfig) AS c
+                                        WHERE prosecdef AND c LIKE 'search_path=%'""",
+    )
+    assert paths == ['search_path="$user", public, pg_temp']
 
 
 async def test_an_agent_role_reads_only_its_own_agents_mean(house: House) -> None:

@@ -14,10 +14,15 @@ importance and tier of those whose weight is less. What a memory gets is unchang
 same words, weights, formula and tiers, against the statistics as they were before the
 statement (the trigger's name sorts it before `*_text_stats_insert`, which adds the
 statement's own words; and before `*_hint_new_rows`, whose hints then point at the rows'
-final places). Only a statement's RETURNING sees the first measure.
+final places). Only a statement's RETURNING sees the first measure; and a source written
+with its vector in one statement (a CTE) is tiered by its vector before it is weighed,
+where 0029 weighed it first.
 
 The trigger runs with its owner's rights (a role allowed to insert needs no grant on the
-columns it sets, nor on another agent's statistics: it reads only its rows' agents').
+columns it sets). Like the other trigger functions that do, it is no longer PUBLIC's to
+attach to a table of one's own (where it would read any agent's statistics), and all the
+functions that run with their owner's rights now search the session's temporary schema
+last (a review of this migration found both).
 
 Revision ID: 0033
 Revises: 0032
@@ -77,21 +82,30 @@ BEGIN
 END
 $$;
 
--- The new rows the insert trigger measured (auto_importance set), of agents the
--- statistics count: the sum of their words' weights (ethos_word_weight, the agent's
--- lexeme left out), and the importance and tier that gives where it is less. A large
--- statement's words are hashed: with the default 4MB of work_mem the hashes of 200,000
--- rows spilled to disk and the planner probed lexeme_stats by key instead (7.0 s against
--- 5.1 s with 64MB).
+-- The new rows the insert trigger measured, of agents the statistics count: the sum of
+-- their words' weights (ethos_word_weight, the agent's lexeme left out), and the
+-- importance and tier that gives where it is less. What the insert trigger measured is
+-- told by its own conditions and the value and tier it gave: a row written with an
+-- auto_importance of its own (a copy from another database, a restore with its policy)
+-- keeps it. A large statement's words are hashed: with the default 4MB of work_mem the
+-- hashes of 200,000 rows spilled to disk and the planner probed lexeme_stats by key
+-- instead (7.0 s against 5.1 s with 64MB).
 CREATE FUNCTION ethos_weigh_new_rows() RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER SET search_path FROM CURRENT SET work_mem = '64MB' AS $$
+DECLARE
+    auto boolean := coalesce((SELECT s.auto_importance FROM ethos_settings AS s), true);
+    half float8 := coalesce((SELECT s.auto_importance_half FROM ethos_settings AS s), 4);
 BEGIN
+    IF NOT auto OR NOT EXISTS (SELECT FROM new_rows AS n
+                               JOIN agent_text_stats AS a ON a.agent_id = n.agent_id
+                               WHERE n.auto_importance IS NOT NULL) THEN
+        RETURN NULL;  -- nothing to weigh: a first load, named policies, vectors of sources
+    END IF;
     EXECUTE format($u$
-        UPDATE %I AS t
-        SET auto_importance = w.importance,
-            policy = coalesce(ethos_importance_tier(w.importance), t.policy)
-        FROM (SELECT w.id, ethos_auto_importance(w.words, coalesce(
-                  (SELECT s.auto_importance_half FROM ethos_settings AS s), 4)) AS importance
+        UPDATE %I.%I AS t
+        SET auto_importance = m.importance,
+            policy = coalesce(ethos_importance_tier(m.importance), 'standard')
+        FROM (SELECT r.id, ethos_auto_importance(r.words, $1) AS importance
               FROM (SELECT n.id,
                            sum(ethos_word_weight(u.lexeme, a.docs, coalesce(l.docs, 0)))
                                AS words
@@ -102,15 +116,61 @@ BEGIN
                         AS u (lexeme)
                     LEFT JOIN lexeme_stats AS l
                         ON l.agent_id = n.agent_id AND l.lexeme = u.lexeme
-                    WHERE n.auto_importance IS NOT NULL
-                    GROUP BY n.id) AS w) AS w
-        WHERE t.id = w.id AND w.importance < t.auto_importance$u$, TG_TABLE_NAME);
+                    WHERE n.importance IS NULL %s
+                      AND n.auto_importance
+                          = ethos_auto_importance(ethos_text_length(n.content_tsv), $1)
+                      AND NOT EXISTS (SELECT FROM agent_policies AS p
+                                      WHERE p.agent_id = n.agent_id)
+                      AND n.policy = coalesce(ethos_importance_tier(n.auto_importance),
+                                              'standard')
+                    GROUP BY n.id) AS r) AS m
+        WHERE t.id = m.id AND m.importance < t.auto_importance$u$,
+        TG_TABLE_SCHEMA, TG_TABLE_NAME,
+        CASE WHEN TG_TABLE_NAME = 'memory_vectors' THEN 'AND n.source_id IS NULL' END)
+    USING half;
     RETURN NULL;
 END
 $$;
 
 DROP FUNCTION ethos_informative_words(text, tsvector);
 """
+
+# The functions that run with their owner's rights. Those of triggers are the owner's alone
+# to attach: a role may create a trigger on a temporary table of its own with any function
+# it may execute, and these read every agent's statistics and write where the trigger's
+# table says. Every one of them searches the session's temporary schema last: first (the
+# default when a path does not name it), a temporary table or view of the caller's named
+# like one they read would be read, or run, with the owner's rights.
+DEFINERS = (
+    "ethos_agents_of(text)",
+    "ethos_text_stats_add(text[], tsvector[], integer[])",
+    "ethos_text_stats_analyze()",
+    "ethos_text_stats_rebuild()",
+    "ethos_vector_stats_add(text[], vector[], integer)",
+    "ethos_vector_stats_rebuild()",
+)
+DEFINER_TRIGGERS = (
+    "ethos_drop_revisions()",
+    "ethos_keep_revision()",
+    "ethos_text_stats_changed()",
+    "ethos_text_stats_updated()",
+    "ethos_tier_by_vector()",
+    "ethos_vector_stats_changed()",
+    "ethos_vector_stats_updated()",
+    "ethos_weigh_new_rows()",
+)
+TEMP_LAST = (
+    "SELECT set_config('search_path', current_setting('search_path') || ', pg_temp', true);\n"
+)
+
+
+def _search_paths() -> str:
+    """Each definer's search_path set to the migration's own (pg_temp last, or not)."""
+    return "".join(
+        f"ALTER FUNCTION {f} SET search_path FROM CURRENT;\n"
+        for f in (*DEFINERS, *DEFINER_TRIGGERS)
+    )
+
 
 TRIGGER = """
 CREATE TRIGGER {table}_auto_importance AFTER INSERT ON {table}
@@ -120,12 +180,20 @@ CREATE TRIGGER {table}_auto_importance AFTER INSERT ON {table}
 
 
 def upgrade() -> None:
-    execute_script(UPGRADE + "".join(TRIGGER.format(table=t) for t in TABLES))
+    execute_script(
+        TEMP_LAST
+        + UPGRADE
+        + "".join(TRIGGER.format(table=t) for t in TABLES)
+        + _search_paths()
+        + "".join(f"REVOKE EXECUTE ON FUNCTION {f} FROM PUBLIC;\n" for f in DEFINER_TRIGGERS)
+    )
 
 
 def downgrade() -> None:
     execute_script(
-        "".join(f"DROP TRIGGER {t}_auto_importance ON {t};\n" for t in TABLES)
+        "".join(f"GRANT EXECUTE ON FUNCTION {f} TO PUBLIC;\n" for f in DEFINER_TRIGGERS[:-1])
+        + _search_paths()
+        + "".join(f"DROP TRIGGER {t}_auto_importance ON {t};\n" for t in TABLES)
         + "DROP FUNCTION ethos_weigh_new_rows();\n"
         + earlier_function("0029_auto_importance_on", "ethos_informative_words", "UPGRADE")
         + "\n"
