@@ -58,9 +58,9 @@ APP_WRITES: Mapping[str, str] = {
 ERASER_DELETES = tuple(spec.name for spec in MEMORY_TABLES)
 # Agent roles: what an agent's own connection may touch, under row-level security.
 AGENT_READS = ("decay_policies", "importance_tiers", "ethos_settings")
-# SELECT, own rows. The term statistics too: recall reads the agent's counts (BM25's IDF),
-# and another agent's words are its own; so are its vectors' mean direction, which search
-# centres the query on. (Automatic importance reads them as the owner, in a trigger.)
+# SELECT, own rows. The term statistics too: the insert trigger reads the writer's
+# counts for automatic importance (on by default), and another agent's words are its own;
+# so are its vectors' mean direction, which search centres the query on.
 AGENT_ROWS = (
     "memory_links",
     "agent_policies",

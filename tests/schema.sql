@@ -414,6 +414,22 @@ AS $function$
         (SELECT s.importance_otherwise FROM ethos_settings AS s))
 $function$;
 
+-- function ethos_informative_words(text,tsvector)
+CREATE OR REPLACE FUNCTION public.ethos_informative_words(agent text, tsv tsvector)
+ RETURNS TABLE(words double precision)
+ LANGUAGE sql
+ STABLE PARALLEL SAFE
+AS $function$
+    SELECT coalesce(sum(ethos_word_weight(u.lexeme, coalesce(a.docs, 0), coalesce(l.docs, 0))),
+                    0)
+    FROM unnest(array_remove(tsvector_to_array(tsv), ethos_agent_lexeme(agent))) AS u (lexeme)
+    LEFT JOIN agent_text_stats AS a ON a.agent_id = agent
+    LEFT JOIN LATERAL (SELECT s.docs FROM lexeme_stats AS s
+                       WHERE s.agent_id = agent AND s.lexeme = u.lexeme
+                         AND u.lexeme !~ '^[0-9]'
+                       LIMIT 1) AS l ON true
+$function$;
+
 -- function ethos_init_decay_state()
 CREATE OR REPLACE FUNCTION public.ethos_init_decay_state()
  RETURNS trigger
@@ -425,6 +441,7 @@ DECLARE
     otherwise text;
     fallback text;
     agent_policy text;
+    counted boolean;
     importance float8 := NEW.importance;
     measured boolean := true;
 BEGIN
@@ -439,15 +456,21 @@ BEGIN
     IF TG_TABLE_NAME = 'memory_vectors' THEN
         measured := NEW.source_id IS NULL;  -- the vector of an episode or fact: its own
     END IF;
-    -- One query: the settings (none yet: the defaults) and the agent's own policy.
+    -- One query: the settings (none yet: the defaults), the agent's own policy, and
+    -- whether the statistics count the agent yet.
     SELECT s.auto_importance, s.auto_importance_half, s.importance_otherwise, s.default_policy,
-           (SELECT a.policy FROM agent_policies AS a WHERE a.agent_id = NEW.agent_id)
-    INTO auto, half, otherwise, fallback, agent_policy
+           (SELECT a.policy FROM agent_policies AS a WHERE a.agent_id = NEW.agent_id),
+           EXISTS (SELECT FROM agent_text_stats AS t WHERE t.agent_id = NEW.agent_id)
+    INTO auto, half, otherwise, fallback, agent_policy, counted
     FROM (SELECT) AS one LEFT JOIN ethos_settings AS s ON true;
     IF importance IS NULL AND agent_policy IS NULL AND measured AND coalesce(auto, true) THEN
-        -- Every word counting 1; the statement's end weighs the words of a counted agent.
-        importance := ethos_auto_importance(ethos_text_length(NEW.content_tsv),
-                                            coalesce(half, 4));
+        IF NOT counted THEN  -- every word is new to the agent: each counts 1
+            importance := ethos_auto_importance(ethos_text_length(NEW.content_tsv),
+                                                coalesce(half, 4));
+        ELSE
+            SELECT ethos_auto_importance(w.words, coalesce(half, 4)) INTO importance
+            FROM ethos_informative_words(NEW.agent_id, NEW.content_tsv) AS w;
+        END IF;
         NEW.auto_importance := importance;
     END IF;
     IF importance IS NOT NULL THEN
@@ -917,54 +940,6 @@ BEGIN
 END
 $function$;
 
--- function ethos_weigh_new_rows()
-CREATE OR REPLACE FUNCTION public.ethos_weigh_new_rows()
- RETURNS trigger
- LANGUAGE plpgsql
- SECURITY DEFINER
- SET search_path TO '$user', 'public', 'pg_temp'
- SET work_mem TO '64MB'
-AS $function$
-DECLARE
-    auto boolean := coalesce((SELECT s.auto_importance FROM ethos_settings AS s), true);
-    half float8 := coalesce((SELECT s.auto_importance_half FROM ethos_settings AS s), 4);
-BEGIN
-    IF NOT auto OR NOT EXISTS (SELECT FROM new_rows AS n
-                               JOIN agent_text_stats AS a ON a.agent_id = n.agent_id
-                               WHERE n.auto_importance IS NOT NULL) THEN
-        RETURN NULL;  -- nothing to weigh: a first load, named policies, vectors of sources
-    END IF;
-    EXECUTE format($u$
-        UPDATE %I.%I AS t
-        SET auto_importance = m.importance,
-            policy = coalesce(ethos_importance_tier(m.importance), 'standard')
-        FROM (SELECT r.id, ethos_auto_importance(r.words, $1) AS importance
-              FROM (SELECT n.id,
-                           sum(ethos_word_weight(u.lexeme, a.docs, coalesce(l.docs, 0)))
-                               AS words
-                    FROM new_rows AS n
-                    JOIN agent_text_stats AS a ON a.agent_id = n.agent_id
-                    CROSS JOIN unnest(array_remove(tsvector_to_array(n.content_tsv),
-                                                   ethos_agent_lexeme(n.agent_id)))
-                        AS u (lexeme)
-                    LEFT JOIN lexeme_stats AS l
-                        ON l.agent_id = n.agent_id AND l.lexeme = u.lexeme
-                    WHERE n.importance IS NULL %s
-                      AND n.auto_importance
-                          = ethos_auto_importance(ethos_text_length(n.content_tsv), $1)
-                      AND NOT EXISTS (SELECT FROM agent_policies AS p
-                                      WHERE p.agent_id = n.agent_id)
-                      AND n.policy = coalesce(ethos_importance_tier(n.auto_importance),
-                                              'standard')
-                    GROUP BY n.id) AS r) AS m
-        WHERE t.id = m.id AND m.importance < t.auto_importance$u$,
-        TG_TABLE_SCHEMA, TG_TABLE_NAME,
-        CASE WHEN TG_TABLE_NAME = 'memory_vectors' THEN 'AND n.source_id IS NULL' END)
-    USING half;
-    RETURN NULL;
-END
-$function$;
-
 -- function ethos_word_weight(text,bigint,bigint)
 CREATE OR REPLACE FUNCTION public.ethos_word_weight(lexeme text, total bigint, df bigint)
  RETURNS double precision
@@ -1143,9 +1118,6 @@ CREATE INDEX sweep_runs_started_at_idx ON public.sweep_runs USING btree (started
 -- trigger consolidation_runs.consolidation_runs_finished_is_final
 CREATE TRIGGER consolidation_runs_finished_is_final BEFORE UPDATE ON consolidation_runs FOR EACH ROW EXECUTE FUNCTION ethos_finished_runs_are_final();
 
--- trigger episodic_traces.episodic_traces_auto_importance
-CREATE TRIGGER episodic_traces_auto_importance AFTER INSERT ON episodic_traces REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION ethos_weigh_new_rows();
-
 -- trigger episodic_traces.episodic_traces_check_new_rows
 CREATE TRIGGER episodic_traces_check_new_rows AFTER INSERT ON episodic_traces REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION ethos_check_new_rows('created_at >= ''1900-01-01 00:00+00'' AND created_at < ''2200-01-01 00:00+00'' AND anchor_at >= ''1900-01-01 00:00+00'' AND anchor_at < ''2200-01-01 00:00+00'' AND (last_retrieved_at IS NULL OR last_retrieved_at >= ''1900-01-01 00:00+00'' AND last_retrieved_at < ''2200-01-01 00:00+00'')');
 
@@ -1178,9 +1150,6 @@ CREATE TRIGGER episodic_traces_text_stats_update AFTER UPDATE OF content, agent_
 
 -- trigger episodic_traces.episodic_traces_vector_follows
 CREATE TRIGGER episodic_traces_vector_follows AFTER UPDATE OF pruned ON episodic_traces FOR EACH ROW WHEN (old.pruned <> new.pruned) EXECUTE FUNCTION ethos_source_pruned();
-
--- trigger memory_vectors.memory_vectors_auto_importance
-CREATE TRIGGER memory_vectors_auto_importance AFTER INSERT ON memory_vectors REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION ethos_weigh_new_rows();
 
 -- trigger memory_vectors.memory_vectors_check_new_rows
 CREATE TRIGGER memory_vectors_check_new_rows AFTER INSERT ON memory_vectors REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION ethos_check_new_rows('created_at >= ''1900-01-01 00:00+00'' AND created_at < ''2200-01-01 00:00+00'' AND anchor_at >= ''1900-01-01 00:00+00'' AND anchor_at < ''2200-01-01 00:00+00'' AND (embedding IS NULL OR vector_norm(embedding) > 0) AND (last_retrieved_at IS NULL OR last_retrieved_at >= ''1900-01-01 00:00+00'' AND last_retrieved_at < ''2200-01-01 00:00+00'') AND (expires_at IS NULL OR expires_at >= ''1900-01-01 00:00+00'' AND expires_at < ''2200-01-01 00:00+00'')');
@@ -1232,9 +1201,6 @@ CREATE TRIGGER memory_vectors_vector_stats_truncate AFTER TRUNCATE ON memory_vec
 
 -- trigger memory_vectors.memory_vectors_vector_stats_update
 CREATE TRIGGER memory_vectors_vector_stats_update AFTER UPDATE OF embedding, agent_id ON memory_vectors FOR EACH ROW WHEN (old.embedding <> new.embedding OR old.agent_id <> new.agent_id) EXECUTE FUNCTION ethos_vector_stats_updated();
-
--- trigger semantic_facts.semantic_facts_auto_importance
-CREATE TRIGGER semantic_facts_auto_importance AFTER INSERT ON semantic_facts REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION ethos_weigh_new_rows();
 
 -- trigger semantic_facts.semantic_facts_check_new_rows
 CREATE TRIGGER semantic_facts_check_new_rows AFTER INSERT ON semantic_facts REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION ethos_check_new_rows('created_at >= ''1900-01-01 00:00+00'' AND created_at < ''2200-01-01 00:00+00'' AND anchor_at >= ''1900-01-01 00:00+00'' AND anchor_at < ''2200-01-01 00:00+00'' AND (last_retrieved_at IS NULL OR last_retrieved_at >= ''1900-01-01 00:00+00'' AND last_retrieved_at < ''2200-01-01 00:00+00'') AND (expires_at IS NULL OR expires_at >= ''1900-01-01 00:00+00'' AND expires_at < ''2200-01-01 00:00+00'')');

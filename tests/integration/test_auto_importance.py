@@ -11,7 +11,6 @@ import asyncpg
 
 from ethos.engine import Engine
 from ethos.settings import ImportanceSettings, Settings
-from ethos.tables import MEMORY_TABLES
 from tests.acceptance.test_cli import one_line_error
 from tests.conftest import Cli
 
@@ -87,13 +86,12 @@ async def test_plain_sql_gets_the_same_importance_as_the_api(
     assert await auto(conn, in_sql) == await auto(conn, through_api) > 0
 
 
-async def test_one_statement_weighs_its_rows_as_single_adds_do(
+async def test_a_statements_rows_are_weighed_as_single_adds_are(
     engine: Engine, conn: asyncpg.Connection
 ) -> None:
-    """Migration 0033: a statement's rows (an INSERT's, a COPY's) are weighed together at
-    its end; each gets what the same memory gets alone, against the statistics before the
-    statement (a counted agent, an agent counted only by this statement, a named policy,
-    a given importance)."""
+    """A statement's rows (an INSERT's, a COPY's) each get what the same memory gets
+    alone, against the statistics before the statement (a counted agent, an agent counted
+    only by this statement, a named policy, a given importance)."""
     rows = [("counted", NEWS, None, None), ("counted", GREETING, None, None),
             ("counted", NEWS, "long_term", None), ("counted", NEWS, None, 0.1),
             ("new", NEWS, None, None), ("new", GREETING, None, None),
@@ -142,14 +140,6 @@ async def test_one_statement_weighs_its_rows_as_single_adds_do(
         None,
         0.75,
     )
-    # (the weighing sees the statistics before the statement, and the hints the rows'
-    # final places, by its trigger's name)
-    for spec in MEMORY_TABLES:
-        names = [r["tgname"] for r in await conn.fetch(
-            "SELECT tgname FROM pg_trigger WHERE tgrelid = $1::regclass ORDER BY tgname",
-            spec.name)]  # fmt: skip
-        order = ("auto_importance", "hint_new_rows", "text_stats_insert")
-        assert sorted(order, key=lambda t: names.index(f"{spec.name}_{t}")) == list(order)
 
 
 async def test_on_by_default_and_off_it_leaves_the_default_policy(

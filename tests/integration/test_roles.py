@@ -384,8 +384,7 @@ async def test_two_agent_roles_in_psql_each_see_and_change_only_their_own(
 
 
 async def test_an_agent_role_reads_only_its_own_agents_term_statistics(house: House) -> None:
-    """Its recalls read them (BM25's IDF), its inserts are weighed against them
-    (automatic importance, as the owner); another agent's words stay hidden."""
+    """Its inserts read them (automatic importance); another agent's words stay hidden."""
     await owner_adds(house, "a")
     await owner_adds(house, "b")
     count = "SELECT count(*) FROM {} WHERE agent_id = $1"
@@ -401,14 +400,14 @@ async def test_an_agent_role_reads_only_its_own_agents_term_statistics(house: Ho
 async def test_no_role_but_the_owner_attaches_a_function_of_the_owners_rights(
     house: House,
 ) -> None:
-    """A trigger function that runs as the owner reads every agent's statistics and
-    writes where its table says: a role may not attach it to a table of its own (migration
+    """A trigger function that runs as the owner reads every agent's statistics, or writes
+    where its NEW row says: a role may not attach it to a table of its own (migration
     0033). The triggers on the memory tables still fire for it."""
     conn = await asyncpg.connect(house.url(AGENT))
     try:
         await conn.execute("CREATE TEMP TABLE mine (id uuid, agent_id text)")
-        for function in ("ethos_weigh_new_rows", "ethos_tier_by_vector",
-                         "ethos_text_stats_changed"):  # fmt: skip
+        for function in ("ethos_tier_by_vector", "ethos_text_stats_changed",
+                         "ethos_vector_stats_changed"):  # fmt: skip
             with pytest.raises(asyncpg.InsufficientPrivilegeError):
                 await conn.execute(f"CREATE TRIGGER t AFTER INSERT ON mine FOR EACH STATEMENT"
                                    f" EXECUTE FUNCTION {function}()")  # fmt: skip

@@ -21,8 +21,7 @@ WHERE pruned AND (%(agent)s::text IS NULL OR agent_id = %(agent)s)
 GROUP BY table_name, prune_reason ORDER BY table_name, prune_reason;
 
 -- name: rare_words
--- The words that count most in a text's automatic importance (as ethos_weigh_new_rows
--- weighs them).
+-- The words that count most in a text's automatic importance (ethos_informative_words).
 SELECT w.lexeme
 FROM (SELECT coalesce((SELECT docs FROM agent_text_stats WHERE agent_id = %(agent)s), 0)
              AS docs) AS n
