@@ -495,3 +495,30 @@ async def test_a_due_sweep_takes_a_table_that_is_nearly_all_due_whole(
     later = await engine.sweep(now=at + timedelta(minutes=10))
     assert not later.tables["episodic_traces"].whole
     assert later.totals() == (0, 0, 0)
+
+
+async def test_an_insert_reads_only_its_own_rows_whatever_the_statistics_say(
+    database_url: str, conn: asyncpg.Connection
+) -> None:
+    """Migration 0034: an ANALYZE that ran while a bulk load was uncommitted leaves the
+    planner sure the table is empty (0 rows over its pages); the insert's hint trigger then
+    hashed the whole table for every later insert. Its probe by id reads the new row only."""
+    load = await asyncpg.connect(database_url)
+    try:
+        async with load.transaction():
+            await load.execute("""INSERT INTO episodic_traces (agent_id, content, policy)
+                                  SELECT 'ada', 'note ' || g, 'standard'
+                                  FROM generate_series(1, 5000) AS g""")
+            await conn.execute("ANALYZE episodic_traces")  # sees none of them
+    finally:
+        await load.close()
+    assert await conn.fetchval(
+        "SELECT reltuples = 0 AND relpages > 0 FROM pg_class WHERE relname = 'episodic_traces'"
+    )
+    async with conn.transaction():
+        await conn.execute("""INSERT INTO episodic_traces (agent_id, content, policy)
+                              VALUES ('ada', 'one more', 'standard')""")
+        read = await conn.fetchval("""SELECT seq_tup_read + coalesce(idx_tup_fetch, 0)
+                                      FROM pg_stat_xact_user_tables
+                                      WHERE relname = 'episodic_traces'""")
+    assert read <= 1
