@@ -503,6 +503,8 @@ async def test_an_insert_reads_only_its_own_rows_whatever_the_statistics_say(
     """Migration 0034: an ANALYZE that ran while a bulk load was uncommitted leaves the
     planner sure the table is empty (0 rows over its pages); the insert's hint trigger then
     hashed the whole table for every later insert. Its probe by id reads the new row only."""
+    # (autovacuum would analyze the table again after the load, and hide what is tested)
+    await conn.execute("ALTER TABLE episodic_traces SET (autovacuum_enabled = off)")
     load = await asyncpg.connect(database_url)
     try:
         async with load.transaction():

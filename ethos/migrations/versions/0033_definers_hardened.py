@@ -42,9 +42,13 @@ DEFINER_TRIGGERS = (
     "ethos_vector_stats_changed()",
     "ethos_vector_stats_updated()",
 )
+# The migration's path with pg_temp last, for the ALTERs; then the path as it was, as the
+# migrations after this one run in the same transaction on a new database.
 TEMP_LAST = (
-    "SELECT set_config('search_path', current_setting('search_path') || ', pg_temp', true);\n"
+    "SELECT set_config('ethos.migration_path', current_setting('search_path'), true),"
+    " set_config('search_path', current_setting('search_path') || ', pg_temp', true);\n"
 )
+PATH_BACK = "SELECT set_config('search_path', current_setting('ethos.migration_path'), true);\n"
 
 
 def _search_paths() -> str:
@@ -60,6 +64,7 @@ def upgrade() -> None:
         TEMP_LAST
         + _search_paths()
         + "".join(f"REVOKE EXECUTE ON FUNCTION {f} FROM PUBLIC;\n" for f in DEFINER_TRIGGERS)
+        + PATH_BACK
     )
 
 
