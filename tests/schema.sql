@@ -373,10 +373,10 @@ BEGIN
          FROM (SELECT g.*,
                       (row_number() OVER (PARTITION BY prune, slice ORDER BY id) - 1) / 500
                           AS part
-               FROM (SELECT kind.prune, added.id, t.place, ethos_slice(t.place) AS slice
+               FROM (SELECT kind.prune, added.id, at.place, ethos_slice(at.place) AS slice
                      FROM added
                      CROSS JOIN LATERAL (SELECT t.ctid AS place FROM %I AS t
-                                         WHERE t.id = added.id LIMIT 1) AS t
+                                         WHERE t.id = added.id LIMIT 1) AS at
                      CROSS JOIN (VALUES (false), (true)) AS kind (prune)
                      WHERE NOT added.pruned) AS g) AS g
          GROUP BY prune, slice, part', TG_TABLE_NAME || '_due', TG_TABLE_NAME);
