@@ -294,11 +294,33 @@ CREATE OR REPLACE FUNCTION public.ethos_check_new_rows()
  RETURNS trigger
  LANGUAGE plpgsql
 AS $function$
--- TG_ARGV[0]: what every new row must satisfy; the first that does not is named.
 DECLARE
     bad uuid;
 BEGIN
-    EXECUTE format('SELECT id FROM new_rows WHERE NOT (%s) LIMIT 1', TG_ARGV[0]) INTO bad;
+    IF TG_TABLE_NAME = 'episodic_traces' THEN
+        SELECT id INTO bad FROM new_rows
+        WHERE NOT (created_at >= '1900-01-01 00:00+00' AND created_at < '2200-01-01 00:00+00'
+               AND anchor_at >= '1900-01-01 00:00+00' AND anchor_at < '2200-01-01 00:00+00'
+               AND (last_retrieved_at IS NULL OR last_retrieved_at >= '1900-01-01 00:00+00' AND last_retrieved_at < '2200-01-01 00:00+00'))
+        LIMIT 1;
+    ELSIF TG_TABLE_NAME = 'semantic_facts' THEN
+        SELECT id INTO bad FROM new_rows
+        WHERE NOT (created_at >= '1900-01-01 00:00+00' AND created_at < '2200-01-01 00:00+00'
+               AND anchor_at >= '1900-01-01 00:00+00' AND anchor_at < '2200-01-01 00:00+00'
+               AND (last_retrieved_at IS NULL OR last_retrieved_at >= '1900-01-01 00:00+00' AND last_retrieved_at < '2200-01-01 00:00+00')
+               AND (expires_at IS NULL OR expires_at >= '1900-01-01 00:00+00' AND expires_at < '2200-01-01 00:00+00'))
+        LIMIT 1;
+    ELSIF TG_TABLE_NAME = 'memory_vectors' THEN
+        SELECT id INTO bad FROM new_rows
+        WHERE NOT (created_at >= '1900-01-01 00:00+00' AND created_at < '2200-01-01 00:00+00'
+               AND anchor_at >= '1900-01-01 00:00+00' AND anchor_at < '2200-01-01 00:00+00'
+               AND (embedding IS NULL OR vector_norm(embedding) > 0)
+               AND (last_retrieved_at IS NULL OR last_retrieved_at >= '1900-01-01 00:00+00' AND last_retrieved_at < '2200-01-01 00:00+00')
+               AND (expires_at IS NULL OR expires_at >= '1900-01-01 00:00+00' AND expires_at < '2200-01-01 00:00+00'))
+        LIMIT 1;
+    ELSE
+        EXECUTE format('SELECT id FROM new_rows WHERE NOT (%s) LIMIT 1', TG_ARGV[0]) INTO bad;
+    END IF;
     IF bad IS NOT NULL THEN
         RAISE EXCEPTION '%: row % has a moment outside 1900..2199 or an all-zero embedding',
             TG_TABLE_NAME, bad USING ERRCODE = 'check_violation';
@@ -367,7 +389,47 @@ CREATE OR REPLACE FUNCTION public.ethos_hint_new_rows()
  LANGUAGE plpgsql
 AS $function$
 BEGIN
-    EXECUTE format(
+    IF TG_TABLE_NAME = 'episodic_traces' THEN
+        INSERT INTO episodic_traces_due (prune, at, slice, n, ids, places)
+        SELECT prune, '-infinity', slice, count(*), array_agg(id), array_agg(place)
+        FROM (SELECT g.*,
+                     (row_number() OVER (PARTITION BY prune, slice ORDER BY id) - 1) / 500
+                         AS part
+              FROM (SELECT kind.prune, added.id, at.place, ethos_slice(at.place) AS slice
+                    FROM added
+                    CROSS JOIN LATERAL (SELECT t.ctid AS place FROM episodic_traces AS t
+                                        WHERE t.id = added.id LIMIT 1) AS at
+                    CROSS JOIN (VALUES (false), (true)) AS kind (prune)
+                    WHERE NOT added.pruned) AS g) AS g
+        GROUP BY prune, slice, part;
+    ELSIF TG_TABLE_NAME = 'semantic_facts' THEN
+        INSERT INTO semantic_facts_due (prune, at, slice, n, ids, places)
+        SELECT prune, '-infinity', slice, count(*), array_agg(id), array_agg(place)
+        FROM (SELECT g.*,
+                     (row_number() OVER (PARTITION BY prune, slice ORDER BY id) - 1) / 500
+                         AS part
+              FROM (SELECT kind.prune, added.id, at.place, ethos_slice(at.place) AS slice
+                    FROM added
+                    CROSS JOIN LATERAL (SELECT t.ctid AS place FROM semantic_facts AS t
+                                        WHERE t.id = added.id LIMIT 1) AS at
+                    CROSS JOIN (VALUES (false), (true)) AS kind (prune)
+                    WHERE NOT added.pruned) AS g) AS g
+        GROUP BY prune, slice, part;
+    ELSIF TG_TABLE_NAME = 'memory_vectors' THEN
+        INSERT INTO memory_vectors_due (prune, at, slice, n, ids, places)
+        SELECT prune, '-infinity', slice, count(*), array_agg(id), array_agg(place)
+        FROM (SELECT g.*,
+                     (row_number() OVER (PARTITION BY prune, slice ORDER BY id) - 1) / 500
+                         AS part
+              FROM (SELECT kind.prune, added.id, at.place, ethos_slice(at.place) AS slice
+                    FROM added
+                    CROSS JOIN LATERAL (SELECT t.ctid AS place FROM memory_vectors AS t
+                                        WHERE t.id = added.id LIMIT 1) AS at
+                    CROSS JOIN (VALUES (false), (true)) AS kind (prune)
+                    WHERE NOT added.pruned) AS g) AS g
+        GROUP BY prune, slice, part;
+    ELSE
+        EXECUTE format(
         'INSERT INTO %I (prune, at, slice, n, ids, places)
          SELECT prune, ''-infinity'', slice, count(*), array_agg(id), array_agg(place)
          FROM (SELECT g.*,
@@ -380,6 +442,7 @@ BEGIN
                      CROSS JOIN (VALUES (false), (true)) AS kind (prune)
                      WHERE NOT added.pruned) AS g) AS g
          GROUP BY prune, slice, part', TG_TABLE_NAME || '_due', TG_TABLE_NAME);
+    END IF;
     RETURN NULL;
 END
 $function$;
@@ -436,6 +499,7 @@ $function$;
 CREATE OR REPLACE FUNCTION public.ethos_init_decay_state()
  RETURNS trigger
  LANGUAGE plpgsql
+ SET plan_cache_mode TO 'force_generic_plan'
 AS $function$
 DECLARE
     auto boolean;
@@ -675,6 +739,7 @@ CREATE OR REPLACE FUNCTION public.ethos_text_stats_add(agents text[], tsvs tsvec
  LANGUAGE sql
  SECURITY DEFINER
  SET search_path TO '$user', 'public', 'pg_temp'
+ SET plan_cache_mode TO 'force_generic_plan'
 AS $function$
     INSERT INTO agent_text_stats AS s (agent_id, docs, length)
     SELECT d.agent, sum(d.sign), sum(d.sign * ethos_text_length(d.tsv))
@@ -731,8 +796,6 @@ CREATE OR REPLACE FUNCTION public.ethos_text_stats_changed()
  SET search_path TO '$user', 'public', 'pg_temp'
 AS $function$
 DECLARE
-    counted text := CASE WHEN TG_TABLE_NAME = 'memory_vectors' THEN 'source_id IS NULL'
-                         ELSE 'true' END;
     written record;
 BEGIN
     IF TG_OP = 'TRUNCATE' THEN
@@ -740,12 +803,31 @@ BEGIN
         RETURN NULL;
     END IF;
     -- One pass over the rows: their counts added, and how many the statement wrote.
-    EXECUTE format(
-        'SELECT ethos_text_stats_add(array_agg(agent_id) FILTER (WHERE %2$s),'
-        ' array_agg(content_tsv) FILTER (WHERE %2$s), array_agg(%1$s) FILTER (WHERE %2$s)),'
-        ' count(*) AS n FROM %3$I',
-        CASE WHEN TG_OP = 'INSERT' THEN 1 ELSE -1 END, counted,
-        CASE WHEN TG_OP = 'INSERT' THEN 'new_rows' ELSE 'old_rows' END) INTO written;
+    IF TG_OP = 'INSERT' AND TG_TABLE_NAME = 'memory_vectors' THEN
+        SELECT ethos_text_stats_add(array_agg(agent_id) FILTER (WHERE source_id IS NULL),
+                                    array_agg(content_tsv) FILTER (WHERE source_id IS NULL),
+                                    array_agg(1) FILTER (WHERE source_id IS NULL)) AS added,
+               count(*) AS n
+        INTO written FROM new_rows;
+    ELSIF TG_OP = 'INSERT' AND TG_TABLE_NAME <> 'memory_vectors' THEN
+        SELECT ethos_text_stats_add(array_agg(agent_id),
+                                    array_agg(content_tsv),
+                                    array_agg(1)) AS added,
+               count(*) AS n
+        INTO written FROM new_rows;
+    ELSIF TG_OP = 'DELETE' AND TG_TABLE_NAME = 'memory_vectors' THEN
+        SELECT ethos_text_stats_add(array_agg(agent_id) FILTER (WHERE source_id IS NULL),
+                                    array_agg(content_tsv) FILTER (WHERE source_id IS NULL),
+                                    array_agg(-1) FILTER (WHERE source_id IS NULL)) AS added,
+               count(*) AS n
+        INTO written FROM old_rows;
+    ELSIF TG_OP = 'DELETE' AND TG_TABLE_NAME <> 'memory_vectors' THEN
+        SELECT ethos_text_stats_add(array_agg(agent_id),
+                                    array_agg(content_tsv),
+                                    array_agg(-1)) AS added,
+               count(*) AS n
+        INTO written FROM old_rows;
+    END IF;
     IF written.n >= 10000 THEN
         PERFORM ethos_text_stats_analyze();
     END IF;
@@ -819,16 +901,26 @@ BEGIN
         RETURN NULL;
     END IF;
     p := ethos_particularity(NEW.agent_id, NEW.embedding);
-    IF p IS NOT NULL THEN  -- only a source as its insert left it, once
-        EXECUTE format($u$
-            UPDATE %I
-            SET auto_importance = ethos_importance_raised(auto_importance, $2, $3),
-                auto_particularity = $2,
-                policy = ethos_importance_tier(ethos_importance_raised(auto_importance, $2, $3))
-            WHERE id = $1 AND auto_importance IS NOT NULL AND auto_particularity IS NULL
-              AND NOT pruned AND retrieval_count = 0 AND due_at = '-infinity'
-              AND policy = ethos_importance_tier(auto_importance)$u$, NEW.source_type)
-        USING NEW.source_id, p, k;
+    IF p IS NULL THEN
+        RETURN NULL;
+    END IF;
+    -- only a source as its insert left it, once
+    IF NEW.source_type = 'episodic_traces' THEN
+        UPDATE episodic_traces
+        SET auto_importance = ethos_importance_raised(auto_importance, p, k),
+            auto_particularity = p,
+            policy = ethos_importance_tier(ethos_importance_raised(auto_importance, p, k))
+        WHERE id = NEW.source_id AND auto_importance IS NOT NULL AND auto_particularity IS NULL
+          AND NOT pruned AND retrieval_count = 0 AND due_at = '-infinity'
+          AND policy = ethos_importance_tier(auto_importance);
+    ELSIF NEW.source_type = 'semantic_facts' THEN
+        UPDATE semantic_facts
+        SET auto_importance = ethos_importance_raised(auto_importance, p, k),
+            auto_particularity = p,
+            policy = ethos_importance_tier(ethos_importance_raised(auto_importance, p, k))
+        WHERE id = NEW.source_id AND auto_importance IS NOT NULL AND auto_particularity IS NULL
+          AND NOT pruned AND retrieval_count = 0 AND due_at = '-infinity'
+          AND policy = ethos_importance_tier(auto_importance);
     END IF;
     RETURN NULL;
 END
@@ -867,6 +959,7 @@ CREATE OR REPLACE FUNCTION public.ethos_vector_stats_add(agents text[], embeddin
  LANGUAGE sql
  SECURITY DEFINER
  SET search_path TO '$user', 'public', 'pg_temp'
+ SET plan_cache_mode TO 'force_generic_plan'
 AS $function$
     INSERT INTO agent_vector_stats AS s (agent_id, vectors, total)
     SELECT d.agent, sign * count(*), sum(l2_normalize(d.embedding))
@@ -1121,7 +1214,7 @@ CREATE INDEX sweep_runs_started_at_idx ON public.sweep_runs USING btree (started
 CREATE TRIGGER consolidation_runs_finished_is_final BEFORE UPDATE ON consolidation_runs FOR EACH ROW EXECUTE FUNCTION ethos_finished_runs_are_final();
 
 -- trigger episodic_traces.episodic_traces_check_new_rows
-CREATE TRIGGER episodic_traces_check_new_rows AFTER INSERT ON episodic_traces REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION ethos_check_new_rows('created_at >= ''1900-01-01 00:00+00'' AND created_at < ''2200-01-01 00:00+00'' AND anchor_at >= ''1900-01-01 00:00+00'' AND anchor_at < ''2200-01-01 00:00+00'' AND (last_retrieved_at IS NULL OR last_retrieved_at >= ''1900-01-01 00:00+00'' AND last_retrieved_at < ''2200-01-01 00:00+00'')');
+CREATE TRIGGER episodic_traces_check_new_rows AFTER INSERT ON episodic_traces REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION ethos_check_new_rows();
 
 -- trigger episodic_traces.episodic_traces_content_derived
 CREATE TRIGGER episodic_traces_content_derived BEFORE INSERT OR UPDATE OF content, agent_id ON episodic_traces FOR EACH ROW EXECUTE FUNCTION ethos_content_derived();
@@ -1154,7 +1247,7 @@ CREATE TRIGGER episodic_traces_text_stats_update AFTER UPDATE OF content, agent_
 CREATE TRIGGER episodic_traces_vector_follows AFTER UPDATE OF pruned ON episodic_traces FOR EACH ROW WHEN (old.pruned <> new.pruned) EXECUTE FUNCTION ethos_source_pruned();
 
 -- trigger memory_vectors.memory_vectors_check_new_rows
-CREATE TRIGGER memory_vectors_check_new_rows AFTER INSERT ON memory_vectors REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION ethos_check_new_rows('created_at >= ''1900-01-01 00:00+00'' AND created_at < ''2200-01-01 00:00+00'' AND anchor_at >= ''1900-01-01 00:00+00'' AND anchor_at < ''2200-01-01 00:00+00'' AND (embedding IS NULL OR vector_norm(embedding) > 0) AND (last_retrieved_at IS NULL OR last_retrieved_at >= ''1900-01-01 00:00+00'' AND last_retrieved_at < ''2200-01-01 00:00+00'') AND (expires_at IS NULL OR expires_at >= ''1900-01-01 00:00+00'' AND expires_at < ''2200-01-01 00:00+00'')');
+CREATE TRIGGER memory_vectors_check_new_rows AFTER INSERT ON memory_vectors REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION ethos_check_new_rows();
 
 -- trigger memory_vectors.memory_vectors_content_derived
 CREATE TRIGGER memory_vectors_content_derived BEFORE INSERT OR UPDATE OF content, agent_id ON memory_vectors FOR EACH ROW EXECUTE FUNCTION ethos_content_derived();
@@ -1205,7 +1298,7 @@ CREATE TRIGGER memory_vectors_vector_stats_truncate AFTER TRUNCATE ON memory_vec
 CREATE TRIGGER memory_vectors_vector_stats_update AFTER UPDATE OF embedding, agent_id ON memory_vectors FOR EACH ROW WHEN (old.embedding <> new.embedding OR old.agent_id <> new.agent_id) EXECUTE FUNCTION ethos_vector_stats_updated();
 
 -- trigger semantic_facts.semantic_facts_check_new_rows
-CREATE TRIGGER semantic_facts_check_new_rows AFTER INSERT ON semantic_facts REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION ethos_check_new_rows('created_at >= ''1900-01-01 00:00+00'' AND created_at < ''2200-01-01 00:00+00'' AND anchor_at >= ''1900-01-01 00:00+00'' AND anchor_at < ''2200-01-01 00:00+00'' AND (last_retrieved_at IS NULL OR last_retrieved_at >= ''1900-01-01 00:00+00'' AND last_retrieved_at < ''2200-01-01 00:00+00'') AND (expires_at IS NULL OR expires_at >= ''1900-01-01 00:00+00'' AND expires_at < ''2200-01-01 00:00+00'')');
+CREATE TRIGGER semantic_facts_check_new_rows AFTER INSERT ON semantic_facts REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION ethos_check_new_rows();
 
 -- trigger semantic_facts.semantic_facts_content_derived
 CREATE TRIGGER semantic_facts_content_derived BEFORE INSERT OR UPDATE OF content, agent_id ON semantic_facts FOR EACH ROW EXECUTE FUNCTION ethos_content_derived();

@@ -35,7 +35,8 @@ SKILLS = TableSpec(
 @pytest.fixture
 async def skills_table(conn: asyncpg.Connection) -> None:
     """Created here, the way a migration would: the memory columns, the decay-state
-    and content (key, words) triggers, the schedule's hints and their trigger."""
+    and content (key, words) triggers, the schedule's hints and their trigger, and a
+    check of new rows (its condition the trigger's argument)."""
     await conn.execute(
         """
         CREATE TABLE procedural_skills (LIKE episodic_traces INCLUDING ALL);
@@ -48,6 +49,9 @@ async def skills_table(conn: asyncpg.Connection) -> None:
         CREATE TRIGGER procedural_skills_hint_new_rows AFTER INSERT ON procedural_skills
             REFERENCING NEW TABLE AS added FOR EACH STATEMENT
             EXECUTE FUNCTION ethos_hint_new_rows();
+        CREATE TRIGGER procedural_skills_check_new_rows AFTER INSERT ON procedural_skills
+            REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT
+            EXECUTE FUNCTION ethos_check_new_rows('created_at >= ''1900-01-01 00:00+00''');
         """
     )
 
@@ -98,6 +102,18 @@ async def test_a_table_without_the_memory_columns_fails_by_name(
     with pytest.raises(InputError, match="table no_such_memories does not exist"):
         await engine.record_retrieval(missing, [])
     assert await conn.fetchval("SELECT count(*) FROM sweep_runs") == 0
+
+
+@pytest.mark.usefixtures("skills_table")
+async def test_a_fourth_tables_rows_are_checked_by_its_own_condition(
+    conn: asyncpg.Connection,
+) -> None:
+    with pytest.raises(asyncpg.CheckViolationError, match=r"procedural_skills: row .* outside"):
+        await conn.execute(
+            "INSERT INTO procedural_skills (agent_id, content, created_at)"
+            " VALUES ('a', 'x', '1850-01-01')"
+        )
+    assert await conn.fetchval("SELECT count(*) FROM procedural_skills") == 0
 
 
 @pytest.mark.usefixtures("skills_table")
