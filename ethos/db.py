@@ -37,10 +37,12 @@ def embedded_uri(
     starts, its settings of ethos's (EMBEDDED_CONF) are written; a change takes effect
     when a stopped server starts.
     """
-    _check_data_dir(data_dir)
     data_dir.parent.mkdir(parents=True, exist_ok=True)
-    server = _pgserver().get_server(data_dir, cleanup_mode=None, start=False)
-    with _init_lock(data_dir):  # held until it runs: no other writes its settings meanwhile
+    # Held until the server runs: no other process writes its settings meanwhile, nor
+    # finds the folder half written by another's initdb.
+    with _init_lock(data_dir):
+        _check_data_dir(data_dir)
+        server = _pgserver().get_server(data_dir, cleanup_mode=None, start=False)
         if not (data_dir / "PG_VERSION").exists():
             server.ensure_pgdata_inited()
         _configure(data_dir, shared_buffers)
