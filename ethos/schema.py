@@ -97,6 +97,8 @@ def _memory_columns() -> list[Column[Any]]:
         # How far its vector lay from its agent's mean when written, relative to the
         # agent's average (migration 0032): what it did to auto_importance.
         Column("auto_particularity", Float),
+        # How many times its words counted for answering a question (migration 0036).
+        Column("auto_answer", Float),
     ]
 
 
@@ -225,8 +227,9 @@ def build_metadata(dimension: int) -> MetaData:
         Column("links_prune_weight", Float, nullable=False, server_default=text("0.05")),
         Column("text_config", REGCONFIG, nullable=False, server_default=text("'english'")),
         Column("auto_importance", Boolean, nullable=False, server_default=text("true")),
-        Column("auto_importance_half", Float, nullable=False, server_default=text("4")),
+        Column("auto_importance_half", Float, nullable=False, server_default=text("4.25")),
         Column("auto_importance_particularity", Float, nullable=False, server_default=text("2")),
+        Column("auto_importance_answer", Float, nullable=False, server_default=text("4")),
     )
     Table(
         "importance_tiers",

@@ -137,7 +137,7 @@ class PolicySettings(_Section):
 DEFAULT_POLICIES: dict[str, dict[str, Any]] = {
     STANDARD: {},
     "working": {"lifetime": "8h", "promote_after": 3, "promote_to": STANDARD},
-    "long_term": {"lifetime": "90d"},
+    "long_term": {"lifetime": "365d"},
     "permanent": {"never_decays": True},
 }
 
@@ -146,7 +146,7 @@ class ImportanceSettings(_Section):
     """An importance given at write, with no policy, picks the policy of the highest
     tier it reaches (tiers: policy = minimum importance), else `otherwise`."""
 
-    tiers: dict[str, float] = Field(default_factory=lambda: {"long_term": 0.8, "standard": 0.6})
+    tiers: dict[str, float] = Field(default_factory=lambda: {"long_term": 0.7, "standard": 0.6})
     otherwise: str = "working"
     # Automatic importance (migration 0023): a memory given no importance or policy, of
     # an agent with no policy of its own, gets one from how informative its text is
@@ -155,11 +155,15 @@ class ImportanceSettings(_Section):
     auto: bool = True
     # The informative words (new to the agent: 1 each; words it often writes count less;
     # numbers 1) that make an automatic importance of 0.5; twice as many make 0.75.
-    auto_half: float = Field(default=4.0, gt=0)
+    auto_half: float = Field(default=4.25, gt=0)
     # A memory with a vector (an episode's or fact's, migration 0032): its words count
     # p^k times, p its particularity (1: as far from the agent's mean vector as its
     # memories are on average; more: further). k = 0 leaves vectors out of it.
     auto_particularity: float = Field(default=2.0, ge=0, le=8)
+    # A memory written right after one of the agent's that asks a question (its
+    # previous memory in the same table holds a '?'): its words count this many times,
+    # since what was asked for tends to be asked again (migration 0036). 1: off.
+    auto_answer: float = Field(default=4.0, ge=1, le=100)
 
     @field_validator("tiers")
     @classmethod

@@ -282,6 +282,24 @@ AS $function$
     SELECT coalesce(array_agg(agent_id), '{}') FROM ethos_agent_roles WHERE role_name = role
 $function$;
 
+-- function ethos_asks(text)
+CREATE OR REPLACE FUNCTION public.ethos_asks(content text)
+ RETURNS boolean
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$
+    SELECT strpos(content, '?') > 0 OR strpos(content, '？') > 0
+$function$;
+
+-- function ethos_auto_half(double precision,double precision)
+CREATE OR REPLACE FUNCTION public.ethos_auto_half(half double precision, average double precision)
+ RETURNS double precision
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$
+    SELECT half * greatest(coalesce(average, 10), 5) / 10
+$function$;
+
 -- function ethos_auto_importance(double precision,double precision)
 CREATE OR REPLACE FUNCTION public.ethos_auto_importance(words double precision, half double precision)
  RETURNS double precision
@@ -504,10 +522,13 @@ AS $function$
 DECLARE
     auto boolean;
     half float8;
+    answer float8;
     otherwise text;
     fallback text;
     agent_policy text;
-    counted boolean;
+    average float8;
+    words float8;
+    asked boolean;
     importance float8 := NEW.importance;
     measured boolean := true;
 BEGIN
@@ -522,21 +543,47 @@ BEGIN
     IF TG_TABLE_NAME = 'memory_vectors' THEN
         measured := NEW.source_id IS NULL;  -- the vector of an episode or fact: its own
     END IF;
-    -- One query: the settings (none yet: the defaults), the agent's own policy, and
-    -- whether the statistics count the agent yet.
-    SELECT s.auto_importance, s.auto_importance_half, s.importance_otherwise, s.default_policy,
+    -- One query: the settings (none yet: the defaults), the agent's own policy, and the
+    -- length of its memories on average (NULL: the statistics do not count it yet).
+    SELECT s.auto_importance, s.auto_importance_half, s.auto_importance_answer,
+           s.importance_otherwise, s.default_policy,
            (SELECT a.policy FROM agent_policies AS a WHERE a.agent_id = NEW.agent_id),
-           EXISTS (SELECT FROM agent_text_stats AS t WHERE t.agent_id = NEW.agent_id)
-    INTO auto, half, otherwise, fallback, agent_policy, counted
+           (SELECT t.length::float8 / nullif(t.docs, 0) FROM agent_text_stats AS t
+            WHERE t.agent_id = NEW.agent_id)
+    INTO auto, half, answer, otherwise, fallback, agent_policy, average
     FROM (SELECT) AS one LEFT JOIN ethos_settings AS s ON true;
     IF importance IS NULL AND agent_policy IS NULL AND measured AND coalesce(auto, true) THEN
-        IF NOT counted THEN  -- every word is new to the agent: each counts 1
-            importance := ethos_auto_importance(ethos_text_length(NEW.content_tsv),
-                                                coalesce(half, 4));
+        IF average IS NULL THEN  -- every word is new to the agent: each counts 1
+            words := ethos_text_length(NEW.content_tsv);
         ELSE
-            SELECT ethos_auto_importance(w.words, coalesce(half, 4)) INTO importance
+            SELECT w.words INTO words
             FROM ethos_informative_words(NEW.agent_id, NEW.content_tsv) AS w;
         END IF;
+        IF coalesce(answer, 4) > 1 THEN  -- does it answer the agent's previous memory?
+            IF TG_TABLE_NAME = 'episodic_traces' THEN
+                SELECT ethos_asks(p.content) INTO asked FROM episodic_traces AS p
+                WHERE p.agent_id = NEW.agent_id AND NOT p.pruned AND p.id < NEW.id
+                ORDER BY p.id DESC LIMIT 1;
+            ELSIF TG_TABLE_NAME = 'semantic_facts' THEN
+                SELECT ethos_asks(p.content) INTO asked FROM semantic_facts AS p
+                WHERE p.agent_id = NEW.agent_id AND NOT p.pruned AND p.id < NEW.id
+                ORDER BY p.id DESC LIMIT 1;
+            ELSIF TG_TABLE_NAME = 'memory_vectors' THEN
+                SELECT ethos_asks(p.content) INTO asked FROM memory_vectors AS p
+                WHERE p.agent_id = NEW.agent_id AND NOT p.pruned AND p.id < NEW.id
+                ORDER BY p.id DESC LIMIT 1;
+            ELSE  -- a table ethos does not ship
+                EXECUTE format('SELECT ethos_asks(p.content) FROM %I AS p
+                                WHERE p.agent_id = $1 AND NOT p.pruned AND p.id < $2
+                                ORDER BY p.id DESC LIMIT 1', TG_TABLE_NAME)
+                INTO asked USING NEW.agent_id, NEW.id;
+            END IF;
+            IF asked THEN
+                words := words * coalesce(answer, 4);
+                NEW.auto_answer := coalesce(answer, 4);
+            END IF;
+        END IF;
+        importance := ethos_auto_importance(words, ethos_auto_half(coalesce(half, 4.25), average));
         NEW.auto_importance := importance;
     END IF;
     IF importance IS NOT NULL THEN
@@ -933,13 +980,12 @@ CREATE OR REPLACE FUNCTION public.ethos_uuid_v7()
  PARALLEL SAFE
 AS $function$
     SELECT encode(
-        set_bit(set_bit(
-            overlay(uuid_send(gen_random_uuid())
-                    PLACING substring(
-                        int8send((extract(epoch FROM clock_timestamp()) * 1000)::bigint) FROM 3)
-                    FROM 1 FOR 6),
-            52, 1), 53, 1),
+        overlay(uuid_send(gen_random_uuid())
+                PLACING substring(int8send(us / 1000) FROM 3)
+                        || int2send((28672 + (us % 1000) * 4096 / 1000)::int2)
+                FROM 1 FOR 8),
         'hex')::uuid
+    FROM (SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint AS us) AS now
 $function$;
 
 -- function ethos_vector_follows_source()

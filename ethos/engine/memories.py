@@ -159,4 +159,8 @@ class MemoryEngine(RetrievalEngine):
                     f"; its vector {row['auto_particularity']:.2f}x as particular as the"
                     " agent's average"
                 )
+            if row["auto_answer"] is not None:
+                account["importance_from"] += (
+                    f"; it answers a question (its words count {row['auto_answer']:g}x)"
+                )
         return account

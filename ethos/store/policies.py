@@ -79,6 +79,7 @@ class PolicyStore(StoreCore):
                 auto=settings.importance.auto,
                 auto_half=settings.importance.auto_half,
                 auto_particularity=settings.importance.auto_particularity,
+                auto_answer=settings.importance.auto_answer,
             )
             if old_config not in (None, text_config):  # words are stemmed anew
                 log.warning("text_reindex", old=old_config, new=text_config)

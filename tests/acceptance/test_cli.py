@@ -278,9 +278,9 @@ async def test_demo_runs(database_url: str, cli: Cli) -> None:
     assert "pruned 'We had pasta for lunch'" in out
     assert "recovered 'We had pasta for lunch'" in out and "pruned: False" in out
     # written with no importance: rated by their words, small talk is gone the next day
-    assert "'Hi Alice! How are you doing today?' (automatic importance 0.32" in out
+    assert "'Hi Alice! How are you doing today?' (automatic importance 0.51" in out
     assert "day  2  pruned 'Hi Alice! How are you doing today?'" in out
-    assert 'Lisbon on 3 May" (automatic importance 0.66' in out
+    assert 'Lisbon on 3 May" (automatic importance 0.87' in out
     assert "pruned \"Alice's sister Maria" not in out
     assert result.stderr == ""
 
@@ -307,7 +307,7 @@ async def test_policy_commands(database_url: str, conn: asyncpg.Connection, cli:
     listed = json.loads(cli("policy", "list", "--json", env=env).stdout)["policies"]
     lifetimes = {p["name"]: p["lifetime_days"] for p in listed}
     assert lifetimes["working"] == pytest.approx(1 / 3)
-    assert lifetimes["long_term"] == pytest.approx(90)
+    assert lifetimes["long_term"] == pytest.approx(365)
     assert lifetimes["permanent"] is None
     assert all(p["configured"] for p in listed)
     text = cli("policy", "list", env=env).stdout

@@ -5,9 +5,12 @@ returns to."""
 from __future__ import annotations
 
 import json
+import math
+import uuid
 from datetime import datetime, timedelta
 
 import asyncpg
+import pytest
 
 from ethos.engine import Engine
 from ethos.settings import ImportanceSettings, Settings
@@ -18,8 +21,7 @@ GREETING = "Hi! How are you doing today?"
 NEWS = "My sister Maria moved to Lisbon on 3 May"
 HISTORY = ["We talked about the weather today", "How was your day? Good, thanks",
            "I am doing fine today, thanks for asking"]  # fmt: skip
-# Eight words, all of them in HISTORY: `standard` if they were new (0.75), `working` as
-# they are.
+# Eight words, all of them in HISTORY: they count for less than half their number.
 CHATTY = "Talked about the weather today, good day, fine, thanks for asking"
 
 
@@ -35,13 +37,14 @@ async def test_a_greeting_counts_less_than_news(
 ) -> None:
     for i, text in enumerate(HISTORY):
         await engine.add("episode", agent_id="ada", content=text, created_at=t0 + timedelta(i))
-    greeting = await engine.add("episode", agent_id="ada", content=GREETING, created_at=t0)
+    # (the news first: after the greeting's question it would be an answer, below)
     news = await engine.add("episode", agent_id="ada", content=NEWS, created_at=t0)
-    assert await auto(conn, greeting) < 0.3 < 0.6 < await auto(conn, news)
+    greeting = await engine.add("episode", agent_id="ada", content=GREETING, created_at=t0)
+    assert await auto(conn, greeting) < 0.6 < 0.7 < await auto(conn, news)
     policies = await conn.fetch(
         "SELECT id, policy FROM episodic_traces WHERE id = ANY($1)", [greeting, news]
     )
-    assert {r["id"]: r["policy"] for r in policies} == {greeting: "working", news: "standard"}
+    assert {r["id"]: r["policy"] for r in policies} == {greeting: "working", news: "long_term"}
 
 
 async def test_the_callers_importance_or_policy_wins(
@@ -125,10 +128,14 @@ async def test_a_statements_rows_are_weighed_as_single_adds_are(
         got = [tuple(await conn.fetchrow(state + " AND client_key = $2", agent, key))
                for agent, *_, key in records]  # fmt: skip
         assert got == expected, way
-    # the greeting of a counted agent weighs less than of one whose words are all new;
-    # the chatter's words, all the agent's already, take it from standard to working
-    assert expected[0][0] == "standard" and expected[1][0] == "working"
-    assert expected[5][2] > expected[1][2] and expected[6][0] == "working"
+    # the greeting's words count less for a counted agent than for one they are all new
+    # to (its memories hold under 5 words on average: a half of 4.25 x 5 / 10; a new
+    # agent's, 4.25); the chatter's 8 words, all the agent's already, count under 4
+    assert expected[0][0] == "long_term" and expected[1][0] == "working"
+    greeting, new_greeting, chatter = (
+        -math.log2(1 - expected[k][2]) * half for k, half in ((1, 2.125), (5, 4.25), (6, 2.125))
+    )
+    assert greeting < new_greeting and chatter < 4
     # a row written with an automatic importance of its own (a copy, a restore) keeps it
     kept = await conn.fetchrow(
         """INSERT INTO episodic_traces (agent_id, content, policy, auto_importance)
@@ -187,3 +194,82 @@ def test_the_command_adds_with_recall(cli: Cli, database_url: str) -> None:
     assert json.loads(again.stdout)["recalled"] == [{"table": "episodic_traces", "id": tea}]
     bad = cli("add", "episode", "--agent", "ada", "--content", "x", "--recall", "-1", env=env)
     assert "recall must be a whole number from 0 to 100, not -1" in one_line_error(bad)
+
+
+# A conversation: the turns after a question answer it.
+CONVERSATION = ["Hey Ada, long time! Where did your sister end up moving?",
+                "Maria moved to Lisbon in May, near the old harbour",
+                "Lovely city. Do you visit her often?",
+                "Twice a year, mostly for the sardine festival in June",
+                "Sounds fun, enjoy the summer then",
+                "Thanks, talk soon"]  # fmt: skip
+
+
+async def test_an_answer_counts_its_words_four_times(
+    engine: Engine, conn: asyncpg.Connection
+) -> None:
+    """Two agents with the same words before: one was asked a question, the other told
+    the same thing; the same reply weighs four times the words for the one asked."""
+    for agent, last in (("asked", "Where did Maria move?"), ("told", "Where did Maria move.")):
+        for text in HISTORY:
+            await engine.add("episode", agent_id=agent, content=text)
+        await engine.add("episode", agent_id=agent, content=last)
+        await engine.add("episode", agent_id="bo", content="Did it rain?")  # another agent's
+        await engine.add("episode", agent_id=agent, content="To Lisbon")
+    reply = """SELECT id, policy, auto_importance, auto_answer FROM episodic_traces
+               WHERE agent_id = $1 AND content = 'To Lisbon'"""
+    asked, told = [await conn.fetchrow(reply, agent) for agent in ("asked", "told")]
+    assert (asked["auto_answer"], told["auto_answer"]) == (4.0, None)
+    # importance = 1 - 2^(-words / half): 4 times the words, whatever the half
+    ratio = math.log2(1 - asked["auto_importance"]) / math.log2(1 - told["auto_importance"])
+    assert ratio == pytest.approx(4, rel=1e-12)
+    assert (told["policy"], asked["policy"]) == ("working", "long_term")
+    account = await engine.explain("episode", asked["id"])
+    assert account["importance_from"].endswith("; it answers a question (its words count 4x)")
+
+
+async def test_a_conversation_inserted_at_once_is_weighed_as_adds_one_at_a_time(
+    engine: Engine, conn: asyncpg.Connection
+) -> None:
+    for text in CONVERSATION:
+        await engine.add("episode", agent_id="alone", content=text)
+    await conn.execute(
+        "INSERT INTO episodic_traces (agent_id, content) SELECT 'insert', c FROM unnest($1::text[])"
+        " WITH ORDINALITY AS t (c, i) ORDER BY i",
+        CONVERSATION,
+    )
+    await conn.copy_records_to_table(
+        "episodic_traces",
+        records=[("copy", c) for c in CONVERSATION],
+        columns=["agent_id", "content"],
+    )
+    answers = "SELECT auto_answer FROM episodic_traces WHERE agent_id = $1 ORDER BY id"
+    for agent in ("alone", "insert", "copy"):  # (their words: against the statistics before)
+        got = [r["auto_answer"] for r in await conn.fetch(answers, agent)]
+        assert got == [None, 4.0, None, 4.0, None, None], agent
+
+
+async def test_one_turns_answers_off(settings: Settings, conn: asyncpg.Connection) -> None:
+    off = settings.model_copy(update={"importance": ImportanceSettings(auto_answer=1)})
+    async with Engine(off) as engine:
+        for text in CONVERSATION[:2]:
+            await engine.add("episode", agent_id="ada", content=text)
+    assert await conn.fetchval("SELECT count(auto_answer) FROM episodic_traces") == 0
+    assert await conn.fetchval("SELECT count(auto_importance) FROM episodic_traces") == 2
+
+
+async def test_ids_hold_the_moment_they_were_made_to_the_microsecond(
+    conn: asyncpg.Connection,
+) -> None:
+    """So that the rows of one statement, or adds within a millisecond, are in the order
+    written (the previous memory above)."""
+    before = await conn.fetchval("SELECT clock_timestamp()")
+    made = await conn.fetchval("SELECT array_agg(ethos_uuid_v7()) FROM generate_series(1, 1000)")
+    after = await conn.fetchval("SELECT clock_timestamp()")
+    assert {(i.version, i.variant) for i in made} == {(7, uuid.RFC_4122)}
+    moments = [int.from_bytes(i.bytes[:6]) + (int.from_bytes(i.bytes[6:8]) & 0xFFF) / 4096
+               for i in made]  # fmt: skip
+    assert before.timestamp() * 1000 - 0.001 <= moments[0] <= moments[-1]
+    assert moments[-1] <= after.timestamp() * 1000
+    assert moments == sorted(moments) and made == sorted(made)
+    assert len(set(moments)) > 100  # not one millisecond's value for all

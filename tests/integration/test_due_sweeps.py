@@ -216,8 +216,8 @@ async def test_nothing_due_is_cheap_and_a_prune_pass_prunes_only(
     assert first.totals()[0] == 3  # new rows are scheduled by the first pass
     again = await engine.sweep(now=t0 + timedelta(minutes=1))
     assert again.totals() == (0, 0, 0)
-    # Nine hours on: the working memory is due to be pruned, the others only to refresh.
-    at = t0 + timedelta(hours=9)
+    # Two days on: the working memory is due to be pruned, the others only to refresh.
+    at = t0 + timedelta(days=2)
     assert await engine.count_due("episode", at, prune=True) >= 1  # hints: an upper bound
     passed = await engine.sweep(now=at, mode="prune")
     assert passed.totals() == (1, 1, 1)
@@ -241,7 +241,7 @@ async def test_a_policy_edit_reschedules_its_memories(
                                   policy="long_term")  # fmt: skip
         await engine.sweep(now=t0)
     before = await conn.fetchrow("SELECT prune_at FROM semantic_facts WHERE id = $1", memory)
-    assert near(before["prune_at"], t0 + timedelta(days=90), timedelta(seconds=1))
+    assert near(before["prune_at"], t0 + timedelta(days=365), timedelta(seconds=1))
     shorter = Settings(
         database=DatabaseSettings(url=database_url),
         policies={"long_term": PolicySettings(lifetime="10d")},

@@ -28,7 +28,7 @@ async def fetch(conn: asyncpg.Connection, table: str, memory_id: object) -> asyn
 
 
 @pytest.mark.parametrize(
-    ("policy", "lifetime"), [("working", timedelta(hours=8)), ("long_term", timedelta(days=90))]
+    ("policy", "lifetime"), [("working", timedelta(hours=8)), ("long_term", timedelta(days=365))]
 )
 async def test_a_plain_memory_is_pruned_at_its_policys_lifetime(
     engine: Engine, conn: asyncpg.Connection, t0: datetime, policy: str, lifetime: timedelta
@@ -158,7 +158,7 @@ async def test_an_agents_domain_applies_to_plain_sql_inserts(
 
 
 @pytest.mark.parametrize(
-    ("importance", "policy"), [(0.95, "long_term"), (0.8, "long_term"), (0.7, "standard"),
+    ("importance", "policy"), [(0.95, "long_term"), (0.7, "long_term"), (0.69, "standard"),
                                (0.6, "standard"), (0.59, "working"), (0.0, "working")],
 )  # fmt: skip
 async def test_importance_at_write_picks_a_policy(
@@ -285,7 +285,7 @@ async def test_recovered_memory_keeps_its_policy(
 
     memory = await engine.add("episode", agent_id="a", content="x", created_at=t0,
                               policy="long_term")  # fmt: skip
-    await engine.sweep(now=days(200))
-    await engine.recover("episode", Selector(ids=(memory,)), now=days(200))
+    await engine.sweep(now=days(400))
+    await engine.recover("episode", Selector(ids=(memory,)), now=days(400))
     row = await fetch(conn, "episodic_traces", memory)
     assert (row["pruned"], row["policy"], row["strength"]) == (False, "long_term", 0.1)

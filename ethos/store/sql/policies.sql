@@ -47,10 +47,10 @@ WHERE configured AND name <> ALL(%(names)s::text[]);
 INSERT INTO ethos_settings AS s (id, default_policy, importance_otherwise, at_risk_margin,
                                  links_tau_days, links_prune_weight, text_config,
                                  auto_importance, auto_importance_half,
-                                 auto_importance_particularity)
+                                 auto_importance_particularity, auto_importance_answer)
 VALUES (true, %(default_policy)s, %(importance_otherwise)s, %(at_risk_margin)s,
         %(links_tau)s, %(links_prune)s, %(text_config)s::regconfig, %(auto)s, %(auto_half)s,
-        %(auto_particularity)s)
+        %(auto_particularity)s, %(auto_answer)s)
 ON CONFLICT (id) DO UPDATE
 SET default_policy = excluded.default_policy,
     importance_otherwise = excluded.importance_otherwise,
@@ -58,15 +58,17 @@ SET default_policy = excluded.default_policy,
     links_prune_weight = excluded.links_prune_weight, text_config = excluded.text_config,
     auto_importance = excluded.auto_importance,
     auto_importance_half = excluded.auto_importance_half,
-    auto_importance_particularity = excluded.auto_importance_particularity, updated_at = now()
+    auto_importance_particularity = excluded.auto_importance_particularity,
+    auto_importance_answer = excluded.auto_importance_answer, updated_at = now()
 WHERE (s.default_policy, s.importance_otherwise, s.at_risk_margin, s.links_tau_days,
        s.links_prune_weight, s.text_config, s.auto_importance, s.auto_importance_half,
-       s.auto_importance_particularity)
+       s.auto_importance_particularity, s.auto_importance_answer)
       IS DISTINCT FROM (excluded.default_policy, excluded.importance_otherwise,
                         excluded.at_risk_margin, excluded.links_tau_days,
                         excluded.links_prune_weight, excluded.text_config,
                         excluded.auto_importance, excluded.auto_importance_half,
-                        excluded.auto_importance_particularity);
+                        excluded.auto_importance_particularity,
+                        excluded.auto_importance_answer);
 
 -- name: text_config
 SELECT text_config::text FROM ethos_settings;
