@@ -154,7 +154,8 @@ class ImportanceSettings(_Section):
     # the default policy, whatever it says.
     auto: bool = True
     # The informative words (new to the agent: 1 each; words it often writes count less;
-    # numbers 1) that make an automatic importance of 0.5; twice as many make 0.75.
+    # numbers 1) that make an automatic importance of 0.5, twice as many 0.75, for an
+    # agent whose memories hold 10 words; in proportion to its average (at least 5).
     auto_half: float = Field(default=4.25, gt=0)
     # A memory with a vector (an episode's or fact's, migration 0032): its words count
     # p^k times, p its particularity (1: as far from the agent's mean vector as its

@@ -16,6 +16,7 @@ MEMORY_COLUMNS = frozenset(
         "last_retrieved_at", "created_at", "pruned", "pruned_at", "prune_reason", "pinned",
         "metadata", "policy", "importance", "due_at", "prune_at", "surfaced_count",
         "useful_count", "wrong_count", "content_key", "merged_into", "client_key", "updated_at",
+        "content_tsv", "auto_importance", "auto_particularity", "auto_answer",
     }
 )  # fmt: skip
 

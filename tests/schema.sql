@@ -109,6 +109,9 @@ CHECK (wrong_count >= 0);
 -- constraint ethos_agent_roles.ethos_agent_roles_pkey
 PRIMARY KEY (role_name, agent_id);
 
+-- constraint ethos_settings.ethos_settings_auto_importance_answer_check
+CHECK (auto_importance_answer >= 1::double precision AND auto_importance_answer <= 100::double precision);
+
 -- constraint ethos_settings.ethos_settings_auto_importance_half_check
 CHECK (auto_importance_half > 0::double precision);
 
@@ -552,6 +555,7 @@ BEGIN
             WHERE t.agent_id = NEW.agent_id)
     INTO auto, half, answer, otherwise, fallback, agent_policy, average
     FROM (SELECT) AS one LEFT JOIN ethos_settings AS s ON true;
+    answer := coalesce(answer, 4);
     IF importance IS NULL AND agent_policy IS NULL AND measured AND coalesce(auto, true) THEN
         IF average IS NULL THEN  -- every word is new to the agent: each counts 1
             words := ethos_text_length(NEW.content_tsv);
@@ -559,28 +563,28 @@ BEGIN
             SELECT w.words INTO words
             FROM ethos_informative_words(NEW.agent_id, NEW.content_tsv) AS w;
         END IF;
-        IF coalesce(answer, 4) > 1 THEN  -- does it answer the agent's previous memory?
+        IF answer > 1 THEN  -- does it answer the agent's previous memory?
             IF TG_TABLE_NAME = 'episodic_traces' THEN
-                SELECT ethos_asks(p.content) INTO asked FROM episodic_traces AS p
-                WHERE p.agent_id = NEW.agent_id AND NOT p.pruned AND p.id < NEW.id
-                ORDER BY p.id DESC LIMIT 1;
+                        SELECT ethos_asks(p.content) INTO asked FROM episodic_traces AS p
+                        WHERE p.agent_id = NEW.agent_id AND NOT p.pruned AND p.id < NEW.id
+                        ORDER BY p.id DESC LIMIT 1;
             ELSIF TG_TABLE_NAME = 'semantic_facts' THEN
-                SELECT ethos_asks(p.content) INTO asked FROM semantic_facts AS p
-                WHERE p.agent_id = NEW.agent_id AND NOT p.pruned AND p.id < NEW.id
-                ORDER BY p.id DESC LIMIT 1;
+                        SELECT ethos_asks(p.content) INTO asked FROM semantic_facts AS p
+                        WHERE p.agent_id = NEW.agent_id AND NOT p.pruned AND p.id < NEW.id
+                        ORDER BY p.id DESC LIMIT 1;
             ELSIF TG_TABLE_NAME = 'memory_vectors' THEN
-                SELECT ethos_asks(p.content) INTO asked FROM memory_vectors AS p
-                WHERE p.agent_id = NEW.agent_id AND NOT p.pruned AND p.id < NEW.id
-                ORDER BY p.id DESC LIMIT 1;
-            ELSE  -- a table ethos does not ship
+                        SELECT ethos_asks(p.content) INTO asked FROM memory_vectors AS p
+                        WHERE p.agent_id = NEW.agent_id AND NOT p.pruned AND p.id < NEW.id
+                        ORDER BY p.id DESC LIMIT 1;
+            ELSE
                 EXECUTE format('SELECT ethos_asks(p.content) FROM %I AS p
-                                WHERE p.agent_id = $1 AND NOT p.pruned AND p.id < $2
-                                ORDER BY p.id DESC LIMIT 1', TG_TABLE_NAME)
-                INTO asked USING NEW.agent_id, NEW.id;
+                                        WHERE p.agent_id = $1 AND NOT p.pruned AND p.id < $2
+                                        ORDER BY p.id DESC LIMIT 1', TG_TABLE_NAME)
+                        INTO asked USING NEW.agent_id, NEW.id;
             END IF;
             IF asked THEN
-                words := words * coalesce(answer, 4);
-                NEW.auto_answer := coalesce(answer, 4);
+                words := words * answer;
+                NEW.auto_answer := answer;
             END IF;
         END IF;
         importance := ethos_auto_importance(words, ethos_auto_half(coalesce(half, 4.25), average));
@@ -976,16 +980,19 @@ $function$;
 -- function ethos_uuid_v7()
 CREATE OR REPLACE FUNCTION public.ethos_uuid_v7()
  RETURNS uuid
- LANGUAGE sql
+ LANGUAGE plpgsql
  PARALLEL SAFE
 AS $function$
-    SELECT encode(
+DECLARE
+    us bigint := (extract(epoch FROM clock_timestamp()) * 1000000)::bigint;
+BEGIN
+    RETURN encode(
         overlay(uuid_send(gen_random_uuid())
                 PLACING substring(int8send(us / 1000) FROM 3)
                         || int2send((28672 + (us % 1000) * 4096 / 1000)::int2)
                 FROM 1 FOR 8),
-        'hex')::uuid
-    FROM (SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint AS us) AS now
+        'hex')::uuid;
+END
 $function$;
 
 -- function ethos_vector_follows_source()

@@ -29,3 +29,19 @@ def earlier_function(module: str, name: str, script: str = "FUNCTIONS") -> str:
     opening = text.index("$$", found.end())  # the body's quote; the next `$$;` closes it
     end = text.index("$$;", opening + 2) + 3
     return f"CREATE OR REPLACE FUNCTION {name}(" + text[found.end() : end]
+
+
+def branches(
+    statement: str, cases: dict[str, dict[str, object]], otherwise: str | None = None
+) -> str:
+    """One static `statement` per case: IF <case> THEN <its statement> ELSIF ... END IF
+    (PL/pgSQL plans each once a session, where EXECUTE plans on every run), and
+    `otherwise`, an earlier migration's dynamic statement, for any other case: a table
+    ethos does not ship attaches the same trigger functions."""
+    arms = [
+        f"{'ELSIF' if i else 'IF'} {case} THEN\n{statement.format(**values)}"
+        for i, (case, values) in enumerate(cases.items())
+    ]
+    if otherwise is not None:
+        arms.append(f"ELSE\n        {otherwise}")
+    return "\n    ".join(arms) + "\n    END IF;"

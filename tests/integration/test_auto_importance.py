@@ -271,5 +271,5 @@ async def test_ids_hold_the_moment_they_were_made_to_the_microsecond(
                for i in made]  # fmt: skip
     assert before.timestamp() * 1000 - 0.001 <= moments[0] <= moments[-1]
     assert moments[-1] <= after.timestamp() * 1000
-    assert moments == sorted(moments) and made == sorted(made)
+    assert moments == sorted(moments)  # (two of one microsecond: in any order)
     assert len(set(moments)) > 100  # not one millisecond's value for all

@@ -95,7 +95,9 @@ async def test_a_table_without_the_memory_columns_fails_by_name(
     await conn.execute("CREATE TABLE half_memories (id uuid PRIMARY KEY, agent_id text)")
     half = TableSpec("half_memories", "half", "halves", "episode_boost")
     with pytest.raises(
-        InputError, match=r"half_memories lacks the columns anchor_at, client_key, content"
+        InputError,
+        match=r"half_memories lacks the columns anchor_at, auto_answer, auto_importance,"
+        r" auto_particularity, client_key, content",
     ):
         await engine.sweep(tables=[half])
     missing = TableSpec("no_such_memories", "none", "nones", "episode_boost")
@@ -105,7 +107,7 @@ async def test_a_table_without_the_memory_columns_fails_by_name(
 
 
 @pytest.mark.usefixtures("skills_table")
-async def test_a_fourth_tables_rows_are_checked_by_its_own_condition(
+async def test_a_fourth_tables_rows_are_checked_and_weighed(
     conn: asyncpg.Connection,
 ) -> None:
     with pytest.raises(asyncpg.CheckViolationError, match=r"procedural_skills: row .* outside"):
@@ -114,6 +116,13 @@ async def test_a_fourth_tables_rows_are_checked_by_its_own_condition(
             " VALUES ('a', 'x', '1850-01-01')"
         )
     assert await conn.fetchval("SELECT count(*) FROM procedural_skills") == 0
+    # and its memories are weighed like ethos's own: this one answers the one before
+    await conn.execute(
+        "INSERT INTO procedural_skills (agent_id, content) VALUES ('a', 'how do I tie it?'),"
+        " ('a', 'a bowline, left over right')"
+    )
+    answers = await conn.fetch("SELECT auto_answer FROM procedural_skills ORDER BY id")
+    assert [r["auto_answer"] for r in answers] == [None, 4.0]
 
 
 @pytest.mark.usefixtures("skills_table")

@@ -28,7 +28,7 @@ Create Date: 2026-11-25
 
 import importlib
 
-from ethos.migrations import earlier_function, execute_script
+from ethos.migrations import branches, earlier_function, execute_script
 
 revision = "0035"
 down_revision = "0034"
@@ -45,21 +45,6 @@ GENERIC = (
 
 _input_window = importlib.import_module("ethos.migrations.versions.0019_input_window")
 _definers = importlib.import_module("ethos.migrations.versions.0033_definers_hardened")
-
-
-def _branches(
-    statement: str, cases: dict[str, dict[str, object]], otherwise: str | None = None
-) -> str:
-    """One static `statement` per case: IF <case> THEN <its statement> ELSIF ... END IF,
-    and `otherwise` (an earlier migration's dynamic statement) for any other case: a
-    table ethos does not ship attaches the same trigger functions."""
-    arms = [
-        f"{'ELSIF' if i else 'IF'} {case} THEN\n{statement.format(**values)}"
-        for i, (case, values) in enumerate(cases.items())
-    ]
-    if otherwise is not None:
-        arms.append(f"ELSE\n        {otherwise}")
-    return "\n    ".join(arms) + "\n    END IF;"
 
 
 def _dynamic(module: str, function: str, script: str = "UPGRADE") -> str:
@@ -113,18 +98,18 @@ def _conditions(table: str) -> list[str]:
 
 
 def _functions() -> str:
-    hint = _branches(
+    hint = branches(
         HINT,
         {f"TG_TABLE_NAME = '{t}'": {"table": t} for t in TABLES},
         _dynamic("0034_hints_by_probe", "ethos_hint_new_rows"),
     )
     checks = {t: "\n               AND ".join(_conditions(t)) for t in TABLES}
-    check = _branches(
+    check = branches(
         CHECK,
         {f"TG_TABLE_NAME = '{t}'": {"check": c} for t, c in checks.items()},
         _dynamic("0019_input_window", "ethos_check_new_rows"),  # its argument, the check
     )
-    stats = _branches(
+    stats = branches(
         STATS,
         {
             f"TG_OP = '{op}' AND TG_TABLE_NAME {test} 'memory_vectors'": {
@@ -136,7 +121,7 @@ def _functions() -> str:
             for test in ("=", "<>")
         },
     )
-    tier = _branches(TIER, {f"NEW.source_type = '{t}'": {"table": t} for t in SOURCES})
+    tier = branches(TIER, {f"NEW.source_type = '{t}'": {"table": t} for t in SOURCES})
     return f"""
 CREATE OR REPLACE FUNCTION ethos_hint_new_rows() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
