@@ -521,6 +521,8 @@ CREATE OR REPLACE FUNCTION public.ethos_init_decay_state()
  RETURNS trigger
  LANGUAGE plpgsql
  SET plan_cache_mode TO 'force_generic_plan'
+ SET enable_sort TO 'off'
+ SET enable_incremental_sort TO 'off'
 AS $function$
 DECLARE
     auto boolean;
@@ -565,22 +567,25 @@ BEGIN
         END IF;
         IF answer > 1 THEN  -- does it answer the agent's previous memory?
             IF TG_TABLE_NAME = 'episodic_traces' THEN
-                        SELECT ethos_asks(p.content) INTO asked FROM episodic_traces AS p
-                        WHERE p.agent_id = NEW.agent_id AND NOT p.pruned AND p.id < NEW.id
-                        ORDER BY p.id DESC LIMIT 1;
+                SELECT ethos_asks(p.content) INTO asked FROM episodic_traces AS p
+                WHERE p.agent_id >= NEW.agent_id AND NOT p.pruned
+                  AND (p.agent_id, p.id) < (NEW.agent_id, NEW.id)
+                ORDER BY p.agent_id DESC, p.id DESC LIMIT 1;
             ELSIF TG_TABLE_NAME = 'semantic_facts' THEN
-                        SELECT ethos_asks(p.content) INTO asked FROM semantic_facts AS p
-                        WHERE p.agent_id = NEW.agent_id AND NOT p.pruned AND p.id < NEW.id
-                        ORDER BY p.id DESC LIMIT 1;
+                SELECT ethos_asks(p.content) INTO asked FROM semantic_facts AS p
+                WHERE p.agent_id >= NEW.agent_id AND NOT p.pruned
+                  AND (p.agent_id, p.id) < (NEW.agent_id, NEW.id)
+                ORDER BY p.agent_id DESC, p.id DESC LIMIT 1;
             ELSIF TG_TABLE_NAME = 'memory_vectors' THEN
-                        SELECT ethos_asks(p.content) INTO asked FROM memory_vectors AS p
-                        WHERE p.agent_id = NEW.agent_id AND NOT p.pruned AND p.id < NEW.id
-                        ORDER BY p.id DESC LIMIT 1;
+                SELECT ethos_asks(p.content) INTO asked FROM memory_vectors AS p
+                WHERE p.agent_id >= NEW.agent_id AND NOT p.pruned
+                  AND (p.agent_id, p.id) < (NEW.agent_id, NEW.id)
+                ORDER BY p.agent_id DESC, p.id DESC LIMIT 1;
             ELSE
                 EXECUTE format('SELECT ethos_asks(p.content) FROM %I AS p
-                                        WHERE p.agent_id = $1 AND NOT p.pruned AND p.id < $2
-                                        ORDER BY p.id DESC LIMIT 1', TG_TABLE_NAME)
-                        INTO asked USING NEW.agent_id, NEW.id;
+                                WHERE p.agent_id >= $1 AND NOT p.pruned AND (p.agent_id, p.id) < ($1, $2)
+                                ORDER BY p.agent_id DESC, p.id DESC LIMIT 1', TG_TABLE_NAME)
+                INTO asked USING NEW.agent_id, NEW.id;
             END IF;
             IF asked THEN
                 words := words * answer;

@@ -273,3 +273,37 @@ async def test_ids_hold_the_moment_they_were_made_to_the_microsecond(
     assert moments[-1] <= after.timestamp() * 1000
     assert moments == sorted(moments)  # (two of one microsecond: in any order)
     assert len(set(moments)) > 100  # not one millisecond's value for all
+
+
+async def test_the_previous_memory_is_one_probe_whatever_the_table_holds(
+    database_url: str, conn: asyncpg.Connection
+) -> None:
+    """The trigger's plans are made once a session, maybe on an empty table: one could
+    sort the agent's rows for each new one (a bulk load quadratic), or walk the (id)
+    index back through every other agent's rows to the agent's last (3,001 rows read
+    here). The probe reads one row, and the hint trigger the new row."""
+    read = """SELECT seq_tup_read + coalesce(idx_tup_fetch, 0) FROM pg_stat_xact_user_tables
+              WHERE relname = 'episodic_traces'"""
+    async with conn.transaction():  # into the empty table: planned for one
+        await conn.execute("""INSERT INTO episodic_traces (agent_id, content)
+                              SELECT 'solo', 'note ' || g || '?' FROM generate_series(1, 2000) g""")
+        assert await conn.fetchval(read) <= 2 * 2000
+    other = await asyncpg.connect(database_url)  # (its reads are not counted below)
+    try:
+        await other.execute("INSERT INTO episodic_traces (agent_id, content) VALUES ('rare', '?')")
+        await other.execute("""INSERT INTO episodic_traces (agent_id, content, policy)
+                               SELECT 'busy', 'note ' || g, 'standard'
+                               FROM generate_series(1, 3000) AS g""")
+        await other.execute("ANALYZE episodic_traces")
+    finally:
+        await other.close()
+    fresh = await asyncpg.connect(database_url)  # (the load's reads are pending in conn)
+    try:
+        async with fresh.transaction():
+            answer = await fresh.fetchval(
+                "INSERT INTO episodic_traces (agent_id, content) VALUES ('rare', 'because')"
+                " RETURNING auto_answer"
+            )
+            assert answer == 4.0 and await fresh.fetchval(read) <= 2
+    finally:
+        await fresh.close()
