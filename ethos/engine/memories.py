@@ -163,4 +163,11 @@ class MemoryEngine(RetrievalEngine):
                 account["importance_from"] += (
                     f"; it answers a question (its words count {row['auto_answer']:g}x)"
                 )
+            # (the half as it stands: the agent's average has moved since, if a little)
+            scale = await self.store.auto_half(row["agent_id"])
+            account["importance_from"] += f"; {scale['half']:.1f} such words make 0.5 now" + (
+                f" (the agent's memories hold {scale['average']:.1f} words on average)"
+                if scale["average"] is not None
+                else ""
+            )
         return account

@@ -14,6 +14,7 @@ from ethos.store.core import Row, StoreCore, vector_texts
 from ethos.store.sql.fragments import build_insert_source_vectors_query
 from ethos.store.sql.memories import (
     AGENT_COUNTS,
+    AUTO_HALF,
     LOCK_CONTENT,
     PRUNED_BY_REASON,
     RARE_WORDS,
@@ -125,6 +126,13 @@ class MemoryStore(StoreCore):
         """The lexemes of `tsv` that count most in its automatic importance, now."""
         rows = await self._fetch(RARE_WORDS, agent=agent, tsv=tsv, n=n)
         return [row["lexeme"] for row in rows]
+
+    async def auto_half(self, agent: str) -> Row:
+        """The words that make an automatic importance of 0.5 for `agent` now (`half`),
+        and the words its memories hold on average (`average`, None before any)."""
+        row = await self._fetchrow(AUTO_HALF, agent=agent)
+        assert row is not None  # one row, whatever the tables hold
+        return row
 
     async def revisions_of(self, spec: TableSpec, memory_id: uuid.UUID) -> list[Row]:
         return await self._fetch(REVISIONS_OF, table=spec.name, id=memory_id)

@@ -139,6 +139,7 @@ def build_list_memories_query(spec: TableSpec, *, pruned: bool) -> Query:
 AGENT_COUNTS = STATEMENTS["agent_counts"]
 PRUNED_BY_REASON = STATEMENTS["pruned_by_reason"]
 RARE_WORDS = STATEMENTS["rare_words"]
+AUTO_HALF = STATEMENTS["auto_half"]
 REVISIONS_OF = STATEMENTS["revisions_of"]
 
 

@@ -31,6 +31,17 @@ WHERE w.lexeme <> ethos_agent_lexeme(%(agent)s)
 ORDER BY ethos_word_weight(w.lexeme, n.docs, coalesce(l.docs, 0)) DESC, w.lexeme
 LIMIT %(n)s;
 
+-- name: auto_half
+-- The informative words that make an automatic importance of 0.5 for an agent now, and
+-- the words its memories hold on average (NULL: none counted yet), as the insert trigger
+-- reads them (ethos_auto_half).
+SELECT ethos_auto_half(coalesce(s.auto_importance_half, 4.25), t.average) AS half,
+       t.average
+FROM (SELECT) AS one
+LEFT JOIN ethos_settings AS s ON true
+LEFT JOIN (SELECT length::float8 / nullif(docs, 0) AS average FROM agent_text_stats
+           WHERE agent_id = %(agent)s) AS t ON true;
+
 -- name: revisions_of
 -- A memory's earlier texts, oldest first (migration 0022 keeps them).
 SELECT content, revised_at FROM memory_revisions
