@@ -131,7 +131,7 @@ class MemoryStore(StoreCore):
         """The words that make an automatic importance of 0.5 for `agent` now (`half`),
         and the words its memories hold on average (`average`, None before any)."""
         row = await self._fetchrow(AUTO_HALF, agent=agent)
-        assert row is not None  # one row, whatever the tables hold
+        assert row is not None  # the settings' row: written when the engine opened
         return row
 
     async def revisions_of(self, spec: TableSpec, memory_id: uuid.UUID) -> list[Row]:

@@ -121,13 +121,19 @@ CREATE TRIGGER {table}_check_new_rows AFTER INSERT ON {table}
 """
 
 
-def _check(table: str) -> str:
+def conditions(table: str) -> list[str]:
+    """What every new row of `table` must satisfy, one condition each."""
     optional = [
         f"({column} IS NULL OR {_within(column)})"
         for column in OPTIONAL
         if column != "expires_at" or table != "episodic_traces"
     ]
-    return " AND ".join([*CHECKS[table], *optional]).replace("'", "''")
+    return [*CHECKS[table], *optional]
+
+
+def _check(table: str) -> str:
+    """The conditions as the trigger's argument."""
+    return " AND ".join(conditions(table)).replace("'", "''")
 
 
 def upgrade() -> None:

@@ -87,23 +87,13 @@ TIER = """        UPDATE {table}
           AND policy = ethos_importance_tier(auto_importance);"""
 
 
-def _conditions(table: str) -> list[str]:
-    """0019's checks of a new row of `table` (its trigger argument, joined by AND)."""
-    optional = [
-        f"({column} IS NULL OR {_input_window._within(column)})"
-        for column in _input_window.OPTIONAL
-        if column != "expires_at" or table != "episodic_traces"
-    ]
-    return [*_input_window.CHECKS[table], *optional]
-
-
 def _functions() -> str:
     hint = branches(
         HINT,
         {f"TG_TABLE_NAME = '{t}'": {"table": t} for t in TABLES},
         _dynamic("0034_hints_by_probe", "ethos_hint_new_rows"),
     )
-    checks = {t: "\n               AND ".join(_conditions(t)) for t in TABLES}
+    checks = {t: "\n               AND ".join(_input_window.conditions(t)) for t in TABLES}
     check = branches(
         CHECK,
         {f"TG_TABLE_NAME = '{t}'": {"check": c} for t, c in checks.items()},

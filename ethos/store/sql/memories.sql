@@ -34,11 +34,9 @@ LIMIT %(n)s;
 -- name: auto_half
 -- The informative words that make an automatic importance of 0.5 for an agent now, and
 -- the words its memories hold on average (NULL: none counted yet), as the insert trigger
--- reads them (ethos_auto_half).
-SELECT ethos_auto_half(coalesce(s.auto_importance_half, 4.25), t.average) AS half,
-       t.average
-FROM (SELECT) AS one
-LEFT JOIN ethos_settings AS s ON true
+-- reads them (ethos_auto_half; the settings an engine wrote when it opened).
+SELECT ethos_auto_half(s.auto_importance_half, t.average) AS half, t.average
+FROM ethos_settings AS s
 LEFT JOIN (SELECT length::float8 / nullif(docs, 0) AS average FROM agent_text_stats
            WHERE agent_id = %(agent)s) AS t ON true;
 
