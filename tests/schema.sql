@@ -291,7 +291,8 @@ CREATE OR REPLACE FUNCTION public.ethos_asks(content text)
  LANGUAGE sql
  IMMUTABLE PARALLEL SAFE
 AS $function$
-    SELECT strpos(content, '?') > 0 OR strpos(content, '？') > 0
+    SELECT (strpos(content, '?') > 0 AND content ~ '\?([^[:alnum:]_=&%/+-]|$)')
+        OR strpos(content, '？') > 0
 $function$;
 
 -- function ethos_auto_half(double precision,double precision)

@@ -259,6 +259,28 @@ async def test_a_conversation_inserted_at_once_is_weighed_as_adds_one_at_a_time(
         assert got == [None, 4.0, None, 4.0, None, None], agent
 
 
+@pytest.mark.parametrize(
+    ("text", "asks"),
+    [
+        ("Where did Maria move?", True),
+        ("What?! Since when", True),
+        ("She moved (to Lisbon?) in May", True),
+        ('He said "yes?" and left', True),
+        ("Have you seen https://example.com/lisbon?", True),
+        ("Wohin ist sie gezogen？", True),
+        ("saved https://youtube.com/watch?v=dQw4w9WgXcQ for later", False),
+        ("https://example.com/search?q=lisbon&lang=pt", False),
+        ("https://example.com/?utm_source=mail", False),
+        ("Maria moved to Lisbon.", False),
+    ],
+)
+async def test_a_question_mark_asks_where_it_ends_a_sentence(
+    conn: asyncpg.Connection, text: str, asks: bool
+) -> None:
+    """Not inside a web address: a kept link would make whatever follows an answer."""
+    assert await conn.fetchval("SELECT ethos_asks($1)", text) is asks
+
+
 async def test_one_turns_answers_off(settings: Settings, conn: asyncpg.Connection) -> None:
     off = settings.model_copy(update={"importance": ImportanceSettings(auto_answer=1)})
     async with Engine(off) as engine:
