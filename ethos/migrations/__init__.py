@@ -36,7 +36,7 @@ def branches(
 ) -> str:
     """One static `statement` per case: IF <case> THEN <its statement> ELSIF ... END IF
     (PL/pgSQL plans each once a session, where EXECUTE plans on every run), and
-    `otherwise`, an earlier migration's dynamic statement, for any other case: a table
+    `otherwise`, the same statement run through EXECUTE, for any other case: a table
     ethos does not ship attaches the same trigger functions."""
     arms = [
         f"{'ELSIF' if i else 'IF'} {case} THEN\n{statement.format(**values)}"
