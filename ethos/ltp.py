@@ -86,7 +86,8 @@ class LtpStats:
     promoted: int = 0  # memories moved to another policy by a retrieval (promote_after)
     pruned: int = 0  # memories that wrong feedback brought below their threshold
     links: int = 0  # link updates (pairs) written
-    dropped: int = 0  # what could not be buffered or applied
+    set_aside: int = 0  # refused by the database for good: in retrieval_dead_letters
+    dropped: int = 0  # what could not be buffered, applied or set aside
     queued: int = 0  # of the recorded, written to the durable queue (ltp.durable)
     failed_flushes: int = 0
 
@@ -102,7 +103,17 @@ class LtpResult:
     promoted: int = 0
     pruned: int = 0
     links: int = 0
+    set_aside: int = 0
+    dropped: int = 0
     replayed: bool = False  # this flush had been applied already (an in-doubt commit)
+
+    def add(self, other: LtpResult) -> None:
+        for name in COUNTED:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+
+COUNTED = ("applied", "skipped", "reinforced", "promoted", "pruned", "links", "set_aside",
+           "dropped")  # fmt: skip
 
 
 # --- the rules: what a flush writes, in which order ---------------------------------
@@ -122,7 +133,7 @@ async def apply_retrievals(
         if flush is None:
             units = sum(e.units for m in pending.values() for e in m.values())
             return LtpResult(applied=units, replayed=True)
-        return await _apply(flush, store.settings, pending, groups)
+        return await _apply_or_set_aside(flush, store.settings, pending, list(groups))
 
 
 async def apply_queued(store: Store, limit: int) -> LtpResult | None:
@@ -146,7 +157,56 @@ async def apply_queued(store: Store, limit: int) -> LtpResult | None:
             if (group := group_of([key for key, _, _ in members], members[0][1], members[0][2],
                                   settings))
         ]  # fmt: skip
-        return await _apply(flush, settings, pending, groups)
+        return await _apply_or_set_aside(flush, settings, pending, groups)
+
+
+async def _apply_or_set_aside(
+    flush: LtpFlush, settings: Settings, pending: Pending, groups: list[Group]
+) -> LtpResult:
+    """_apply; if the database refuses the batch for good (a row that a constraint or
+    its arithmetic refuses), each memory's events are applied on their own and those
+    refused are set aside in retrieval_dead_letters with the reason: one bad event does
+    not hold back, or take down, the events of other memories and agents."""
+    try:
+        async with flush.savepoint():
+            return await _apply(flush, settings, pending, groups)
+    except TransientDatabaseError:
+        raise
+    except DatabaseError as exc:
+        log.warning("ltp_batch_refused", error=str(exc), rows=len(pending))
+    result = LtpResult()
+    refused: set[Key] = set()
+    for key, moments in sorted(pending.items(), key=lambda item: (item[0][0].name, item[0][1])):
+        try:
+            async with flush.savepoint():
+                result.add(await _apply(flush, settings, {key: moments}, ()))
+        except TransientDatabaseError:
+            raise
+        except DatabaseError as exc:
+            refused.add(key)
+            result.add(await _set_aside(flush, settings, key, moments, str(exc)))
+    kept = [group for group in groups if refused.isdisjoint(group.members)]
+    result.links += await _apply_links(flush, kept, settings.links.learning_rate)
+    return result
+
+
+async def _set_aside(
+    flush: LtpFlush, settings: Settings, key: Key, moments: dict[datetime, Events], reason: str
+) -> LtpResult:
+    spec, memory_id = key
+    units = sum(e.units for e in moments.values())
+    try:
+        async with flush.savepoint():
+            await flush.set_aside(spec, memory_id, kinds_of(moments, settings), reason)
+    except TransientDatabaseError:
+        raise
+    except DatabaseError as exc:  # e.g. a role that may not write dead letters
+        log.error("ltp_update_failed", table=spec.name, id=str(memory_id), error=reason,
+                  set_aside_error=str(exc), dropped=units, permanent=True)  # fmt: skip
+        return LtpResult(dropped=units)
+    log.error("ltp_events_set_aside", table=spec.name, id=str(memory_id), error=reason,
+              count=units)  # fmt: skip
+    return LtpResult(set_aside=units)
 
 
 async def _apply(
@@ -187,6 +247,20 @@ def event_of(kind: str, settings: Settings, n: int = 1) -> Events:
     if kind == "wrong":
         return Events(wrong=n, units=n)
     return Events(retrievals=n, units=n)
+
+
+def kinds_of(
+    moments: dict[datetime, Events], settings: Settings
+) -> list[tuple[datetime, Kind, int]]:
+    """The recorded events that `moments` add up, as (moment, kind, how many): the
+    inverse of event_of."""
+    reinforcing = settings.ltp.on_search == "reinforce"
+    out: list[tuple[datetime, Kind, int]] = []
+    for at, e in sorted(moments.items()):
+        plain = e.retrievals - e.useful - (e.surfaced if reinforcing else 0)
+        counts = {"retrieval": plain, "useful": e.useful, "wrong": e.wrong, "surfaced": e.surfaced}
+        out += [(at, kind, counts[kind]) for kind in KINDS if counts[kind] > 0]
+    return out
 
 
 def group_of(keys: Iterable[Key], at: datetime, kind: str, settings: Settings) -> Group | None:
@@ -443,7 +517,7 @@ class LtpBuffer:
             self._count(result)
 
     def _count(self, result: LtpResult) -> None:
-        for name in ("applied", "skipped", "reinforced", "promoted", "pruned", "links"):
+        for name in COUNTED:
             setattr(self.stats, name, getattr(self.stats, name) + getattr(result, name))
 
     async def flush(self) -> bool:

@@ -53,6 +53,7 @@ APP_WRITES: Mapping[str, str] = {
         "SELECT, INSERT, UPDATE",
     ),
     "recoveries": "SELECT, INSERT",
+    "retrieval_dead_letters": "SELECT, INSERT",  # events the database refused for good
     "ltp_flushes": "SELECT, INSERT, DELETE",  # receipts, aged out daily
 }
 ERASER_DELETES = tuple(spec.name for spec in MEMORY_TABLES)
@@ -69,9 +70,14 @@ AGENT_ROWS = (
     "agent_text_stats",
     "agent_vector_stats",
 )
-AGENT_HINTS = _DUE  # INSERT: the hints of the rows they add
 # Row-level security's tables: the memories and everything keyed by their agent.
 ROW_LEVEL = (*(spec.name for spec in MEMORY_TABLES), *AGENT_ROWS)
+OWN = "agent_id = ANY (ethos_own_agents())"
+# The durable queue has no agent: an agent role may queue events of the memories it sees,
+# at a moment that has come (what ethos_record_retrieval checks, also for a plain INSERT).
+QUEUE_CHECK = (
+    "ethos_memory_is_visible(table_name, memory_id) AND at <= now() + interval '5 minutes'"
+)
 
 _NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 
@@ -121,19 +127,32 @@ def parse_agent_role(value: str) -> tuple[str, str]:
 
 
 def plan(
-    roles: Roles, database: str, columns: Mapping[str, Sequence[str]], existing: Set[str]
+    roles: Roles,
+    database: str,
+    columns: Mapping[str, Sequence[str]],
+    existing: Set[str],
+    former: Set[str] = frozenset(),
 ) -> list[str]:
-    """The statements that make the roles have exactly their rights. `columns`: each
-    memory table's columns (the app may update all but FIXED_COLUMNS); `existing`: the
-    roles there already, which keep their password and attributes."""
+    """The statements that make the roles have exactly their rights, from any state an
+    earlier run left. `columns`: each memory table's columns (the app may update all but
+    FIXED_COLUMNS); `existing`: the roles there already, which keep their password and
+    attributes; `former`: the agent roles there are now (members of the agents' group,
+    or named in ethos_agent_roles): those not named again lose every right."""
     app, eraser, group = roles.app, roles.eraser, roles.agents_group
     every = (app, eraser, group, *roles.agent_roles)
+    dropped = sorted(former - {*roles.agent_roles, app, eraser, group})
     out = [
         f"CREATE ROLE {role} {'NOLOGIN' if role == group else 'LOGIN'}"
         for role in every
         if role not in existing
     ]
     db = _quoted(database)
+    for role in dropped:
+        out += [
+            f"REVOKE {group} FROM {_quoted(role)}",
+            f"REVOKE ALL ON ALL TABLES IN SCHEMA public FROM {_quoted(role)}",
+            f"REVOKE ALL ON ALL SEQUENCES IN SCHEMA public FROM {_quoted(role)}",
+        ]
     for role in every:
         out += [
             f"REVOKE ALL ON ALL TABLES IN SCHEMA public FROM {role}",
@@ -148,14 +167,18 @@ def plan(
         *_memory_writes("INSERT", app, columns),
         f"GRANT {app} TO {eraser}",
         f"GRANT DELETE ON {', '.join(ERASER_DELETES)} TO {eraser}",
+    ]
+    if not roles.agents:  # row-level security off: the group must hold nothing
+        return out + _no_row_level()
+    return [
+        *out,
         *(f"GRANT {group} TO {role}" for role in roles.agent_roles),
         f"GRANT SELECT ON {', '.join((*AGENT_READS, *AGENT_ROWS))} TO {group}",
-        f"GRANT INSERT ON {', '.join(AGENT_HINTS)} TO {group}",
-        f"GRANT INSERT ON retrieval_queue TO {group}",  # ethos_record_retrieval: own rows
+        f"GRANT INSERT ON retrieval_queue TO {group}",  # under QUEUE_CHECK
         f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO {group}",
         *_memory_writes("SELECT, INSERT", group, columns),
+        *_row_level(roles),
     ]
-    return out + (_row_level(roles) if roles.agents else _no_row_level())
 
 
 def _memory_writes(rights: str, role: str, columns: Mapping[str, Sequence[str]]) -> list[str]:
@@ -171,21 +194,27 @@ def _row_level(roles: Roles) -> list[str]:
     """Row security on: the app (and the eraser, its member) sees every row; an agent
     role only its agents' rows, in reads and writes alike."""
     out = _no_row_level()
-    for table in ROW_LEVEL:
-        own = "agent_id = ANY (ethos_agents_of(current_user))"
+    for table in (*ROW_LEVEL, "retrieval_queue"):
         out += [
             f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY",
             f"CREATE POLICY ethos_service ON {table} TO {roles.app} USING (true) WITH CHECK (true)",
-            f"CREATE POLICY ethos_agent ON {table} TO {roles.agents_group}"
-            f" USING ({own}) WITH CHECK ({own})",
         ]
+    out += [
+        f"CREATE POLICY ethos_agent ON {table} TO {roles.agents_group} USING ({OWN})"
+        f" WITH CHECK ({OWN})"
+        for table in ROW_LEVEL
+    ]
+    out.append(
+        f"CREATE POLICY ethos_agent ON retrieval_queue FOR INSERT TO {roles.agents_group}"
+        f" WITH CHECK ({QUEUE_CHECK})"
+    )
     return out
 
 
 def _no_row_level() -> list[str]:
     return [
         statement
-        for table in ROW_LEVEL
+        for table in (*ROW_LEVEL, "retrieval_queue")
         for statement in (
             f"DROP POLICY IF EXISTS ethos_service ON {table}",
             f"DROP POLICY IF EXISTS ethos_agent ON {table}",

@@ -321,6 +321,7 @@ def build_metadata(dimension: int) -> MetaData:
         Column("enqueued_at", DateTime(timezone=True), nullable=False),
         Column("reason", Text, nullable=False),
         Column("dead_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),
+        Column("n", Integer, nullable=False, server_default=text("1")),
     )
     Table(
         "retrieval_queue",

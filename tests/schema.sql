@@ -73,6 +73,9 @@ CHECK (prune_threshold > 0::double precision AND prune_threshold < 1::double pre
 -- constraint episodic_traces.episodic_traces_auto_importance_check
 CHECK (auto_importance >= 0::double precision AND auto_importance <= 1::double precision);
 
+-- constraint episodic_traces.episodic_traces_bounded
+CHECK (retrieval_count <= 1000000000 AND surfaced_count <= 1000000000 AND useful_count <= 1000000000 AND wrong_count <= 1000000000 AND created_at >= '1900-01-01 00:00:00+00'::timestamp with time zone AND created_at < '2200-01-01 00:00:00+00'::timestamp with time zone AND anchor_at >= '1900-01-01 00:00:00+00'::timestamp with time zone AND anchor_at < '2200-01-01 00:00:00+00'::timestamp with time zone AND last_retrieved_at >= '1900-01-01 00:00:00+00'::timestamp with time zone AND last_retrieved_at < '2200-01-01 00:00:00+00'::timestamp with time zone);
+
 -- constraint episodic_traces.episodic_traces_emotional_tone_check
 CHECK (emotional_tone >= 0::double precision AND emotional_tone <= 1::double precision);
 
@@ -157,6 +160,9 @@ PRIMARY KEY (id);
 -- constraint memory_vectors.memory_vectors_auto_importance_check
 CHECK (auto_importance >= 0::double precision AND auto_importance <= 1::double precision);
 
+-- constraint memory_vectors.memory_vectors_bounded
+CHECK (retrieval_count <= 1000000000 AND surfaced_count <= 1000000000 AND useful_count <= 1000000000 AND wrong_count <= 1000000000 AND created_at >= '1900-01-01 00:00:00+00'::timestamp with time zone AND created_at < '2200-01-01 00:00:00+00'::timestamp with time zone AND anchor_at >= '1900-01-01 00:00:00+00'::timestamp with time zone AND anchor_at < '2200-01-01 00:00:00+00'::timestamp with time zone AND last_retrieved_at >= '1900-01-01 00:00:00+00'::timestamp with time zone AND last_retrieved_at < '2200-01-01 00:00:00+00'::timestamp with time zone AND expires_at >= '1900-01-01 00:00:00+00'::timestamp with time zone AND expires_at < '2200-01-01 00:00:00+00'::timestamp with time zone);
+
 -- constraint memory_vectors.memory_vectors_check
 CHECK ((source_type IS NULL) = (source_id IS NULL));
 
@@ -202,6 +208,9 @@ CHECK (id);
 -- constraint retrieval_activity.retrieval_activity_pkey
 PRIMARY KEY (id);
 
+-- constraint retrieval_dead_letters.retrieval_dead_letters_n_check
+CHECK (n >= 1);
+
 -- constraint retrieval_dead_letters.retrieval_dead_letters_pkey
 PRIMARY KEY (id);
 
@@ -219,6 +228,9 @@ CHECK (table_name = ANY (ARRAY['memory_vectors'::text, 'episodic_traces'::text, 
 
 -- constraint semantic_facts.semantic_facts_auto_importance_check
 CHECK (auto_importance >= 0::double precision AND auto_importance <= 1::double precision);
+
+-- constraint semantic_facts.semantic_facts_bounded
+CHECK (retrieval_count <= 1000000000 AND surfaced_count <= 1000000000 AND useful_count <= 1000000000 AND wrong_count <= 1000000000 AND created_at >= '1900-01-01 00:00:00+00'::timestamp with time zone AND created_at < '2200-01-01 00:00:00+00'::timestamp with time zone AND anchor_at >= '1900-01-01 00:00:00+00'::timestamp with time zone AND anchor_at < '2200-01-01 00:00:00+00'::timestamp with time zone AND last_retrieved_at >= '1900-01-01 00:00:00+00'::timestamp with time zone AND last_retrieved_at < '2200-01-01 00:00:00+00'::timestamp with time zone AND expires_at >= '1900-01-01 00:00:00+00'::timestamp with time zone AND expires_at < '2200-01-01 00:00:00+00'::timestamp with time zone);
 
 -- constraint semantic_facts.semantic_facts_confidence_check
 CHECK (confidence >= 0::double precision AND confidence <= 1::double precision);
@@ -274,16 +286,6 @@ CREATE OR REPLACE FUNCTION public.ethos_agent_lexeme(agent text)
  LANGUAGE sql
  IMMUTABLE PARALLEL SAFE
 AS $function$ SELECT 'ethos_agent_' || md5(agent) $function$;
-
--- function ethos_agents_of(text)
-CREATE OR REPLACE FUNCTION public.ethos_agents_of(role text)
- RETURNS text[]
- LANGUAGE sql
- STABLE SECURITY DEFINER
- SET search_path TO '$user', 'public', 'pg_temp'
-AS $function$
-    SELECT coalesce(array_agg(agent_id), '{}') FROM ethos_agent_roles WHERE role_name = role
-$function$;
 
 -- function ethos_asks(text)
 CREATE OR REPLACE FUNCTION public.ethos_asks(content text)
@@ -357,6 +359,19 @@ CREATE OR REPLACE FUNCTION public.ethos_content_derived()
  LANGUAGE plpgsql
 AS $function$
 BEGIN
+    IF row_security_active(TG_RELID) THEN
+        IF NEW.content !~ '[^[:space:]\u00a0\u200b-\u200f\u2060-\u2064\ufeff]' THEN
+            RAISE EXCEPTION 'content must not be empty' USING ERRCODE = 'check_violation';
+        END IF;
+        IF octet_length(NEW.content) > 262144 THEN
+            RAISE EXCEPTION 'content is % bytes: at most 262,144 are stored',
+                octet_length(NEW.content) USING ERRCODE = 'check_violation';
+        END IF;
+        IF TG_OP = 'INSERT' AND NEW.anchor_at > now() + interval '5 minutes' THEN
+            RAISE EXCEPTION 'anchor_at % is ahead of now: a memory starts when it is written',
+                NEW.anchor_at USING ERRCODE = 'check_violation';
+        END IF;
+    END IF;
     NEW.content_key := ethos_content_key(NEW.content);
     NEW.content_tsv := ethos_text_vector(ethos_text_config(), NEW.agent_id, NEW.content);
     RETURN NEW;
@@ -409,6 +424,8 @@ $function$;
 CREATE OR REPLACE FUNCTION public.ethos_hint_new_rows()
  RETURNS trigger
  LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO '$user', 'public', 'pg_temp'
 AS $function$
 BEGIN
     IF TG_TABLE_NAME = 'episodic_traces' THEN
@@ -634,6 +651,29 @@ AS $function$
            END
 $function$;
 
+-- function ethos_memory_is_visible(text,uuid)
+CREATE OR REPLACE FUNCTION public.ethos_memory_is_visible(table_name text, id uuid)
+ RETURNS boolean
+ LANGUAGE sql
+ STABLE
+AS $function$
+    SELECT CASE table_name
+        WHEN 'memory_vectors' THEN EXISTS (SELECT 1 FROM memory_vectors AS m WHERE m.id = $2)
+        WHEN 'episodic_traces' THEN EXISTS (SELECT 1 FROM episodic_traces AS m WHERE m.id = $2)
+        WHEN 'semantic_facts' THEN EXISTS (SELECT 1 FROM semantic_facts AS m WHERE m.id = $2)
+        ELSE false
+    END
+$function$;
+
+-- function ethos_own_agents()
+CREATE OR REPLACE FUNCTION public.ethos_own_agents()
+ RETURNS text[]
+ LANGUAGE sql
+ STABLE
+AS $function$
+    SELECT coalesce(array_agg(agent_id), '{}') FROM ethos_own_agent_ids
+$function$;
+
 -- function ethos_particularity(text,vector)
 CREATE OR REPLACE FUNCTION public.ethos_particularity(agent text, embedding vector)
  RETURNS double precision
@@ -716,7 +756,8 @@ AS $function$
 BEGIN
     UPDATE memory_vectors
     SET pruned = NEW.pruned, pruned_at = NEW.pruned_at, prune_reason = NEW.prune_reason
-    WHERE source_type = TG_TABLE_NAME AND source_id = NEW.id AND pruned <> NEW.pruned;
+    WHERE source_type = TG_TABLE_NAME AND source_id = NEW.id AND agent_id = NEW.agent_id
+      AND pruned <> NEW.pruned;
     RETURN NULL;
 END
 $function$;
@@ -961,13 +1002,14 @@ BEGIN
     IF p IS NULL THEN
         RETURN NULL;
     END IF;
-    -- only a source as its insert left it, once
+    -- only a source of the vector's own agent, as its insert left it, once
     IF NEW.source_type = 'episodic_traces' THEN
         UPDATE episodic_traces
         SET auto_importance = ethos_importance_raised(auto_importance, p, k),
             auto_particularity = p,
             policy = ethos_importance_tier(ethos_importance_raised(auto_importance, p, k))
-        WHERE id = NEW.source_id AND auto_importance IS NOT NULL AND auto_particularity IS NULL
+        WHERE id = NEW.source_id AND agent_id = NEW.agent_id
+          AND auto_importance IS NOT NULL AND auto_particularity IS NULL
           AND NOT pruned AND retrieval_count = 0 AND due_at = '-infinity'
           AND policy = ethos_importance_tier(auto_importance);
     ELSIF NEW.source_type = 'semantic_facts' THEN
@@ -975,7 +1017,8 @@ BEGIN
         SET auto_importance = ethos_importance_raised(auto_importance, p, k),
             auto_particularity = p,
             policy = ethos_importance_tier(ethos_importance_raised(auto_importance, p, k))
-        WHERE id = NEW.source_id AND auto_importance IS NOT NULL AND auto_particularity IS NULL
+        WHERE id = NEW.source_id AND agent_id = NEW.agent_id
+          AND auto_importance IS NOT NULL AND auto_particularity IS NULL
           AND NOT pruned AND retrieval_count = 0 AND due_at = '-infinity'
           AND policy = ethos_importance_tier(auto_importance);
     END IF;
@@ -1006,7 +1049,20 @@ CREATE OR REPLACE FUNCTION public.ethos_vector_follows_source()
  RETURNS trigger
  LANGUAGE plpgsql
 AS $function$
+DECLARE
+    found boolean;
 BEGIN
+    IF NEW.source_type = 'episodic_traces' THEN
+        found := EXISTS (SELECT 1 FROM episodic_traces
+                         WHERE id = NEW.source_id AND agent_id = NEW.agent_id);
+    ELSE
+        found := EXISTS (SELECT 1 FROM semantic_facts
+                         WHERE id = NEW.source_id AND agent_id = NEW.agent_id);
+    END IF;
+    IF NOT found THEN
+        RAISE EXCEPTION 'the vector''s source % % is not a memory of agent %',
+            NEW.source_type, NEW.source_id, NEW.agent_id USING ERRCODE = 'foreign_key_violation';
+    END IF;
     NEW.policy := 'permanent';
     RETURN NEW;
 END
@@ -1103,6 +1159,9 @@ AS $function$
     SELECT CASE WHEN lexeme ~ '^[0-9]' THEN 1
                 ELSE ethos_idf(total, df) / ethos_idf(total, 0) END
 $function$;
+
+-- grant ethos_own_agent_ids
+{postgres=arwdDxtm/postgres,=r/postgres};
 
 -- index agent_policies_pkey
 CREATE UNIQUE INDEX agent_policies_pkey ON public.agent_policies USING btree (agent_id);
@@ -1315,7 +1374,7 @@ CREATE TRIGGER memory_vectors_content_derived BEFORE INSERT OR UPDATE OF content
 CREATE TRIGGER memory_vectors_drop_revisions AFTER DELETE ON memory_vectors REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION ethos_drop_revisions();
 
 -- trigger memory_vectors.memory_vectors_follow_source
-CREATE TRIGGER memory_vectors_follow_source BEFORE INSERT ON memory_vectors FOR EACH ROW WHEN (new.source_id IS NOT NULL) EXECUTE FUNCTION ethos_vector_follows_source();
+CREATE TRIGGER memory_vectors_follow_source BEFORE INSERT OR UPDATE OF source_type, source_id, agent_id ON memory_vectors FOR EACH ROW WHEN (new.source_id IS NOT NULL) EXECUTE FUNCTION ethos_vector_follows_source();
 
 -- trigger memory_vectors.memory_vectors_hint_new_rows
 CREATE TRIGGER memory_vectors_hint_new_rows AFTER INSERT ON memory_vectors REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION ethos_hint_new_rows();
@@ -1550,6 +1609,11 @@ SELECT table_name,
    FROM ethos_memories
   WHERE NOT pruned AND retrieval_count > 0
   ORDER BY retrieval_count DESC, last_retrieved_at DESC;;
+
+-- view ethos_own_agent_ids
+SELECT agent_id
+   FROM ethos_agent_roles
+  WHERE role_name = CURRENT_USER;;
 
 -- view ethos_policy_counts
 SELECT table_name,

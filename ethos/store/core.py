@@ -119,6 +119,7 @@ TABLE_COLUMNS = STATEMENTS["table_columns"]
 CURRENT_DATABASE = STATEMENTS["current_database"]
 EXISTING_ROLES = STATEMENTS["existing_roles"]
 SET_AGENT_ROLES = STATEMENTS["set_agent_roles"]
+AGENT_ROLES_NOW = STATEMENTS["agent_roles_now"]
 
 
 @cache
@@ -397,8 +398,9 @@ class StoreCore:
         }  # fmt: skip
         names = [roles.app, roles.eraser, roles.agents_group, *roles.agent_roles]
         existing = {r["rolname"] for r in await self._fetch(EXISTING_ROLES, names=names)}
+        former = {r["role"] for r in await self._fetch(AGENT_ROLES_NOW, group=roles.agents_group)}
         database = await self._fetchval(CURRENT_DATABASE)
-        statements = plan(roles, database, columns, existing)
+        statements = plan(roles, database, columns, existing, former)
         if dry_run:
             return statements
         async with self._transaction() as tx:
@@ -487,6 +489,14 @@ class Transaction:
     async def fetchrow(self, query: Query, **values: Any) -> Row | None:
         row: Row | None = await self._conn.fetchrow(query.text, *query.args(values))
         return row
+
+    @asynccontextmanager
+    async def savepoint(self) -> AsyncIterator[None]:
+        """A nested transaction: an error inside rolls back to its start, as an
+        EthosError."""
+        with translated():
+            async with self._conn.transaction():
+                yield
 
     async def execute_literal(self, statement: str) -> None:
         """A SET or GRANT with validated names and values written into the text (neither

@@ -4,7 +4,7 @@ links between memories (LinkRound, neighbours)."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -20,6 +20,7 @@ from ethos.store.sql.ltp import (
     POP_RETRIEVAL_QUEUE,
     REMOVE_FADED_LINKS,
     RETRIEVAL_QUEUE_BACKLOG,
+    SET_ASIDE_EVENTS,
     STRENGTHEN_LINKS,
     TOUCH_RETRIEVAL_ACTIVITY,
     WEAKEN_LINKS,
@@ -160,6 +161,25 @@ class LtpFlush:
             surfaced=surfaced,
             moments=moments,
         )
+
+    @asynccontextmanager
+    async def savepoint(self) -> AsyncIterator[None]:
+        """A part of the flush that the database may refuse alone: on an error it is
+        rolled back, and what came before it stays."""
+        async with self._tx.savepoint():
+            yield
+
+    async def set_aside(
+        self, spec: TableSpec, memory_id: uuid.UUID, events: Sequence[tuple[datetime, str, int]],
+        reason: str,
+    ) -> None:  # fmt: skip
+        """Events of one memory that the database refused, into retrieval_dead_letters:
+        (moment, kind, how many)."""
+        moments, kinds, counts = (list(column) for column in zip(*events, strict=True))
+        await self._tx.fetch(
+            SET_ASIDE_EVENTS, table=spec.name, id=memory_id, moments=moments, kinds=kinds,
+            counts=counts, reason=reason,
+        )  # fmt: skip
 
     async def surface(self, spec: TableSpec, ids: list[uuid.UUID], counts: list[int]) -> list[Row]:
         """Search hits that only count: surfaced_count + counts[i]."""

@@ -33,11 +33,32 @@ SELECT current_database()::text;
 -- name: existing_roles
 SELECT rolname::text FROM pg_roles WHERE rolname = ANY (%(names)s::text[]);
 
+-- name: agent_roles_now
+-- The agent roles an earlier `ethos roles` left: members of the agents' group, and the
+-- roles ethos_agent_roles names that still exist.
+SELECT r.rolname::text AS role
+FROM pg_auth_members AS m
+JOIN pg_roles AS g ON g.oid = m.roleid
+JOIN pg_roles AS r ON r.oid = m.member
+WHERE g.rolname = %(group)s
+UNION
+SELECT role_name FROM ethos_agent_roles WHERE role_name IN (SELECT rolname FROM pg_roles);
+
 -- name: set_agent_roles
 -- `ethos roles`: which agents each agent role speaks for (row-level security reads it).
-WITH cleared AS (DELETE FROM ethos_agent_roles)
+-- The rows not named go and the new ones come; those named again stay (the statement's
+-- DELETE and INSERT see the same snapshot, so a DELETE of all would not make room).
+WITH wanted AS (
+    SELECT DISTINCT * FROM unnest(%(roles)s::text[], %(agents)s::text[]) AS w (role_name, agent_id)
+),
+cleared AS (
+    DELETE FROM ethos_agent_roles AS r
+    WHERE NOT EXISTS (SELECT 1 FROM wanted AS w
+                      WHERE w.role_name = r.role_name AND w.agent_id = r.agent_id)
+)
 INSERT INTO ethos_agent_roles (role_name, agent_id)
-SELECT * FROM unnest(%(roles)s::text[], %(agents)s::text[]);
+SELECT role_name, agent_id FROM wanted
+ON CONFLICT DO NOTHING;
 
 -- name: try_sweep_lock
 SELECT pg_try_advisory_lock(%(key)s);

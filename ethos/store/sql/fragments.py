@@ -20,6 +20,10 @@ from ethos.tables import SOURCE_TABLES, TableSpec
 
 SOURCE_SPECS = frozenset(SOURCE_TABLES)
 
+# Where a memory's counters stop (each table's CHECK, migration 0038): far past any use,
+# and far enough below 2^31 that adding a flush's counts cannot overflow.
+COUNT_CAP = 1_000_000_000
+
 NIL_ID = "00000000-0000-0000-0000-000000000000"
 MAX_ID = "ffffffff-ffff-ffff-ffff-ffffffffffff"
 

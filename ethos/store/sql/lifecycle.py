@@ -7,6 +7,7 @@ from functools import cache
 
 from ethos.store.core import Query, sql, statements
 from ethos.store.sql.fragments import (
+    COUNT_CAP,
     SOURCE_SPECS,
     emotion_of,
     hint_all,
@@ -186,9 +187,11 @@ def build_merge_query(spec: TableSpec) -> Query:
         FROM members
     ),
     groups AS (
-        SELECT r.survivor, r.grp, sum(r.retrieval_count)::int AS retrieval_count,
-               sum(r.surfaced_count)::int AS surfaced_count,
-               sum(r.useful_count)::int AS useful_count, sum(r.wrong_count)::int AS wrong_count,
+        SELECT r.survivor, r.grp,  -- counts summed, at most the tables' cap
+               least(sum(r.retrieval_count), {COUNT_CAP})::int AS retrieval_count,
+               least(sum(r.surfaced_count), {COUNT_CAP})::int AS surfaced_count,
+               least(sum(r.useful_count), {COUNT_CAP})::int AS useful_count,
+               least(sum(r.wrong_count), {COUNT_CAP})::int AS wrong_count,
                max(r.last_retrieved_at) AS last_retrieved_at,
                bool_or(r.pinned) AS pinned,  -- a pin on any member stays with the memory
                (array_agg(r.best))[1] AS best  -- one value per group

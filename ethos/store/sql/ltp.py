@@ -10,6 +10,7 @@ from ethos.decay import (
 )
 from ethos.store.core import Query, sql, statements
 from ethos.store.sql.fragments import (
+    COUNT_CAP,
     above_threshold,
     emotion_of,
     hint_moments,
@@ -102,10 +103,10 @@ def build_ltp_query(spec: TableSpec) -> Query:
                     JOIN decay_policies AS np ON np.name = s.policy
                     OFFSET 0
                 ) AS x),
-            retrieval_count = m.retrieval_count + h.n,
-            useful_count = m.useful_count + h.u,
-            wrong_count = m.wrong_count + h.w,
-            surfaced_count = m.surfaced_count + h.c,
+            retrieval_count = least(m.retrieval_count + h.n, {COUNT_CAP}),
+            useful_count = least(m.useful_count + h.u, {COUNT_CAP}),
+            wrong_count = least(m.wrong_count + h.w, {COUNT_CAP}),
+            surfaced_count = least(m.surfaced_count + h.c, {COUNT_CAP}),
             anchor_at = greatest(m.anchor_at, h.at),
             last_retrieved_at = CASE WHEN h.n > 0 THEN greatest(m.last_retrieved_at, h.at)
                                      ELSE m.last_retrieved_at END
@@ -134,7 +135,7 @@ def build_surfaced_query(spec: TableSpec) -> Query:
     """Search hits that only count (ltp.on_search = "count"): the row's curve is left
     alone."""
     return sql(f"""
-    UPDATE {spec.name} AS m SET surfaced_count = m.surfaced_count + h.c
+    UPDATE {spec.name} AS m SET surfaced_count = least(m.surfaced_count + h.c, {COUNT_CAP})
     FROM unnest(%(ids)s::uuid[], %(counts)s::int[]) AS h(id, c)
     WHERE m.id = h.id AND NOT m.pruned
     RETURNING m.id, m.agent_id
@@ -257,6 +258,7 @@ def build_neighbour_rows_query(spec: TableSpec) -> Query:
 CLAIM_LTP_FLUSH = STATEMENTS["claim_ltp_flush"]
 FORGET_LTP_FLUSHES = STATEMENTS["forget_ltp_flushes"]
 POP_RETRIEVAL_QUEUE = STATEMENTS["pop_retrieval_queue"]
+SET_ASIDE_EVENTS = STATEMENTS["set_aside_events"]
 ENQUEUE_RETRIEVALS = STATEMENTS["enqueue_retrievals"]
 RETRIEVAL_QUEUE_BACKLOG = STATEMENTS["retrieval_queue_backlog"]
 TOUCH_RETRIEVAL_ACTIVITY = STATEMENTS["touch_retrieval_activity"]

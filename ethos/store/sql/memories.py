@@ -158,7 +158,7 @@ def build_update_memory_query(spec: TableSpec) -> Query:
         UPDATE memory_vectors AS v SET content = u.content, embedding = %(embedding)s::vector
         FROM updated AS u
         WHERE %(embedding)s::vector IS NOT NULL AND v.source_type = '{spec.name}'
-          AND v.source_id = u.id AND NOT v.pruned
+          AND v.source_id = u.id AND v.agent_id = u.agent_id AND NOT v.pruned
     )"""
     return sql(f"""
     WITH updated AS (
@@ -166,7 +166,7 @@ def build_update_memory_query(spec: TableSpec) -> Query:
         SET content = coalesce(%(content)s, content), {embedding}
             metadata = coalesce(%(metadata)s::jsonb, metadata), updated_at = %(now)s
         WHERE id = %(id)s AND NOT pruned
-        RETURNING id, content
+        RETURNING id, agent_id, content
     ){revector}
     SELECT id FROM updated
     """)

@@ -49,6 +49,7 @@ def _source_of(spec: TableSpec, vector: str) -> str:
     expiry = f" AND {unexpired('s')}" if spec.has_expiry else ""
     return f"""FROM {spec.name} AS s JOIN decay_policies AS sp ON sp.name = s.policy
                WHERE {vector}.source_type = '{spec.name}' AND s.id = {vector}.source_id
+                 AND s.agent_id = {vector}.agent_id
                  AND NOT s.pruned{expiry} AND {above_threshold(spec, alias="s", policy="sp")}"""
 
 
@@ -114,8 +115,10 @@ def build_search_query(*, exact: bool) -> Query:
         JOIN decay_policies AS p ON p.name = c.policy
         LEFT JOIN episodic_traces AS e
                ON c.source_type = 'episodic_traces' AND e.id = c.source_id
+              AND e.agent_id = %(agent)s
         LEFT JOIN decay_policies AS ep ON ep.name = e.policy
-        LEFT JOIN semantic_facts AS f ON c.source_type = 'semantic_facts' AND f.id = c.source_id
+        LEFT JOIN semantic_facts AS f
+               ON c.source_type = 'semantic_facts' AND f.id = c.source_id AND f.agent_id = %(agent)s
         LEFT JOIN decay_policies AS fp ON fp.name = f.policy
     )
     SELECT r.*, {prior_on("r.relevance", "r.salience")} AS score
@@ -373,7 +376,8 @@ def build_missing_vectors_query(spec: TableSpec, *, by_agent: bool) -> Query:
     SELECT m.id, m.content FROM {spec.name} AS m
     WHERE NOT m.pruned AND m.id > %(after)s {agent}
       AND NOT EXISTS (SELECT 1 FROM memory_vectors AS v
-                      WHERE v.source_type = '{spec.name}' AND v.source_id = m.id)
+                      WHERE v.source_type = '{spec.name}' AND v.source_id = m.id
+                        AND v.agent_id = m.agent_id)
     ORDER BY m.id
     LIMIT %(limit)s
     """)
@@ -429,7 +433,8 @@ def build_search_items_query(*, ranked_by: str | None) -> Query:
     salience = prior(salience_expr(FACTS))
     if ranked_by == "vector":
         join = """JOIN memory_vectors AS v
-              ON v.source_type = 'semantic_facts' AND v.source_id = m.id AND NOT v.pruned"""
+              ON v.source_type = 'semantic_facts' AND v.source_id = m.id
+             AND v.agent_id = m.agent_id AND NOT v.pruned"""
         score = f"(1 - (v.embedding <=> %(embedding)s::vector)) * {salience}"
     elif ranked_by == "text":  # BM25 as recall ranks, each item among its own agent's
         score = f"{bm25('m.content_tsv')} * {salience}"

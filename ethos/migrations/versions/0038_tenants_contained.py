@@ -1,0 +1,274 @@
+"""An agent's connection reaches only its own agent's memories, whatever SQL it sends.
+
+A hostile-tenant review (issue 38) got through in five places, closed here:
+
+- a vector's source is a memory of the vector's own agent: ethos_vector_follows_source
+  refuses any other on insert and on a change of source, and the triggers that write
+  through a vector (the source's tier, a pruned source's vectors) also match agent_id;
+- counters stay where arithmetic holds: retrieval, surfaced, useful and wrong counts
+  at most 10^9 (an agent that set its count to 2^31 - 1 made every drain batch fail);
+  LTP saturates there;
+- moments written by UPDATE are held to the window inserts already are (1900..2199):
+  an anchor at 'infinity' made listings fail. An agent's own connection (row-level
+  security on) may not add a memory anchored more than 5 minutes ahead, nor one whose
+  content is empty, blank or over 256 KiB (what inputs.py refuses for the front ends);
+- queued retrievals set aside keep how many they stood for (`n`), which the drain and
+  the in-process flush write when the database refuses one memory's events for good:
+  the rest of the batch is applied;
+- an agent role learns which agents it speaks for from ethos_own_agents(), which asks
+  about the caller only, in place of ethos_agents_of(role), which answered for any
+  role; ethos_memory_is_visible(table, id) is what the queue's row policy asks; the
+  hint trigger runs as the owner, so agent roles need no INSERT on the sweep's
+  schedule (where they could list any ids), and is no longer PUBLIC's to attach.
+
+Revision ID: 0038
+Revises: 0037
+Create Date: 2026-11-26
+"""
+
+import importlib
+
+from ethos.migrations import earlier_function, execute_script
+
+revision = "0038"
+down_revision = "0037"
+branch_labels = None
+depends_on = None
+
+TABLES = ("memory_vectors", "episodic_traces", "semantic_facts")
+COUNTERS = ("retrieval_count", "surfaced_count", "useful_count", "wrong_count")
+MOMENTS = ("created_at", "anchor_at", "last_retrieved_at", "expires_at")
+COUNT_CAP = 1_000_000_000
+EARLIEST, LATEST = "'1900-01-01 00:00+00'", "'2200-01-01 00:00+00'"
+
+
+def _bounds(table: str) -> str:
+    """Clamp what an UPDATE left out of bounds (so nothing is refused on the way in),
+    then hold every later write to the same bounds."""
+    moments = [m for m in MOMENTS if m != "expires_at" or table != "episodic_traces"]
+    clamps = ",\n    ".join(
+        [f"{c} = least({c}, {COUNT_CAP})" for c in COUNTERS]
+        + [f"{m} = least(greatest({m}, {EARLIEST}), {LATEST}::timestamptz - interval '1 day')"
+           for m in moments]
+    )  # fmt: skip
+    outside = " OR ".join(
+        [f"{c} > {COUNT_CAP}" for c in COUNTERS]
+        + [f"NOT ({m} >= {EARLIEST} AND {m} < {LATEST})" for m in moments]
+    )
+    checks = " AND ".join(
+        [f"{c} <= {COUNT_CAP}" for c in COUNTERS]
+        + [f"({m} >= {EARLIEST} AND {m} < {LATEST})" for m in moments]
+    )
+    return f"""
+UPDATE {table} SET
+    {clamps}
+WHERE {outside};
+ALTER TABLE {table} ADD CONSTRAINT {table}_bounded CHECK ({checks});
+"""
+
+
+UPGRADE = r"""
+-- A vector's source is its own agent's: on insert and on any change of its source.
+CREATE OR REPLACE FUNCTION ethos_vector_follows_source() RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+    found boolean;
+BEGIN
+    IF NEW.source_type = 'episodic_traces' THEN
+        found := EXISTS (SELECT 1 FROM episodic_traces
+                         WHERE id = NEW.source_id AND agent_id = NEW.agent_id);
+    ELSE
+        found := EXISTS (SELECT 1 FROM semantic_facts
+                         WHERE id = NEW.source_id AND agent_id = NEW.agent_id);
+    END IF;
+    IF NOT found THEN
+        RAISE EXCEPTION 'the vector''s source % % is not a memory of agent %',
+            NEW.source_type, NEW.source_id, NEW.agent_id USING ERRCODE = 'foreign_key_violation';
+    END IF;
+    NEW.policy := 'permanent';
+    RETURN NEW;
+END
+$$;
+DROP TRIGGER memory_vectors_follow_source ON memory_vectors;
+CREATE TRIGGER memory_vectors_follow_source
+    BEFORE INSERT OR UPDATE OF source_type, source_id, agent_id ON memory_vectors
+    FOR EACH ROW WHEN (NEW.source_id IS NOT NULL)
+    EXECUTE FUNCTION ethos_vector_follows_source();
+
+CREATE OR REPLACE FUNCTION ethos_source_pruned() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE memory_vectors
+    SET pruned = NEW.pruned, pruned_at = NEW.pruned_at, prune_reason = NEW.prune_reason
+    WHERE source_type = TG_TABLE_NAME AND source_id = NEW.id AND agent_id = NEW.agent_id
+      AND pruned <> NEW.pruned;
+    RETURN NULL;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION ethos_tier_by_vector() RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER AS $$
+DECLARE
+    k float8 := coalesce((SELECT s.auto_importance_particularity FROM ethos_settings AS s), 2);
+    p float8;
+BEGIN
+    IF k = 0 THEN
+        RETURN NULL;
+    END IF;
+    p := ethos_particularity(NEW.agent_id, NEW.embedding);
+    IF p IS NULL THEN
+        RETURN NULL;
+    END IF;
+    -- only a source of the vector's own agent, as its insert left it, once
+    IF NEW.source_type = 'episodic_traces' THEN
+        UPDATE episodic_traces
+        SET auto_importance = ethos_importance_raised(auto_importance, p, k),
+            auto_particularity = p,
+            policy = ethos_importance_tier(ethos_importance_raised(auto_importance, p, k))
+        WHERE id = NEW.source_id AND agent_id = NEW.agent_id
+          AND auto_importance IS NOT NULL AND auto_particularity IS NULL
+          AND NOT pruned AND retrieval_count = 0 AND due_at = '-infinity'
+          AND policy = ethos_importance_tier(auto_importance);
+    ELSIF NEW.source_type = 'semantic_facts' THEN
+        UPDATE semantic_facts
+        SET auto_importance = ethos_importance_raised(auto_importance, p, k),
+            auto_particularity = p,
+            policy = ethos_importance_tier(ethos_importance_raised(auto_importance, p, k))
+        WHERE id = NEW.source_id AND agent_id = NEW.agent_id
+          AND auto_importance IS NOT NULL AND auto_particularity IS NULL
+          AND NOT pruned AND retrieval_count = 0 AND due_at = '-infinity'
+          AND policy = ethos_importance_tier(auto_importance);
+    END IF;
+    RETURN NULL;
+END
+$$;
+
+-- What an agent's own connection (row-level security on) may not write, beside the
+-- checks every writer gets: content the front ends refuse, and an anchor ahead of now
+-- (a memory at full strength for decades). The owner and the app may place memories in
+-- simulated time.
+CREATE OR REPLACE FUNCTION ethos_content_derived() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF row_security_active(TG_RELID) THEN
+        IF NEW.content !~ '[^[:space:]\u00a0\u200b-\u200f\u2060-\u2064\ufeff]' THEN
+            RAISE EXCEPTION 'content must not be empty' USING ERRCODE = 'check_violation';
+        END IF;
+        IF octet_length(NEW.content) > 262144 THEN
+            RAISE EXCEPTION 'content is % bytes: at most 262,144 are stored',
+                octet_length(NEW.content) USING ERRCODE = 'check_violation';
+        END IF;
+        IF TG_OP = 'INSERT' AND NEW.anchor_at > now() + interval '5 minutes' THEN
+            RAISE EXCEPTION 'anchor_at % is ahead of now: a memory starts when it is written',
+                NEW.anchor_at USING ERRCODE = 'check_violation';
+        END IF;
+    END IF;
+    NEW.content_key := ethos_content_key(NEW.content);
+    NEW.content_tsv := ethos_text_vector(ethos_text_config(), NEW.agent_id, NEW.content);
+    RETURN NEW;
+END
+$$;
+
+ALTER TABLE retrieval_dead_letters ADD COLUMN n integer NOT NULL DEFAULT 1 CHECK (n >= 1);
+
+-- Which agents the calling role speaks for. A view sees the caller as current_user and
+-- reads ethos_agent_roles with its owner's rights, so the caller learns its own
+-- agents and no one else's.
+CREATE VIEW ethos_own_agent_ids AS
+    SELECT agent_id FROM ethos_agent_roles WHERE role_name = current_user;
+GRANT SELECT ON ethos_own_agent_ids TO PUBLIC;
+CREATE FUNCTION ethos_own_agents() RETURNS text[]
+LANGUAGE sql STABLE AS $$
+    SELECT coalesce(array_agg(agent_id), '{}') FROM ethos_own_agent_ids
+$$;
+
+-- Whether the caller may see memory `id` of `table_name` (row-level security decides):
+-- what an agent role's retrievals in the queue must name.
+CREATE FUNCTION ethos_memory_is_visible(table_name text, id uuid) RETURNS boolean
+LANGUAGE sql STABLE AS $$
+    SELECT CASE table_name
+        WHEN 'memory_vectors' THEN EXISTS (SELECT 1 FROM memory_vectors AS m WHERE m.id = $2)
+        WHEN 'episodic_traces' THEN EXISTS (SELECT 1 FROM episodic_traces AS m WHERE m.id = $2)
+        WHEN 'semantic_facts' THEN EXISTS (SELECT 1 FROM semantic_facts AS m WHERE m.id = $2)
+        ELSE false
+    END
+$$;
+
+DO $$
+DECLARE
+    p record;
+BEGIN
+    FOR p IN SELECT tablename FROM pg_policies
+             WHERE schemaname = current_schema() AND policyname = 'ethos_agent'
+               AND tablename <> 'retrieval_queue'
+    LOOP
+        EXECUTE format('ALTER POLICY ethos_agent ON %I USING (agent_id = ANY (ethos_own_agents()))'
+                       ' WITH CHECK (agent_id = ANY (ethos_own_agents()))', p.tablename);
+    END LOOP;
+END
+$$;
+DROP FUNCTION ethos_agents_of(text);
+
+-- The hints of new rows are the engine's schedule: written with the owner's rights, so
+-- no agent role needs INSERT on the due tables (where it could list any ids).
+ALTER FUNCTION ethos_hint_new_rows() SECURITY DEFINER;
+REVOKE EXECUTE ON FUNCTION ethos_hint_new_rows() FROM PUBLIC;
+"""
+
+_definers = importlib.import_module("ethos.migrations.versions.0033_definers_hardened")
+# The two definers' search path: the migration's own with pg_temp last (as 0033 set it).
+DEFINER_PATHS = (
+    _definers.TEMP_LAST
+    + "ALTER FUNCTION ethos_tier_by_vector() SET search_path FROM CURRENT;\n"
+    + "ALTER FUNCTION ethos_hint_new_rows() SET search_path FROM CURRENT;\n"
+    + "REVOKE EXECUTE ON FUNCTION ethos_tier_by_vector() FROM PUBLIC;\n"
+    + _definers.PATH_BACK
+)
+
+
+def upgrade() -> None:
+    execute_script("".join(_bounds(table) for table in TABLES) + UPGRADE + DEFINER_PATHS)
+
+
+def downgrade() -> None:
+    execute_script(
+        "ALTER FUNCTION ethos_hint_new_rows() SECURITY INVOKER RESET search_path;\n"
+        "GRANT EXECUTE ON FUNCTION ethos_hint_new_rows() TO PUBLIC;\n"
+        + earlier_function("0022_roles", "ethos_agents_of", "UPGRADE")
+        + """
+DO $$
+DECLARE
+    p record;
+BEGIN
+    FOR p IN SELECT tablename FROM pg_policies
+             WHERE schemaname = current_schema() AND policyname = 'ethos_agent'
+               AND tablename <> 'retrieval_queue'
+    LOOP
+        EXECUTE format('ALTER POLICY ethos_agent ON %I'
+                       ' USING (agent_id = ANY (ethos_agents_of(current_user)))'
+                       ' WITH CHECK (agent_id = ANY (ethos_agents_of(current_user)))',
+                       p.tablename);
+    END LOOP;
+END
+$$;
+DROP POLICY IF EXISTS ethos_agent ON retrieval_queue;
+DROP POLICY IF EXISTS ethos_service ON retrieval_queue;
+ALTER TABLE retrieval_queue DISABLE ROW LEVEL SECURITY;
+DROP FUNCTION ethos_memory_is_visible(text, uuid);
+DROP FUNCTION ethos_own_agents();
+DROP VIEW ethos_own_agent_ids;
+ALTER TABLE retrieval_dead_letters DROP COLUMN n;
+DROP TRIGGER memory_vectors_follow_source ON memory_vectors;
+CREATE TRIGGER memory_vectors_follow_source BEFORE INSERT ON memory_vectors
+    FOR EACH ROW WHEN (NEW.source_id IS NOT NULL)
+    EXECUTE FUNCTION ethos_vector_follows_source();
+"""
+        + earlier_function("0031_vectors_follow_sources", "ethos_vector_follows_source", "UPGRADE")
+        + earlier_function("0031_vectors_follow_sources", "ethos_source_pruned", "UPGRADE")
+        + earlier_function("0010_text_search", "ethos_content_derived", "FUNCTIONS")
+        + "".join(f"ALTER TABLE {table} DROP CONSTRAINT {table}_bounded;\n" for table in TABLES)
+    )
+    # 0035's tier function, the last its script makes, with 0033's search path.
+    functions = importlib.import_module("ethos.migrations.versions.0035_plans_kept")._functions()
+    tier = functions[functions.index("CREATE OR REPLACE FUNCTION ethos_tier_by_vector()") :]
+    execute_script(_definers.TEMP_LAST + tier + _definers.PATH_BACK)
