@@ -3,9 +3,12 @@ engine over HTTP): who may bind where, and which requests get in.
 
 - A server binds a loopback address, or any other with a bearer token: an address others
   can reach is never served to anyone who asks.
-- Every request's Host header names this server (DNS rebinding), and a browser's Origin
-  is one allowed, whatever the bind: loopback names, the bound address and
-  `allowed_hosts` / `allowed_origins`; "name:*" allows any port.
+- Every request's Host header names this server (DNS rebinding): loopback names, the
+  bound address and `allowed_hosts`; "name:*" allows any port. Host and port are parsed,
+  so "localhost:evil.com" is no localhost.
+- A browser's Origin is this server's own (the origin of the Host it asked for: a page
+  the server served) or one of `allowed_origins`; another page, even on another port of
+  localhost, is refused.
 - With a token, every request carries `Authorization: Bearer <token>`, compared in
   constant time; the token is read from the variable `token_env` names and never logged.
 
@@ -42,10 +45,24 @@ class Door:
     allowed_origins: tuple[str, ...] = field(default=())
 
     def host_allowed(self, host: str | None) -> bool:
-        return host is not None and _matches(host.lower(), self.allowed_hosts)
+        where = _host_port(host or "")
+        return where is not None and any(_matches(where, p) for p in self.allowed_hosts)
 
-    def origin_allowed(self, origin: str | None) -> bool:
-        return origin is None or _matches(origin.lower(), self.allowed_origins)
+    def origin_allowed(self, origin: str | None, host: str | None = None) -> bool:
+        """No Origin (not a browser's cross-origin request), the server's own origin
+        (scheme://Host of this request), or one allowed."""
+        if origin is None:
+            return True
+        scheme, sep, rest = origin.lower().partition("://")
+        where = _host_port(rest)
+        if not sep or scheme not in ("http", "https") or where is None:
+            return False
+        own = host is not None and where == _host_port(host.lower())
+        return own or any(
+            _matches(where, pattern.partition("://")[2])
+            for pattern in self.allowed_origins
+            if pattern.partition("://")[0] == scheme
+        )
 
     def access(self, authorization: str | None) -> str | None:
         """What the request's bearer token may do, or None for no valid token. Every
@@ -62,18 +79,39 @@ class Door:
         """(status, one line) for a request with these lower-cased headers, or None."""
         if not self.host_allowed(headers.get("host")):
             return 421, "this server does not answer for that Host"
-        if not self.origin_allowed(headers.get("origin")):
+        if not self.origin_allowed(headers.get("origin"), headers.get("host")):
             return 403, "requests from that Origin are not allowed"
         if self.access(headers.get("authorization")) is None:
             return 401, "a valid bearer token is required"
         return None
 
 
-def _matches(value: str, allowed: Sequence[str]) -> bool:
-    return any(
-        value == pattern or (pattern.endswith(":*") and value.startswith(pattern[:-1]))
-        for pattern in allowed
-    )
+def _host_port(value: str, *, pattern: bool = False) -> tuple[str, str] | None:
+    """(name, port or "") of "name", "name:port", "[v6]" or "[v6]:port" (a pattern's
+    port may be "*"), lower-cased; None for anything else (a path, credentials, a port
+    that is not a number)."""
+    value = value.lower()
+    if value.startswith("["):
+        name, bracket, rest = value.partition("]")
+        name += bracket
+        if not bracket or (rest and not rest.startswith(":")):
+            return None
+        port = rest[1:]
+    else:
+        name, _, port = value.partition(":")
+    if not name or any(c in name for c in "/@?#\\ ") or ":" in port:
+        return None
+    if port == "*":
+        return (name, port) if pattern else None
+    if port and not (port.isascii() and port.isdigit() and len(port) <= 5):
+        return None
+    return name, port
+
+
+def _matches(where: tuple[str, str], pattern: str) -> bool:
+    """`where` (from _host_port) is what `pattern` ("name", "name:port", "name:*") allows."""
+    allowed = _host_port(pattern, pattern=True)
+    return allowed is not None and where[0] == allowed[0] and allowed[1] in (where[1], "*")
 
 
 def is_loopback(host: str) -> bool:
@@ -103,6 +141,11 @@ def door_for(
             token = os.environ.get(env) or None
             if token is None:
                 raise ConfigError(f"{flag}: the token variable {env} is not set or empty")
+            if not all("!" <= c <= "~" for c in token):  # what a header carries whole
+                raise ConfigError(
+                    f"{flag}: the token in {env} must be printable ASCII without spaces"
+                    " (no client can send it otherwise)"
+                )
             held.append((token, level))
     if not held and not is_loopback(host):
         raise ConfigError(
@@ -116,17 +159,12 @@ def door_for(
             " names clients reach this server by (Host headers are always checked)"
         )
     bound = () if wildcard or is_loopback(host) else (_bracketed(host),)
-    names = (*LOOPBACK_HOSTS, *bound)
-    hosts = (*(f"{name}:*" for name in names), *names, *allowed_hosts)
-    # A page served by this server calls it from its own origin: every Host it answers.
-    origins = (
-        *(f"{scheme}://{name}" for name in hosts for scheme in ("http", "https")),
-        *allowed_origins,
-    )
+    hosts = (*(f"{name}:*" for name in (*LOOPBACK_HOSTS, *bound)), *allowed_hosts)
+    # A page served by this server calls it from its own origin (Door.origin_allowed).
     return Door(
         tuple(held),
         tuple(h.lower() for h in hosts),
-        tuple(o.lower() for o in origins),
+        tuple(o.lower() for o in allowed_origins),
     )
 
 

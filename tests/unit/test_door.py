@@ -68,3 +68,32 @@ async def test_every_bind_checks_host_origin_and_token() -> None:
     assert await status(local, host="127.0.0.1:9") == 200
     assert await status(local, host="evil.example.com") == 421
     assert await status(local, host="localhost:9", origin="http://evil.example.com") == 403
+
+
+async def test_host_and_port_are_parsed_not_prefixed() -> None:
+    """Finding: `Host: localhost:evil.com` passed the "localhost:*" prefix match."""
+    local = door("127.0.0.1", token=None)
+    assert await status(local, host="localhost:8750") == 200
+    assert await status(local, host="[::1]:8750") == 200
+    for host in ("localhost:evil.com", "localhost:8750@evil.com", "localhost:*", "local host"):
+        assert await status(local, host=host) == 421, host
+    assert await status(local, host="127.0.0.1:8750/x") == 421
+
+
+async def test_only_the_servers_own_origin_or_one_allowed() -> None:
+    """Finding: any `http://localhost:*` origin was accepted (another local page could
+    drive the API); the server's own origin is that of the Host the page asked for."""
+    local = door("127.0.0.1", token=None, origins=["https://app.test"])
+    assert await status(local, host="localhost:8750", origin="http://localhost:8750") == 200
+    assert await status(local, host="127.0.0.1:8750", origin="http://127.0.0.1:8750") == 200
+    assert await status(local, host="localhost:8750", origin="https://app.test") == 200
+    for origin in ("http://localhost:3000", "http://127.0.0.1:1", "null",
+                   "http://localhost:8750.evil.com", "ftp://localhost:8750"):  # fmt: skip
+        assert await status(local, host="localhost:8750", origin=origin) == 403, origin
+
+
+@pytest.mark.parametrize("token", ["tökén-secret", "two words", "tab\there"])
+def test_a_token_no_client_can_send_is_refused_at_start(token: str) -> None:
+    """Finding: a non-ASCII token was accepted at start, yet no client can present it."""
+    with pytest.raises(ConfigError, match="MEMORY_TEST_DOOR_TOKEN must be printable ASCII"):
+        door("127.0.0.1", token=token)
