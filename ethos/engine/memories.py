@@ -4,6 +4,7 @@ lack, and why a memory has its salience."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -81,11 +82,44 @@ class MemoryEngine(RetrievalEngine):
         conversation returns to lives longer), then it is stored: `recalled`."""
         if not isinstance(recall, int) or isinstance(recall, bool) or not 0 <= recall <= 100:
             raise InputError(f"recall must be a whole number from 0 to 100, not {recall!r}")
+        spec = table_spec(table)
+        memory, embedded = await self._input(spec, agent_id, content, fields)
+        recalled: list[Hit] = []
+        if recall:
+            recalled = await self.recall(agent_id, memory.content, recall, now=memory.created_at)
+        [(memory_id, created)] = await self.store.insert_many(
+            [memory], **self._dedup(spec), embedded=[embedded]
+        )
+        return await self._added(memory, memory_id, created, tuple(recalled))
+
+    async def add_many(
+        self, table: str | TableSpec, *, agent_id: str, contents: Sequence[str], **fields: Any
+    ) -> list[Added]:
+        """Insert one memory per content, each with the same fields, as add_detailed
+        does each (without recall): every content is checked first, then all are written
+        in one transaction, so an error stores none of them."""
+        spec = table_spec(table)
+        if not contents:
+            raise InputError("give at least one content")
+        built = [await self._input(spec, agent_id, c, dict(fields)) for c in contents]
+        found = await self.store.insert_many(
+            [memory for memory, _ in built], **self._dedup(spec),
+            embedded=[vector for _, vector in built],
+        )  # fmt: skip
+        return [
+            await self._added(memory, memory_id, created)
+            for (memory, _), (memory_id, created) in zip(built, found, strict=True)
+        ]
+
+    async def _input(
+        self, spec: TableSpec, agent_id: str, content: str, fields: dict[str, Any]
+    ) -> tuple[MemoryInput, list[float] | None]:
+        """The memory checked (with its embedding), and the vector of an episode or fact
+        to write with it."""
         if fields.get("policy") is not None:
             self.settings.policy(fields["policy"])
-        spec = table_spec(table)
         content = content_text(content)  # before a provider is asked to embed it
-        embedded = None  # the vector of an episode or fact, written with it
+        embedded = None
         if self.embedder is not None:
             if spec.has_embedding and fields.get("embedding") is None:
                 fields["embedding"] = await self._embed(content, spec, required=True)
@@ -94,18 +128,27 @@ class MemoryEngine(RetrievalEngine):
         memory = MemoryInput.build(
             spec, self.settings.embedding.dimension, agent_id=agent_id, content=content, **fields
         )
-        recalled: list[Hit] = []
-        if recall:
-            recalled = await self.recall(agent_id, content, recall, now=memory.created_at)
-        dedup = spec.alias in self.settings.dedup.tables
-        memory_id, created = await self.store.insert(
-            memory, dedup=dedup, near=self.settings.dedup.near_threshold, embedded=embedded
-        )
+        return memory, embedded
+
+    def _dedup(self, spec: TableSpec) -> dict[str, Any]:
+        return {
+            "dedup": spec.alias in self.settings.dedup.tables,
+            "near": self.settings.dedup.near_threshold,
+        }
+
+    async def _added(
+        self,
+        memory: MemoryInput,
+        memory_id: uuid.UUID,
+        created: bool,
+        recalled: tuple[Hit, ...] = (),
+    ) -> Added:
+        """What an add did; a repeat gets what it asks beyond the memory, and a retrieval."""
         if created:
-            return Added(memory_id, True, recalled=tuple(recalled))
+            return Added(memory_id, True, recalled=recalled)
         raised = await self._raise_repeat(memory, memory_id)
         await self.ltp.record(memory.table, [memory_id], await self._moment(memory.created_at))
-        return Added(memory_id, False, raised, tuple(recalled))
+        return Added(memory_id, False, raised, recalled)
 
     async def _raise_repeat(self, memory: MemoryInput, memory_id: uuid.UUID) -> tuple[str, ...]:
         row = await self.store.raise_repeat(memory, memory_id)

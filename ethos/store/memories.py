@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
 from ethos.errors import InputError, NotFoundError
 from ethos.inputs import MemoryInput
-from ethos.store.core import Row, StoreCore, vector_texts
+from ethos.store.core import Row, StoreCore, Transaction, vector_texts
 from ethos.store.sql.fragments import build_insert_source_vectors_query
 from ethos.store.sql.memories import (
     AGENT_COUNTS,
@@ -47,39 +48,72 @@ class MemoryStore(StoreCore):
         same normalised content (a vector: and an embedding at least `near`
         cosine-similar) is found instead: (its id, False). Adds of one content are taken
         one at a time, so concurrent ones make one row."""
-        spec = memory.table
-        await self.check_table(spec)
-        columns = memory.columns()
+        [found] = await self.insert_many([memory], dedup=dedup, near=near, embedded=[embedded])
+        return found
+
+    async def insert_many(
+        self,
+        memories: Sequence[MemoryInput],
+        *,
+        dedup: bool = False,
+        near: float = 1.0,
+        embedded: Sequence[list[float] | None] | None = None,
+    ) -> list[tuple[uuid.UUID, bool]]:
+        """Insert memories as `insert` does each (`embedded`: the vector of each, or
+        None), in one transaction: all of them or, on an error, none."""
+        vectors = embedded or [None] * len(memories)
+        for spec in {memory.table for memory in memories}:
+            await self.check_table(spec)
         # Read before the transaction: the clock may take a pooled connection of its own.
-        at = memory.created_at or await self.now() if dedup else None
+        now = await self.now() if dedup else None
+        found = []
         async with self._transaction() as tx:
-            if memory.source is not None:
-                source, source_id = memory.source
-                found = await tx.fetchval(build_fetch_memory_query(source), id=source_id)
-                if found is None:
-                    raise NotFoundError(f"no {source.name} row with id {source_id}")
-            if dedup:
-                key = {"table": spec.name, "agent": memory.agent_id, "content": memory.content}
-                await tx.fetchval(LOCK_CONTENT, **key)
-                existing = await tx.fetchval(
-                    build_find_duplicate_query(spec),
-                    agent=memory.agent_id,
-                    content=memory.content,
-                    embedding=memory.embedding,
-                    near=near,
-                    now=at,
-                )
-                if existing is not None:
-                    return existing, False
-            query = build_insert_query(spec, tuple(columns))
-            new_id: uuid.UUID = await tx.fetchval(query, **columns)
-            if embedded is not None:
-                await tx.fetch(
-                    build_insert_source_vectors_query(spec),
-                    ids=[new_id],
-                    embeddings=vector_texts([embedded]),
-                )
-            return new_id, True
+            # Each content's lock, in one order whatever the batch's: batches sharing
+            # contents take them one after the other instead of each waiting on the other.
+            keys = {(m.table.name, m.agent_id, m.content) for m in memories} if dedup else ()
+            for table, agent, content in sorted(keys):
+                await tx.fetchval(LOCK_CONTENT, table=table, agent=agent, content=content)
+            for memory, vector in zip(memories, vectors, strict=True):
+                at = memory.created_at or now
+                found.append(await self._insert(tx, memory, dedup, near, at, vector))
+        return found
+
+    @staticmethod
+    async def _insert(
+        tx: Transaction,
+        memory: MemoryInput,
+        dedup: bool,
+        near: float,
+        at: datetime | None,
+        embedded: list[float] | None,
+    ) -> tuple[uuid.UUID, bool]:
+        spec = memory.table
+        columns = memory.columns()
+        if memory.source is not None:
+            source, source_id = memory.source
+            found = await tx.fetchval(build_fetch_memory_query(source), id=source_id)
+            if found is None:
+                raise NotFoundError(f"no {source.name} row with id {source_id}")
+        if dedup:
+            existing = await tx.fetchval(
+                build_find_duplicate_query(spec),
+                agent=memory.agent_id,
+                content=memory.content,
+                embedding=memory.embedding,
+                near=near,
+                now=at,
+            )
+            if existing is not None:
+                return existing, False
+        query = build_insert_query(spec, tuple(columns))
+        new_id: uuid.UUID = await tx.fetchval(query, **columns)
+        if embedded is not None:
+            await tx.fetch(
+                build_insert_source_vectors_query(spec),
+                ids=[new_id],
+                embeddings=vector_texts([embedded]),
+            )
+        return new_id, True
 
     async def raise_repeat(self, memory: MemoryInput, memory_id: uuid.UUID) -> Row:
         """Give the memory what its repeat asks for beyond it (pin, metadata keys,
