@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, TypeVar
@@ -213,10 +213,16 @@ async def recall(
         hits = await _fuse(store, settings, hits, similar, agent, tables, now)
     hits = sorted(hits, key=_rank)[:k]
     if ltp is not None:
-        for table in {h.table for h in hits}:
-            await ltp.record(table_spec(table), [h.id for h in hits if h.table == table], now,
-                             "surfaced")  # fmt: skip
+        await surface(ltp, hits, now)
     return hits
+
+
+async def surface(ltp: LtpBuffer, hits: Sequence[Hit], now: datetime) -> None:
+    """Record recall's hits as surfaced at `now`, those of one table together (they
+    learn their links)."""
+    for table in {h.table for h in hits}:
+        await ltp.record(table_spec(table), [h.id for h in hits if h.table == table], now,
+                         "surfaced")  # fmt: skip
 
 
 def _rank(hit: Hit) -> tuple[float, float, float, str]:

@@ -11,7 +11,7 @@ from typing import Any
 from ethos.engine.core import EngineCore, specs
 from ethos.errors import InputError
 from ethos.inputs import parse_id
-from ethos.retrieval import Hit, recall, search
+from ethos.retrieval import Hit, recall, search, surface
 from ethos.tables import TableSpec, table_spec
 
 
@@ -69,6 +69,11 @@ class RetrievalEngine(EngineCore):
             tables=specs(tables),
             now=await self._moment(now),
         )
+
+    async def surfaced(self, hits: Sequence[Hit], *, now: datetime | None = None) -> None:
+        """Record hits as recall records its own (surfaced): for a caller that recalled
+        with record=False and keeps only some of them."""
+        await surface(self.ltp, hits, await self._moment(now))
 
     async def record_retrieval(
         self,

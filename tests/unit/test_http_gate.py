@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from ethos.errors import InputError
-from ethos.integrations.http import Gate, owners
+from ethos.integrations.http import Gate, named
 from ethos.settings import Settings
 
 HOST = {"host": "127.0.0.1:8750"}
@@ -47,12 +47,29 @@ def test_read_only_turns_every_door_into_a_reader(monkeypatch: pytest.MonkeyPatc
 
 
 def test_owners_the_first_identifier_names_the_agent() -> None:
-    assert owners({"agent_id": "bot", "user_id": "alice"}) == (
-        "alice", {"user_id": "alice", "agent_id": "bot"}
-    )  # fmt: skip
-    given = {"filters": {"AND": [{"run_id": "r1"}, {"agent_id": "bot"}]}}
-    assert owners(given) == ("bot", {"run_id": "r1", "agent_id": "bot"})
+    both = named({"agent_id": "bot", "user_id": "alice"})
+    assert (both.agent, dict(both.ids)) == ("alice", {"user_id": "alice", "agent_id": "bot"})
+    given = named({}, {"AND": [{"run_id": "r1"}, {"agent_id": "bot"}]})
+    assert (given.agent, dict(given.ids)) == ("bot", {"agent_id": "bot", "run_id": "r1"})
     with pytest.raises(InputError, match="filter 'OR' is not supported"):
-        owners({"filters": {"OR": [{"user_id": "a"}]}})
+        named({}, {"OR": [{"user_id": "a"}]})
     with pytest.raises(InputError, match="give user_id, agent_id or run_id"):
-        owners({"user_id": ""})
+        named({"user_id": ""})
+
+
+def test_owners_combine_as_an_and() -> None:
+    """Top-level owners and those of filters all hold; one owner named twice is one
+    value (finding: a conflict was resolved silently, one or the other winning)."""
+    owners = named({"user_id": "u"}, {"agent_id": "a"})
+    assert dict(owners.ids) == {"user_id": "u", "agent_id": "a"}
+    with pytest.raises(InputError, match="user_id is both 'u' and 'v': a memory has one"):
+        named({"user_id": "u"}, {"user_id": "v"})
+    with pytest.raises(InputError, match="run_id is both"):
+        named({}, {"AND": [{"run_id": "r1"}, {"run_id": "r2"}]})
+    run = {"user_id": "u", "agent_id": "a", "run_id": "r1"}
+    assert owners.hold({"mem0": run}, "u")
+    assert not owners.hold({"mem0": {"user_id": "u"}}, "u")  # another agent's, or none
+    assert not owners.hold({"mem0": run}, "a")  # the first owner is the ethos agent
+    alone = named({"user_id": "u"})
+    assert alone.hold(None, "u")  # added outside mem0's shape: its agent's, as user_id
+    assert not alone.hold({"mem0": {"agent_id": "u"}}, "u")  # an agent named u is no user

@@ -38,10 +38,10 @@ from ethos.integrations.door import App
 from ethos.integrations.http.gate import Gate, install_problems
 from ethos.integrations.http.mem0 import mem0_routes
 from ethos.integrations.http.own import ethos_routes
-from ethos.integrations.http.shapes import owners
+from ethos.integrations.http.owners import named
 from ethos.settings import Settings
 
-__all__ = ["DASHBOARD", "Gate", "build_app", "http_app", "owners", "serve_http"]
+__all__ = ["DASHBOARD", "Gate", "build_app", "http_app", "named", "serve_http"]
 
 
 DASHBOARD = Path(__file__).parent.parent / "dashboard"

@@ -3,8 +3,10 @@ rights), and errors as RFC 9457 problem details whose `detail` is the CLI's one 
 
 from __future__ import annotations
 
+from collections.abc import MutableMapping
 from dataclasses import dataclass
 from http import HTTPStatus
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -23,6 +25,16 @@ from ethos.logs import redact
 from ethos.settings import Settings
 
 PUBLIC = ("/static/", "/openapi.json")  # and "/": no data, no token (Host/Origin still)
+
+# On every answer: no other site may frame the dashboard (its buttons could be
+# clickjacked), and the page loads and calls nothing but this server.
+FRAMING = [
+    (b"content-security-policy",
+     b"default-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"),
+    (b"x-frame-options", b"DENY"),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -59,10 +71,16 @@ class Gate:
         return None, refusal
 
     def wrap(self, app: App) -> App:
-        async def gated(scope: Scope, receive: Receive, send: Send) -> None:
+        async def gated(scope: Scope, receive: Receive, plain: Send) -> None:
             if scope["type"] != "http":
-                await app(scope, receive, send)
+                await app(scope, receive, plain)
                 return
+
+            async def send(message: MutableMapping[str, Any]) -> None:
+                if message["type"] == "http.response.start":
+                    message["headers"] = [*message.get("headers", ()), *FRAMING]
+                await plain(message)
+
             headers = {
                 k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]
             }
@@ -90,9 +108,15 @@ class Refused(Exception):
         self.status = status
 
 
+def may_write(request: Request) -> bool:
+    """Whether this request may change anything: a read (a read-only token, or [server]
+    read_only) leaves no trace, not even the retrievals its searches would record."""
+    return request.scope.get("ethos.access") == "write"
+
+
 async def writes(request: Request) -> None:
     """A dependency of every endpoint that changes something."""
-    if request.scope.get("ethos.access") != "write":
+    if not may_write(request):
         raise Refused(403, "read-only: this token, or [server] read_only, allows no writes")
 
 

@@ -3,16 +3,20 @@ calls, with ethos's semantics where they differ."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from typing import Annotated, Any
 
-from fastapi import FastAPI, Query
+from fastapi import FastAPI, Query, Request
 
-from ethos.engine import MAX_LIST
+from ethos.engine import MAX_LIST, Engine
 from ethos.errors import (
     InputError,
 )
 from ethos.integrations import calls
 from ethos.integrations.http.answers import EngineDep, Writes, route
+from ethos.integrations.http.gate import may_write
+from ethos.integrations.http.owners import Named, named
 from ethos.integrations.http.shapes import (
     HISTORY_EVENTS,
     OWNERS,
@@ -23,8 +27,11 @@ from ethos.integrations.http.shapes import (
     SearchRequest,
     mem0_hit,
     mem0_item,
-    owners,
 )
+
+# What one add writes of its metadata, stored with each of its messages: a small request
+# must not become many copies of a large metadata.
+ADD_METADATA_BYTES = 1 << 20
 
 
 def mem0_routes(app: FastAPI) -> None:
@@ -34,24 +41,33 @@ def mem0_routes(app: FastAPI) -> None:
 
     async def add(body: MemoryCreate, engine: EngineDep) -> dict[str, Any]:
         """Store messages (each one a memory; system messages are not) or a text, for the
-        agent named by user_id (else agent_id, else run_id). A fact the agent holds
-        already is not stored twice: its event is NONE and it is reinforced."""
-        agent, ids = owners(body.model_dump())
+        owners given (the first of user_id, agent_id, run_id names the ethos agent), all
+        or none. A fact the agent holds already is not stored twice: its event is NONE
+        and it is reinforced."""
+        owners = named(body.model_dump(), body.filters)
         if body.messages is None and body.text is None:
             raise InputError("give messages or text")
         texts = [m.content for m in body.messages or [] if m.role != "system"]
         texts += [body.text] if body.text is not None else []
-        metadata = {**(body.metadata or {}), OWNERS: ids}
-        results = []
-        for text in texts:
-            saved = await calls.remember(
-                engine, agent, text, kind=body.kind, importance=body.importance,
-                policy=body.policy, metadata=metadata,
-            )  # fmt: skip
-            results.append({"id": saved["id"], "memory": text,
-                            "event": "ADD" if saved["created"] else "NONE",
-                            "ethos": {"kind": saved["kind"], "agent_id": agent}})  # fmt: skip
-        return {"results": results}
+        if not texts:
+            raise InputError("nothing to store: every message is a system message")
+        metadata = {**(body.metadata or {}), OWNERS: dict(owners.ids)}
+        size = len(json.dumps(metadata))
+        if size * len(texts) > ADD_METADATA_BYTES:
+            raise InputError(
+                f"metadata of {size} bytes is stored with each of {len(texts)} messages: at"
+                f" most {ADD_METADATA_BYTES} bytes in all (send fewer messages at once)"
+            )
+        fields = {"importance": body.importance, "policy": body.policy, "metadata": metadata}
+        added = await engine.add_many(
+            body.kind, agent_id=owners.agent, contents=texts,
+            **{name: value for name, value in fields.items() if value is not None},
+        )  # fmt: skip
+        return {"results": [
+            {"id": str(a.id), "memory": text, "event": "ADD" if a.created else "NONE",
+             "ethos": {"kind": body.kind, "agent_id": owners.agent}}
+            for a, text in zip(added, texts, strict=True)
+        ]}  # fmt: skip
 
     async def listing(
         engine: EngineDep,
@@ -63,13 +79,16 @@ def mem0_routes(app: FastAPI) -> None:
         kinds: Annotated[list[Kind] | None, Query()] = None,
         pruned: bool = False,
     ) -> dict[str, Any]:
-        """An agent's memories, newest first (every agent's without an identifier);
-        pruned=true: the forgotten ones, most recent first. Nothing is reinforced."""
+        """The memories holding every owner given, newest first (every agent's without
+        an owner); pruned=true: the forgotten ones, most recent first. Nothing is
+        reinforced."""
         given = {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}
-        agent = owners(given)[0] if any(given.values()) else None
-        memories = await engine.memories(
-            agent, tables=kinds, pruned=pruned, limit=top_k, offset=offset
-        )
+        if not any(given.values()):
+            memories = await engine.memories(None, tables=kinds, pruned=pruned, limit=top_k,
+                                             offset=offset)  # fmt: skip
+        else:
+            memories = await owned(engine, named(given), kinds, pruned=pruned,
+                                   limit=top_k, offset=offset)  # fmt: skip
         return {"results": [mem0_item(m) for m in memories]}
 
     async def listing_v3(
@@ -79,20 +98,24 @@ def mem0_routes(app: FastAPI) -> None:
         page_size: Annotated[int, Query(ge=1, le=MAX_LIST)] = 100,
     ) -> dict[str, Any]:
         """MemoryClient.get_all: the owners in filters; a page of the listing."""
-        agent, _ = owners(body.model_dump())
-        memories = await engine.memories(agent, limit=page_size, offset=(page - 1) * page_size)
+        memories = await owned(engine, named(body.model_dump(), body.filters), None,
+                               limit=page_size, offset=(page - 1) * page_size)  # fmt: skip
         results = [mem0_item(m) for m in memories]
         return {"count": len(results), "next": None, "previous": None, "results": results}
 
-    async def get(memory_id: str, engine: EngineDep, record: bool = True) -> dict[str, Any]:
-        """One memory; reading it is a retrieval (record=false: an operator's look)."""
-        return mem0_item(await engine.memory(memory_id, record=record))
+    async def get(memory_id: str, engine: EngineDep) -> dict[str, Any]:
+        """One memory. A GET changes nothing, so reading it is no retrieval: a page of
+        any site can make a browser send one (use search, or /ethos/feedback useful)."""
+        return mem0_item(await engine.memory(memory_id))
 
     async def update(memory_id: str, body: MemoryUpdate, engine: EngineDep) -> dict[str, Any]:
-        """A new text and/or metadata; the memory keeps its curve and retrievals."""
+        """A new text and/or metadata; the memory keeps its curve, retrievals and the
+        owners it was added with (metadata.mem0 cannot be given)."""
         memory = await engine.memory(memory_id)
         metadata = None
-        if body.metadata is not None:  # the mem0 identifiers it was added with stay
+        if body.metadata is not None:
+            if OWNERS in body.metadata:
+                raise InputError(f"metadata.{OWNERS} holds a memory's owners: fixed at add")
             kept = {k: v for k, v in (memory["metadata"] or {}).items() if k == OWNERS}
             metadata = {**body.metadata, **kept}
         await engine.update(memory["table"], memory_id, content=body.text, metadata=metadata)
@@ -109,12 +132,17 @@ def mem0_routes(app: FastAPI) -> None:
         agent_id: str | None = None,
         run_id: str | None = None,
     ) -> dict[str, Any]:
-        """Forget every memory of one agent, recoverably (`ethos recover TABLE --agent A`);
-        a hard delete is `ethos erase`."""
-        agent, _ = owners({"user_id": user_id, "agent_id": agent_id, "run_id": run_id})
-        report = await engine.forget_agent(agent)
+        """Forget every memory holding all the owners given, recoverably (`ethos
+        recover`); a hard delete is `ethos erase`."""
+        owners = named({"user_id": user_id, "agent_id": agent_id, "run_id": run_id})
+        by_table: dict[str, list[str]] = {}
+        for memory in await owned(engine, owners, None):
+            by_table.setdefault(memory["table"], []).append(memory["id"])
+        forgotten: dict[str, dict[str, int]] = {}
+        for table, ids in by_table.items():
+            forgotten |= (await engine.forget(table, ids)).counts
         return {"message": "All relevant memories deleted",
-                "ethos": {"forgotten": report.counts, "recoverable": True}}  # fmt: skip
+                "ethos": {"forgotten": forgotten, "recoverable": True}}  # fmt: skip
 
     async def history(memory_id: str, engine: EngineDep) -> list[dict[str, Any]]:
         """What happened to it, oldest first: each UPDATE with the text it replaced
@@ -131,15 +159,25 @@ def mem0_routes(app: FastAPI) -> None:
             for i, e in enumerate(events)
         ]  # fmt: skip
 
-    async def search(body: SearchRequest, engine: EngineDep) -> dict[str, Any]:
-        """The agent's memories that best answer the query, by words (hybrid with an
-        embedding provider) × salience; what is returned is reinforced."""
-        agent, _ = owners(body.model_dump())
-        hits = await engine.recall(agent, body.query, k=body.top_k, tables=body.kinds)
-        results = [mem0_hit(hit.as_dict()) for hit in hits]
+    async def search(body: SearchRequest, engine: EngineDep, request: Request) -> dict[str, Any]:
+        """The memories holding every owner given that best answer the query, by words
+        (hybrid with an embedding provider) × salience; what is returned is reinforced
+        (not for a read-only token or server: a read writes nothing)."""
+        owners = named(body.model_dump(), body.filters)
+        k, depth = body.top_k, body.top_k
+        while True:  # deeper while the agent's other owners' memories fill the top k
+            hits = await engine.recall(
+                owners.agent, body.query, k=depth, tables=body.kinds, record=False
+            )
+            kept = [hit for hit in hits if owners.hold(hit.metadata, owners.agent)][:k]
+            if len(kept) == k or len(hits) < depth or depth >= MAX_LIST:
+                break
+            depth = min(MAX_LIST, depth * 8)
         if body.threshold is not None:
-            results = [r for r in results if r["score"] >= body.threshold]
-        return {"results": results}
+            kept = [hit for hit in kept if hit.score >= body.threshold]
+        if may_write(request):
+            await engine.surfaced(kept)
+        return {"results": [mem0_hit(hit.as_dict()) for hit in kept]}
 
     route(app, "GET", ("/v1/ping/",), ping, schema=False)
     route(app, "POST", ("/memories", "/v1/memories/", "/v3/memories/add/"), add,
@@ -155,3 +193,27 @@ def mem0_routes(app: FastAPI) -> None:
     route(app, "GET", ("/memories/{memory_id}/history", "/v1/memories/{memory_id}/history/"),
           history)  # fmt: skip
     route(app, "POST", ("/search", "/v3/memories/search/", "/v2/memories/search/"), search)
+
+
+async def owned(
+    engine: Engine,
+    owners: Named,
+    tables: Sequence[Kind] | None,
+    *,
+    pruned: bool = False,
+    limit: int | None = None,
+    offset: int = 0,
+) -> list[dict[str, Any]]:
+    """The memories of the owners' ethos agent that hold every owner named, in the
+    listing's order: `limit` after `offset` (None: all of them)."""
+    found: list[dict[str, Any]] = []
+    seen = 0
+    while limit is None or len(found) < offset + limit:
+        page = await engine.memories(
+            owners.agent, tables=tables, pruned=pruned, limit=MAX_LIST, offset=seen
+        )
+        found += [m for m in page if owners.hold(m["metadata"], m["agent_id"])]
+        seen += len(page)
+        if len(page) < MAX_LIST:
+            break
+    return found[offset:] if limit is None else found[offset : offset + limit]

@@ -11,6 +11,7 @@ from fastapi import FastAPI, Query, Request
 from ethos.engine import MAX_LIST
 from ethos.integrations import calls
 from ethos.integrations.http.answers import EngineDep, Writes, route
+from ethos.integrations.http.gate import may_write
 from ethos.integrations.http.shapes import Feedback, Ids, Kind, Move, Recall
 from ethos.lifetimes import policy_curves
 from ethos.settings import Settings
@@ -38,11 +39,13 @@ def ethos_routes(app: FastAPI, settings: Settings) -> None:
         will be pruned, its forecast), with text and metadata. Nothing is reinforced."""
         return await engine.memories(agent, tables=kinds, pruned=pruned, limit=limit, offset=offset)
 
-    async def recall(body: Recall, engine: EngineDep) -> list[dict[str, Any]]:
-        """Recall, every part of each score shown: text rank and/or similarity, salience."""
+    async def recall(body: Recall, engine: EngineDep, request: Request) -> list[dict[str, Any]]:
+        """Recall, every part of each score shown: text rank and/or similarity, salience
+        (recorded unless record=false, or the token or server is read-only)."""
         hits = await engine.recall(
-            body.agent, body.query, k=body.k, tables=body.kinds, record=body.record
-        )
+            body.agent, body.query, k=body.k, tables=body.kinds,
+            record=body.record and may_write(request),
+        )  # fmt: skip
         return [hit.as_dict() for hit in hits]
 
     async def feedback(body: Feedback, engine: EngineDep) -> dict[str, Any]:

@@ -9,12 +9,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from ethos.engine import MAX_LIST
-from ethos.errors import (
-    InputError,
-)
 from ethos.tables import table_spec
 
-IDS = ("user_id", "agent_id", "run_id")  # mem0's owners; the first given is the ethos agent
+IDS = ("user_id", "agent_id", "run_id")  # mem0's owners (see owners.py)
 
 
 OWNERS = "mem0"  # the metadata key that keeps the mem0 identifiers a memory was added with
@@ -81,32 +78,6 @@ class Recall(BaseModel):
 
 class Move(BaseModel):
     policy: str
-
-
-def owners(given: Mapping[str, Any]) -> tuple[str, dict[str, str]]:
-    """(the ethos agent, the mem0 identifiers given) from top-level ids and filters (an
-    equality on user_id, agent_id or run_id, or an AND of them)."""
-    found = {key: given[key] for key in IDS if given.get(key)}
-    found |= _filter_ids(given.get("filters") or {})
-    for key in IDS:
-        if key in found:
-            return found[key], found
-    raise InputError("give user_id, agent_id or run_id (or filters): whose memories")
-
-
-def _filter_ids(filters: Mapping[str, Any]) -> dict[str, str]:
-    found: dict[str, str] = {}
-    for key, value in filters.items():
-        if key == "AND" and isinstance(value, list):
-            for part in value:
-                found |= _filter_ids(part if isinstance(part, Mapping) else {"?": part})
-        elif key in IDS and isinstance(value, str):
-            found[key] = value
-        else:
-            raise InputError(
-                f"filter {key!r} is not supported: user_id, agent_id, run_id or an AND of them"
-            )
-    return found
 
 
 def mem0_item(memory: Mapping[str, Any]) -> dict[str, Any]:

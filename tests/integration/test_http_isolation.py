@@ -1,0 +1,170 @@
+"""What a hostile tenant of the HTTP API cannot do: reach memories outside the owners it
+names, leave half an add behind, multiply its metadata, rewrite owners, write through a
+read-only door or a GET, or have the dashboard framed. The app runs in this process
+(ASGI) behind its gate, on a real database."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+import asyncpg
+import httpx
+import pytest
+
+from ethos.engine import Engine
+from ethos.integrations.http import Gate, build_app
+from ethos.settings import Settings
+from tests.integration.test_http import ok, problem
+
+BASE = "http://127.0.0.1:8750"
+
+
+@contextlib.asynccontextmanager
+async def served(settings: Settings, **server: Any) -> AsyncIterator[httpx.AsyncClient]:
+    """The app (with these [server] settings) behind its gate, bound to 127.0.0.1; its
+    engine is closed, and its buffered retrievals applied, on the way out."""
+    settings = settings.model_copy(update={"server": settings.server.model_copy(update=server)})
+    app = build_app(settings)
+    gated = Gate.for_bind(settings, "127.0.0.1", None).wrap(app)
+    async with Engine(settings) as engine:
+        app.state.engine = engine
+        transport = httpx.ASGITransport(app=gated)
+        async with httpx.AsyncClient(transport=transport, base_url=BASE) as http:
+            yield http
+
+
+async def add(http: httpx.AsyncClient, text: str, **owners: str) -> str:
+    [added] = ok(await http.post("/memories", json={"text": text, **owners}))["results"]
+    memory_id: str = added["id"]
+    return memory_id
+
+
+async def found(http: httpx.AsyncClient, query: str, **body: Any) -> set[str]:
+    hits = ok(await http.post("/search", json={"query": query, **body}))["results"]
+    return {hit["id"] for hit in hits}
+
+
+async def listed(http: httpx.AsyncClient, **params: Any) -> set[str]:
+    return {m["id"] for m in ok(await http.get("/memories", params=params))["results"]}
+
+
+async def test_owners_combine_as_an_and_everywhere(settings: Settings) -> None:
+    """Finding: with user_id given, run_id and agent_id were ignored (deleting one run
+    forgot every memory of the user; filters naming an agent returned other agents')."""
+    async with served(settings) as http:
+        run1 = await add(http, "Uma drinks tea in run one", user_id="uma", run_id="r1")
+        run2 = await add(http, "Uma drinks tea in run two", user_id="uma", run_id="r2")
+        with_a = await add(http, "Uma drinks tea with agent a", user_id="uma", agent_id="a")
+        with_b = await add(http, "Uma drinks tea with agent b", user_id="uma", agent_id="b")
+        agent_a = await add(http, "Agent a drinks tea alone", agent_id="uma")
+
+        assert await listed(http, user_id="uma") == {run1, run2, with_a, with_b}
+        assert await listed(http, user_id="uma", run_id="r1") == {run1}
+        assert await found(http, "tea", user_id="uma", filters={"agent_id": "a"}) == {with_a}
+        both = {"AND": [{"user_id": "uma"}, {"agent_id": "a"}]}
+        assert await found(http, "tea", filters=both) == {with_a}
+        assert await found(http, "tea", filters={"user_id": "uma", "agent_id": "b"}) == {with_b}
+        run2_of_uma = {"filters": {"run_id": "r2", "user_id": "uma"}}
+        page = ok(await http.post("/v3/memories/", json=run2_of_uma))
+        assert [m["id"] for m in page["results"]] == [run2]
+        # An agent named like a user is not that user: neither sees the other's memories.
+        assert await listed(http, agent_id="uma") == {agent_a}
+        assert await found(http, "tea", agent_id="uma") == {agent_a}
+
+        conflict = {"query": "tea", "user_id": "uma", "filters": {"user_id": "ivy"}}
+        assert problem(await http.post("/search", json=conflict), 400) == (
+            "user_id is both 'uma' and 'ivy': a memory has one"
+        )
+        gone = ok(await http.delete("/memories", params={"user_id": "uma", "run_id": "r1"}))
+        assert gone["ethos"]["forgotten"] == {"semantic_facts": {"manual": 1}}
+        assert await listed(http, user_id="uma") == {run2, with_a, with_b}
+        assert await listed(http, user_id="uma", pruned=True) == {run1}
+        ok(await http.delete("/memories", params={"user_id": "uma", "agent_id": "a"}))
+        assert await listed(http, user_id="uma") == {run2, with_b}
+        assert await listed(http, agent_id="uma") == {agent_a}
+
+
+async def test_a_multi_message_add_is_all_or_nothing(settings: Settings) -> None:
+    """Finding: a 400 for the second message left the first stored; a retry stored it
+    again."""
+    said = [{"role": "user", "content": "Otto collects stamps"},
+            {"role": "assistant", "content": "   "}]  # fmt: skip
+    async with served(settings) as http:
+        body = {"messages": said, "user_id": "otto"}
+        assert problem(await http.post("/memories", json=body), 400) == (
+            "content must not be empty"
+        )
+        assert await listed(http, user_id="otto") == set()
+        said[1]["content"] = "Noted: stamps"
+        added = ok(await http.post("/memories", json=body))["results"]
+        assert [a["event"] for a in added] == ["ADD", "ADD"]
+        assert await listed(http, user_id="otto") == {a["id"] for a in added}
+
+
+async def test_an_adds_metadata_is_not_multiplied(
+    settings: Settings, conn: asyncpg.Connection
+) -> None:
+    """Finding: the metadata is copied into each message's row (1 MB request, 21 MB of
+    rows): what one add writes of it, across its messages, is bounded."""
+    metadata = {"blob": "x" * 100_000}
+    said = [{"role": "user", "content": f"message {i}"} for i in range(20)]
+    async with served(settings) as http:
+        body = {"messages": said, "user_id": "meta", "metadata": metadata}
+        assert "is stored with each of 20 messages" in problem(
+            await http.post("/memories", json=body), 400
+        )
+        ok(await http.post("/memories", json={**body, "messages": said[:2]}))
+    assert await conn.fetchval("SELECT count(*) FROM semantic_facts") == 2
+
+
+async def test_owners_are_fixed_at_add(settings: Settings, engine: Engine) -> None:
+    """Finding: PUT set mem0 owners (metadata.mem0.user_id) on a memory added outside
+    the mem0 API, handing it to another user."""
+    memory_id = str(await engine.add("fact", agent_id="pia", content="Pia sings"))
+    async with served(settings) as http:
+        stolen = {"metadata": {"mem0": {"user_id": "pia", "run_id": "r9"}}}
+        assert problem(await http.put(f"/memories/{memory_id}", json=stolen), 400) == (
+            "metadata.mem0 holds a memory's owners: fixed at add"
+        )
+        ok(await http.put(f"/memories/{memory_id}", json={"metadata": {"mood": "happy"}}))
+        got = ok(await http.get(f"/memories/{memory_id}"))
+        assert (got["user_id"], got["run_id"], got["metadata"]) == ("pia", None, {"mood": "happy"})
+
+
+@pytest.mark.parametrize("door", ["read_only", "read_token"])
+async def test_a_read_writes_nothing(
+    settings: Settings, conn: asyncpg.Connection, monkeypatch: pytest.MonkeyPatch, door: str
+) -> None:
+    """Finding: with read_only = true, or the read token, searches and reads by id
+    reinforced a memory (1 to 11 retrievals, promoted working → standard). A GET writes
+    nothing either, whatever it asks (any site can make a browser send one)."""
+    async with served(settings) as http:
+        memory_id = await add(http, "Quin rides a red bicycle", user_id="quin")
+    monkeypatch.setenv("T_READ", "reader-token-for-the-test")
+    server = {"read_only": True} if door == "read_only" else {"read_token_env": "T_READ"}
+    async with served(settings, **server) as http:
+        if door == "read_token":
+            http.headers["authorization"] = "Bearer reader-token-for-the-test"
+        for _ in range(5):
+            assert await found(http, "bicycle", user_id="quin") == {memory_id}
+            ok(await http.get(f"/memories/{memory_id}", params={"record": True}))
+            ok(await http.post("/ethos/recall", json={"agent": "quin", "query": "bicycle"}))
+        assert problem(await http.post("/memories", json={"text": "x", "user_id": "q"}), 403)
+    async with served(settings) as http:  # a writer's GET: no retrieval either
+        ok(await http.get(f"/memories/{memory_id}", params={"record": True}))
+    row = await conn.fetchrow("SELECT retrieval_count, surfaced_count FROM semantic_facts")
+    assert tuple(row) == (0, 0)
+
+
+async def test_the_dashboard_cannot_be_framed(settings: Settings) -> None:
+    """Finding: any site could frame the dashboard (no CSP frame-ancestors, no
+    X-Frame-Options) and clickjack its buttons in the no-token loopback mode."""
+    async with served(settings) as http:
+        for path in ("/", "/static/app.js", "/ethos/agents", "/nowhere"):
+            response = await http.get(path)
+            assert response.headers["x-frame-options"] == "DENY", path
+            assert "frame-ancestors 'none'" in response.headers["content-security-policy"]
+        refused = await http.get("/", headers={"host": "localhost:evil.com"})
+        assert refused.status_code == 421 and refused.headers["x-frame-options"] == "DENY"
