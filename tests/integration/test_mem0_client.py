@@ -35,7 +35,7 @@ async def test_mem0_memory_client_through_ethos(
 
     # Deleted through mem0's client, forgotten in ethos: every row still there, recoverable.
     rows = await conn.fetch("SELECT pruned, prune_reason FROM semantic_facts")
-    assert [tuple(r) for r in rows] == [(True, "manual"), (True, "manual")]
+    assert [tuple(r) for r in rows] == [(True, "manual")] * 4
 
 
 def through(client: Any, Mem0Error: type[Exception]) -> None:
@@ -62,7 +62,24 @@ def through(client: Any, Mem0Error: type[Exception]) -> None:
 
     client.delete(memory["id"])
     assert [h["event"] for h in client.history(memory["id"])][-1] == "DELETE"
+    owners_combine(client)
     client.delete_all(user_id="frank")
     assert client.get_all(filters={"user_id": "frank"})["results"] == []
     with pytest.raises(Mem0Error, match="bad id 'nope': expected a UUID"):
         client.get("nope")
+
+
+def owners_combine(client: Any) -> None:
+    """user_id, agent_id and run_id as mem0's clients send them: an AND, in search,
+    get_all and delete_all."""
+    [cook] = client.add("Frank cooks risotto on Fridays", user_id="frank", agent_id="cook")[
+        "results"
+    ]
+    [coach] = client.add("Frank runs on Fridays", user_id="frank", agent_id="coach")["results"]
+    both = {"AND": [{"user_id": "frank"}, {"agent_id": "cook"}]}
+    assert [h["id"] for h in client.search("Fridays", filters=both)["results"]] == [cook["id"]]
+    pair = {"user_id": "frank", "agent_id": "coach"}
+    assert [m["id"] for m in client.get_all(filters=pair)["results"]] == [coach["id"]]
+    client.delete_all(user_id="frank", agent_id="cook")  # mem0: only those of both
+    left = {m["id"] for m in client.get_all(filters={"user_id": "frank"})["results"]}
+    assert coach["id"] in left and cook["id"] not in left
