@@ -114,10 +114,15 @@ async def recover(
             break
         after = batch[-1]["id"]
     if not dry_run:
+        # A recovery of named ids also keeps which it brought back and how each had been
+        # pruned: a memory's history (Engine.history) shows that prune and this recovery,
+        # and no recovery that a concurrent one left with nothing to do.
+        kept = ("id", "pruned_at", "prune_reason")
+        brought_back = [{key: row[key] for key in kept} for row in report.rows]
         report.recovery_id = await store.record_recovery(
             now=now,
             spec=spec,
-            selector=selector.as_dict(),
+            selector=selector.as_dict() | ({"brought_back": brought_back} if selector.ids else {}),
             command=command,
             recovered=len(report.rows),
             strength=strength,

@@ -120,7 +120,7 @@ class ListingEngine(EngineCore):
     ) -> list[dict[str, Any]]:
         """What happened to a memory, oldest first: added (with its first text), updated
         (each replaced text with the one before it, `old`; a change of metadata only
-        without), recovered by id, pruned (with the reason)."""
+        without), pruned (with the reason) and recovered by id, each time."""
         spec = table_spec(table)
         row = await self.store.fetch(spec, parse_id(memory_id))
         revisions = await self.store.revisions_of(spec, row["id"])
@@ -134,6 +134,10 @@ class ListingEngine(EngineCore):
         if not revisions and row["updated_at"] is not None:
             events.append({"event": "update", "at": row["updated_at"], "content": texts[0]})
         for recovery in await self.store.recoveries_of(spec, row["id"]):
+            if recovery["pruned"] is not None:  # the prune this recovery undid
+                pruned = json.loads(recovery["pruned"])
+                events.append({"event": "prune", "at": datetime.fromisoformat(pruned["pruned_at"]),
+                               "reason": pruned["prune_reason"]})  # fmt: skip
             events.append({"event": "recover", "at": recovery["recovered_as_of"],
                            "command": recovery["command"]})  # fmt: skip
         if row["pruned"]:

@@ -57,7 +57,13 @@ SET status = %(status)s, finished_at = clock_timestamp(), counts = %(counts)s::j
 WHERE id = %(id)s;
 
 -- name: recoveries_of
--- The recoveries that named memory %(id)s of %(table)s.
-SELECT recovered_as_of, command, strength FROM recoveries
-WHERE table_name = %(table)s AND selector -> 'ids' ? %(id)s::text
-ORDER BY recovered_as_of, id;
+-- The recoveries that named memory %(id)s of %(table)s and brought it back, with how it
+-- had been pruned (`pruned`: its id, pruned_at and prune_reason); those recorded before
+-- recoveries kept what they brought back (selector.brought_back) have no `pruned`.
+SELECT r.recovered_as_of, r.command, r.strength, b.entry AS pruned
+FROM recoveries AS r
+LEFT JOIN LATERAL (SELECT e AS entry FROM jsonb_array_elements(r.selector -> 'brought_back') AS e
+                   WHERE e ->> 'id' = %(id)s::text) AS b ON true
+WHERE r.table_name = %(table)s AND r.selector -> 'ids' ? %(id)s::text
+  AND (b.entry IS NOT NULL OR NOT r.selector ? 'brought_back')
+ORDER BY r.recovered_as_of, r.id;
