@@ -4,7 +4,7 @@ lack, and why a memory has its salience."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -93,18 +93,26 @@ class MemoryEngine(RetrievalEngine):
         return await self._added(memory, memory_id, created, tuple(recalled))
 
     async def add_many(
-        self, table: str | TableSpec, *, agent_id: str, contents: Sequence[str], **fields: Any
+        self,
+        table: str | TableSpec,
+        *,
+        agent_id: str,
+        contents: Sequence[str],
+        owners: Mapping[str, str] | None = None,
+        **fields: Any,
     ) -> list[Added]:
         """Insert one memory per content, each with the same fields, as add_detailed
         does each (without recall): every content is checked first, then all are written
-        in one transaction, so an error stores none of them."""
+        in one transaction, so an error stores none of them. `owners`: the mem0 owners
+        the memories are added for (in metadata.mem0), whose memories alone are their
+        duplicates."""
         spec = table_spec(table)
         if not contents:
             raise InputError("give at least one content")
         built = [await self._input(spec, agent_id, c, dict(fields)) for c in contents]
         found = await self.store.insert_many(
             [memory for memory, _ in built], **self._dedup(spec),
-            embedded=[vector for _, vector in built],
+            embedded=[vector for _, vector in built], owners=owners,
         )  # fmt: skip
         return [
             await self._added(memory, memory_id, created)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -58,9 +58,12 @@ class MemoryStore(StoreCore):
         dedup: bool = False,
         near: float = 1.0,
         embedded: Sequence[list[float] | None] | None = None,
+        owners: Mapping[str, str] | None = None,
     ) -> list[tuple[uuid.UUID, bool]]:
         """Insert memories as `insert` does each (`embedded`: the vector of each, or
-        None), in one transaction: all of them or, on an error, none."""
+        None), in one transaction: all of them or, on an error, none. With `owners`
+        (mem0's), a duplicate must be of exactly those owners."""
+        scope = None if owners is None else json.dumps(dict(owners))
         vectors = embedded or [None] * len(memories)
         for spec in {memory.table for memory in memories}:
             await self.check_table(spec)
@@ -75,7 +78,7 @@ class MemoryStore(StoreCore):
                 await tx.fetchval(LOCK_CONTENT, table=table, agent=agent, content=content)
             for memory, vector in zip(memories, vectors, strict=True):
                 at = memory.created_at or now
-                found.append(await self._insert(tx, memory, dedup, near, at, vector))
+                found.append(await self._insert(tx, memory, dedup, near, at, vector, scope))
         return found
 
     @staticmethod
@@ -86,6 +89,7 @@ class MemoryStore(StoreCore):
         near: float,
         at: datetime | None,
         embedded: list[float] | None,
+        owners: str | None,
     ) -> tuple[uuid.UUID, bool]:
         spec = memory.table
         columns = memory.columns()
@@ -102,6 +106,7 @@ class MemoryStore(StoreCore):
                 embedding=memory.embedding,
                 near=near,
                 now=at,
+                owners=owners,
             )
             if existing is not None:
                 return existing, False

@@ -88,6 +88,25 @@ async def test_owners_combine_as_an_and_everywhere(settings: Settings) -> None:
         assert await listed(http, agent_id="uma") == {agent_a}
 
 
+async def test_a_repeat_is_a_duplicate_only_of_the_same_owners(
+    settings: Settings, conn: asyncpg.Connection
+) -> None:
+    """A fact repeated in another run is that run's memory: the add does not answer
+    with (and reinforce) the memory of a run it does not name."""
+    async with served(settings) as http:
+
+        async def added(run: str) -> dict[str, Any]:
+            body = {"text": "Vic takes the 8:10 train", "user_id": "vic", "run_id": run}
+            [result] = ok(await http.post("/memories", json=body))["results"]
+            return result
+
+        first, other, again = [await added(run) for run in ("r1", "r2", "r2")]
+    assert (first["event"], other["event"], again["event"]) == ("ADD", "ADD", "NONE")
+    assert other["id"] != first["id"] and again["id"] == other["id"]
+    counts = await conn.fetch("SELECT id::text, retrieval_count FROM semantic_facts")
+    assert {r["id"]: r["retrieval_count"] for r in counts} == {first["id"]: 0, other["id"]: 1}
+
+
 async def test_a_multi_message_add_is_all_or_nothing(settings: Settings) -> None:
     """Finding: a 400 for the second message left the first stored; a retry stored it
     again."""

@@ -60,7 +60,7 @@ def mem0_routes(app: FastAPI) -> None:
             )
         fields = {"importance": body.importance, "policy": body.policy, "metadata": metadata}
         added = await engine.add_many(
-            body.kind, agent_id=owners.agent, contents=texts,
+            body.kind, agent_id=owners.agent, contents=texts, owners=owners.ids,
             **{name: value for name, value in fields.items() if value is not None},
         )  # fmt: skip
         return {"results": [

@@ -84,7 +84,9 @@ def build_find_duplicate_query(spec: TableSpec) -> Query:
     """A memory of the agent with the same normalised content (a vector: and an
     embedding at least %(near)s cosine-similar), the earliest, that is still a memory at
     %(now)s: not pruned, not expired, not below its threshold (a sweep would prune it,
-    and the new one with it)."""
+    and the new one with it). With %(owners)s, only one of those mem0 owners exactly
+    (metadata.mem0; a memory added otherwise is its agent's, as user_id): a repeat in
+    another run or for another agent of the user is another memory."""
     near = (
         "AND 1 - (m.embedding <=> %(embedding)s::vector) >= %(near)s::float8"
         if spec.has_embedding
@@ -96,6 +98,8 @@ def build_find_duplicate_query(spec: TableSpec) -> Query:
     WHERE m.agent_id = %(agent)s AND m.content_key = ethos_content_key(%(content)s)
       AND NOT m.pruned {unexpired} AND {above_threshold(spec)}
       {near}
+      AND (%(owners)s::jsonb IS NULL OR coalesce(m.metadata -> 'mem0',
+           jsonb_build_object('user_id', m.agent_id)) = %(owners)s::jsonb)
     ORDER BY m.created_at, m.id LIMIT 1
     """)
 
