@@ -13,7 +13,6 @@ from ethos.engine import MAX_LIST, Engine
 from ethos.errors import (
     InputError,
 )
-from ethos.integrations import calls
 from ethos.integrations.http.answers import EngineDep, Writes, route
 from ethos.integrations.http.gate import may_write
 from ethos.integrations.http.owners import Named, named
@@ -122,8 +121,11 @@ def mem0_routes(app: FastAPI) -> None:
         return {"message": "Memory updated successfully!", "id": memory["id"]}
 
     async def delete(memory_id: str, engine: EngineDep) -> dict[str, Any]:
-        """Forget the memory: pruned (reason manual), recoverable; not a hard delete."""
-        await calls.forget(engine, None, [memory_id])
+        """Forget the memory: pruned (reason manual), recoverable; not a hard delete. A
+        memory forgotten already is a 400, even when a concurrent delete took it first."""
+        [(spec, found)] = (await engine.locate([memory_id])).items()
+        if not (await engine.forget(spec, found)).counts[spec.name]["manual"]:
+            raise InputError(f"already pruned: {found[0]}")
         return {"message": "Memory deleted successfully", "ethos": {"recoverable": True}}
 
     async def delete_all(
