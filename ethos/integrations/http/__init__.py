@@ -8,19 +8,23 @@ Two sets of endpoints over one Engine (opened on start, drained and closed on sh
   `GET /memories/{id}/history`, `POST /search`, `DELETE /memories`) and the paths its
   `MemoryClient` calls (`/v1/ping/`, `/v3/memories/add/`, `/v3/memories/`,
   `/v3/memories/search/`, `/v1/memories/{id}/`, ...). ethos's semantics where they
-  differ: the first of user_id, agent_id, run_id names the ethos agent; messages are
-  stored as they are (no LLM extracts facts); delete is forget, recoverable (a hard
+  differ: the owners a request names (user_id, agent_id, run_id) combine as an AND, and
+  the first of them names the ethos agent (owners.py); messages are stored as they are
+  (no LLM extracts facts), all of an add or none; delete is forget, recoverable (a hard
   delete is `ethos erase`); every memory carries `ethos`: its table, policy, salience
   now, retrievals and the moment it will be pruned.
 - ethos's own under `/ethos/`: agents, memories, recall, feedback, explain, recover,
   forget, policy (pin), links, stats, status, curve.
 
-Searching and reading one memory by id reinforce it, as the Python API's recall and
-get do; listings retrieve nothing. Errors are RFC 9457 problem details whose `detail`
-is the CLI's one line. The whole app stands behind the door of `ethos mcp --http`: a
-bearer token ([server] token_env, reads and writes; read_token_env, reads only),
-required off loopback, and Host/Origin checked on every request. The dashboard's files
-need no token (they hold no data); its page asks for one when the API does.
+Searching reinforces what it returns, as the Python API's recall does; a GET never
+writes (reading one memory by id, listings), since any page can make a browser send one,
+and a read-only token or server writes nothing at all, not even a search's retrievals.
+Errors are RFC 9457 problem details whose `detail` is the CLI's one line. The whole app
+stands behind the door of `ethos mcp --http`: a bearer token ([server] token_env, reads
+and writes; read_token_env, reads only), required off loopback, and Host/Origin checked
+on every request (a browser's Origin must be the server's own or allowed, so writes
+come only from the dashboard or allowed pages); no page may frame it. The dashboard's
+files need no token (they hold no data); its page asks for one when the API does.
 """
 
 from __future__ import annotations
