@@ -46,17 +46,19 @@ class ListingEngine(EngineCore):
         limit: int = 50,
         offset: int = 0,
         now: datetime | None = None,
+        owners: Mapping[str, str] | None = None,
     ) -> list[dict[str, Any]]:
         """Memories of one agent (or all), each described as `explain` does, with its
         content and metadata: live ones newest first, or (pruned) the most recently
-        pruned first. Listing retrieves nothing."""
+        pruned first. With `owners` (mem0's), only those holding every one of them.
+        Listing retrieves nothing."""
         if not 1 <= limit <= MAX_LIST or offset < 0:
             raise InputError(f"limit is 1..{MAX_LIST} and offset at least 0")
         at = await self._moment(now)
         found: list[tuple[TableSpec, Row]] = []
         for spec in specs(tables):
             rows = await self.store.list_memories(
-                spec, agent, pruned=pruned, limit=limit + offset, offset=0
+                spec, agent, pruned=pruned, limit=limit + offset, offset=0, owners=owners
             )
             found += [(spec, row) for row in rows]
         order = "pruned_at" if pruned else "created_at"

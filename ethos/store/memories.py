@@ -147,12 +147,19 @@ class MemoryStore(StoreCore):
         return count
 
     async def list_memories(
-        self, spec: TableSpec, agent: str | None, *, pruned: bool, limit: int, offset: int
+        self,
+        spec: TableSpec,
+        agent: str | None,
+        *,
+        pruned: bool,
+        limit: int,
+        offset: int,
+        owners: Mapping[str, str] | None = None,
     ) -> list[Row]:
         await self.check_table(spec)
         return await self._fetch(
-            build_list_memories_query(spec, pruned=pruned),
-            agent=agent, limit=limit, offset=offset,
+            build_list_memories_query(spec, pruned=pruned), agent=agent, limit=limit,
+            offset=offset, owners=None if owners is None else json.dumps(dict(owners)),
         )  # fmt: skip
 
     async def agent_counts(self) -> list[Row]:

@@ -4,18 +4,18 @@ calls, with ethos's semantics where they differ."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections import Counter
 from typing import Annotated, Any
 
 from fastapi import FastAPI, Query, Request
 
-from ethos.engine import MAX_LIST, Engine
+from ethos.engine import MAX_LIST
 from ethos.errors import (
     InputError,
 )
 from ethos.integrations.http.answers import EngineDep, Writes, route
 from ethos.integrations.http.gate import may_write
-from ethos.integrations.http.owners import Named, named
+from ethos.integrations.http.owners import named
 from ethos.integrations.http.shapes import (
     HISTORY_EVENTS,
     OWNERS,
@@ -82,12 +82,11 @@ def mem0_routes(app: FastAPI) -> None:
         an owner); pruned=true: the forgotten ones, most recent first. Nothing is
         reinforced."""
         given = {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}
-        if not any(given.values()):
-            memories = await engine.memories(None, tables=kinds, pruned=pruned, limit=top_k,
-                                             offset=offset)  # fmt: skip
-        else:
-            memories = await owned(engine, named(given), kinds, pruned=pruned,
-                                   limit=top_k, offset=offset)  # fmt: skip
+        owners = named(given) if any(given.values()) else None
+        memories = await engine.memories(
+            owners.agent if owners else None, tables=kinds, pruned=pruned, limit=top_k,
+            offset=offset, owners=owners.ids if owners else None,
+        )  # fmt: skip
         return {"results": [mem0_item(m) for m in memories]}
 
     async def listing_v3(
@@ -97,8 +96,11 @@ def mem0_routes(app: FastAPI) -> None:
         page_size: Annotated[int, Query(ge=1, le=MAX_LIST)] = 100,
     ) -> dict[str, Any]:
         """MemoryClient.get_all: the owners in filters; a page of the listing."""
-        memories = await owned(engine, named(body.model_dump(), body.filters), None,
-                               limit=page_size, offset=(page - 1) * page_size)  # fmt: skip
+        owners = named(body.model_dump(), body.filters)
+        offset = (page - 1) * page_size
+        memories = await engine.memories(
+            owners.agent, limit=page_size, offset=offset, owners=owners.ids
+        )
         results = [mem0_item(m) for m in memories]
         return {"count": len(results), "next": None, "previous": None, "results": results}
 
@@ -137,14 +139,15 @@ def mem0_routes(app: FastAPI) -> None:
         """Forget every memory holding all the owners given, recoverably (`ethos
         recover`); a hard delete is `ethos erase`."""
         owners = named({"user_id": user_id, "agent_id": agent_id, "run_id": run_id})
-        by_table: dict[str, list[str]] = {}
-        for memory in await owned(engine, owners, None):
-            by_table.setdefault(memory["table"], []).append(memory["id"])
-        forgotten: dict[str, dict[str, int]] = {}
-        for table, ids in by_table.items():
-            forgotten |= (await engine.forget(table, ids)).counts
+        forgotten: Counter[str] = Counter()
+        # Page after page of the live ones: each page forgotten leaves the listing.
+        while page := await engine.memories(owners.agent, limit=MAX_LIST, owners=owners.ids):
+            for table in {memory["table"] for memory in page}:
+                ids = [memory["id"] for memory in page if memory["table"] == table]
+                forgotten[table] += (await engine.forget(table, ids)).counts[table]["manual"]
+        forgotten_by_reason = {table: {"manual": n} for table, n in forgotten.items()}
         return {"message": "All relevant memories deleted",
-                "ethos": {"forgotten": forgotten, "recoverable": True}}  # fmt: skip
+                "ethos": {"forgotten": forgotten_by_reason, "recoverable": True}}  # fmt: skip
 
     async def history(memory_id: str, engine: EngineDep) -> list[dict[str, Any]]:
         """What happened to it, oldest first: each UPDATE with the text it replaced
@@ -195,27 +198,3 @@ def mem0_routes(app: FastAPI) -> None:
     route(app, "GET", ("/memories/{memory_id}/history", "/v1/memories/{memory_id}/history/"),
           history)  # fmt: skip
     route(app, "POST", ("/search", "/v3/memories/search/", "/v2/memories/search/"), search)
-
-
-async def owned(
-    engine: Engine,
-    owners: Named,
-    tables: Sequence[Kind] | None,
-    *,
-    pruned: bool = False,
-    limit: int | None = None,
-    offset: int = 0,
-) -> list[dict[str, Any]]:
-    """The memories of the owners' ethos agent that hold every owner named, in the
-    listing's order: `limit` after `offset` (None: all of them)."""
-    found: list[dict[str, Any]] = []
-    seen = 0
-    while limit is None or len(found) < offset + limit:
-        page = await engine.memories(
-            owners.agent, tables=tables, pruned=pruned, limit=MAX_LIST, offset=seen
-        )
-        found += [m for m in page if owners.hold(m["metadata"], m["agent_id"])]
-        seen += len(page)
-        if len(page) < MAX_LIST:
-            break
-    return found[offset:] if limit is None else found[offset : offset + limit]

@@ -35,7 +35,8 @@ class Named:
 
 
 def owners_of(metadata: Mapping[str, Any] | None, agent: str) -> Mapping[str, Any]:
-    """The mem0 owners of a memory of `agent` with this metadata."""
+    """The mem0 owners of a memory of `agent` with this metadata (as the store's
+    listing and dedup read them: ethos.store.sql.memories.mem0_owners)."""
     kept = (metadata or {}).get(OWNERS)
     return kept if isinstance(kept, Mapping) else {"user_id": agent}
 

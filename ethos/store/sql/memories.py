@@ -79,6 +79,12 @@ STATS = {
 LOCK_CONTENT = STATEMENTS["lock_content"]
 
 
+def mem0_owners(row: str) -> str:
+    """The mem0 owners of `row` (an alias): those it was added with through mem0's shape
+    (metadata.mem0), else its agent's, as user_id (ethos.integrations.http.owners)."""
+    return f"coalesce({row}.metadata -> 'mem0', jsonb_build_object('user_id', {row}.agent_id))"
+
+
 @cache
 def build_find_duplicate_query(spec: TableSpec) -> Query:
     """A memory of the agent with the same normalised content (a vector: and an
@@ -98,8 +104,7 @@ def build_find_duplicate_query(spec: TableSpec) -> Query:
     WHERE m.agent_id = %(agent)s AND m.content_key = ethos_content_key(%(content)s)
       AND NOT m.pruned {unexpired} AND {above_threshold(spec)}
       {near}
-      AND (%(owners)s::jsonb IS NULL OR coalesce(m.metadata -> 'mem0',
-           jsonb_build_object('user_id', m.agent_id)) = %(owners)s::jsonb)
+      AND (%(owners)s::jsonb IS NULL OR {mem0_owners("m")} = %(owners)s::jsonb)
     ORDER BY m.created_at, m.id LIMIT 1
     """)
 
@@ -129,12 +134,14 @@ def build_raise_repeat_query(spec: TableSpec) -> Query:
 
 @cache
 def build_list_memories_query(spec: TableSpec, *, pruned: bool) -> Query:
-    """Memories of %(agent)s (every agent's when NULL), live ones newest first, pruned
-    ones most recently pruned first: %(limit)s after %(offset)s."""
+    """Memories of %(agent)s (every agent's when NULL) holding every mem0 owner in
+    %(owners)s (any when NULL), live ones newest first, pruned ones most recently pruned
+    first: %(limit)s after %(offset)s."""
     order = "pruned_at DESC" if pruned else "created_at DESC"
     return sql(f"""
-    SELECT * FROM {spec.name}
+    SELECT * FROM {spec.name} AS m
     WHERE (%(agent)s::text IS NULL OR agent_id = %(agent)s) AND {"" if pruned else "NOT "}pruned
+      AND (%(owners)s::jsonb IS NULL OR {mem0_owners("m")} @> %(owners)s::jsonb)
     ORDER BY {order}, id DESC
     LIMIT %(limit)s OFFSET %(offset)s
     """)
