@@ -41,15 +41,15 @@ def mem0_routes(app: FastAPI) -> None:
     async def add(body: MemoryCreate, engine: EngineDep) -> dict[str, Any]:
         """Store messages (each one a memory; system messages are not) or a text, for the
         owners given (the first of user_id, agent_id, run_id names the ethos agent), all
-        or none. A fact the agent holds already is not stored twice: its event is NONE
-        and it is reinforced."""
+        or none. A fact held already for exactly these owners is not stored twice: its
+        event is NONE and it is reinforced."""
         owners = named(body.model_dump(), body.filters)
         if body.messages is None and body.text is None:
             raise InputError("give messages or text")
         texts = [m.content for m in body.messages or [] if m.role != "system"]
         texts += [body.text] if body.text is not None else []
-        if not texts:
-            raise InputError("nothing to store: every message is a system message")
+        if not texts:  # only system messages: nothing to store, as mem0 answers
+            return {"results": []}
         metadata = {**(body.metadata or {}), OWNERS: dict(owners.ids)}
         size = len(json.dumps(metadata))
         if size * len(texts) > ADD_METADATA_BYTES:
