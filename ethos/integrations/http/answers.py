@@ -13,6 +13,7 @@ from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel
 
 from ethos.engine import Engine
 from ethos.integrations.http.gate import writes
@@ -27,6 +28,24 @@ EngineDep = Annotated[Engine, Depends(_engine)]
 
 
 Writes = Depends(writes)
+
+
+class Problem(BaseModel):
+    """An RFC 9457 problem detail: every error, its `detail` one line."""
+
+    type: str
+    title: str
+    status: int
+    detail: str
+    instance: str
+
+
+_PROBLEM = {"content": {"application/problem+json": {"schema": Problem.model_json_schema()}}}
+# What the schema says of every endpoint's errors (FastAPI's own 422 shape is not sent).
+PROBLEMS: dict[int | str, dict[str, Any]] = {
+    "4XX": {"description": "Refused: the request, its token or its ids", **_PROBLEM},
+    "5XX": {"description": "The database is away, or the request ran too long", **_PROBLEM},
+}
 
 
 class Json(JSONResponse):
@@ -71,5 +90,6 @@ def route(
             methods=[method],
             include_in_schema=schema and i == 0,
             response_model=None,
+            responses=PROBLEMS,
             **kw,
         )
