@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
+import re
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -55,8 +57,114 @@ def parse_id(value: str | uuid.UUID) -> uuid.UUID:
         return value
     try:
         return uuid.UUID(value)
+    except (ValueError, TypeError):
+        raise InputError(f"bad id {shown(value)}: expected a UUID") from None
+
+
+def shown(value: Any, chars: int = 40) -> str:
+    """A value as an error message quotes it: its repr, cut short."""
+    text = repr(value)
+    return text if len(text) <= chars else f"{text[:chars]}… ({len(text):,} characters)"
+
+
+def some(items: Sequence[str], shown: int = 5) -> str:
+    """The first few items and how many more: an error naming 200,000 ids stays one line."""
+    more = f" and {len(items) - shown:,} more" if len(items) > shown else ""
+    return ", ".join(items[:shown]) + more
+
+
+def at_most(name: str, value: int, most: int, setting: str) -> int:
+    """`value`, unless it is over `most` (the setting that says so, in the message)."""
+    if value > most:
+        raise InputError(f"{name} is over {most:,}, the most one call takes ({setting})")
+    return value
+
+
+def id_list(ids: Iterable[str | uuid.UUID], most: int) -> list[uuid.UUID]:
+    """At least one id, at most `most` (limits.ids), each a UUID."""
+    given = list(itertools.islice(ids, most + 1))
+    if not given:
+        raise InputError("give at least one id")
+    if len(given) > most:
+        raise InputError(f"more than {most:,} ids in one call (limits.ids)")
+    return [parse_id(i) for i in given]
+
+
+def stored_text(name: str, value: str) -> str:
+    """Text PostgreSQL can hold: UTF-8 (no lone surrogate) without NUL characters."""
+    if "\x00" in value:
+        raise InputError(f"{name} must not contain NUL characters")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InputError(f"{name} is not valid UTF-8 text") from None
+    return value
+
+
+# An agent id is a key of several indexes and a lexeme of each of its memories' texts
+# (PostgreSQL indexes keys up to about 2.7 kB and keeps lexemes up to 2 kB).
+MAX_AGENT_ID_BYTES = 256
+
+
+def agent_id(value: Any, name: str = "agent_id") -> str:
+    """A non-empty text PostgreSQL can index."""
+    if not isinstance(value, str) or not value.strip():
+        raise InputError(f"{name} is required and must not be empty")
+    size = len(stored_text(name, value).encode("utf-8"))
+    if size > MAX_AGENT_ID_BYTES:
+        raise InputError(f"{name} is {size:,} bytes: at most {MAX_AGENT_ID_BYTES} are kept")
+    return value
+
+
+_WORD = re.compile(r"\w+")
+
+
+def query_text(value: Any, max_words: int) -> str:
+    """Text PostgreSQL can index (as content is) of at most `max_words` words: a recall's
+    cost grows with its query's words (limits.query_words)."""
+    if not isinstance(value, str) or not value.strip():
+        raise InputError("query is required (some words to look for)")
+    if _text_bytes(value, "query") > MAX_CONTENT_BYTES:  # its lexemes fit a tsvector
+        raise InputError(f"query is over {MAX_CONTENT_BYTES:,} bytes, as no content is")
+    words = sum(1 for _ in itertools.islice(_WORD.finditer(value), max_words + 1))
+    if words > max_words:
+        raise InputError(f"query has more than {max_words:,} words (limits.query_words)")
+    return value
+
+
+def first_words(text: str, count: int) -> str:
+    """`text` up to the end of its `count`-th word: a query of at most `count` words."""
+    ends = [match.end() for match in itertools.islice(_WORD.finditer(text), count)]
+    return text[: ends[-1]] if len(ends) == count else text
+
+
+def metadata_json(value: Any, max_bytes: int) -> str:
+    """Metadata as the JSON text PostgreSQL's jsonb takes: an object, without NaN or
+    infinity (JSON has neither), NUL or lone surrogates, of at most `max_bytes` bytes
+    (limits.metadata_bytes)."""
+    if not isinstance(value, Mapping):
+        raise InputError("metadata must be a JSON object")
+    try:
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False)
     except ValueError:
-        raise InputError(f"bad id {value!r}: expected a UUID") from None
+        raise InputError("metadata holds NaN or infinity: JSON has no such number") from None
+    except (TypeError, RecursionError) as exc:
+        raise InputError(f"metadata is not JSON: {str(exc)[:80]}") from None
+    size = len(stored_text("metadata", text).encode("utf-8"))
+    if size > max_bytes:
+        raise InputError(
+            f"metadata is {size:,} bytes of JSON: at most {max_bytes:,} (limits.metadata_bytes)"
+        )
+    items: list[Any] = [value]  # jsonb escapes NUL but refuses the escape: find it
+    while items:
+        item = items.pop()
+        if isinstance(item, Mapping):
+            items += [*item, *item.values()]
+        elif isinstance(item, list | tuple):
+            items += item
+        elif isinstance(item, str) and "\x00" in item:
+            raise InputError("metadata must not contain NUL characters")
+    return text
 
 
 # Content longer than this (256 KiB) is refused: it keeps every memory's lexemes under
@@ -66,19 +174,19 @@ MAX_CONTENT_BYTES = 262_144
 
 def content_text(value: Any) -> str:
     """Text PostgreSQL can store and index, with something in it."""
-    if not isinstance(value, str):
-        raise InputError("content must be text")
-    if not value.strip():
-        raise InputError("content must not be empty")
-    try:
-        size = len(value.encode("utf-8"))
-    except UnicodeEncodeError:
-        raise InputError("content is not valid UTF-8 text") from None
-    if "\x00" in value:
-        raise InputError("content must not contain NUL characters")
+    size = _text_bytes(value, "content")
     if size > MAX_CONTENT_BYTES:
         raise InputError(f"content is {size:,} bytes: at most {MAX_CONTENT_BYTES:,} are stored")
-    return value
+    return str(value)
+
+
+def _text_bytes(value: Any, name: str) -> int:
+    """The size in UTF-8 of a text PostgreSQL can hold, with something in it."""
+    if not isinstance(value, str):
+        raise InputError(f"{name} must be text")
+    if not value.strip():
+        raise InputError(f"{name} must not be empty")
+    return len(stored_text(name, value).encode("utf-8"))
 
 
 def unit_interval(name: str, value: float) -> float:
@@ -154,8 +262,7 @@ class MemoryInput:
         return memory
 
     def _check(self, dimension: int) -> None:
-        if not isinstance(self.agent_id, str) or not self.agent_id.strip():
-            raise InputError("agent_id is required and must not be empty")
+        agent_id(self.agent_id)
         self.content = content_text(self.content)
         for name in TABLE_FIELDS:
             if getattr(self, name) is not None and name not in self.table.input_fields:

@@ -96,9 +96,8 @@ async def search(
 ) -> list[Hit]:
     """The top k hits at `now`, and with `expand` (or search.link_weight > 0) the live
     memories linked to them; all recorded in `ltp` as surfaced (None: not recorded)."""
-    _check_k(k)
-    if not isinstance(agent, str) or not agent:
-        raise InputError("agent is required")
+    _check_k(k, settings)
+    inputs.agent_id(agent, "agent")
     vector = inputs.embedding(embedding, settings.embedding.dimension)
     rows = await store.search(agent=agent, embedding=vector, k=k, now=now)
     hits = [
@@ -180,11 +179,9 @@ async def recall(
     salience prior; with an embedder, by the fused text and vector relevance × the
     prior. Recorded in `ltp` as surfaced, as search is. A provider that is down leaves
     the text ranking (logged)."""
-    _check_k(k)
-    if not isinstance(agent, str) or not agent:
-        raise InputError("agent is required")
-    if not isinstance(query, str) or not query.strip():
-        raise InputError("query is required (some words to look for)")
+    _check_k(k, settings)
+    inputs.agent_id(agent, "agent")
+    inputs.query_text(query, settings.limits.query_words)
     vector = None
     if embedder is not None:
         try:
@@ -310,9 +307,10 @@ async def _both(first: Awaitable[A], second: Awaitable[B]) -> tuple[A, B]:
         raise
 
 
-def _check_k(k: object) -> None:
+def _check_k(k: object, settings: Settings) -> None:
     if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
-        raise InputError(f"k must be a positive integer (got {k!r})")
+        raise InputError(f"k must be a positive integer (got {inputs.shown(k)})")
+    inputs.at_most("k", k, settings.limits.k, "limits.k")
 
 
 def _json(value: Any) -> dict[str, Any]:

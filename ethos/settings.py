@@ -343,6 +343,8 @@ class McpSettings(_Section):
     # address it binds); "name:*" allows any port.
     allowed_hosts: list[str] = Field(default_factory=list)
     allowed_origins: list[str] = Field(default_factory=list)
+    # A request (a tool call) still running after this is stopped, its statement with it.
+    request_timeout_seconds: float = Field(default=30.0, gt=0)
 
 
 class ServerSettings(McpSettings):
@@ -350,6 +352,18 @@ class ServerSettings(McpSettings):
     # variable of a token that only reads.
     read_token_env: str = ""
     read_only: bool = False  # no writes through the server, whatever the token
+    max_body_bytes: int = Field(default=4 << 20, ge=1024)  # a larger request body: 413
+
+
+class LimitsSettings(_Section):
+    """What one call may ask of the engine, whoever calls (HTTP, MCP, the CLI, Python):
+    no caller makes one call cost minutes of a connection or gigabytes of memory."""
+
+    query_words: int = Field(default=256, ge=1)  # a recall's query (its \w+ runs)
+    k: int = Field(default=1000, ge=1, lt=2**31)  # hits one search or recall returns
+    offset: int = Field(default=10_000, ge=0, lt=2**31)  # where a listing may start
+    ids: int = Field(default=1000, ge=1, lt=2**31)  # ids one call names
+    metadata_bytes: int = Field(default=65_536, ge=64)  # a memory's metadata, as JSON
 
 
 class LoggingSettings(_Section):
@@ -382,6 +396,7 @@ class Settings(BaseSettings):
     monitoring: MonitoringSettings = MonitoringSettings()
     logging: LoggingSettings = LoggingSettings()
     server: ServerSettings = ServerSettings()
+    limits: LimitsSettings = LimitsSettings()
     policies: dict[str, PolicySettings] = Field(default_factory=dict)
     importance: ImportanceSettings = ImportanceSettings()
 

@@ -14,8 +14,8 @@ import structlog
 
 from ethos import db, logs
 from ethos.embedding import Embedder, ProviderUnavailable, configured, embed
-from ethos.errors import InputError, NotFoundError
-from ethos.inputs import aware, parse_id
+from ethos.errors import NotFoundError
+from ethos.inputs import aware, id_list, some
 from ethos.ltp import LtpBuffer
 from ethos.settings import Settings, load_settings
 from ethos.store import Store
@@ -120,29 +120,29 @@ class EngineCore:
         others. record_retrieval and feedback skip unknown ids instead (they must not need
         the database when called: a blip delays them, it does not refuse them)."""
         spec = table_spec(table)
-        parsed = [parse_id(i) for i in ids]
-        if not parsed:
-            raise InputError("give at least one id")
+        parsed = self._ids(ids)
         tables = {row["id"]: row["table_name"] for row in await self.store.locate(parsed)}
         unknown = list(dict.fromkeys(str(i) for i in parsed if tables.get(i) != spec.name))
         if unknown:
-            raise NotFoundError(f"no {spec.name} row with id {', '.join(unknown)}", unknown)
+            raise NotFoundError(f"no {spec.name} row with id {some(unknown)}", unknown)
+
+    def _ids(self, ids: Iterable[str | uuid.UUID]) -> list[uuid.UUID]:
+        """The ids of one call: at least one, at most limits.ids."""
+        return id_list(ids, self.settings.limits.ids)
 
     async def locate(
         self, ids: Iterable[str | uuid.UUID], *, agent: str | None = None
     ) -> dict[TableSpec, list[uuid.UUID]]:
         """The memories by table, for callers that know only ids (ids are unique across
         tables). An unknown id, or one of another agent than `agent`, is an error."""
-        parsed = [parse_id(i) for i in ids]
-        if not parsed:
-            raise InputError("give at least one id")
+        parsed = self._ids(ids)
         rows = {row["id"]: row for row in await self.store.locate(parsed)}
         unknown = [
             str(i) for i in parsed if i not in rows or agent not in (None, rows[i]["agent_id"])
         ]
         if unknown:
             whose = f" of agent {agent}" if agent else ""
-            raise NotFoundError(f"no memory{whose} with id {', '.join(unknown)}")
+            raise NotFoundError(f"no memory{whose} with id {some(unknown)}")
         found: dict[TableSpec, list[uuid.UUID]] = {}
         for memory_id in parsed:
             found.setdefault(table_spec(rows[memory_id]["table_name"]), []).append(memory_id)

@@ -12,7 +12,15 @@ from typing import Any
 from ethos.engine.core import EngineCore, specs
 from ethos.errors import InputError
 from ethos.explain import explain, forecast
-from ethos.inputs import aware, content_text, parse_id, vector_literal
+from ethos.inputs import (
+    agent_id,
+    at_most,
+    aware,
+    content_text,
+    metadata_json,
+    parse_id,
+    vector_literal,
+)
 from ethos.policies import Policy
 from ethos.store import Row
 from ethos.tables import SOURCE_TABLES, TableSpec, table_spec
@@ -54,6 +62,9 @@ class ListingEngine(EngineCore):
         Listing retrieves nothing."""
         if not 1 <= limit <= MAX_LIST or offset < 0:
             raise InputError(f"limit is 1..{MAX_LIST} and offset at least 0")
+        at_most("offset", offset, self.settings.limits.offset, "limits.offset")
+        if agent is not None:
+            agent_id(agent, "agent")
         at = await self._moment(now)
         found: list[tuple[TableSpec, Row]] = []
         for spec in specs(tables):
@@ -102,8 +113,8 @@ class ListingEngine(EngineCore):
             raise InputError("give the new text or metadata")
         if content is not None:
             content = content_text(content)
-        if metadata is not None and not isinstance(metadata, Mapping):
-            raise InputError("metadata must be a JSON object")
+        most = self.settings.limits.metadata_bytes
+        stored = None if metadata is None else metadata_json(metadata, most)
         embedding = None
         if content is not None and (spec.has_embedding or spec in SOURCE_TABLES):
             if self.embedder is not None:
@@ -113,7 +124,7 @@ class ListingEngine(EngineCore):
                 raise InputError("a vector's text changes with its embedding: set a provider")
         await self.store.update_memory(
             spec, parse_id(memory_id), content=content,
-            metadata=None if metadata is None else json.dumps(dict(metadata)),
+            metadata=stored,
             embedding=embedding, now=await self._moment(now),
         )  # fmt: skip
 
@@ -151,6 +162,8 @@ class ListingEngine(EngineCore):
     ) -> list[dict[str, Any]]:
         """Pruned memories counted by table and reason (since a moment, or ever)."""
         at = aware(since, "since") if since else None
+        if agent is not None:
+            agent_id(agent, "agent")
         return [dict(row) for row in await self.store.pruned_by_reason(agent, at)]
 
 

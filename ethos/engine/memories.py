@@ -13,7 +13,7 @@ from ethos.embedding import embed
 from ethos.engine.retrieval import RetrievalEngine
 from ethos.errors import InputError
 from ethos.explain import explain
-from ethos.inputs import MemoryInput, content_text, parse_id
+from ethos.inputs import MemoryInput, content_text, first_words, metadata_json, parse_id
 from ethos.policies import Policy
 from ethos.retrieval import Hit
 from ethos.tables import SOURCE_TABLES, TableSpec, table_spec
@@ -85,8 +85,9 @@ class MemoryEngine(RetrievalEngine):
         spec = table_spec(table)
         memory, embedded = await self._input(spec, agent_id, content, fields)
         recalled: list[Hit] = []
-        if recall:
-            recalled = await self.recall(agent_id, memory.content, recall, now=memory.created_at)
+        if recall:  # a long text recalls by its first words, as a query may have no more
+            query = first_words(memory.content, self.settings.limits.query_words)
+            recalled = await self.recall(agent_id, query, recall, now=memory.created_at)
         [(memory_id, created)] = await self.store.insert_many(
             [memory], **self._dedup(spec), embedded=[embedded]
         )
@@ -126,6 +127,8 @@ class MemoryEngine(RetrievalEngine):
         to write with it."""
         if fields.get("policy") is not None:
             self.settings.policy(fields["policy"])
+        if fields.get("metadata") is not None:
+            metadata_json(fields["metadata"], self.settings.limits.metadata_bytes)
         content = content_text(content)  # before a provider is asked to embed it
         embedded = None
         if self.embedder is not None:

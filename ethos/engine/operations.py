@@ -13,7 +13,7 @@ from ethos import consolidation
 from ethos.consolidation import ConsolidationReport
 from ethos.engine.core import TRIGGER, EngineCore, specs
 from ethos.errors import InputError
-from ethos.inputs import aware, parse_id
+from ethos.inputs import agent_id, aware, parse_id
 from ethos.recovery import RecoveryReport, Selector, recover
 from ethos.roles import Roles
 from ethos.store import Row
@@ -58,7 +58,7 @@ class OperationsEngine(EngineCore):
 
     async def stats(self, agent: str | None = None) -> dict[str, list[dict[str, Any]]]:
         """What the monitoring views say, for one agent or all."""
-        return await self.store.stats(agent)
+        return await self.store.stats(None if agent is None else agent_id(agent, "agent"))
 
     async def recover(
         self,

@@ -103,9 +103,7 @@ class RetrievalEngine(EngineCore):
         if kind not in ("useful", "wrong"):
             raise InputError(f"feedback is 'useful' or 'wrong' (got {kind!r})")
         spec = table_spec(table)
-        parsed = [parse_id(i) for i in ids]
-        if not parsed:
-            raise InputError("feedback needs at least one id")
+        parsed = self._ids(ids)
         moment = await self._moment(now)
         await self.ltp.record(spec, parsed, moment, "useful" if kind == "useful" else "wrong")
 

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from ethos.engine import Engine
 from ethos.errors import InputError
-from ethos.inputs import parse_id
+from ethos.inputs import parse_id, some
 from ethos.recovery import Selector
 
 
@@ -75,7 +75,7 @@ async def recover(engine: Engine, agent: str | None, ids: list[str]) -> dict[str
         recovered += [str(row["id"]) for row in report.rows]
     missing = sorted({str(parse_id(i)) for i in ids} - set(recovered))
     if missing:  # live already: nothing to bring back
-        raise InputError(f"not forgotten: {', '.join(missing)}")
+        raise InputError(f"not forgotten: {some(missing)}")
     return {"recovered": recovered}
 
 

@@ -8,7 +8,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from ethos.engine import MAX_LIST
 from ethos.tables import table_spec
 
 IDS = ("user_id", "agent_id", "run_id")  # mem0's owners (see owners.py)
@@ -50,7 +49,7 @@ class MemoryUpdate(BaseModel):
 class SearchRequest(Owners):
     query: str
     filters: dict[str, Any] | None = None
-    top_k: int = Field(10, ge=1, le=MAX_LIST)
+    top_k: int = Field(10, ge=1, description="at most [limits] k")
     threshold: float | None = Field(None, description="results scoring less are left out")
     kinds: list[Kind] | None = Field(None, description="ethos: the tables searched")
 
@@ -71,7 +70,7 @@ class Feedback(Ids):
 class Recall(BaseModel):
     agent: str
     query: str
-    k: int = Field(10, ge=1, le=MAX_LIST)
+    k: int = Field(10, ge=1, description="at most [limits] k")
     kinds: list[Kind] | None = None
     record: bool = Field(True, description="false: an operator's look, nothing reinforced")
 
