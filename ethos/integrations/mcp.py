@@ -12,6 +12,7 @@ one-line messages as the CLI, and a failed call writes nothing.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -55,6 +56,11 @@ def build_server(settings: Settings, *, agent: str | None = None) -> MCPServer[A
         "ethos", instructions=INSTRUCTIONS, lifespan=lifespan, log_level="WARNING"
     )
 
+    timeout_seconds = settings.mcp.request_timeout_seconds
+    too_long = (
+        f"the call ran over {timeout_seconds:g} s and was stopped ([mcp] request_timeout_seconds)"
+    )
+
     def tool(fn: Callable[..., Awaitable[Any]]) -> None:
         """Register `fn(engine, agent, ...)` as a tool: the engine is the server's, and
         `agent` is either fixed (and left out of the schema) or a required argument."""
@@ -64,10 +70,13 @@ def build_server(settings: Settings, *, agent: str | None = None) -> MCPServer[A
         @functools.wraps(fn)
         async def run(**arguments: Any) -> Any:
             who = agent if agent is not None else arguments.pop("agent")
-            try:
-                return await fn(opened[0], who, **arguments)
+            try:  # the deadline cancels the call's statement with it
+                async with asyncio.timeout(timeout_seconds):
+                    return await fn(opened[0], who, **arguments)
             except EthosError as exc:
                 raise ToolError(str(exc)) from exc
+            except TimeoutError:
+                raise ToolError(too_long) from None
 
         if agent is None:
             whose = inspect.Parameter("agent", inspect.Parameter.KEYWORD_ONLY, annotation=str)

@@ -18,6 +18,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from tests.acceptance.test_cli import one_line_error
 from tests.conftest import Cli
+from tests.integration.test_http_bounds import blocked, tables_locked
 from tests.servers import TOKEN, free_port, serving
 
 ETHOS = str(Path(sys.executable).parent / "ethos")
@@ -134,3 +135,20 @@ async def test_over_http_the_door_wants_the_token_and_our_own_host(database_url:
             transport = streamable_http_client(url, http_client=authed)
             async with Client(transport, read_timeout_seconds=60) as client:
                 assert "recall" in {tool.name for tool in (await client.list_tools()).tools}
+
+
+async def test_recall_k_is_capped_and_a_call_over_its_deadline_is_stopped(
+    database_url: str,
+) -> None:
+    """k = 10^9 was accepted (HTTP capped it at 1000); a call's statement ends with its
+    deadline, not minutes later."""
+    async with (
+        http_server(database_url, env={"ETHOS_MCP__REQUEST_TIMEOUT_SECONDS": "1"}) as port,
+        Client(f"http://127.0.0.1:{port}/mcp", read_timeout_seconds=60) as client,
+    ):
+        recall = {"agent": "bo", "query": "bicycle", "record": False}
+        assert "(limits.k)" in error(await client.call_tool("recall", {**recall, "k": 10**9}))
+        async with tables_locked(database_url) as watcher:
+            stopped = error(await client.call_tool("recall", recall))
+            assert "[mcp] request_timeout_seconds" in stopped
+            assert await blocked(watcher, 0)

@@ -39,6 +39,7 @@ from fastapi.staticfiles import StaticFiles
 
 from ethos.engine import Engine
 from ethos.integrations.door import App
+from ethos.integrations.http.bounds import Bounds
 from ethos.integrations.http.gate import Gate, install_problems
 from ethos.integrations.http.mem0 import mem0_routes
 from ethos.integrations.http.own import ethos_routes
@@ -70,6 +71,7 @@ def build_app(settings: Settings) -> FastAPI:
         redirect_slashes=False,
     )
     install_problems(app)
+    app.add_middleware(Bounds, server=settings.server)
     mem0_routes(app)
     ethos_routes(app, settings)
     app.mount("/static", StaticFiles(directory=DASHBOARD), name="static")

@@ -92,7 +92,7 @@ class Gate:
                 headers["authorization"] = f"Bearer {headers['x-api-key']}"
             access, refusal = self.admit(headers, scope["path"])
             if refusal is not None:
-                await _send_problem(send, refusal[0], refusal[1], scope["path"])
+                await send_problem(send, refusal[0], refusal[1], scope["path"])
                 return
             scope["ethos.access"] = access
             await app(scope, receive, send)
@@ -131,7 +131,7 @@ def problem(status: int, detail: str, instance: str) -> JSONResponse:
     )  # fmt: skip
 
 
-async def _send_problem(send: Send, status: int, detail: str, path: str) -> None:
+async def send_problem(send: Send, status: int, detail: str, path: str) -> None:
     response = problem(status, detail, path)
     await send({"type": "http.response.start", "status": status,
                 "headers": response.raw_headers})  # fmt: skip
