@@ -31,6 +31,7 @@ from pydantic_settings import (
 
 from ethos.decay import Curve, DecayParams, tau_for_lifetime
 from ethos.errors import ConfigError, InputError
+from ethos.inputs import shown
 from ethos.policies import NAME, STANDARD, Policy, check_promotions, parse_duration
 from ethos.tables import TableSpec
 
@@ -362,7 +363,7 @@ class LimitsSettings(_Section):
     query_words: int = Field(default=256, ge=1)  # a recall's query (its \w+ runs)
     k: int = Field(default=1000, ge=1, lt=2**31)  # hits one search or recall returns
     offset: int = Field(default=10_000, ge=0, lt=2**31)  # where a listing may start
-    ids: int = Field(default=1000, ge=1, lt=2**31)  # ids one call names
+    ids: int = Field(default=1000, ge=1, lt=2**31)  # ids one call names, memories it adds
     metadata_bytes: int = Field(default=65_536, ge=64)  # a memory's metadata, as JSON
 
 
@@ -487,7 +488,7 @@ class Settings(BaseSettings):
             return self._policies[name]
         except (KeyError, TypeError):
             names = self.policy_names()
-            raise InputError(f"unknown policy {name!r}: use one of {names}") from None
+            raise InputError(f"unknown policy {shown(name)}: use one of {names}") from None
 
     def policy_names(self) -> str:
         return ", ".join(sorted(self._policies))

@@ -13,7 +13,14 @@ from ethos.embedding import embed
 from ethos.engine.retrieval import RetrievalEngine
 from ethos.errors import InputError
 from ethos.explain import explain
-from ethos.inputs import MemoryInput, content_text, first_words, metadata_json, parse_id
+from ethos.inputs import (
+    MemoryInput,
+    at_most,
+    content_text,
+    first_words,
+    metadata_json,
+    parse_id,
+)
 from ethos.policies import Policy
 from ethos.retrieval import Hit
 from ethos.tables import SOURCE_TABLES, TableSpec, table_spec
@@ -110,6 +117,7 @@ class MemoryEngine(RetrievalEngine):
         spec = table_spec(table)
         if not contents:
             raise InputError("give at least one content")
+        at_most("the number of memories", len(contents), self.settings.limits.ids, "limits.ids")
         built = [await self._input(spec, agent_id, c, dict(fields)) for c in contents]
         found = await self.store.insert_many(
             [memory for memory, _ in built], **self._dedup(spec),

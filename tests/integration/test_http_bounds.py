@@ -163,6 +163,12 @@ async def test_ids_are_capped_and_unknown_ones_named_a_few(http: httpx.AsyncClie
     unknown = {"ids": ids[:8], "verdict": "wrong"}
     detail = problem(await http.post("/ethos/feedback", json=unknown), 404)
     assert detail.endswith("and 3 more") and sum(i in detail for i in ids) == 5
+    said = [{"role": "user", "content": f"message {i}"} for i in range(9)]
+    refused(await http.post("/memories", json={"messages": said, "user_id": "ada"}),
+            "limits.ids")  # fmt: skip
+    echoed = problem(await http.post("/memories", json={"text": "t", "user_id": "ada",
+                                                        "policy": "p" * 1500}), 400)  # fmt: skip
+    assert echoed.startswith("unknown policy 'pppp") and len(echoed) < 200
 
 
 BLOCKED = """SELECT count(*) FROM pg_stat_activity

@@ -3,10 +3,13 @@ ethos agent a mem0 request names."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from ethos.errors import InputError
 from ethos.integrations.http import Gate, named
+from ethos.integrations.http.gate import MAX_DETAIL, problem
 from ethos.settings import Settings
 
 HOST = {"host": "127.0.0.1:8750"}
@@ -73,3 +76,9 @@ def test_owners_combine_as_an_and() -> None:
     alone = named({"user_id": "u"})
     assert alone.hold(None, "u")  # added outside mem0's shape: its agent's, as user_id
     assert not alone.hold({"mem0": {"agent_id": "u"}}, "u")  # an agent named u is no user
+
+
+def test_a_problem_detail_is_one_short_line_whatever_it_echoes() -> None:
+    response = problem(400, "bad id '" + "x" * 10_000 + "'\nmore", "/ethos/forget")
+    detail = json.loads(response.body)["detail"]
+    assert len(detail) == MAX_DETAIL and "\n" not in detail

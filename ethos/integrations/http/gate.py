@@ -120,8 +120,12 @@ async def writes(request: Request) -> None:
         raise Refused(403, "read-only: this token, or [server] read_only, allows no writes")
 
 
+# A detail longer than this is cut: no message echoes megabytes of what a client sent.
+MAX_DETAIL = 1000
+
+
 def problem(status: int, detail: str, instance: str) -> JSONResponse:
-    line = detail.splitlines()[0] if detail else HTTPStatus(status).phrase
+    line = detail.splitlines()[0][:MAX_DETAIL] if detail else HTTPStatus(status).phrase
     return JSONResponse(
         {"type": "about:blank", "title": HTTPStatus(status).phrase, "status": status,
          "detail": line, "instance": instance},
