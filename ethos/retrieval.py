@@ -182,6 +182,8 @@ async def recall(
     _check_k(k, settings)
     inputs.agent_id(agent, "agent")
     inputs.query_text(query, settings.limits.query_words)
+    if not tables:
+        raise InputError("tables is empty: name at least one, or none for every table")
     vector = None
     if embedder is not None:
         try:

@@ -119,30 +119,32 @@ async def test_metadata_over_its_limit_is_refused(http: httpx.AsyncClient) -> No
             "limits.metadata_bytes")  # fmt: skip
 
 
-@pytest.mark.parametrize(
-    ("path", "body", "says"),
-    [
-        ("/memories", '{"text": "t", "user_id": "ada", "metadata": {"a": "x\\u0000y"}}', "NUL"),
-        ("/memories", '{"text": "t", "user_id": "ada", "metadata": {"a\\u0000": 1}}', "NUL"),
-        ("/memories", '{"text": "t", "user_id": "ada", "metadata": {"a": "\\ud800"}}', "UTF-8"),
-        ("/memories", '{"text": "t", "user_id": "ada", "metadata": {"a": NaN}}', "NaN"),
-        ("/memories", '{"text": "t", "user_id": "ada", "metadata": {"a": -Infinity}}', "NaN"),
-        ("/memories", '{"text": "t", "user_id": "a\\u0000"}', "NUL"),
-        ("/memories", '{"text": "t", "user_id": "\\udfff"}', "UTF-8"),
-        ("/memories", json.dumps({"text": "t", "user_id": "u" * 1000}), "bytes"),
-        ("/search", '{"query": "tea", "user_id": "a\\u0000"}', "NUL"),
-        ("/search", '{"query": "te\\u0000a", "user_id": "ada"}', "NUL"),
-        ("/search", '{"query": "tea \\ud800", "user_id": "ada"}', "UTF-8"),
-        ("/ethos/recall", json.dumps({"agent": "u" * 1000, "query": "tea"}), "bytes"),
-        ("/ethos/recall", json.dumps({"agent": "ada", "query": "tea", "k": HUGE}), "limits.k"),
-    ],
-)
-async def test_input_postgresql_would_refuse_is_a_4xx(
-    http: httpx.AsyncClient, path: str, body: str, says: str
-) -> None:
-    """Finding 4: each of these was a 500 with the driver's text."""
-    response = await http.post(path, content=body, headers={"content-type": "application/json"})
-    assert says in problem(response, 400)
+# What PostgreSQL would refuse, sent to the endpoints that take it: (path, body, said).
+REFUSED = [
+    ("/memories", '{"text": "t", "user_id": "ada", "metadata": {"a": "x\\u0000y"}}', "NUL"),
+    ("/memories", '{"text": "t", "user_id": "ada", "metadata": {"a\\u0000": 1}}', "NUL"),
+    ("/memories", '{"text": "t", "user_id": "ada", "metadata": {"a": "\\ud800"}}', "UTF-8"),
+    ("/memories", '{"text": "t", "user_id": "ada", "metadata": {"a": NaN}}', "NaN"),
+    ("/memories", '{"text": "t", "user_id": "ada", "metadata": {"a": -Infinity}}', "NaN"),
+    ("/memories", '{"text": "t", "user_id": "a\\u0000"}', "NUL"),
+    ("/memories", '{"text": "t", "user_id": "\\udfff"}', "UTF-8"),
+    ("/memories", json.dumps({"text": "t", "user_id": "u" * 1000}), "bytes"),
+    ("/search", '{"query": "tea", "user_id": "a\\u0000"}', "NUL"),
+    ("/search", '{"query": "te\\u0000a", "user_id": "ada"}', "NUL"),
+    ("/search", '{"query": "tea \\ud800", "user_id": "ada"}', "UTF-8"),
+    ("/ethos/recall", json.dumps({"agent": "u" * 1000, "query": "tea"}), "bytes"),
+    ("/ethos/recall", json.dumps({"agent": "ada", "query": "tea", "k": HUGE}), "limits.k"),
+    ("/ethos/recall", '{"agent": "ada", "query": "tea", "kinds": []}', "tables is empty"),
+    ("/search", '{"query": "tea", "user_id": "ada", "kinds": []}', "tables is empty"),
+]
+
+
+async def test_input_postgresql_would_refuse_is_a_4xx(http: httpx.AsyncClient) -> None:
+    """Finding 4: each of these was a 500 with the driver's text (an empty kinds, a
+    syntax error: found by test_http_fuzz)."""
+    for path, body, says in REFUSED:
+        sent = await http.post(path, content=body, headers={"content-type": "application/json"})
+        assert says in problem(sent, 400), body
 
 
 async def test_an_agent_postgresql_would_refuse_is_a_4xx_in_a_query_string(
