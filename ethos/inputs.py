@@ -138,22 +138,22 @@ def first_words(text: str, count: int) -> str:
     return text[: ends[-1]] if len(ends) == count else text
 
 
-def metadata_json(value: Any, max_bytes: int) -> str:
+def metadata_json(value: Any, max_bytes: int, name: str = "metadata") -> str:
     """Metadata as the JSON text PostgreSQL's jsonb takes: an object, without NaN or
     infinity (JSON has neither), NUL or lone surrogates, of at most `max_bytes` bytes
     (limits.metadata_bytes)."""
     if not isinstance(value, Mapping):
-        raise InputError("metadata must be a JSON object")
+        raise InputError(f"{name} must be a JSON object")
     try:
         text = json.dumps(value, ensure_ascii=False, allow_nan=False)
     except ValueError:
-        raise InputError("metadata holds NaN or infinity: JSON has no such number") from None
+        raise InputError(f"{name} holds NaN or infinity: JSON has no such number") from None
     except (TypeError, RecursionError) as exc:
-        raise InputError(f"metadata is not JSON: {str(exc)[:80]}") from None
-    size = len(stored_text("metadata", text).encode("utf-8"))
+        raise InputError(f"{name} is not JSON: {str(exc)[:80]}") from None
+    size = len(stored_text(name, text).encode("utf-8"))
     if size > max_bytes:
         raise InputError(
-            f"metadata is {size:,} bytes of JSON: at most {max_bytes:,} (limits.metadata_bytes)"
+            f"{name} is {size:,} bytes of JSON: at most {max_bytes:,} (limits.metadata_bytes)"
         )
     items: list[Any] = [value]  # jsonb escapes NUL but refuses the escape: find it
     while items:
@@ -163,7 +163,7 @@ def metadata_json(value: Any, max_bytes: int) -> str:
         elif isinstance(item, list | tuple):
             items += item
         elif isinstance(item, str) and "\x00" in item:
-            raise InputError("metadata must not contain NUL characters")
+            raise InputError(f"{name} must not contain NUL characters")
     return text
 
 

@@ -10,8 +10,7 @@ from typing import Any
 
 from ethos.embedding import check_dimension
 from ethos.engine.core import EngineCore
-from ethos.errors import InputError
-from ethos.inputs import content_text
+from ethos.inputs import at_most, content_text, metadata_json, query_text
 from ethos.store import Row
 from ethos.tables import FACTS
 
@@ -68,15 +67,14 @@ class ItemEngine(EngineCore):
     ) -> bool:
         """Store `value` as the fact of `agent` under `key` (its text: `content`), or
         replace the value of the one there, which keeps its history. True if new."""
-        if not isinstance(value, Mapping):
-            raise InputError("an item's value must be a JSON object")
+        stored = metadata_json(value, self.settings.limits.metadata_bytes, "an item's value")
         content = content_text(content)
         if embedding is not None:
             check_dimension([embedding], self.settings.embedding.dimension)
         now = await self._moment(None)
         expires_at = None if ttl_minutes is None else now + timedelta(minutes=ttl_minutes)
         row = await self.store.put_item(
-            agent, key, content=content, value=json.dumps(value), expires_at=expires_at,
+            agent, key, content=content, value=stored, expires_at=expires_at,
             now=now, embedding=embedding,
         )  # fmt: skip
         created: bool = row["created"]
@@ -103,6 +101,11 @@ class ItemEngine(EngineCore):
         filter (containment, and a jsonpath predicate over `variables`): by similarity
         to `embedding` × salience, else by text rank of `text` × salience, else newest
         first. With `record`, the results are surfaced (LTP), as search does."""
+        limits = self.settings.limits
+        if text:
+            query_text(text, limits.query_words)
+        at_most("limit", limit, limits.k, "limits.k")
+        at_most("offset", offset, limits.offset, "limits.offset")
         now = await self._moment(None)
         ranked_by = "vector" if embedding is not None else "text" if text else None
         rows = await self.store.search_items(

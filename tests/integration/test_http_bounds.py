@@ -2,7 +2,7 @@
 ids, body and metadata (small ones configured here), each a one-line 4xx naming its
 setting; input PostgreSQL would refuse is a 4xx before it gets there; a request over its
 deadline, or whose client hangs up, has its statement cancelled. Against the real
-server (`ethos serve --http` on 127.0.0.1)."""
+server (`ethos serve --http` on 127.0.0.1), and the engine where the caps live."""
 
 from __future__ import annotations
 
@@ -76,6 +76,18 @@ async def test_a_query_postgresql_cannot_index_is_refused(engine: Engine) -> Non
         await engine.recall("ada", words)
     with pytest.raises(InputError, match=r"limits\.query_words"):
         await engine.recall("ada", words[:100_000])
+
+
+async def test_the_item_store_shares_the_limits(engine: Engine) -> None:
+    """The LangGraph store's calls: the same caps, the same refusals."""
+    with pytest.raises(InputError, match=r"limits\.k"):
+        await engine.search_items("ada", limit=1001)
+    with pytest.raises(InputError, match=r"limits\.offset"):
+        await engine.search_items("ada", text="tea", offset=HUGE)
+    with pytest.raises(InputError, match=r"limits\.query_words"):
+        await engine.search_items("ada", text="tea " * 300)
+    with pytest.raises(InputError, match="an item's value holds NaN"):
+        await engine.put_item("ada", "k", {"x": float("nan")}, content="tea")
 
 
 async def test_offset_is_capped_and_never_reaches_the_database_as_an_overflow(
