@@ -76,6 +76,8 @@ async def test_a_query_postgresql_cannot_index_is_refused(engine: Engine) -> Non
         await engine.recall("ada", words)
     with pytest.raises(InputError, match=r"limits\.query_words"):
         await engine.recall("ada", words[:100_000])
+    said = await engine.add_detailed("episode", agent_id="ada", content=words[:10_000], recall=3)
+    assert said.created  # its recall asked by the text's first limits.query_words words
 
 
 async def test_the_item_store_shares_the_limits(engine: Engine) -> None:
@@ -221,21 +223,22 @@ async def test_a_request_over_its_deadline_is_stopped_with_its_statement(
     database_url: str,
 ) -> None:
     """Finding 1: a statement ran on for minutes; now the request's deadline ends it."""
-    async with (
-        api(database_url, ETHOS_SERVER__REQUEST_TIMEOUT_SECONDS="1") as http,
-        tables_locked(database_url) as watcher,
-    ):
-        response = await http.post("/ethos/recall", json=RECALL)
-        refused(response, "[server] request_timeout_seconds", 503)
-        assert await blocked(watcher, 0)  # cancelled, not left waiting
+    async with api(database_url, ETHOS_SERVER__REQUEST_TIMEOUT_SECONDS="1") as http:
+        async with tables_locked(database_url) as watcher:
+            response = await http.post("/ethos/recall", json=RECALL)
+            refused(response, "[server] request_timeout_seconds", 503)
+            assert await blocked(watcher, 0)  # cancelled, not left waiting
+        assert ok(await http.post("/ethos/recall", json=RECALL)) == []  # the pool serves on
 
 
 async def test_a_client_that_hangs_up_has_its_statement_cancelled(database_url: str) -> None:
     """Finding 1: a statement kept running after its client disconnected."""
-    async with api(database_url) as http, tables_locked(database_url) as watcher:  # 30 s
-        asking = asyncio.ensure_future(http.post("/ethos/recall", json=RECALL))
-        assert await blocked(watcher, 1)
-        asking.cancel()  # the client hangs up
-        with contextlib.suppress(asyncio.CancelledError):
-            await asking
-        assert await blocked(watcher, 0)
+    async with api(database_url) as http:  # its deadline: 30 s
+        async with tables_locked(database_url) as watcher:
+            asking = asyncio.ensure_future(http.post("/ethos/recall", json=RECALL))
+            assert await blocked(watcher, 1)
+            asking.cancel()  # the client hangs up
+            with contextlib.suppress(asyncio.CancelledError):
+                await asking
+            assert await blocked(watcher, 0)
+        assert ok(await http.post("/ethos/recall", json=RECALL)) == []  # the pool serves on
