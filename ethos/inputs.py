@@ -67,10 +67,10 @@ def shown(value: Any, chars: int = 40) -> str:
     return text if len(text) <= chars else f"{text[:chars]}… ({len(text):,} characters)"
 
 
-def some(items: Sequence[str], shown: int = 5) -> str:
+def some(items: Sequence[str], count: int = 5) -> str:
     """The first few items and how many more: an error naming 200,000 ids stays one line."""
-    more = f" and {len(items) - shown:,} more" if len(items) > shown else ""
-    return ", ".join(items[:shown]) + more
+    more = f" and {len(items) - count:,} more" if len(items) > count else ""
+    return ", ".join(items[:count]) + more
 
 
 def at_most(name: str, value: int, most: int, setting: str) -> int:
