@@ -70,17 +70,23 @@ FOREIGN KEY (promote_to) REFERENCES decay_policies(name) DEFERRABLE INITIALLY DE
 -- constraint decay_policies.decay_policies_prune_threshold_check
 CHECK (prune_threshold > 0::double precision AND prune_threshold < 1::double precision);
 
+-- constraint episodic_traces.episodic_traces_anchor_at_1900_to_2199
+CHECK (anchor_at >= '1900-01-01 00:00:00+00'::timestamp with time zone AND anchor_at < '2200-01-01 00:00:00+00'::timestamp with time zone);
+
 -- constraint episodic_traces.episodic_traces_auto_importance_check
 CHECK (auto_importance >= 0::double precision AND auto_importance <= 1::double precision);
 
--- constraint episodic_traces.episodic_traces_bounded
-CHECK (retrieval_count <= 1000000000 AND surfaced_count <= 1000000000 AND useful_count <= 1000000000 AND wrong_count <= 1000000000 AND created_at >= '1900-01-01 00:00:00+00'::timestamp with time zone AND created_at < '2200-01-01 00:00:00+00'::timestamp with time zone AND anchor_at >= '1900-01-01 00:00:00+00'::timestamp with time zone AND anchor_at < '2200-01-01 00:00:00+00'::timestamp with time zone AND last_retrieved_at >= '1900-01-01 00:00:00+00'::timestamp with time zone AND last_retrieved_at < '2200-01-01 00:00:00+00'::timestamp with time zone);
+-- constraint episodic_traces.episodic_traces_created_at_1900_to_2199
+CHECK (created_at >= '1900-01-01 00:00:00+00'::timestamp with time zone AND created_at < '2200-01-01 00:00:00+00'::timestamp with time zone);
 
 -- constraint episodic_traces.episodic_traces_emotional_tone_check
 CHECK (emotional_tone >= 0::double precision AND emotional_tone <= 1::double precision);
 
 -- constraint episodic_traces.episodic_traces_importance_check
 CHECK (importance >= 0::double precision AND importance <= 1::double precision);
+
+-- constraint episodic_traces.episodic_traces_last_retrieved_at_1900_to_2199
+CHECK (last_retrieved_at >= '1900-01-01 00:00:00+00'::timestamp with time zone AND last_retrieved_at < '2200-01-01 00:00:00+00'::timestamp with time zone);
 
 -- constraint episodic_traces.episodic_traces_pkey
 PRIMARY KEY (id);
@@ -91,6 +97,9 @@ FOREIGN KEY (policy) REFERENCES decay_policies(name);
 -- constraint episodic_traces.episodic_traces_prune_reason_check
 CHECK (prune_reason = ANY (ARRAY['decay'::text, 'expired'::text, 'feedback'::text, 'merged'::text, 'manual'::text]));
 
+-- constraint episodic_traces.episodic_traces_retrieval_count_at_most_1e9
+CHECK (retrieval_count <= 1000000000);
+
 -- constraint episodic_traces.episodic_traces_retrieval_count_check
 CHECK (retrieval_count >= 0);
 
@@ -100,11 +109,20 @@ CHECK (salience >= 0::double precision AND salience <= 1::double precision);
 -- constraint episodic_traces.episodic_traces_strength_check
 CHECK (strength >= 0::double precision AND strength <= 1::double precision);
 
+-- constraint episodic_traces.episodic_traces_surfaced_count_at_most_1e9
+CHECK (surfaced_count <= 1000000000);
+
 -- constraint episodic_traces.episodic_traces_surfaced_count_check
 CHECK (surfaced_count >= 0);
 
+-- constraint episodic_traces.episodic_traces_useful_count_at_most_1e9
+CHECK (useful_count <= 1000000000);
+
 -- constraint episodic_traces.episodic_traces_useful_count_check
 CHECK (useful_count >= 0);
+
+-- constraint episodic_traces.episodic_traces_wrong_count_at_most_1e9
+CHECK (wrong_count <= 1000000000);
 
 -- constraint episodic_traces.episodic_traces_wrong_count_check
 CHECK (wrong_count >= 0);
@@ -157,17 +175,26 @@ CHECK (weight > 0::double precision AND weight <= 1::double precision);
 -- constraint memory_revisions.memory_revisions_pkey
 PRIMARY KEY (id);
 
+-- constraint memory_vectors.memory_vectors_anchor_at_1900_to_2199
+CHECK (anchor_at >= '1900-01-01 00:00:00+00'::timestamp with time zone AND anchor_at < '2200-01-01 00:00:00+00'::timestamp with time zone);
+
 -- constraint memory_vectors.memory_vectors_auto_importance_check
 CHECK (auto_importance >= 0::double precision AND auto_importance <= 1::double precision);
-
--- constraint memory_vectors.memory_vectors_bounded
-CHECK (retrieval_count <= 1000000000 AND surfaced_count <= 1000000000 AND useful_count <= 1000000000 AND wrong_count <= 1000000000 AND created_at >= '1900-01-01 00:00:00+00'::timestamp with time zone AND created_at < '2200-01-01 00:00:00+00'::timestamp with time zone AND anchor_at >= '1900-01-01 00:00:00+00'::timestamp with time zone AND anchor_at < '2200-01-01 00:00:00+00'::timestamp with time zone AND last_retrieved_at >= '1900-01-01 00:00:00+00'::timestamp with time zone AND last_retrieved_at < '2200-01-01 00:00:00+00'::timestamp with time zone AND expires_at >= '1900-01-01 00:00:00+00'::timestamp with time zone AND expires_at < '2200-01-01 00:00:00+00'::timestamp with time zone);
 
 -- constraint memory_vectors.memory_vectors_check
 CHECK ((source_type IS NULL) = (source_id IS NULL));
 
+-- constraint memory_vectors.memory_vectors_created_at_1900_to_2199
+CHECK (created_at >= '1900-01-01 00:00:00+00'::timestamp with time zone AND created_at < '2200-01-01 00:00:00+00'::timestamp with time zone);
+
+-- constraint memory_vectors.memory_vectors_expires_at_1900_to_2199
+CHECK (expires_at >= '1900-01-01 00:00:00+00'::timestamp with time zone AND expires_at < '2200-01-01 00:00:00+00'::timestamp with time zone);
+
 -- constraint memory_vectors.memory_vectors_importance_check
 CHECK (importance >= 0::double precision AND importance <= 1::double precision);
+
+-- constraint memory_vectors.memory_vectors_last_retrieved_at_1900_to_2199
+CHECK (last_retrieved_at >= '1900-01-01 00:00:00+00'::timestamp with time zone AND last_retrieved_at < '2200-01-01 00:00:00+00'::timestamp with time zone);
 
 -- constraint memory_vectors.memory_vectors_pkey
 PRIMARY KEY (id);
@@ -177,6 +204,9 @@ FOREIGN KEY (policy) REFERENCES decay_policies(name);
 
 -- constraint memory_vectors.memory_vectors_prune_reason_check
 CHECK (prune_reason = ANY (ARRAY['decay'::text, 'expired'::text, 'feedback'::text, 'merged'::text, 'manual'::text]));
+
+-- constraint memory_vectors.memory_vectors_retrieval_count_at_most_1e9
+CHECK (retrieval_count <= 1000000000);
 
 -- constraint memory_vectors.memory_vectors_retrieval_count_check
 CHECK (retrieval_count >= 0);
@@ -190,11 +220,20 @@ CHECK (source_type = ANY (ARRAY['episodic_traces'::text, 'semantic_facts'::text]
 -- constraint memory_vectors.memory_vectors_strength_check
 CHECK (strength >= 0::double precision AND strength <= 1::double precision);
 
+-- constraint memory_vectors.memory_vectors_surfaced_count_at_most_1e9
+CHECK (surfaced_count <= 1000000000);
+
 -- constraint memory_vectors.memory_vectors_surfaced_count_check
 CHECK (surfaced_count >= 0);
 
+-- constraint memory_vectors.memory_vectors_useful_count_at_most_1e9
+CHECK (useful_count <= 1000000000);
+
 -- constraint memory_vectors.memory_vectors_useful_count_check
 CHECK (useful_count >= 0);
+
+-- constraint memory_vectors.memory_vectors_wrong_count_at_most_1e9
+CHECK (wrong_count <= 1000000000);
 
 -- constraint memory_vectors.memory_vectors_wrong_count_check
 CHECK (wrong_count >= 0);
@@ -226,11 +265,11 @@ PRIMARY KEY (id);
 -- constraint retrieval_queue.retrieval_queue_table_name_check
 CHECK (table_name = ANY (ARRAY['memory_vectors'::text, 'episodic_traces'::text, 'semantic_facts'::text]));
 
+-- constraint semantic_facts.semantic_facts_anchor_at_1900_to_2199
+CHECK (anchor_at >= '1900-01-01 00:00:00+00'::timestamp with time zone AND anchor_at < '2200-01-01 00:00:00+00'::timestamp with time zone);
+
 -- constraint semantic_facts.semantic_facts_auto_importance_check
 CHECK (auto_importance >= 0::double precision AND auto_importance <= 1::double precision);
-
--- constraint semantic_facts.semantic_facts_bounded
-CHECK (retrieval_count <= 1000000000 AND surfaced_count <= 1000000000 AND useful_count <= 1000000000 AND wrong_count <= 1000000000 AND created_at >= '1900-01-01 00:00:00+00'::timestamp with time zone AND created_at < '2200-01-01 00:00:00+00'::timestamp with time zone AND anchor_at >= '1900-01-01 00:00:00+00'::timestamp with time zone AND anchor_at < '2200-01-01 00:00:00+00'::timestamp with time zone AND last_retrieved_at >= '1900-01-01 00:00:00+00'::timestamp with time zone AND last_retrieved_at < '2200-01-01 00:00:00+00'::timestamp with time zone AND expires_at >= '1900-01-01 00:00:00+00'::timestamp with time zone AND expires_at < '2200-01-01 00:00:00+00'::timestamp with time zone);
 
 -- constraint semantic_facts.semantic_facts_confidence_check
 CHECK (confidence >= 0::double precision AND confidence <= 1::double precision);
@@ -238,8 +277,17 @@ CHECK (confidence >= 0::double precision AND confidence <= 1::double precision);
 -- constraint semantic_facts.semantic_facts_confidence_strength_check
 CHECK (confidence_strength >= 0::double precision AND confidence_strength <= 1::double precision);
 
+-- constraint semantic_facts.semantic_facts_created_at_1900_to_2199
+CHECK (created_at >= '1900-01-01 00:00:00+00'::timestamp with time zone AND created_at < '2200-01-01 00:00:00+00'::timestamp with time zone);
+
+-- constraint semantic_facts.semantic_facts_expires_at_1900_to_2199
+CHECK (expires_at >= '1900-01-01 00:00:00+00'::timestamp with time zone AND expires_at < '2200-01-01 00:00:00+00'::timestamp with time zone);
+
 -- constraint semantic_facts.semantic_facts_importance_check
 CHECK (importance >= 0::double precision AND importance <= 1::double precision);
+
+-- constraint semantic_facts.semantic_facts_last_retrieved_at_1900_to_2199
+CHECK (last_retrieved_at >= '1900-01-01 00:00:00+00'::timestamp with time zone AND last_retrieved_at < '2200-01-01 00:00:00+00'::timestamp with time zone);
 
 -- constraint semantic_facts.semantic_facts_pkey
 PRIMARY KEY (id);
@@ -250,6 +298,9 @@ FOREIGN KEY (policy) REFERENCES decay_policies(name);
 -- constraint semantic_facts.semantic_facts_prune_reason_check
 CHECK (prune_reason = ANY (ARRAY['decay'::text, 'expired'::text, 'feedback'::text, 'merged'::text, 'manual'::text]));
 
+-- constraint semantic_facts.semantic_facts_retrieval_count_at_most_1e9
+CHECK (retrieval_count <= 1000000000);
+
 -- constraint semantic_facts.semantic_facts_retrieval_count_check
 CHECK (retrieval_count >= 0);
 
@@ -259,11 +310,20 @@ CHECK (salience >= 0::double precision AND salience <= 1::double precision);
 -- constraint semantic_facts.semantic_facts_strength_check
 CHECK (strength >= 0::double precision AND strength <= 1::double precision);
 
+-- constraint semantic_facts.semantic_facts_surfaced_count_at_most_1e9
+CHECK (surfaced_count <= 1000000000);
+
 -- constraint semantic_facts.semantic_facts_surfaced_count_check
 CHECK (surfaced_count >= 0);
 
+-- constraint semantic_facts.semantic_facts_useful_count_at_most_1e9
+CHECK (useful_count <= 1000000000);
+
 -- constraint semantic_facts.semantic_facts_useful_count_check
 CHECK (useful_count >= 0);
+
+-- constraint semantic_facts.semantic_facts_wrong_count_at_most_1e9
+CHECK (wrong_count <= 1000000000);
 
 -- constraint semantic_facts.semantic_facts_wrong_count_check
 CHECK (wrong_count >= 0);

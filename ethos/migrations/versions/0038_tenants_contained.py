@@ -44,7 +44,8 @@ EARLIEST, LATEST = "'1900-01-01 00:00+00'", "'2200-01-01 00:00+00'"
 
 def _bounds(table: str) -> str:
     """Clamp what an UPDATE left out of bounds (so nothing is refused on the way in),
-    then hold every later write to the same bounds."""
+    then hold every later write to the same bounds: a CHECK a column, whose name says
+    the bound in the one line an error keeps."""
     moments = [m for m in MOMENTS if m != "expires_at" or table != "episodic_traces"]
     clamps = ",\n    ".join(
         [f"{c} = least({c}, {COUNT_CAP})" for c in COUNTERS]
@@ -55,15 +56,19 @@ def _bounds(table: str) -> str:
         [f"{c} > {COUNT_CAP}" for c in COUNTERS]
         + [f"NOT ({m} >= {EARLIEST} AND {m} < {LATEST})" for m in moments]
     )
-    checks = " AND ".join(
-        [f"{c} <= {COUNT_CAP}" for c in COUNTERS]
-        + [f"({m} >= {EARLIEST} AND {m} < {LATEST})" for m in moments]
-    )
+    checks = [
+        f"ADD CONSTRAINT {table}_{c}_at_most_1e9 CHECK ({c} <= {COUNT_CAP})" for c in COUNTERS
+    ] + [
+        f"ADD CONSTRAINT {table}_{m}_1900_to_2199 CHECK ({m} >= {EARLIEST} AND {m} < {LATEST})"
+        for m in moments
+    ]
+    constraints = ",\n    ".join(checks)
     return f"""
 UPDATE {table} SET
     {clamps}
 WHERE {outside};
-ALTER TABLE {table} ADD CONSTRAINT {table}_bounded CHECK ({checks});
+ALTER TABLE {table}
+    {constraints};
 """
 
 
@@ -266,7 +271,18 @@ CREATE TRIGGER memory_vectors_follow_source BEFORE INSERT ON memory_vectors
         + earlier_function("0031_vectors_follow_sources", "ethos_vector_follows_source", "UPGRADE")
         + earlier_function("0031_vectors_follow_sources", "ethos_source_pruned", "UPGRADE")
         + earlier_function("0010_text_search", "ethos_content_derived", "FUNCTIONS")
-        + "".join(f"ALTER TABLE {table} DROP CONSTRAINT {table}_bounded;\n" for table in TABLES)
+        + "".join(
+            f"ALTER TABLE {table} DROP CONSTRAINT {table}_{column}_{bound};\n"
+            for table in TABLES
+            for column, bound in (
+                *((c, "at_most_1e9") for c in COUNTERS),
+                *(
+                    (m, "1900_to_2199")
+                    for m in MOMENTS
+                    if m != "expires_at" or table != "episodic_traces"
+                ),
+            )
+        )
     )
     # 0035's tier function, the last its script makes, with 0033's search path.
     functions = importlib.import_module("ethos.migrations.versions.0035_plans_kept")._functions()
