@@ -300,6 +300,7 @@ def build_metadata(dimension: int) -> MetaData:
         Column("memory_id", UUID(as_uuid=True), nullable=False),
         Column("agent_id", Text, nullable=False),
         Column("content", Text, nullable=False),
+        Column("metadata", JSONB),
         Column("revised_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),
         Column("revised_by", Text, nullable=False, server_default=text("CURRENT_USER")),
     )

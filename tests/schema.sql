@@ -692,8 +692,8 @@ CREATE OR REPLACE FUNCTION public.ethos_keep_revision()
  SET search_path TO '$user', 'public', 'pg_temp'
 AS $function$
 BEGIN
-    INSERT INTO memory_revisions (table_name, memory_id, agent_id, content, revised_by)
-    VALUES (TG_TABLE_NAME, OLD.id, OLD.agent_id, OLD.content, session_user);
+    INSERT INTO memory_revisions (table_name, memory_id, agent_id, content, metadata, revised_by)
+    VALUES (TG_TABLE_NAME, OLD.id, OLD.agent_id, OLD.content, OLD.metadata, session_user);
     RETURN NULL;
 END
 $function$;
@@ -1407,7 +1407,7 @@ CREATE TRIGGER episodic_traces_hint_new_rows AFTER INSERT ON episodic_traces REF
 CREATE TRIGGER episodic_traces_init_decay_state BEFORE INSERT ON episodic_traces FOR EACH ROW EXECUTE FUNCTION ethos_init_decay_state();
 
 -- trigger episodic_traces.episodic_traces_keep_revision
-CREATE TRIGGER episodic_traces_keep_revision AFTER UPDATE OF content ON episodic_traces FOR EACH ROW WHEN (old.content IS DISTINCT FROM new.content) EXECUTE FUNCTION ethos_keep_revision();
+CREATE TRIGGER episodic_traces_keep_revision AFTER UPDATE OF content, metadata ON episodic_traces FOR EACH ROW WHEN (old.content IS DISTINCT FROM new.content OR old.metadata IS DISTINCT FROM new.metadata) EXECUTE FUNCTION ethos_keep_revision();
 
 -- trigger episodic_traces.episodic_traces_text_stats_delete
 CREATE TRIGGER episodic_traces_text_stats_delete AFTER DELETE ON episodic_traces REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION ethos_text_stats_changed();
@@ -1443,7 +1443,7 @@ CREATE TRIGGER memory_vectors_hint_new_rows AFTER INSERT ON memory_vectors REFER
 CREATE TRIGGER memory_vectors_init_decay_state BEFORE INSERT ON memory_vectors FOR EACH ROW EXECUTE FUNCTION ethos_init_decay_state();
 
 -- trigger memory_vectors.memory_vectors_keep_revision
-CREATE TRIGGER memory_vectors_keep_revision AFTER UPDATE OF content ON memory_vectors FOR EACH ROW WHEN (old.content IS DISTINCT FROM new.content) EXECUTE FUNCTION ethos_keep_revision();
+CREATE TRIGGER memory_vectors_keep_revision AFTER UPDATE OF content, metadata ON memory_vectors FOR EACH ROW WHEN (old.content IS DISTINCT FROM new.content OR old.metadata IS DISTINCT FROM new.metadata) EXECUTE FUNCTION ethos_keep_revision();
 
 -- trigger memory_vectors.memory_vectors_stay_with_source
 CREATE TRIGGER memory_vectors_stay_with_source BEFORE UPDATE OF policy ON memory_vectors FOR EACH ROW WHEN (new.source_id IS NOT NULL AND new.policy <> 'permanent'::text) EXECUTE FUNCTION ethos_vector_stays_with_source();
@@ -1491,7 +1491,7 @@ CREATE TRIGGER semantic_facts_hint_new_rows AFTER INSERT ON semantic_facts REFER
 CREATE TRIGGER semantic_facts_init_decay_state BEFORE INSERT ON semantic_facts FOR EACH ROW EXECUTE FUNCTION ethos_init_decay_state();
 
 -- trigger semantic_facts.semantic_facts_keep_revision
-CREATE TRIGGER semantic_facts_keep_revision AFTER UPDATE OF content ON semantic_facts FOR EACH ROW WHEN (old.content IS DISTINCT FROM new.content) EXECUTE FUNCTION ethos_keep_revision();
+CREATE TRIGGER semantic_facts_keep_revision AFTER UPDATE OF content, metadata ON semantic_facts FOR EACH ROW WHEN (old.content IS DISTINCT FROM new.content OR old.metadata IS DISTINCT FROM new.metadata) EXECUTE FUNCTION ethos_keep_revision();
 
 -- trigger semantic_facts.semantic_facts_text_stats_delete
 CREATE TRIGGER semantic_facts_text_stats_delete AFTER DELETE ON semantic_facts REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION ethos_text_stats_changed();

@@ -132,18 +132,24 @@ class ListingEngine(EngineCore):
         self, table: str | TableSpec, memory_id: str | uuid.UUID
     ) -> list[dict[str, Any]]:
         """What happened to a memory, oldest first: added (with its first text), updated
-        (each replaced text with the one before it, `old`; a change of metadata only
-        without), pruned (with the reason) and recovered by id, each time."""
+        (each replaced text with the one before it, `old`, and replaced metadata with
+        the metadata before it, `old_metadata`), pruned (with the reason) and recovered
+        by id, each time."""
         spec = table_spec(table)
         row = await self.store.fetch(spec, parse_id(memory_id))
         revisions = await self.store.revisions_of(spec, row["id"])
         texts = [r["content"] for r in revisions] + [row["content"]]
+        metadata = [_json(r["metadata"]) for r in revisions] + [_json(row["metadata"])]
         events: list[dict[str, Any]] = [
             {"event": "add", "at": row["created_at"], "content": texts[0]}
         ]
         for i, revision in enumerate(revisions):
-            events.append({"event": "update", "at": revision["revised_at"],
-                           "old": texts[i], "content": texts[i + 1]})  # fmt: skip
+            event = {"event": "update", "at": revision["revised_at"], "content": texts[i + 1]}
+            if texts[i] != texts[i + 1]:
+                event["old"] = texts[i]
+            if metadata[i] is not None and metadata[i] != metadata[i + 1]:
+                event["old_metadata"] = metadata[i]
+            events.append(event)
         if not revisions and row["updated_at"] is not None:
             events.append({"event": "update", "at": row["updated_at"], "content": texts[0]})
         for recovery in await self.store.recoveries_of(spec, row["id"]):
@@ -167,6 +173,11 @@ class ListingEngine(EngineCore):
         return [dict(row) for row in await self.store.pruned_by_reason(agent, at)]
 
 
+def _json(value: Any) -> Any:
+    """A jsonb value as the driver returns it (text), decoded."""
+    return json.loads(value) if isinstance(value, str) else value
+
+
 def describe(spec: TableSpec, row: Row, at: datetime, policy: Policy) -> dict[str, Any]:
     """A memory as front ends show it: `explain`'s account, its text and metadata."""
     metadata = row["metadata"]
@@ -176,7 +187,7 @@ def describe(spec: TableSpec, row: Row, at: datetime, policy: Policy) -> dict[st
         **account,
         "forecast": [] if row["pruned"] else forecast(spec, row, at, policy, until),
         "content": row["content"],
-        "metadata": json.loads(metadata) if isinstance(metadata, str) else metadata,
+        "metadata": _json(metadata),
         "created_at": row["created_at"].isoformat(),
         "updated_at": row["updated_at"].isoformat() if row["updated_at"] else None,
     }

@@ -99,6 +99,7 @@ async def test_mem0_shapes_add_list_search_update_history_delete(
     assert [(h["event"], h["old_memory"], h["new_memory"]) for h in changes] == [
         ("ADD", None, "Alice drinks green tea every morning"),
         ("UPDATE", "Alice drinks green tea every morning", "Alice drinks jasmine tea"),
+        ("UPDATE", None, "Alice drinks jasmine tea"),  # its metadata replaced
     ]  # the text it replaced is kept (memory_revisions)
     forgotten = ok(await http.get("/memories", params={"user_id": "alice", "pruned": True}))
     assert [m["id"] for m in forgotten["results"]] == [noted]

@@ -212,9 +212,6 @@ async def test_history_keeps_every_delete_and_only_real_recoveries(
     assert moments == sorted(moments)
 
 
-@pytest.mark.xfail(
-    strict=True, reason="memory_revisions keeps texts only: replaced metadata needs a column"
-)
 async def test_history_keeps_replaced_metadata(settings: Settings) -> None:
     """Finding: metadata replaced by PUT is not kept in the history."""
     async with served(settings) as http:

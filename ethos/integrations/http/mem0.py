@@ -151,9 +151,14 @@ def mem0_routes(app: FastAPI) -> None:
 
     async def history(memory_id: str, engine: EngineDep) -> list[dict[str, Any]]:
         """What happened to it, oldest first: each UPDATE with the text it replaced
-        (old_memory); RECOVER is ethos's own event."""
+        (old_memory) and the metadata it replaced (ethos.old_metadata, as the client
+        gave it); RECOVER is ethos's own event."""
         memory = await engine.memory(memory_id)
         events = await engine.history(memory["table"], memory_id)
+        for event in events:
+            if "old_metadata" in event:
+                given = {k: v for k, v in event["old_metadata"].items() if k != OWNERS}
+                event["old_metadata"] = given or None
         mem0 = ("event", "at", "old", "content")
         return [
             {"id": f"{memory['id']}:{i}", "memory_id": memory["id"], "old_memory": e.get("old"),

@@ -12,6 +12,8 @@ A hostile-tenant review (issue 38) got through in five places, closed here:
   an anchor at 'infinity' made listings fail. An agent's own connection (row-level
   security on) may not add a memory anchored more than 5 minutes ahead, nor one whose
   content is empty, blank or over 256 KiB (what inputs.py refuses for the front ends);
+- a memory's revisions keep the metadata an update replaced, beside the text (the
+  history of a memory showed a text replaced, never its metadata);
 - queued retrievals set aside keep how many they stood for (`n`), which the drain and
   the in-process flush write when the database refuses one memory's events for good:
   the rest of the batch is applied;
@@ -176,6 +178,16 @@ $$;
 
 ALTER TABLE retrieval_dead_letters ADD COLUMN n integer NOT NULL DEFAULT 1 CHECK (n >= 1);
 
+ALTER TABLE memory_revisions ADD COLUMN metadata jsonb;
+CREATE OR REPLACE FUNCTION ethos_keep_revision() RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER AS $$
+BEGIN
+    INSERT INTO memory_revisions (table_name, memory_id, agent_id, content, metadata, revised_by)
+    VALUES (TG_TABLE_NAME, OLD.id, OLD.agent_id, OLD.content, OLD.metadata, session_user);
+    RETURN NULL;
+END
+$$;
+
 -- Which agents the calling role speaks for. A view sees the caller as current_user and
 -- reads ethos_agent_roles with its owner's rights, so the caller learns its own
 -- agents and no one else's.
@@ -225,14 +237,38 @@ _definers = importlib.import_module("ethos.migrations.versions.0033_definers_har
 DEFINER_PATHS = (
     _definers.TEMP_LAST
     + "ALTER FUNCTION ethos_tier_by_vector() SET search_path FROM CURRENT;\n"
+    + "ALTER FUNCTION ethos_keep_revision() SET search_path FROM CURRENT;\n"
+    + "REVOKE EXECUTE ON FUNCTION ethos_keep_revision() FROM PUBLIC;\n"
     + "ALTER FUNCTION ethos_hint_new_rows() SET search_path FROM CURRENT;\n"
     + "REVOKE EXECUTE ON FUNCTION ethos_tier_by_vector() FROM PUBLIC;\n"
     + _definers.PATH_BACK
 )
 
 
+REVISIONS = """
+DROP TRIGGER {table}_keep_revision ON {table};
+CREATE TRIGGER {table}_keep_revision AFTER UPDATE OF {columns} ON {table}
+    FOR EACH ROW WHEN ({changed})
+    EXECUTE FUNCTION ethos_keep_revision();
+"""
+
+
+def _revisions(columns: tuple[str, ...]) -> str:
+    """Each table's revision trigger, kept on a change of `columns`."""
+    changed = " OR ".join(f"OLD.{c} IS DISTINCT FROM NEW.{c}" for c in columns)
+    return "".join(
+        REVISIONS.format(table=table, columns=", ".join(columns), changed=changed)
+        for table in TABLES
+    )
+
+
 def upgrade() -> None:
-    execute_script("".join(_bounds(table) for table in TABLES) + UPGRADE + DEFINER_PATHS)
+    execute_script(
+        "".join(_bounds(table) for table in TABLES)
+        + UPGRADE
+        + _revisions(("content", "metadata"))
+        + DEFINER_PATHS
+    )
 
 
 def downgrade() -> None:
@@ -240,6 +276,8 @@ def downgrade() -> None:
         "ALTER FUNCTION ethos_hint_new_rows() SECURITY INVOKER RESET search_path;\n"
         "GRANT EXECUTE ON FUNCTION ethos_hint_new_rows() TO PUBLIC;\n"
         + earlier_function("0022_roles", "ethos_agents_of", "UPGRADE")
+        + _revisions(("content",))
+        + earlier_function("0022_roles", "ethos_keep_revision", "UPGRADE")
         + """
 DO $$
 DECLARE
@@ -263,6 +301,7 @@ DROP FUNCTION ethos_memory_is_visible(text, uuid);
 DROP FUNCTION ethos_own_agents();
 DROP VIEW ethos_own_agent_ids;
 ALTER TABLE retrieval_dead_letters DROP COLUMN n;
+ALTER TABLE memory_revisions DROP COLUMN metadata;
 DROP TRIGGER memory_vectors_follow_source ON memory_vectors;
 CREATE TRIGGER memory_vectors_follow_source BEFORE INSERT ON memory_vectors
     FOR EACH ROW WHEN (NEW.source_id IS NOT NULL)

@@ -41,7 +41,8 @@ LEFT JOIN (SELECT length::float8 / nullif(docs, 0) AS average FROM agent_text_st
            WHERE agent_id = %(agent)s) AS t ON true;
 
 -- name: revisions_of
--- A memory's earlier texts, oldest first (migration 0022 keeps them).
-SELECT content, revised_at FROM memory_revisions
+-- A memory's earlier texts and metadata, oldest first (migrations 0022 and 0038 keep
+-- them).
+SELECT content, metadata, revised_at FROM memory_revisions
 WHERE table_name = %(table)s AND memory_id = %(id)s
 ORDER BY revised_at, id;
