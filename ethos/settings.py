@@ -62,6 +62,10 @@ class DatabaseSettings(_Section):
     pool_min_size: int = Field(default=1, ge=0)
     pool_max_size: int = Field(default=10, ge=1)
     connect_timeout_seconds: float = Field(default=10.0, gt=0)
+    # PostgreSQL's statement_timeout on the engine's connections (not the sweep's); 0:
+    # none. The HTTP and MCP servers set it to their request timeout and a margin when
+    # it is 0 (with_statement_timeout): a backstop should a cancel from the server fail.
+    statement_timeout_seconds: float = Field(default=0.0, ge=0)
     index_build_memory: str = Field(default="1GB", pattern=r"^\d+\s*(kB|MB|GB)$")
     # The embedded server's buffer cache: "auto" is a quarter of the memory (ethos.db).
     shared_buffers: str = Field(default="auto", pattern=r"^(auto|\d+\s*(kB|MB|GB))$")
@@ -73,6 +77,21 @@ class DatabaseSettings(_Section):
         if size and int(size[1]) * {"kB": 1, "MB": 2**10, "GB": 2**20}[size[2]] < 128:
             raise ValueError("PostgreSQL needs at least 128kB")
         return value
+
+
+# What a server's statements may take beyond its request timeout before PostgreSQL stops
+# them itself (the server cancels them at the timeout).
+STATEMENT_TIMEOUT_MARGIN_SECONDS = 5.0
+
+
+def with_statement_timeout(settings: Settings, request_timeout_seconds: float) -> Settings:
+    """`settings` for a server whose requests stop after `request_timeout_seconds`: its
+    statements stop a margin later, unless [database] statement_timeout_seconds says."""
+    if settings.database.statement_timeout_seconds:
+        return settings
+    seconds = request_timeout_seconds + STATEMENT_TIMEOUT_MARGIN_SECONDS
+    database = settings.database.model_copy(update={"statement_timeout_seconds": seconds})
+    return settings.model_copy(update={"database": database})
 
 
 # The curve keys [decay] gives the `standard` policy (the first wave's settings).

@@ -27,7 +27,7 @@ from ethos.engine import Engine
 from ethos.errors import EthosError
 from ethos.integrations import calls
 from ethos.integrations.door import Door, guarded
-from ethos.settings import Settings
+from ethos.settings import Settings, with_statement_timeout
 from ethos.tables import table_spec
 
 Kind = Literal["episode", "fact", "vector"]
@@ -45,7 +45,8 @@ def build_server(settings: Settings, *, agent: str | None = None) -> MCPServer[A
 
     @asynccontextmanager
     async def lifespan(_: MCPServer[Any]) -> AsyncIterator[None]:
-        async with Engine(settings) as engine:
+        served = with_statement_timeout(settings, settings.mcp.request_timeout_seconds)
+        async with Engine(served) as engine:
             opened.append(engine)
             try:
                 yield

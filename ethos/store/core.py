@@ -6,6 +6,7 @@ mixin builds on StoreCore."""
 from __future__ import annotations
 
 import asyncio
+import math
 import os
 import re
 import time
@@ -146,6 +147,11 @@ def search_server_settings(candidates: int, max_scan_tuples: int) -> dict[str, s
 # released by PostgreSQL when its connection ends (kill -9 included).
 SWEEP_LOCK_KEY = 0x45_54_48_4F_01
 TRY_SWEEP_LOCK = STATEMENTS["try_sweep_lock"]
+
+
+def statement_timeout(seconds: float) -> dict[str, str]:
+    """PostgreSQL's statement_timeout for a session, in ms; none for 0."""
+    return {"statement_timeout": str(math.ceil(seconds * 1000))} if seconds else {}
 
 
 def _interrupt_orphans(table: str) -> str:
@@ -321,6 +327,7 @@ class StoreCore:
                     **search_server_settings(
                         settings.search.candidates, settings.search.max_scan_tuples
                     ),
+                    **statement_timeout(settings.database.statement_timeout_seconds),
                     "application_name": PROCESS_NAME,
                 },
                 # The schedule makes statements of tens of KB: prepare them once too.

@@ -15,7 +15,7 @@ import pytest
 
 from ethos.engine import Engine
 from ethos.errors import DatabaseError
-from ethos.settings import DatabaseSettings, LtpSettings, Settings
+from ethos.settings import DatabaseSettings, LtpSettings, Settings, with_statement_timeout
 from tests.conftest import TEMPLATE, Cli, database_uri
 from tests.integration.test_roles import (
     AGENT,
@@ -346,3 +346,24 @@ async def test_an_agent_role_cannot_place_a_memory_out_of_time(house: House) -> 
     later = datetime.now(UTC) + timedelta(days=30)
     async with owner(house) as engine:
         assert await engine.add("fact", agent_id="a", content="simulated", created_at=later)
+
+
+# --- every request bounded, also in PostgreSQL ------------------------------------------
+
+
+async def test_a_statement_over_the_timeout_is_stopped_by_postgresql(
+    database_url: str, conn: asyncpg.Connection
+) -> None:
+    """Behind the servers' own cancel (a deadline, a client gone): should one be lost,
+    PostgreSQL stops the statement itself."""
+    settings = Settings(database=DatabaseSettings(url=database_url))
+    served = with_statement_timeout(settings, request_timeout_seconds=0.5)
+    assert served.database.statement_timeout_seconds == 5.5
+    assert with_statement_timeout(served, 100).database.statement_timeout_seconds == 5.5
+    timed = Settings(database=DatabaseSettings(url=database_url, statement_timeout_seconds=0.3))
+    async with Engine(timed) as engine:
+        memory = await engine.add("fact", agent_id="a", content="locked")
+        async with conn.transaction():
+            await conn.execute("SELECT 1 FROM semantic_facts WHERE id = $1 FOR UPDATE", memory)
+            with pytest.raises(DatabaseError, match="statement timeout"):
+                await engine.forget("fact", [memory])

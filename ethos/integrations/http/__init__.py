@@ -44,7 +44,7 @@ from ethos.integrations.http.gate import Gate, install_problems
 from ethos.integrations.http.mem0 import mem0_routes
 from ethos.integrations.http.own import ethos_routes
 from ethos.integrations.http.owners import named
-from ethos.settings import Settings
+from ethos.settings import Settings, with_statement_timeout
 
 __all__ = ["DASHBOARD", "Gate", "build_app", "http_app", "named", "serve_http"]
 
@@ -57,7 +57,8 @@ def build_app(settings: Settings) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        async with Engine(settings) as engine:  # closing it applies the buffered LTP
+        served = with_statement_timeout(settings, settings.server.request_timeout_seconds)
+        async with Engine(served) as engine:  # closing it applies the buffered LTP
             app.state.engine = engine
             yield
 
