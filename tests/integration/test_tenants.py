@@ -322,21 +322,22 @@ async def test_an_agent_role_cannot_write_the_sweeps_schedule(house: House) -> N
         ("'a', repeat('x', 300000)", "at most 262,144"),
     ],
 )
-async def test_plain_sql_of_an_agent_role_gets_the_content_checks(
-    house: House, values: str, refusal: str
-) -> None:
-    with pytest.raises(asyncpg.CheckViolationError, match=refusal):
-        await as_sql(
-            house, AGENT, f"INSERT INTO semantic_facts (agent_id, content) VALUES ({values})"
-        )
+async def test_plain_sql_gets_the_content_checks(house: House, values: str, refusal: str) -> None:
+    """Whoever writes it: an agent role, or the app."""
+    for role in (AGENT, APP):
+        with pytest.raises(asyncpg.CheckViolationError, match=refusal):
+            await as_sql(
+                house, role, f"INSERT INTO semantic_facts (agent_id, content) VALUES ({values})"
+            )
 
 
 async def test_an_agent_role_cannot_place_a_memory_out_of_time(house: House) -> None:
     """Anchored in 2150, a working memory stayed at full strength until then; an anchor
     at 'infinity' set by UPDATE broke every listing of the agent."""
-    with pytest.raises(asyncpg.CheckViolationError, match="ahead of now"):
-        await as_sql(house, AGENT, "INSERT INTO semantic_facts (agent_id, content, anchor_at)"
-                     " VALUES ('a', 'later', '2150-01-01')")  # fmt: skip
+    for column in ("anchor_at", "created_at"):
+        with pytest.raises(asyncpg.CheckViolationError, match="ahead of now"):
+            await as_sql(house, AGENT, f"INSERT INTO semantic_facts (agent_id, content, {column})"
+                         " VALUES ('a', 'later', '2150-01-01')")  # fmt: skip
     memory = await fact_of(house, "a")
     for moment in ("infinity", "-infinity", "2500-01-01"):
         with pytest.raises(asyncpg.CheckViolationError, match="anchor_at_1900_to_2199"):

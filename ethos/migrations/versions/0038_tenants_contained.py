@@ -150,25 +150,25 @@ BEGIN
 END
 $$;
 
--- What an agent's own connection (row-level security on) may not write, beside the
--- checks every writer gets: content the front ends refuse, and an anchor ahead of now
--- (a memory at full strength for decades). The owner and the app may place memories in
--- simulated time.
+-- Content the front ends refuse (inputs.py) is refused to plain SQL too; an agent's own
+-- connection (row-level security on) may also not anchor a memory ahead of now (at full
+-- strength for decades), where the owner and the app may place memories in simulated
+-- time.
 CREATE OR REPLACE FUNCTION ethos_content_derived() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
-    IF row_security_active(TG_RELID) THEN
-        IF NEW.content !~ '[^[:space:]\u00a0\u200b-\u200f\u2060-\u2064\ufeff]' THEN
-            RAISE EXCEPTION 'content must not be empty' USING ERRCODE = 'check_violation';
-        END IF;
-        IF octet_length(NEW.content) > 262144 THEN
-            RAISE EXCEPTION 'content is % bytes: at most 262,144 are stored',
-                octet_length(NEW.content) USING ERRCODE = 'check_violation';
-        END IF;
-        IF TG_OP = 'INSERT' AND NEW.anchor_at > now() + interval '5 minutes' THEN
-            RAISE EXCEPTION 'anchor_at % is ahead of now: a memory starts when it is written',
-                NEW.anchor_at USING ERRCODE = 'check_violation';
-        END IF;
+    IF NEW.content !~ '[^[:space:]\u00a0\u200b-\u200f\u2060-\u2064\ufeff]' THEN
+        RAISE EXCEPTION 'content must not be empty' USING ERRCODE = 'check_violation';
+    END IF;
+    IF octet_length(NEW.content) > 262144 THEN
+        RAISE EXCEPTION 'content is % bytes: at most 262,144 are stored',
+            octet_length(NEW.content) USING ERRCODE = 'check_violation';
+    END IF;
+    -- (the anchor defaults to the creation, filled by a later trigger)
+    IF TG_OP = 'INSERT' AND coalesce(NEW.anchor_at, NEW.created_at) > now() + interval '5 minutes'
+       AND row_security_active(TG_RELID) THEN
+        RAISE EXCEPTION 'a memory of % starts when it is written, not ahead of now',
+            coalesce(NEW.anchor_at, NEW.created_at) USING ERRCODE = 'check_violation';
     END IF;
     NEW.content_key := ethos_content_key(NEW.content);
     NEW.content_tsv := ethos_text_vector(ethos_text_config(), NEW.agent_id, NEW.content);
