@@ -76,6 +76,11 @@ def test_owners_combine_as_an_and() -> None:
     alone = named({"user_id": "u"})
     assert alone.hold(None, "u")  # added outside mem0's shape: its agent's, as user_id
     assert not alone.hold({"mem0": {"agent_id": "u"}}, "u")  # an agent named u is no user
+    # each owner is a text PostgreSQL can hold (a NUL in a run_id was a 500, found by
+    # test_http_fuzz: the owners are matched in jsonb)
+    for bad in ("r\x00", "\ud800", 7):
+        with pytest.raises(InputError, match="run_id"):
+            named({"user_id": "u"}, {"run_id": bad})
 
 
 def test_a_problem_detail_is_one_short_line_whatever_it_echoes() -> None:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ethos.errors import InputError
+from ethos.inputs import agent_id
 from ethos.integrations.http.shapes import IDS, OWNERS
 
 
@@ -48,8 +49,7 @@ def named(given: Mapping[str, Any], filters: Mapping[str, Any] | None = None) ->
     for key, value in [*((k, given.get(k)) for k in IDS), *_filter_ids(filters or {})]:
         if value is None or value == "":
             continue
-        if not isinstance(value, str):
-            raise InputError(f"{key} must be a string")
+        agent_id(value, key)  # a text PostgreSQL can hold: each is matched in jsonb
         if found.setdefault(key, value) != value:
             raise InputError(f"{key} is both {found[key]!r} and {value!r}: a memory has one")
     if not found:
