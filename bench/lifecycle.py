@@ -55,6 +55,7 @@ from ethos.settings import DatabaseSettings, ImportanceSettings, LoggingSettings
 from ethos.tables import table_spec
 
 K = 10
+LASTING = timedelta(days=3652)  # "outlives 10 years with no further use"
 RECALLED = 5  # what each turn recalls and reinforces
 LIVE = "SELECT id FROM episodic_traces WHERE agent_id = $1 AND NOT pruned"
 
@@ -67,6 +68,7 @@ class Outcome:
     pruned: int
     evidence: int
     evidence_kept: int
+    lasting: int = 0  # live turns that would outlive LASTING with no further use
     recall10: list[float] = field(default_factory=list)
     hybrid10: list[float] = field(default_factory=list)  # the questions by hybrid recall
 
@@ -162,9 +164,14 @@ async def replay(
             await conn.close()
         live = {ids[str(r["id"])] for r in rows}
         evidence = conversation.evidence
+        lasting = 0
+        for r in rows:  # explain's forecast, as an operator reads it
+            prunes_at = (await engine.explain("episode", r["id"], now=asked_at))["prunes_at"]
+            if prunes_at is None or datetime.fromisoformat(prunes_at) > asked_at + LASTING:
+                lasting += 1
         outcome = Outcome(
             len(conversation.turns), len(conversation.turns) - len(live), len(evidence),
-            len(evidence & live),
+            len(evidence & live), lasting,
         )  # fmt: skip
         for question, _, wanted in conversation.questions:
             asked = [(outcome.recall10, None)]  # by text, and with vectors by hybrid recall
@@ -192,12 +199,14 @@ def row(
     pruned = sum(o.pruned for o in outcomes)
     evidence = sum(o.evidence for o in outcomes)
     kept = sum(o.evidence_kept for o in outcomes)
+    lasting = sum(o.lasting for o in outcomes)
     total = Outcome(turns, pruned, evidence, kept)
     r10 = statistics.fmean(r for o in outcomes for r in o.recall10)
     cells = [
         f"{pruned:,} of {turns:,} ({pruned / turns:.0%})",
         f"{kept:,} of {evidence:,} ({kept / evidence:.0%})",
         f"{total.selectivity:.2f}",
+        f"{lasting:,} ({lasting / max(turns - pruned, 1):.0%})",
         f"{r10:.3f}",
     ]
     if unpruned is not None:
@@ -216,13 +225,13 @@ def row(
 
 
 HEADER = (
-    "| | turns pruned | evidence turns kept | selectivity | r@10 after forgetting"
-    " | vs nothing pruned |\n| --- | --- | --- | --- | --- | --- |"
+    "| | turns pruned | evidence turns kept | selectivity | live past 10 years"
+    " | r@10 after forgetting | vs nothing pruned |\n| --- | --- | --- | --- | --- | --- | --- |"
 )
 HYBRID_HEADER = (
-    "| | turns pruned | evidence turns kept | selectivity | r@10 text"
+    "| | turns pruned | evidence turns kept | selectivity | live past 10 years | r@10 text"
     " | vs nothing pruned | r@10 hybrid | vs nothing pruned (hybrid) |\n"
-    "| --- | --- | --- | --- | --- | --- | --- | --- |"
+    "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 )
 
 

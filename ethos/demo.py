@@ -127,7 +127,8 @@ async def run_demo(engine: Engine, say: Callable[[str], None] = print) -> dict[s
         f"explain 'Alice said she is changing jobs' on day {DAYS}: salience {info['salience']:.3f}"
         f" = strength {info['strength']:.3f} × decay {info['decay_factor']:.3f}"
         f" (t {info['t_days']:.1f} d, τ {info['tau_days']:.1f} d after {info['retrieval_count']}"
-        f" recalls) × frequency boost {info['frequency_boost']:.3f}"
+        f" recalls, worth {info['reinforcement']:.2f} by their spacing)"
+        f" × frequency boost {info['frequency_boost']:.3f}"
         f" × emotional boost {info['emotional_boost']:.3f}; forgotten on {info['prunes_at'][:10]}"
         " unless recalled again"
     )

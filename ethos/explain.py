@@ -21,7 +21,7 @@ def memory_state(
         strength=row["confidence_strength"] if confidence else row["strength"],
         anchor_at=row["anchor_at"],
         created_at=row["created_at"],
-        retrieval_count=row["retrieval_count"],
+        reinforcement=row["reinforcement"],
         emotion=row[spec.emotion_column] if spec.emotion_column and not confidence else 0.0,
         pinned=row["pinned"],
     )
@@ -36,7 +36,7 @@ def explain(
     state = memory_state(spec, row)
     frequency_boost, emotional_boost = decay.boosts(state, now, p)
     t_days = max(decay.days_between(state.anchor_at, now), 0.0)
-    tau = decay.tau_days(state.retrieval_count, p)
+    tau = decay.tau_days(state.reinforcement, p)
     # Facts are forgotten on their confidence; vectors also when they expire.
     deciding = memory_state(spec, row, confidence=True) if spec.has_confidence else state
     prunes_at = None if row["pruned"] else decay.prunes_at(deciding, now, p)
@@ -52,7 +52,11 @@ def explain(
         "stored_salience": row["salience"],
         "strength": state.strength,
         "anchor_at": state.anchor_at.isoformat(),
-        "retrieval_count": state.retrieval_count,
+        "retrieval_count": row["retrieval_count"],
+        # what they added to τ's n, each by its spacing (decay.spaced_gain), and what one
+        # more now would add
+        "reinforcement": state.reinforcement,
+        "retrieval_now_adds": decay.spaced_gain(state, now, p),
         "t_days": t_days,
         "days_alive": max(decay.days_between(state.created_at, now), 1.0),
         "tau_days": tau,
@@ -98,7 +102,7 @@ def forecast(
     if prunes_at is not None:
         span = decay.days_between(now, prunes_at)
     else:
-        span = 3 * decay.tau_days(state.retrieval_count, p)
+        span = 3 * decay.tau_days(state.reinforcement, p)
     step = max(span, 1 / 24) / (points - 1)
     return [
         (i * step, decay.salience(state, now + timedelta(days=i * step), p)) for i in range(points)

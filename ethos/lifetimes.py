@@ -21,9 +21,10 @@ ORIGIN = datetime(2000, 1, 1, tzinfo=UTC)
 
 
 def plain_memory(n: int, emotion: float) -> MemoryState:
-    """Strength 1, created now, retrieved n times at creation, never again."""
+    """Strength 1, created now, with n full reinforcements (n retrievals, each at the
+    point of forgetting), never retrieved again."""
     return MemoryState(
-        strength=1.0, anchor_at=ORIGIN, created_at=ORIGIN, retrieval_count=n, emotion=emotion
+        strength=1.0, anchor_at=ORIGIN, created_at=ORIGIN, reinforcement=n, emotion=emotion
     )
 
 

@@ -65,6 +65,8 @@ def _memory_columns() -> list[Column[Any]]:
         Column("strength", Float, nullable=False),
         Column("anchor_at", DateTime(timezone=True), nullable=False),
         Column("retrieval_count", Integer, nullable=False, server_default=text("0")),
+        # τ's n: the retrievals, each counted by its spacing (migration 0039)
+        Column("reinforcement", Float, nullable=False, server_default=text("0")),
         Column("last_retrieved_at", DateTime(timezone=True)),
         Column("created_at", DateTime(timezone=True), nullable=False, server_default=now),
         Column("pruned", Boolean, nullable=False, server_default=text("false")),

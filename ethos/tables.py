@@ -13,6 +13,7 @@ PRUNE_REASONS = ("decay", "expired", "feedback", "merged", "manual")
 MEMORY_COLUMNS = frozenset(
     {
         "id", "agent_id", "content", "salience", "strength", "anchor_at", "retrieval_count",
+        "reinforcement",
         "last_retrieved_at", "created_at", "pruned", "pruned_at", "prune_reason", "pinned",
         "metadata", "policy", "importance", "due_at", "prune_at", "surfaced_count",
         "useful_count", "wrong_count", "content_key", "merged_into", "client_key", "updated_at",

@@ -97,6 +97,9 @@ FOREIGN KEY (policy) REFERENCES decay_policies(name);
 -- constraint episodic_traces.episodic_traces_prune_reason_check
 CHECK (prune_reason = ANY (ARRAY['decay'::text, 'expired'::text, 'feedback'::text, 'merged'::text, 'manual'::text]));
 
+-- constraint episodic_traces.episodic_traces_reinforcement_check
+CHECK (reinforcement >= 0::double precision AND reinforcement <= 1000000000::double precision);
+
 -- constraint episodic_traces.episodic_traces_retrieval_count_at_most_1e9
 CHECK (retrieval_count <= 1000000000);
 
@@ -205,6 +208,9 @@ FOREIGN KEY (policy) REFERENCES decay_policies(name);
 -- constraint memory_vectors.memory_vectors_prune_reason_check
 CHECK (prune_reason = ANY (ARRAY['decay'::text, 'expired'::text, 'feedback'::text, 'merged'::text, 'manual'::text]));
 
+-- constraint memory_vectors.memory_vectors_reinforcement_check
+CHECK (reinforcement >= 0::double precision AND reinforcement <= 1000000000::double precision);
+
 -- constraint memory_vectors.memory_vectors_retrieval_count_at_most_1e9
 CHECK (retrieval_count <= 1000000000);
 
@@ -297,6 +303,9 @@ FOREIGN KEY (policy) REFERENCES decay_policies(name);
 
 -- constraint semantic_facts.semantic_facts_prune_reason_check
 CHECK (prune_reason = ANY (ARRAY['decay'::text, 'expired'::text, 'feedback'::text, 'merged'::text, 'manual'::text]));
+
+-- constraint semantic_facts.semantic_facts_reinforcement_check
+CHECK (reinforcement >= 0::double precision AND reinforcement <= 1000000000::double precision);
 
 -- constraint semantic_facts.semantic_facts_retrieval_count_at_most_1e9
 CHECK (retrieval_count <= 1000000000);
@@ -783,8 +792,8 @@ BEGIN
 END
 $function$;
 
--- function ethos_salience(double precision,timestamp with time zone,timestamp with time zone,integer,double precision,boolean,timestamp with time zone,text,double precision,double precision,double precision,double precision,double precision,double precision)
-CREATE OR REPLACE FUNCTION public.ethos_salience(strength double precision, anchor_at timestamp with time zone, created_at timestamp with time zone, n integer, emotion double precision, frozen boolean, at timestamp with time zone, curve text, base_tau_days double precision, ltp_multiplier double precision, max_tau_days double precision, frequency_weight double precision, emotional_weight double precision, power_exponent double precision)
+-- function ethos_salience(double precision,timestamp with time zone,timestamp with time zone,double precision,double precision,boolean,timestamp with time zone,text,double precision,double precision,double precision,double precision,double precision,double precision)
+CREATE OR REPLACE FUNCTION public.ethos_salience(strength double precision, anchor_at timestamp with time zone, created_at timestamp with time zone, n double precision, emotion double precision, frozen boolean, at timestamp with time zone, curve text, base_tau_days double precision, ltp_multiplier double precision, max_tau_days double precision, frequency_weight double precision, emotional_weight double precision, power_exponent double precision)
  RETURNS double precision
  LANGUAGE sql
  IMMUTABLE PARALLEL SAFE
@@ -822,8 +831,26 @@ BEGIN
 END
 $function$;
 
--- function ethos_strength_at(double precision,timestamp with time zone,integer,boolean,timestamp with time zone,text,double precision,double precision,double precision,double precision)
-CREATE OR REPLACE FUNCTION public.ethos_strength_at(strength double precision, anchor_at timestamp with time zone, n integer, frozen boolean, at timestamp with time zone, curve text, base_tau_days double precision, ltp_multiplier double precision, max_tau_days double precision, power_exponent double precision)
+-- function ethos_spaced_gain(double precision,timestamp with time zone,double precision,boolean,timestamp with time zone,text,double precision,double precision,double precision,double precision,double precision)
+CREATE OR REPLACE FUNCTION public.ethos_spaced_gain(strength double precision, anchor_at timestamp with time zone, n double precision, frozen boolean, at timestamp with time zone, curve text, base_tau_days double precision, ltp_multiplier double precision, max_tau_days double precision, power_exponent double precision, prune_threshold double precision)
+ RETURNS double precision
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$
+    SELECT CASE
+        WHEN frozen THEN 0
+        WHEN n = 0 OR strength <= prune_threshold THEN 1
+        ELSE 0.1 + 0.9 * least(greatest(
+            (1 - exp(greatest(ethos_log_decay(
+                greatest(date_part('epoch', at - anchor_at), 0) / 86400.0,
+                ethos_tau_days(n, base_tau_days, ltp_multiplier, max_tau_days),
+                curve, power_exponent), -700)))
+            / (1 - prune_threshold / strength), 0), 1)
+    END
+$function$;
+
+-- function ethos_strength_at(double precision,timestamp with time zone,double precision,boolean,timestamp with time zone,text,double precision,double precision,double precision,double precision)
+CREATE OR REPLACE FUNCTION public.ethos_strength_at(strength double precision, anchor_at timestamp with time zone, n double precision, frozen boolean, at timestamp with time zone, curve text, base_tau_days double precision, ltp_multiplier double precision, max_tau_days double precision, power_exponent double precision)
  RETURNS double precision
  LANGUAGE sql
  IMMUTABLE PARALLEL SAFE
@@ -842,8 +869,8 @@ AS $function$
     END
 $function$;
 
--- function ethos_tau_days(integer,double precision,double precision,double precision)
-CREATE OR REPLACE FUNCTION public.ethos_tau_days(n integer, base_tau_days double precision, ltp_multiplier double precision, max_tau_days double precision)
+-- function ethos_tau_days(double precision,double precision,double precision,double precision)
+CREATE OR REPLACE FUNCTION public.ethos_tau_days(n double precision, base_tau_days double precision, ltp_multiplier double precision, max_tau_days double precision)
  RETURNS double precision
  LANGUAGE sql
  IMMUTABLE PARALLEL SAFE

@@ -89,7 +89,9 @@ async def test_on_search_count_only_counts_and_useful_reinforces(
         await engine.ltp.drain(5)
     used = await row(conn, "memory_vectors", vector)
     assert (used["retrieval_count"], used["useful_count"], used["anchor_at"]) == (1, 1, days(1))
-    assert used["strength"] == pytest.approx(0.5 * math.exp(-1 / 7) * 1.05)
+    # its first retrieval gives back what it lost since its creation (spaced_gain 1)
+    assert used["strength"] == pytest.approx(0.5 * 1.05)
+    assert used["reinforcement"] == 1
 
 
 async def test_recalled_together_three_times_then_a_week_later(
@@ -226,17 +228,16 @@ async def test_mixed_retrievals_and_feedback_from_20_tasks_during_sweeps(
         for at, kind in events:
             if pruned:
                 continue
-            strength = decay.strength_at(state, at, p)
-            n = state.retrieval_count
+            n = state.reinforcement
             if kind == "wrong":
-                strength *= 0.5
+                strength = decay.strength_at(state, at, p) * 0.5
                 counts["wrong"] += 1
             else:
-                strength = min(1.0, strength * 1.1)
-                n += 1
+                strength = decay.ltp_strength(state, at, p, 1.1, 1)
+                n += decay.spaced_gains(state, at, p, 1)
                 counts[kind] += 1
             state = decay.MemoryState(strength=strength, anchor_at=at, created_at=days(0),
-                                      retrieval_count=n)  # fmt: skip
+                                      reinforcement=n)  # fmt: skip
             pruned = kind == "wrong" and decay.is_pruned(decay.salience(state, at, p), p)
         expected[memory_id] = (state, counts, pruned)
     after = {r["id"]: r for r in await conn.fetch("SELECT * FROM episodic_traces")}
@@ -247,4 +248,5 @@ async def test_mixed_retrievals_and_feedback_from_20_tasks_during_sweeps(
         assert (got["useful_count"], got["wrong_count"]) == (counts["useful"], counts["wrong"])
         assert got["pruned"] == pruned
         assert got["strength"] == pytest.approx(state.strength, rel=1e-9)
+        assert got["reinforcement"] == pytest.approx(state.reinforcement, rel=1e-9)
         assert got["anchor_at"] == state.anchor_at

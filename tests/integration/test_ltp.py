@@ -60,16 +60,25 @@ async def test_ltp_rules_per_table(
     await engine.record_retrieval("vector", [vector], now=days(3))
     await engine.ltp.drain(5)
     decayed_2 = 0.5 * math.exp(-2 / 7)
+    created = decay.MemoryState(strength=0.5, anchor_at=t0, created_at=t0)
 
     e = await fetch(conn, "episodic_traces", episode)
-    # the episode: its own retrieval at day 2, then again through its vector at day 3
-    after_own = min(1.0, decayed_2 * 1.1)
-    through_vector = after_own * math.exp(-1 / decay.tau_days(1, p)) * 1.1
+    # the episode: its own retrieval at day 2 (the first: it gives back what the memory
+    # lost), then again through its vector at day 3 (a day after: it gives back a share)
+    own = decay.MemoryState(
+        strength=decay.ltp_strength(created, days(2), p, 1.1, 1), anchor_at=days(2),
+        created_at=t0, reinforcement=decay.spaced_gains(created, days(2), p, 1),
+    )  # fmt: skip
+    through_vector = decay.ltp_strength(own, days(3), p, 1.1, 1)
+    assert own.strength == pytest.approx(0.55) and through_vector < own.strength * 1.1
     assert e["strength"] == pytest.approx(through_vector, rel=1e-9)
+    n = own.reinforcement + decay.spaced_gains(own, days(3), p, 1)
+    assert e["reinforcement"] == pytest.approx(n, rel=1e-9) and 1.1 < n < 2
     assert (e["retrieval_count"], e["anchor_at"], e["last_retrieved_at"]) == (2, days(3), days(3))
     f = await fetch(conn, "semantic_facts", fact)
     assert f["retrieval_count"] == 2
-    assert f["strength"] == pytest.approx(decayed_2 * 1.1**2, rel=1e-9)
+    assert f["strength"] == pytest.approx(0.5 * 1.1**2, rel=1e-9)
+    assert f["reinforcement"] == pytest.approx(1 + decay.MIN_GAIN)  # the second at once
     assert f["confidence_strength"] == pytest.approx(decayed_2 + 0.04, rel=1e-9)
     v = await fetch(conn, "memory_vectors", vector)
     # an episode's vector has no curve of its own (it lives while the episode does): its
@@ -97,10 +106,11 @@ async def test_coalesced_moments_equal_sequential_retrievals(
         strength = decay.ltp_strength(state, at, p, 1.1, 1)
         state = decay.MemoryState(
             strength=strength, anchor_at=at, created_at=t0,
-            retrieval_count=state.retrieval_count + 1,
+            reinforcement=state.reinforcement + decay.spaced_gains(state, at, p, 1),
         )  # fmt: skip
     assert row["retrieval_count"] == 6
     assert row["strength"] == pytest.approx(state.strength, rel=1e-9)
+    assert row["reinforcement"] == pytest.approx(state.reinforcement, rel=1e-9)
 
 
 async def test_pruned_and_unknown_ids_change_nothing(

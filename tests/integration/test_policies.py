@@ -77,8 +77,9 @@ async def test_the_third_retrieval_promotes_a_working_memory_continuously(
     working = engine.settings.policy("working").params
     state = memory_state(EPISODES, row)
     strength = decay.ltp_strength(state, moments[2], working, 1.1, 1)
+    n = state.reinforcement + decay.spaced_gains(state, moments[2], working, 1)
     after = decay.MemoryState(
-        strength=strength, anchor_at=moments[2], created_at=t0, retrieval_count=3, emotion=0.5
+        strength=strength, anchor_at=moments[2], created_at=t0, reinforcement=n, emotion=0.5
     )
     on_working = decay.salience(after, moments[2], working)
     await engine.record_retrieval("episode", [memory], now=moments[2])

@@ -124,7 +124,7 @@ async def test_sql_and_python_formulas_agree(
             if p.curve == "power" and not state.pinned:
                 # FSRS's retrievability, written out: S × (1 + F·t/τ)^(−d)
                 t = max((days(3) - state.anchor_at).total_seconds() / 86400, 0)
-                tau = decay.tau_days(state.retrieval_count, p)
+                tau = decay.tau_days(state.reinforcement, p)
                 formula = state.strength * (1 + (0.9**-2 - 1) * t / tau) ** -0.5
                 assert row["sql_strength"] == pytest.approx(formula, rel=1e-9)
             checked[p.curve] = checked.get(p.curve, 0) + 1
@@ -379,7 +379,7 @@ async def test_a_concurrent_update_is_never_overwritten_by_a_batch(
             # An LTP-like write holds the row while the sweep's batch reaches it.
             await other.execute(
                 "UPDATE episodic_traces SET strength = 0.9, anchor_at = $2, salience = 0.9,"
-                " retrieval_count = 1 WHERE id = $1",
+                " retrieval_count = 1, reinforcement = 1 WHERE id = $1",
                 memory,
                 days(10),
             )

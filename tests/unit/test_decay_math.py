@@ -49,7 +49,7 @@ def test_runbook_examples(t0: datetime, days: Days, state: Callable[..., MemoryS
     emotional = state(emotion=1.0)
     assert decay.salience(emotional, days(7), P) == pytest.approx(math.exp(-1) * 1.2)
     assert decay.salience(emotional, days(7), P) == pytest.approx(0.4415, abs=1e-4)
-    month = state(retrieval_count=5, anchor_at=days(0))
+    month = state(reinforcement=5, anchor_at=days(0))
     assert decay.salience(month, days(30), P) > 0.5
 
 
@@ -74,7 +74,7 @@ def test_prune_boundary_at_seven_ln_twenty_days(
 def test_prunes_at_is_the_first_second_below_threshold(
     t0: datetime, days: Days, state: Callable[..., MemoryState]
 ) -> None:
-    m = state(retrieval_count=2, emotion=0.5, created_at=days(-10))
+    m = state(reinforcement=2, emotion=0.5, created_at=days(-10))
     at = decay.prunes_at(m, t0, P)
     assert at is not None
     assert decay.is_pruned(decay.salience(m, at, P), P)
@@ -92,9 +92,9 @@ def test_pinned_never_decays_nor_prunes(
 def test_frequency_boost_uses_days_alive_with_a_floor_of_one(
     t0: datetime, days: Days, state: Callable[..., MemoryState]
 ) -> None:
-    m = state(retrieval_count=3, created_at=days(-0.5))
+    m = state(reinforcement=3, created_at=days(-0.5))
     assert decay.frequency(m, t0) == 1.0  # 3 retrievals in under a day: capped
-    assert decay.frequency(state(retrieval_count=3, created_at=days(-6)), t0) == 0.5
+    assert decay.frequency(state(reinforcement=3, created_at=days(-6)), t0) == 0.5
 
 
 def test_very_old_rows_stop_at_the_exponent_floor(
@@ -112,8 +112,11 @@ def test_ltp_strength_equals_sequential_retrievals_at_one_moment(
     m = state(strength=0.6)
     at = days(3)
     once = decay.ltp_strength(m, at, P, 1.1, 1)
-    again = decay.ltp_strength(state(strength=once, anchor_at=at, retrieval_count=1), at, P, 1.1, 1)
+    after = state(strength=once, anchor_at=at, reinforcement=decay.spaced_gains(m, at, P, 1))
+    again = decay.ltp_strength(after, at, P, 1.1, 1)
     assert decay.ltp_strength(m, at, P, 1.1, 2) == pytest.approx(again)
+    gained = decay.spaced_gains(after, at, P, 1)
+    assert after.reinforcement + gained == pytest.approx(decay.spaced_gains(m, at, P, 2))
 
 
 moments = st.floats(min_value=0, max_value=400, allow_nan=False)
@@ -121,7 +124,7 @@ moments = st.floats(min_value=0, max_value=400, allow_nan=False)
 fields = st.fixed_dictionaries(
     {
         "strength": st.floats(min_value=0, max_value=1),
-        "retrieval_count": st.integers(min_value=0, max_value=60),
+        "reinforcement": st.one_of(st.just(0.0), st.floats(min_value=0, max_value=60)),
         "emotion": st.floats(min_value=0, max_value=1),
         "created_days": st.floats(min_value=-100, max_value=0),
     }
@@ -132,7 +135,7 @@ def build(state: Callable[..., MemoryState], days: Days, f: dict[str, Any]) -> M
     created = days(f["created_days"])
     return state(
         strength=f["strength"],
-        retrieval_count=f["retrieval_count"],
+        reinforcement=f["reinforcement"],
         emotion=f["emotion"],
         created_at=created,
         anchor_at=created,
@@ -163,7 +166,7 @@ def test_the_power_curve_is_fsrs_retrievability(
     p = DecayParams(curve="power", power_exponent=d, base_tau_days=3.0)
     m = build(state, days, f)
     elapsed = max(t - f["created_days"], 0.0)
-    tau = 3.0 * 1.5 ** min(m.retrieval_count, math.log(3650 / 3) / math.log(1.5))
+    tau = 3.0 * 1.5 ** min(m.reinforcement, math.log(3650 / 3) / math.log(1.5))
     expected = m.strength * (1 + (0.9 ** (-1 / d) - 1) * elapsed / tau) ** (-d)
     assert decay.strength_at(m, days(t), p) == pytest.approx(expected, rel=1e-9, abs=1e-300)
 
@@ -196,6 +199,53 @@ def test_never_decaying_policies_keep_their_value(
     state: Callable[..., MemoryState], days: Days
 ) -> None:
     p = DecayParams(never_decays=True)
-    m = state(strength=0.3, retrieval_count=4)
+    m = state(strength=0.3, reinforcement=4)
     assert decay.salience(m, days(10_000), p) == 0.3
     assert decay.prunes_at(m, days(0), p) is None and decay.plain_lifetime_days(p) is None
+
+
+# --- the spacing effect ---------------------------------------------------------------
+
+
+def test_a_retrievals_gain_grows_with_what_the_memory_lost_since_its_last(
+    days: Days, state: Callable[..., MemoryState]
+) -> None:
+    """0.1 right after the last, 1 at the point of forgetting; the first counts fully
+    and a memory that does not decay gains nothing."""
+    retrieved = state(reinforcement=1.0)  # τ 10.5 days
+    assert decay.spaced_gain(state(), days(0), P) == 1.0  # the first
+    assert decay.spaced_gain(retrieved, days(0), P) == pytest.approx(decay.MIN_GAIN)
+    gains = [decay.spaced_gain(retrieved, days(d), P) for d in (0.01, 1, 7, 14, 28)]
+    assert gains == sorted(gains) and decay.MIN_GAIN < gains[0] < gains[1] < gains[-1]
+    forgotten = decay.days_to_fall(P.prune_threshold, decay.tau_days(1.0, P), P)
+    assert decay.spaced_gain(retrieved, days(forgotten), P) == pytest.approx(1.0)
+    assert decay.spaced_gain(state(reinforcement=1.0, pinned=True), days(30), P) == 0.0
+    assert decay.spaced_gains(retrieved, days(0), P, 3) == pytest.approx(3 * decay.MIN_GAIN)
+
+
+def reinforced(m: MemoryState, moments: list[datetime], p: DecayParams) -> MemoryState:
+    """m after one retrieval at each moment, applied one after another."""
+    for at in moments:
+        n = m.reinforcement + decay.spaced_gains(m, at, p, 1)
+        strength = decay.ltp_strength(m, at, p, 1.1, 1)
+        m = MemoryState(strength=strength, anchor_at=at, created_at=m.created_at, reinforcement=n)
+    return m
+
+
+# Policies as ethos.toml makes them, by how long a plain memory lives: standard's 21 days
+# on either curve, and working's 8 hours.
+LIVES_21_DAYS_POWER = DecayParams(
+    curve="power", base_tau_days=decay.tau_for_lifetime(21, DecayParams(curve="power"))
+)
+
+
+@pytest.mark.parametrize("p", [P, LIVES_21_DAYS_POWER, DecayParams(base_tau_days=1 / 9)])
+def test_ten_retrievals_within_an_hour_raise_tau_by_a_quarter_of_ten_a_week_apart(
+    days: Days, state: Callable[..., MemoryState], p: DecayParams
+) -> None:
+    burst = reinforced(state(), [days(1) + timedelta(minutes=6 * i) for i in range(10)], p)
+    spaced = reinforced(state(), [days(7 * (i + 1)) for i in range(10)], p)
+    base = decay.tau_days(0, p)
+    burst_rise = decay.tau_days(burst.reinforcement, p) - base
+    spaced_rise = decay.tau_days(spaced.reinforcement, p) - base
+    assert 0 < burst_rise <= spaced_rise / 4

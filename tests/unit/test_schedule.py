@@ -29,7 +29,7 @@ CURVES = st.sampled_from(
 STATES = st.fixed_dictionaries(
     {
         "strength": st.floats(min_value=0.01, max_value=1),
-        "retrieval_count": st.integers(min_value=0, max_value=30),
+        "reinforcement": st.one_of(st.just(0.0), st.floats(min_value=0, max_value=30)),
         "emotion": st.floats(min_value=0, max_value=1),
         "created_days": st.floats(min_value=-60, max_value=0),
         "anchor_after_days": st.floats(min_value=0, max_value=30),
@@ -43,7 +43,7 @@ def build(days: Days, f: dict[str, Any]) -> MemoryState:
         strength=f["strength"],
         anchor_at=created + timedelta(days=f["anchor_after_days"]),
         created_at=created,
-        retrieval_count=f["retrieval_count"],
+        reinforcement=f["reinforcement"],
         emotion=f["emotion"],
     )
 
@@ -82,7 +82,7 @@ def test_the_estimate_is_never_late(
     # exact without f, where the crossing lies before the schedule's horizon (which counts
     # from the anchor; first_below's, from the reference)
     horizon = m.anchor_at + timedelta(days=decay.SCHEDULE_HORIZON_DAYS)
-    if m.retrieval_count == 0 and reference < truth and estimate < horizon:
+    if m.reinforcement == 0 and reference < truth and estimate < horizon:
         assert abs(estimate - truth) <= timedelta(seconds=1)
 
 
@@ -114,7 +114,7 @@ def test_until_a_row_is_due_its_stored_value_holds(
 
 
 def test_a_drifted_or_frozen_value(days: Days) -> None:
-    m = MemoryState(strength=0.5, anchor_at=days(0), created_at=days(0), retrieval_count=4)
+    m = MemoryState(strength=0.5, anchor_at=days(0), created_at=days(0), reinforcement=4)
     p = DecayParams()
     # stored below the true value (a plain insert whose boosts lift it): due at once
     assert decay.value_due(m, 0.5, 0.05, days(0), 0.01, p) == days(0)

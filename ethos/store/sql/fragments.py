@@ -55,10 +55,21 @@ def salience_call(
 def strength_at_call(strength: str, *, at: str, alias: str = "m", policy: str = "p") -> str:
     """ethos_strength_at(...): S × D(t) of a row's stored state at `at`."""
     return (
-        f"ethos_strength_at({strength}, {alias}.anchor_at, {alias}.retrieval_count,"
+        f"ethos_strength_at({strength}, {alias}.anchor_at, {alias}.reinforcement,"
         f" {alias}.pinned OR {policy}.never_decays, {at}, {policy}.curve,"
         f" {policy}.base_tau_days, {policy}.ltp_multiplier, {policy}.max_tau_days,"
         f" {policy}.power_exponent)"
+    )
+
+
+def spaced_gain_call(at: str, alias: str = "m", policy: str = "p") -> str:
+    """ethos_spaced_gain(...): what one retrieval at `at` adds to the row's reinforcement
+    (the spacing effect, decay.spaced_gain)."""
+    return (
+        f"ethos_spaced_gain({alias}.strength, {alias}.anchor_at, {alias}.reinforcement,"
+        f" {alias}.pinned OR {policy}.never_decays, {at}, {policy}.curve,"
+        f" {policy}.base_tau_days, {policy}.ltp_multiplier, {policy}.max_tau_days,"
+        f" {policy}.power_exponent, {policy}.prune_threshold)"
     )
 
 
@@ -71,7 +82,7 @@ def salience_expr(spec: TableSpec, at: str = "%(now)s", alias: str = "m", policy
     return salience_call(
         f"{alias}.strength",
         anchor=f"{alias}.anchor_at",
-        n=f"{alias}.retrieval_count",
+        n=f"{alias}.reinforcement",
         emotion=emotion_of(spec, alias),
         at=at,
         alias=alias,
@@ -84,7 +95,7 @@ def confidence_expr(at: str = "%(now)s", alias: str = "m", policy: str = "p") ->
     return salience_call(
         f"{alias}.confidence_strength",
         anchor=f"{alias}.anchor_at",
-        n=f"{alias}.retrieval_count",
+        n=f"{alias}.reinforcement",
         emotion="0",
         at=at,
         alias=alias,

@@ -65,7 +65,7 @@ def build_recover_batch_query(spec: TableSpec, batch_size: int) -> Query:
     )
     return sql(f"""
     WITH batch AS (
-        SELECT id, policy, created_at, pinned, retrieval_count AS n,
+        SELECT id, policy, created_at, pinned, reinforcement AS n,
                {spec.emotion_column or "0"} AS emotion,
                {kept_expiry}
                %(strength)s::float8 AS strength, %(now)s::timestamptz AS anchor_at
@@ -148,7 +148,7 @@ def build_merge_query(spec: TableSpec) -> Query:
         else ""
     )
     # The survivor's stored values, from its new state (its own age and emotion).
-    new_state = {"anchor": "%(now)s", "n": "g.retrieval_count", "at": "%(now)s", "policy": "gp"}
+    new_state = {"anchor": "%(now)s", "n": "g.reinforcement", "at": "%(now)s", "policy": "gp"}
     fact_set = (
         f"""confidence_strength = g.confidence_strength,
             confidence = {salience_call("g.confidence_strength", emotion="0", **new_state)},"""
@@ -168,7 +168,7 @@ def build_merge_query(spec: TableSpec) -> Query:
     )
     return sql(f"""
     WITH members AS MATERIALIZED (
-        SELECT m.id, g.n AS grp, m.agent_id, m.created_at, m.retrieval_count,
+        SELECT m.id, g.n AS grp, m.agent_id, m.created_at, m.retrieval_count, m.reinforcement,
                m.surfaced_count, m.useful_count, m.wrong_count, m.last_retrieved_at,
                m.strength, m.anchor_at, m.pinned, m.policy{fact_best},
                {salience_expr(spec)} AS salience_now
@@ -189,6 +189,7 @@ def build_merge_query(spec: TableSpec) -> Query:
     groups AS (
         SELECT r.survivor, r.grp,  -- counts summed, at most the tables' cap
                least(sum(r.retrieval_count), {COUNT_CAP})::int AS retrieval_count,
+               least(sum(r.reinforcement), {COUNT_CAP}) AS reinforcement,
                least(sum(r.surfaced_count), {COUNT_CAP})::int AS surfaced_count,
                least(sum(r.useful_count), {COUNT_CAP})::int AS useful_count,
                least(sum(r.wrong_count), {COUNT_CAP})::int AS wrong_count,
@@ -206,7 +207,8 @@ def build_merge_query(spec: TableSpec) -> Query:
     ),
     survived AS (
         UPDATE {spec.name} AS m
-        SET retrieval_count = g.retrieval_count, surfaced_count = g.surfaced_count,
+        SET retrieval_count = g.retrieval_count, reinforcement = g.reinforcement,
+            surfaced_count = g.surfaced_count,
             useful_count = g.useful_count, wrong_count = g.wrong_count,
             last_retrieved_at = g.last_retrieved_at, strength = g.strength, {fact_set}
             pinned = g.pinned, policy = g.policy, anchor_at = %(now)s,

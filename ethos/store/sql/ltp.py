@@ -6,6 +6,7 @@ from functools import cache
 
 from ethos.decay import (
     MIN_EXPONENT,
+    MIN_GAIN,
     SECONDS_PER_DAY,
 )
 from ethos.store.core import Query, sql, statements
@@ -18,6 +19,7 @@ from ethos.store.sql.fragments import (
     link_fades_at,
     salience_call,
     salience_expr,
+    spaced_gain_call,
     strength_at_call,
 )
 from ethos.tables import TableSpec
@@ -33,10 +35,15 @@ def build_ltp_query(spec: TableSpec) -> Query:
     u of them useful, w wrong (long-term depression), c surfaced. Computed from the
     row's current state inside the UPDATE, so a concurrent sweep batch cannot lose it.
 
-    strength ← min(1, strength at `at` × boost^n) × wrong_factor^w on the row's
-    policy's curve (facts: confidence likewise, + the bonus per retrieval), and the
-    anchor moves to `at`: that equals the retrievals applied one after another at that
-    moment, then the wrongs. A retrieval count that reaches the policy's promote_after
+    strength ← min(1, (S_t + g·(S − S_t)) × boost^n) × wrong_factor^w on the row's
+    policy's curve, S_t the strength at `at` and g the spaced gain of the first of the
+    retrievals (decay.ltp_strength): a retrieval at the point of forgetting gives back
+    what the memory lost since its anchor, one right after it only the boost. The
+    reinforcement (τ's n) grows by g and MIN_GAIN for each of the others, which follow
+    the first at once (decay.spaced_gains).
+    Facts: confidence likewise, + the bonus per retrieval. The anchor moves to `at`:
+    that equals the retrievals applied one after another at that moment, then the
+    wrongs. A retrieval count that reaches the policy's promote_after
     moves the row to promote_to (along the chain, if one write reaches several rules);
     the stored values are then those of the new policy's curve, which starts at this
     strength and moment. A row that wrongs bring below its threshold is pruned here,
@@ -52,7 +59,7 @@ def build_ltp_query(spec: TableSpec) -> Query:
     row as that write left it. `before` is the row as this statement first saw it: only
     to report what it had.
     """
-    at = {"anchor": "h.at", "n": "m.retrieval_count + h.n", "at": "h.at", "policy": "np"}
+    at = {"anchor": "h.at", "n": "m.reinforcement + s.gain", "at": "h.at", "policy": "np"}
     depress = "power(%(wrong_factor)s::float8, h.w)"
     fact_state = fact_values = fact_set = fact_new = ""
     deciding = "stored_salience"
@@ -72,9 +79,10 @@ def build_ltp_query(spec: TableSpec) -> Query:
     return sql(f"""
     WITH strengthened AS (
         UPDATE {spec.name} AS m
-        SET (strength, {fact_set}salience, policy, due_at, prune_at,
+        SET (strength, {fact_set}salience, policy, reinforcement, due_at, prune_at,
              pruned, pruned_at, prune_reason) = (
                 SELECT x.strength, {fact_new}x.stored_salience, x.new_policy,
+                       least(m.reinforcement + x.gain, {COUNT_CAP}),
                        CASE WHEN NOT {pruned} THEN h.at END,
                        CASE WHEN {pruned} THEN NULL
                             WHEN h.w > 0 OR x.new_policy <> m.policy THEN h.at
@@ -85,11 +93,12 @@ def build_ltp_query(spec: TableSpec) -> Query:
                     SELECT s.strength, {fact_values}
                            {salience_call("s.strength", emotion=emotion_of(spec), **at)}
                                AS stored_salience,
-                           s.policy AS new_policy, np.never_decays, np.prune_threshold
+                           s.policy AS new_policy, s.gain, np.never_decays, np.prune_threshold
                     FROM (
-                        SELECT least(1.0, {strength_at_call("m.strength", at="h.at")}
+                        SELECT least(1.0, (p.decayed + p.first * (m.strength - p.decayed))
                                           * power(%(boost)s::float8, h.n)) * {depress}
                                    AS strength,{fact_state}
+                               p.first + {MIN_GAIN} * greatest(h.n - 1, 0) AS gain,
                                coalesce(
                                    (SELECT u.target
                                     FROM unnest(p.promotion_counts, p.promotion_targets)
@@ -97,8 +106,11 @@ def build_ltp_query(spec: TableSpec) -> Query:
                                     WHERE u.reached <= m.retrieval_count + h.n
                                     ORDER BY u.reached DESC LIMIT 1),
                                    p.name) AS policy
-                        FROM decay_policies AS p
-                        WHERE p.name = m.policy
+                        FROM (SELECT p.*,
+                                     {strength_at_call("m.strength", at="h.at")} AS decayed,
+                                     CASE WHEN h.n > 0 THEN {spaced_gain_call("h.at")} ELSE 0
+                                     END AS first
+                              FROM decay_policies AS p WHERE p.name = m.policy) AS p
                     ) AS s
                     JOIN decay_policies AS np ON np.name = s.policy
                     OFFSET 0

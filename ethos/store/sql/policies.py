@@ -54,7 +54,7 @@ def build_move_query(spec: TableSpec) -> Query:
         fact_set = "confidence_strength = s.confidence_strength, confidence = s.stored_confidence,"
     return sql(f"""
     WITH x AS (
-        SELECT m.id, m.policy AS old_policy, m.created_at, m.pinned, m.retrieval_count AS n,
+        SELECT m.id, m.policy AS old_policy, m.created_at, m.pinned, m.reinforcement AS n,
                {emotion_of(spec)} AS emotion, greatest(m.anchor_at, %(now)s) AS at,
                {strength_at_call("m.strength", at="%(now)s")} AS strength,{fact_state}
                {"m.expires_at," if spec.has_expiry else ""} %(policy)s::text AS new_policy

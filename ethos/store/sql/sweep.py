@@ -31,7 +31,7 @@ def _sweep_columns(spec: TableSpec) -> str:
     )
     return f"""m.id, m.ctid AS row_ctid, m.xmin AS row_version,
                m.pinned OR p.never_decays AS frozen, {policy_columns("p")},
-               m.strength, m.anchor_at, m.retrieval_count AS n, m.created_at,
+               m.strength, m.anchor_at, m.reinforcement AS n, m.created_at,
                {emotion_of(spec)} AS emotion, %(now)s::timestamptz AS reference,
                m.salience AS old_salience, m.due_at AS old_due, m.prune_at AS old_prune,
                {"m.expires_at," if spec.has_expiry else ""}
