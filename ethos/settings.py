@@ -44,12 +44,44 @@ DEFAULT_CONFIG_NAME = "ethos.toml"
 _FILE_VALUES: ContextVar[dict[str, Any] | None] = ContextVar("ethos_file_values", default=None)
 
 
-class _FileSource(PydanticBaseSettingsSource):
+class _Source(PydanticBaseSettingsSource):
     def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
         return None, field_name, False  # unused: __call__ gives every value at once
 
+
+class _FileSource(_Source):
     def __call__(self) -> dict[str, Any]:
-        return _FILE_VALUES.get() or {}
+        values = _FILE_VALUES.get() or {}
+        former = values.get(FORMER_DAEMON_SECTION)
+        current = values.get("daemon", {})
+        if not isinstance(former, dict) or not isinstance(current, dict):
+            return values  # none, or not a table: validation names the key
+        _warn_former_daemon_section()
+        rest = {k: v for k, v in values.items() if k != FORMER_DAEMON_SECTION}
+        return rest | {"daemon": former | current}  # the new name wins where both say a key
+
+
+class _FormerEnvSource(_Source):
+    """ETHOS_CONSOLIDATION__*, read as [daemon]: between the environment and the file,
+    so that a variable beats the file whatever its section's name."""
+
+    def __call__(self) -> dict[str, Any]:
+        prefix = f"{ENV_PREFIX}{FORMER_DAEMON_SECTION.upper()}__"
+        former = {
+            k[len(prefix) :].lower(): v for k, v in os.environ.items() if k.startswith(prefix)
+        }
+        if not former:
+            return {}
+        _warn_former_daemon_section()
+        return {"daemon": former}
+
+
+def _warn_former_daemon_section() -> None:
+    warnings.warn(
+        "[consolidation] is now [daemon] (ETHOS_DAEMON__...): rename it",
+        FutureWarning,
+        stacklevel=2,
+    )
 
 
 class _Section(BaseModel):
@@ -435,33 +467,12 @@ class Settings(BaseSettings):
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         # pydantic-settings' own order: arguments, then the environment, then the file.
-        return init_settings, env_settings, _FileSource(settings_cls)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _former_daemon_section(cls, data: Any) -> Any:
-        """[daemon] was [consolidation] (ETHOS_CONSOLIDATION__*, which the environment
-        source no longer reads): still read, with a warning, until removed; the new name
-        wins where both say a key."""
-        if not isinstance(data, dict):
-            return data
-        prefix = f"{ENV_PREFIX}{FORMER_DAEMON_SECTION.upper()}__"
-        former = dict(data.get(FORMER_DAEMON_SECTION) or {})
-        former |= {
-            k[len(prefix) :].lower(): v for k, v in os.environ.items() if k.startswith(prefix)
-        }
-        if not former:
-            return data
-        warnings.warn(
-            "[consolidation] is now [daemon] (ETHOS_DAEMON__...): rename it",
-            FutureWarning,
-            stacklevel=2,
+        return (
+            init_settings,
+            env_settings,
+            _FormerEnvSource(settings_cls),
+            _FileSource(settings_cls),
         )
-        current = data.get("daemon") or {}
-        if isinstance(current, BaseModel):
-            current = current.model_dump(exclude_unset=True)
-        rest = {k: v for k, v in data.items() if k != FORMER_DAEMON_SECTION}
-        return rest | {"daemon": former | dict(current)}
 
     @field_validator("policies", mode="before")
     @classmethod
@@ -629,18 +640,27 @@ def _given(values: Any, parts: list[str]) -> bool:
 
 
 def _check_env_sections() -> None:
-    """pydantic-settings ignores a variable naming no section: a typo would go unseen."""
+    """pydantic-settings ignores a variable naming no section: ETHOS_<SECTION>__<KEY>
+    with an unknown section is a typo (an error); any other, such as ETHOS_VENV in a
+    user's own scripts, is only named (warned once: Python shows a warning once)."""
     sections = set(Settings.model_fields) - {"config_path"} | {FORMER_DAEMON_SECTION}
     for name in sorted(os.environ):
         if not name.startswith(ENV_PREFIX) or name == CONFIG_ENV:
             continue
-        section = name[len(ENV_PREFIX) :].split("__", 1)[0].lower()
-        if section not in sections:
+        section, nested, _ = name[len(ENV_PREFIX) :].partition("__")
+        if section.lower() in sections:
+            continue
+        if nested:
             raise ConfigError(
-                f"environment variable {name}: unknown section {section!r}"
+                f"environment variable {name}: unknown section {section.lower()!r}"
                 f" (sections: {', '.join(sorted(sections))}; a variable of your own, such as"
                 " a token, needs a name outside ETHOS_)"
             )
+        warnings.warn(
+            f"environment variable {name} names no section of ethos's settings: ignored",
+            UserWarning,
+            stacklevel=3,
+        )
 
 
 def _describe(exc: ValidationError, path: Path | None, overrides: dict[str, Any]) -> str:

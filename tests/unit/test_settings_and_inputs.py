@@ -10,7 +10,7 @@ import pytest
 from ethos import inputs
 from ethos.errors import ConfigError, InputError
 from ethos.inputs import MemoryInput
-from ethos.settings import load_settings
+from ethos.settings import DecaySettings, load_settings
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -245,14 +245,34 @@ def test_an_env_value_that_breaks_a_policy_names_the_variable_not_the_file(
     assert str(path) not in message
 
 
-@pytest.mark.parametrize("name", ["ETHOS_DECAYY__X", "ETHOS_NOTHING"])
-def test_an_unknown_section_in_the_environment_is_named(
-    monkeypatch: pytest.MonkeyPatch, name: str
-) -> None:
-    monkeypatch.setenv(name, "1")
+def test_an_unknown_section_in_the_environment_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ETHOS_DECAYY__X", "1")
     with pytest.raises(ConfigError) as err:
         load_settings(None)
-    assert str(err.value).startswith(f"environment variable {name}: unknown")
+    assert str(err.value).startswith("environment variable ETHOS_DECAYY__X: unknown section")
+
+
+@pytest.mark.parametrize("name", ["ETHOS_VENV", "ETHOS_BIN", "ETHOS_VERSION"])
+def test_a_variable_naming_no_section_is_only_warned_of(
+    monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    """A user's own ETHOS_VENV is no typo of a setting (no ``__``): named, not fatal."""
+    monkeypatch.setenv(name, "1")
+    with pytest.warns(UserWarning, match=f"^environment variable {name} names no section"):
+        assert load_settings(None).decay.base_tau_days == DecaySettings().base_tau_days
+
+
+def test_the_former_daemon_section_in_the_environment_beats_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An operator's ETHOS_CONSOLIDATION__* still overrides the file's [daemon] keys."""
+    path = write(tmp_path, "[daemon]\nidle_seconds = 7\n")
+    monkeypatch.setenv("ETHOS_CONSOLIDATION__IDLE_SECONDS", "3")
+    with pytest.warns(FutureWarning, match="now \\[daemon\\]"):
+        assert load_settings(path).daemon.idle_seconds == 3
+    monkeypatch.setenv("ETHOS_DAEMON__IDLE_SECONDS", "4")  # the new name wins in the environment
+    with pytest.warns(FutureWarning):
+        assert load_settings(path).daemon.idle_seconds == 4
 
 
 @pytest.mark.parametrize(
