@@ -7,6 +7,7 @@ import argparse
 import json
 from typing import Any
 
+from ethos.cli.moments import refuse_future
 from ethos.cli.output import emit, ltp_exit
 from ethos.engine import Engine
 from ethos.errors import InputError
@@ -112,9 +113,14 @@ async def cmd_embed(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+# What a feedback or retrieval at a --now to come would do.
+AHEAD = "the memories would be stamped as retrieved at a moment to come"
+
+
 async def cmd_feedback(args: argparse.Namespace, settings: Settings) -> int:
     kind = "useful" if args.useful else "wrong"
     async with Engine(settings) as engine:
+        await refuse_future(engine, args.now, args.allow_future, AHEAD)
         await engine.check_ids(args.table, args.ids)
         await engine.feedback(args.table, args.ids, kind, now=args.now)
     stats = engine.ltp.stats
@@ -136,6 +142,7 @@ async def cmd_links(args: argparse.Namespace, settings: Settings) -> int:
 
 async def cmd_record_retrieval(args: argparse.Namespace, settings: Settings) -> int:
     async with Engine(settings) as engine:
+        await refuse_future(engine, args.now, args.allow_future, AHEAD)
         await engine.check_ids(args.table, args.ids)
         await engine.record_retrieval(args.table, args.ids, now=args.now)
     stats = engine.ltp.stats

@@ -8,10 +8,11 @@ import asyncio
 import os
 import sys
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from ethos import db
+from ethos.cli.moments import refuse_future
 from ethos.cli.output import emit, table_text
 from ethos.daemon import Daemon, DaemonStopTimeout
 from ethos.engine import Engine
@@ -49,20 +50,12 @@ async def cmd_db_stop(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-# How far ahead of the database's clock a sweep's --now may be without --allow-future.
-FUTURE_SKEW = timedelta(minutes=1)
-
-
 async def cmd_sweep(args: argparse.Namespace, settings: Settings) -> int:
     mode: Mode = "full" if args.full else "prune" if args.prune else "due"
     async with Engine(settings) as engine:
-        if args.now is not None and not args.allow_future:
-            ahead = args.now - await engine.now()
-            if ahead > FUTURE_SKEW:
-                raise InputError(
-                    f"--now is {ahead} ahead of the database's clock: a sweep then prunes"
-                    " memories that are live now (--allow-future if that is meant)"
-                )
+        await refuse_future(
+            engine, args.now, args.allow_future, "a sweep then prunes memories that are live now"
+        )
         tables = args.table or None
         progress = None
         if sys.stderr.isatty() and not args.json:

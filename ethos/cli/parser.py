@@ -62,6 +62,12 @@ def _time(name: str) -> Callable[[str], datetime]:
     return parse
 
 
+def _allow_future(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--allow-future", action="store_true", help="a --now more than a minute ahead of now"
+    )
+
+
 def _table(value: str) -> str:
     try:
         return table_spec(value).name
@@ -128,9 +134,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--table", type=_table, action="append", help="repeatable; default: all")
     p.add_argument("--agent")
     p.add_argument("--dry-run", action="store_true")
-    p.add_argument(
-        "--allow-future", action="store_true", help="a --now more than a minute ahead of now"
-    )
+    _allow_future(p)
 
     p = command("explain", cmd_explain, "why a memory has its salience, and when it fades out")
     p.add_argument("table", type=_table)
@@ -262,6 +266,7 @@ def build_parser() -> argparse.ArgumentParser:
     verdict.add_argument("--useful", action="store_true", help="reinforce (one retrieval)")
     verdict.add_argument("--wrong", action="store_true", help="weaken (× feedback.wrong_factor)")
     p.add_argument("--now", type=_time("now"))
+    _allow_future(p)
 
     p = command("links", cmd_links, "a memory's associations and their weights")
     p.add_argument("table", type=_table)
@@ -272,4 +277,5 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("table", type=_table)
     p.add_argument("ids", nargs="+", metavar="ID")
     p.add_argument("--now", type=_time("now"))
+    _allow_future(p)
     return parser

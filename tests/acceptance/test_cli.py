@@ -212,9 +212,13 @@ async def test_record_retrieval_counts_repeats_and_unknown_ids(
         cli("add", "fact", "--agent", "a", "--content", "f", "--json", env=env).stdout
     )["id"]
     unknown = "00000000-0000-0000-0000-0000000000aa"
+    ahead = ["--now", "2199-12-01T00:00:00Z"]
+    for command in (["record-retrieval", "fact"], ["feedback", "fact", "--useful"]):
+        refused = cli(*command, fact, *ahead, "--json", env=env)
+        assert "ahead of the database's clock" in one_line_error(refused)
     result = cli(
-        "record-retrieval", "fact", fact, fact, "--now", "2026-12-01T00:00:00Z", "--json", env=env,
-    )  # fmt: skip
+        "record-retrieval", "fact", fact, fact, *ahead, "--allow-future", "--json", env=env
+    )
     assert result.returncode == 0, result.stderr
     stats = json.loads(result.stdout)
     assert (stats["applied"], stats["skipped"], stats["dropped"]) == (2, 0, 0)
