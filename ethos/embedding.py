@@ -25,6 +25,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Literal
 
 from ethos.errors import EthosError
+from ethos.inputs import has_direction
 from ethos.logs import redact_secrets
 from ethos.settings import EmbeddingSettings
 
@@ -170,8 +171,11 @@ def check_dimension(vectors: Sequence[Sequence[float]], dimension: int) -> None:
                 f"the embedding provider answered {len(vector)} numbers per vector;"
                 f" the schema has {dimension} (embedding.dimension)"
             )
-        if not all(math.isfinite(v) for v in vector) or not any(vector):
-            raise EmbeddingError("an embedding is all zeros, NaN or infinite: nothing written")
+        if not all(math.isfinite(v) for v in vector) or not has_direction(vector):
+            raise EmbeddingError(
+                "an embedding is all zeros (or its float32 norm is 0 or infinite), NaN or"
+                " infinite: nothing written"
+            )
 
 
 def configured(settings: EmbeddingSettings) -> Embedder | None:

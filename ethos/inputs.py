@@ -6,7 +6,9 @@ import itertools
 import json
 import math
 import re
+import unicodedata
 import uuid
+from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -106,13 +108,28 @@ def stored_text(name: str, value: str) -> str:
 MAX_AGENT_ID_BYTES = 256
 
 
+# Characters that do not show: format (bidi overrides, zero-width), control and line
+# separators. Two agent ids differing by one of them would look the same.
+_UNSEEN = frozenset({"Cc", "Cf", "Zl", "Zp"})
+
+
 def agent_id(value: Any, name: str = "agent_id") -> str:
-    """A non-empty text PostgreSQL can index."""
+    """A non-empty text PostgreSQL can index, written one way only: NFC, without unseen
+    characters. Refused rather than normalised: a caller that kept its NFD spelling
+    would read and forget by one agent id while ethos stored another."""
     if not isinstance(value, str) or not value.strip():
         raise InputError(f"{name} is required and must not be empty")
     size = len(stored_text(name, value).encode("utf-8"))
     if size > MAX_AGENT_ID_BYTES:
         raise InputError(f"{name} is {size:,} bytes: at most {MAX_AGENT_ID_BYTES} are kept")
+    unseen = next((c for c in value if unicodedata.category(c) in _UNSEEN), None)
+    if unseen is not None:
+        raise InputError(
+            f"{name} holds U+{ord(unseen):04X}, a character that does not show: an agent id"
+            " must read as it is"
+        )
+    if not unicodedata.is_normalized("NFC", value):
+        raise InputError(f"{name} is not in Unicode NFC: send it NFC-normalised")
     return value
 
 
@@ -184,8 +201,8 @@ def _text_bytes(value: Any, name: str) -> int:
     """The size in UTF-8 of a text PostgreSQL can hold, with something in it."""
     if not isinstance(value, str):
         raise InputError(f"{name} must be text")
-    if not value.strip():
-        raise InputError(f"{name} must not be empty")
+    if not value.strip() or all(c.isspace() or unicodedata.category(c) == "Cf" for c in value):
+        raise InputError(f"{name} must not be empty")  # zero-width characters show nothing
     return len(stored_text(name, value).encode("utf-8"))
 
 
@@ -212,9 +229,21 @@ def embedding(values: Any, dimension: int) -> list[float]:
         )
     if not all(math.isfinite(v) for v in values):
         raise InputError("embedding contains NaN or infinity")
-    if not any(values):
-        raise InputError("embedding is all zeros: it has no direction to compare by")
+    if not has_direction(values):
+        raise InputError(
+            "embedding is all zeros, or as good as (its float32 norm is 0 or infinite):"
+            " it has no direction to compare by"
+        )
     return [float(v) for v in values]
+
+
+def has_direction(values: Sequence[float]) -> bool:
+    """Whether the vector's norm in float32, as pgvector stores and sums it, is above 0
+    and finite: 1e-30 squares to 0 there, and cosine similarity then divides by 0."""
+    total = array("f", [0.0])
+    for square in array("f", (v * v for v in array("f", values))):
+        total[0] += square  # rounded to float32 at each step, as pgvector's sum is
+    return 0 < total[0] < math.inf
 
 
 def vector_literal(values: Sequence[float] | str) -> str:

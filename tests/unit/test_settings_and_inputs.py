@@ -289,3 +289,41 @@ def test_content_postgresql_cannot_store_or_index_is_one_line(content: str, mess
     with pytest.raises(InputError) as err:
         MemoryInput.build("fact", 4, agent_id="a", content=content)
     assert str(err.value) == message  # one line, and none of the content echoed
+
+
+@pytest.mark.parametrize(
+    ("agent", "message"),
+    [
+        ("e\u0301ve", "agent_id is not in Unicode NFC: send it NFC-normalised"),
+        ("eve\u202etxt.exe", "agent_id holds U+202E, a character that does not show"),
+        ("e\u200bve", "agent_id holds U+200B, a character that does not show"),
+        ("eve\x1b[2J", "agent_id holds U+001B, a character that does not show"),
+    ],
+)
+def test_an_agent_id_is_written_one_way_only(agent: str, message: str) -> None:
+    """An NFD twin, a right-to-left override or a zero-width space would make a second
+    agent that looks like the first: refused, one line, the id not echoed."""
+    with pytest.raises(InputError) as err:
+        inputs.agent_id(agent)
+    assert str(err.value).startswith(message) and agent not in str(err.value)
+    assert inputs.agent_id("\u00e9ve") == "\u00e9ve"  # NFC, and any script, is fine
+
+
+@pytest.mark.parametrize("content", ["\u200b\u200c\u200d", " \ufeff\u2060 \u00a0", "\u202e\n"])
+def test_content_of_unseen_characters_is_empty(content: str) -> None:
+    with pytest.raises(InputError) as err:
+        MemoryInput.build("fact", 4, agent_id="a", content=content)
+    assert str(err.value) == "content must not be empty"
+    assert MemoryInput.build("fact", 4, agent_id="a", content="\u200bx").content == "\u200bx"
+
+
+@pytest.mark.parametrize(
+    "values",
+    [[1e-30, 0.0, 0.0, 0.0], [1e-23, -1e-23, 0.0, 0.0], [1e20, 1.0, 0.0, 0.0], [1e39, 0, 0, 0]],
+)
+def test_an_embedding_without_a_float32_norm_is_refused(values: list[float]) -> None:
+    """pgvector sums squares in float32: 1e-30 squares to 0 there (cosine divides by
+    0, as for the zero vector) and 1e20 to infinity."""
+    with pytest.raises(InputError, match=r"^embedding is all zeros, or as good as"):
+        inputs.embedding(values, 4)
+    assert inputs.embedding([1e-15, 0, 0, 0], 4) == [1e-15, 0.0, 0.0, 0.0]
