@@ -199,10 +199,10 @@ def spaced_gain(m: MemoryState, at: datetime, p: DecayParams) -> float:
     that does not decay gains nothing."""
     if frozen(m, p):
         return 0.0
-    forgotten_at = p.prune_threshold / m.strength if m.strength > 0 else 1.0
-    if m.reinforcement == 0 or forgotten_at >= 1:
+    if m.reinforcement == 0 or m.strength <= p.prune_threshold:
         return 1.0
-    share = min(max((1 - decay_factor(m, at, p)) / (1 - forgotten_at), 0.0), 1.0)
+    lost = m.strength - strength_at(m, at, p)  # S − S·D(t), as the SQL twin has it
+    share = min(max(lost / (m.strength - p.prune_threshold), 0.0), 1.0)
     return MIN_GAIN + (1 - MIN_GAIN) * share
 
 

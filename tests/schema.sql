@@ -831,8 +831,8 @@ BEGIN
 END
 $function$;
 
--- function ethos_spaced_gain(double precision,timestamp with time zone,double precision,boolean,timestamp with time zone,text,double precision,double precision,double precision,double precision,double precision)
-CREATE OR REPLACE FUNCTION public.ethos_spaced_gain(strength double precision, anchor_at timestamp with time zone, n double precision, frozen boolean, at timestamp with time zone, curve text, base_tau_days double precision, ltp_multiplier double precision, max_tau_days double precision, power_exponent double precision, prune_threshold double precision)
+-- function ethos_spaced_gain(double precision,double precision,double precision,boolean,double precision)
+CREATE OR REPLACE FUNCTION public.ethos_spaced_gain(strength double precision, decayed double precision, n double precision, frozen boolean, prune_threshold double precision)
  RETURNS double precision
  LANGUAGE sql
  IMMUTABLE PARALLEL SAFE
@@ -840,12 +840,8 @@ AS $function$
     SELECT CASE
         WHEN frozen THEN 0
         WHEN n = 0 OR strength <= prune_threshold THEN 1
-        ELSE 0.1 + 0.9 * least(greatest(
-            (1 - exp(greatest(ethos_log_decay(
-                greatest(date_part('epoch', at - anchor_at), 0) / 86400.0,
-                ethos_tau_days(n, base_tau_days, ltp_multiplier, max_tau_days),
-                curve, power_exponent), -700)))
-            / (1 - prune_threshold / strength), 0), 1)
+        ELSE 0.1 + 0.9 * least(greatest((strength - decayed) / (strength - prune_threshold),
+                                        0), 1)
     END
 $function$;
 

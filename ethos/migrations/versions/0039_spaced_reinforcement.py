@@ -75,27 +75,19 @@ RETURNS double precision LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
     END
 $$;
 
--- What one retrieval at `at` adds to n: 0.1, and the rest by (1 − D(t)) / (1 − T/S), the
--- share of the way to the prune threshold T that the strength S went since the anchor;
--- 1 for the first (n = 0: nothing to space from) and where S is at or below T already, 0
--- for a frozen memory.
-CREATE FUNCTION ethos_spaced_gain(strength double precision, anchor_at timestamptz,
-                                  n double precision, frozen boolean, at timestamptz,
-                                  curve text, base_tau_days double precision,
-                                  ltp_multiplier double precision,
-                                  max_tau_days double precision,
-                                  power_exponent double precision,
+-- What one retrieval adds to n, from the strength S at the anchor and `decayed`, S × D(t)
+-- at the retrieval: 0.1, and the rest by (S − S·D(t)) / (S − T), the share of the way to
+-- the prune threshold T that the strength went since the anchor; 1 for the first (n = 0:
+-- nothing to space from) and where S is at or below T already, 0 for a frozen memory.
+CREATE FUNCTION ethos_spaced_gain(strength double precision, decayed double precision,
+                                  n double precision, frozen boolean,
                                   prune_threshold double precision)
 RETURNS double precision LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
     SELECT CASE
         WHEN frozen THEN 0
         WHEN n = 0 OR strength <= prune_threshold THEN 1
-        ELSE 0.1 + 0.9 * least(greatest(
-            (1 - exp(greatest(ethos_log_decay(
-                greatest(date_part('epoch', at - anchor_at), 0) / 86400.0,
-                ethos_tau_days(n, base_tau_days, ltp_multiplier, max_tau_days),
-                curve, power_exponent), -700)))
-            / (1 - prune_threshold / strength), 0), 1)
+        ELSE 0.1 + 0.9 * least(greatest((strength - decayed) / (strength - prune_threshold),
+                                        0), 1)
     END
 $$;
 """
@@ -126,9 +118,8 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     execute_script(
-        "DROP FUNCTION ethos_spaced_gain(double precision, timestamptz, double precision,"
-        " boolean, timestamptz, text, double precision, double precision, double precision,"
-        " double precision, double precision);\n"
+        "DROP FUNCTION ethos_spaced_gain(double precision, double precision, double precision,"
+        " boolean, double precision);\n"
         + "".join(
             f"DROP FUNCTION {signature.replace('integer', 'double precision')};\n"
             for signature in OLD_SIGNATURES

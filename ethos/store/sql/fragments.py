@@ -62,14 +62,12 @@ def strength_at_call(strength: str, *, at: str, alias: str = "m", policy: str = 
     )
 
 
-def spaced_gain_call(at: str, alias: str = "m", policy: str = "p") -> str:
-    """ethos_spaced_gain(...): what one retrieval at `at` adds to the row's reinforcement
-    (the spacing effect, decay.spaced_gain)."""
+def spaced_gain_call(decayed: str, alias: str = "m", policy: str = "p") -> str:
+    """ethos_spaced_gain(...): what one retrieval adds to the row's reinforcement when
+    its strength has decayed to `decayed` (the spacing effect, decay.spaced_gain)."""
     return (
-        f"ethos_spaced_gain({alias}.strength, {alias}.anchor_at, {alias}.reinforcement,"
-        f" {alias}.pinned OR {policy}.never_decays, {at}, {policy}.curve,"
-        f" {policy}.base_tau_days, {policy}.ltp_multiplier, {policy}.max_tau_days,"
-        f" {policy}.power_exponent, {policy}.prune_threshold)"
+        f"ethos_spaced_gain({alias}.strength, {decayed}, {alias}.reinforcement,"
+        f" {alias}.pinned OR {policy}.never_decays, {policy}.prune_threshold)"
     )
 
 

@@ -106,11 +106,14 @@ def build_ltp_query(spec: TableSpec) -> Query:
                                     WHERE u.reached <= m.retrieval_count + h.n
                                     ORDER BY u.reached DESC LIMIT 1),
                                    p.name) AS policy
-                        FROM (SELECT p.*,
-                                     {strength_at_call("m.strength", at="h.at")} AS decayed,
-                                     CASE WHEN h.n > 0 THEN {spaced_gain_call("h.at")} ELSE 0
-                                     END AS first
-                              FROM decay_policies AS p WHERE p.name = m.policy) AS p
+                        FROM (SELECT p.*, CASE WHEN h.n > 0
+                                                   THEN {spaced_gain_call("p.decayed")}
+                                                   ELSE 0 END AS first
+                              FROM (SELECT p.*,
+                                           {strength_at_call("m.strength", at="h.at")}
+                                               AS decayed
+                                    FROM decay_policies AS p WHERE p.name = m.policy) AS p
+                             ) AS p
                     ) AS s
                     JOIN decay_policies AS np ON np.name = s.policy
                     OFFSET 0
