@@ -428,8 +428,12 @@ CREATE OR REPLACE FUNCTION public.ethos_content_derived()
  LANGUAGE plpgsql
 AS $function$
 BEGIN
-    IF NEW.content !~ '[^[:space:]\u00a0\u200b-\u200f\u2060-\u2064\ufeff]' THEN
+    IF NEW.content !~ '[^[:space:]\u001c-\u001f\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890-\u0891\u08e2\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f]' THEN
         RAISE EXCEPTION 'content must not be empty' USING ERRCODE = 'check_violation';
+    END IF;
+    IF NEW.agent_id IS NOT NFC NORMALIZED OR NEW.agent_id ~ '[\u0001-\u001f\u007f-\u009f\u2028\u2029\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890-\u0891\u08e2\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f]' THEN
+        RAISE EXCEPTION 'agent_id must be in Unicode NFC and hold no character that does not show'
+            USING ERRCODE = 'check_violation';
     END IF;
     IF octet_length(NEW.content) > 262144 THEN
         RAISE EXCEPTION 'content is % bytes: at most 262,144 are stored',
@@ -453,7 +457,8 @@ CREATE OR REPLACE FUNCTION public.ethos_content_key(content text)
  LANGUAGE sql
  IMMUTABLE PARALLEL SAFE
 AS $function$
-    SELECT md5(lower(btrim(regexp_replace(content, '\s+', ' ', 'g'))))::uuid
+    SELECT md5(btrim(regexp_replace(regexp_replace(casefold(normalize(content, NFKC) COLLATE pg_unicode_fast),
+        '[\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890-\u0891\u08e2\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f]', '', 'g'), '[[:space:]\u001c-\u001f\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+', ' ', 'g'), ' '))::uuid
 $function$;
 
 -- function ethos_drop_revisions()

@@ -368,3 +368,30 @@ async def test_a_statement_over_the_timeout_is_stopped_by_postgresql(
             await conn.execute("SELECT 1 FROM semantic_facts WHERE id = $1 FOR UPDATE", memory)
             with pytest.raises(DatabaseError, match="statement timeout"):
                 await engine.forget("fact", [memory])
+
+
+# --- one text, one memory; one agent, one name ---------------------------------------------
+
+VARIANTS = [
+    "Straße café déjà",
+    "STRASSE CAFÉ DÉJÀ",
+    "strasse cafe\u0301 déjà",  # NFD
+    "Stra\u00dfe\u00a0caf\u00e9 d\u00e9j\u00e0",  # a no-break space
+    "  strasse\u200b caf\u00e9\u3000d\u00e9j\u00e0\u2029",  # zero-width, ideographic space
+    "stra\ufeffsse\u202f café déjà",
+]
+
+
+async def test_a_text_in_another_form_or_case_is_the_same_memory(engine: Engine) -> None:
+    """Dedup missed NFC/NFD, ß/SS, no-break-space and zero-width variants."""
+    ids = {await engine.add("fact", agent_id="a", content=text) for text in VARIANTS}
+    assert len(ids) == 1
+    assert len({await engine.add("fact", agent_id="a", content=t) for t in ("tea", "Tee")}) == 2
+
+
+@pytest.mark.parametrize("agent", ["cafe\u0301", "ada\u202e", "ada\u200b", "ada\x1b", "ada\u2028"])
+async def test_plain_sql_refuses_an_agent_id_that_looks_like_another(
+    conn: asyncpg.Connection, agent: str
+) -> None:
+    with pytest.raises(asyncpg.CheckViolationError, match="agent_id must be in Unicode NFC"):
+        await conn.execute("INSERT INTO semantic_facts (agent_id, content) VALUES ($1, 'x')", agent)

@@ -12,6 +12,10 @@ A hostile-tenant review (issue 38) got through in five places, closed here:
   an anchor at 'infinity' made listings fail. An agent's own connection (row-level
   security on) may not add a memory anchored more than 5 minutes ahead, nor one whose
   content is empty, blank or over 256 KiB (what inputs.py refuses for the front ends);
+- a duplicate is the same text as a reader sees it (ethos_content_key: NFKC, case
+  folded, unseen characters dropped): "Straße", "STRASSE" and their NFD, no-break-space
+  and zero-width variants were different memories; plain SQL gets the agent-id checks
+  of the front ends (NFC, nothing that does not show);
 - a memory's revisions keep the metadata an update replaced, beside the text (the
   history of a memory showed a text replaced, never its metadata);
 - queued retrievals set aside keep how many they stood for (`n`), which the drain and
@@ -30,6 +34,8 @@ Create Date: 2026-11-26
 
 import importlib
 
+from alembic import op
+
 from ethos.migrations import earlier_function, execute_script
 
 revision = "0038"
@@ -42,6 +48,16 @@ COUNTERS = ("retrieval_count", "surfaced_count", "useful_count", "wrong_count")
 MOMENTS = ("created_at", "anchor_at", "last_retrieved_at", "expires_at")
 COUNT_CAP = 1_000_000_000
 EARLIEST, LATEST = "'1900-01-01 00:00+00'", "'2200-01-01 00:00+00'"
+# Characters that do not show: Unicode's format characters (Cf, Unicode 14), and every
+# space, as regular-expression classes (inputs.py refuses the same by category).
+UNSEEN = (
+    r"\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890-\u0891\u08e2\u180e\u200b-\u200f"
+    r"\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd"
+    r"\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001"
+    r"\U000e0020-\U000e007f"
+)
+SPACES = r"[:space:]\u001c-\u001f\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+CONTROLS = r"\u0001-\u001f\u007f-\u009f\u2028\u2029"
 
 
 def _bounds(table: str) -> str:
@@ -150,15 +166,20 @@ BEGIN
 END
 $$;
 
--- Content the front ends refuse (inputs.py) is refused to plain SQL too; an agent's own
+-- Content and agent ids the front ends refuse (inputs.py) are refused to plain SQL too
+-- (an agent id in NFD beside one in NFC would be two agents that look alike); an agent's own
 -- connection (row-level security on) may also not anchor a memory ahead of now (at full
 -- strength for decades), where the owner and the app may place memories in simulated
 -- time.
 CREATE OR REPLACE FUNCTION ethos_content_derived() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
-    IF NEW.content !~ '[^[:space:]\u00a0\u200b-\u200f\u2060-\u2064\ufeff]' THEN
+    IF NEW.content !~ '[^<SPACES><UNSEEN>]' THEN
         RAISE EXCEPTION 'content must not be empty' USING ERRCODE = 'check_violation';
+    END IF;
+    IF NEW.agent_id IS NOT NFC NORMALIZED OR NEW.agent_id ~ '[<CONTROLS><UNSEEN>]' THEN
+        RAISE EXCEPTION 'agent_id must be in Unicode NFC and hold no character that does not show'
+            USING ERRCODE = 'check_violation';
     END IF;
     IF octet_length(NEW.content) > 262144 THEN
         RAISE EXCEPTION 'content is % bytes: at most 262,144 are stored',
@@ -174,6 +195,15 @@ BEGIN
     NEW.content_tsv := ethos_text_vector(ethos_text_config(), NEW.agent_id, NEW.content);
     RETURN NEW;
 END
+$$;
+
+-- A duplicate is the same text as a reader sees it: compatibility forms (NFKC: a no-break
+-- space is a space), case folded (Straße = STRASSE), unseen characters dropped, spaces
+-- collapsed and trimmed. ASCII texts keep the key they had.
+CREATE OR REPLACE FUNCTION ethos_content_key(content text) RETURNS uuid
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT md5(btrim(regexp_replace(regexp_replace(<FOLD>,
+        '[<UNSEEN>]', '', 'g'), '[<SPACES>]+', ' ', 'g'), ' '))::uuid
 $$;
 
 ALTER TABLE retrieval_dead_letters ADD COLUMN n integer NOT NULL DEFAULT 1 CHECK (n >= 1);
@@ -262,10 +292,30 @@ def _revisions(columns: tuple[str, ...]) -> str:
     )
 
 
+# Case folding: PostgreSQL 18's casefold under its Unicode collation; before it, lower()
+# (as the database's ctype has it) and ß, which lower() keeps.
+FOLDS = {
+    True: "casefold(normalize(content, NFKC) COLLATE pg_unicode_fast)",
+    False: "replace(lower(normalize(content, NFKC)), 'ß', 'ss')",
+}
+KEYS = """
+UPDATE {table} SET content_key = ethos_content_key(content)
+WHERE content_key IS DISTINCT FROM ethos_content_key(content);
+"""
+
+
 def upgrade() -> None:
+    version = op.get_bind().exec_driver_sql("SHOW server_version_num").scalar_one()
+    functions = (
+        UPGRADE.replace("<FOLD>", FOLDS[int(version) >= 180000])
+        .replace("<UNSEEN>", UNSEEN)
+        .replace("<SPACES>", SPACES)
+        .replace("<CONTROLS>", CONTROLS)
+    )
     execute_script(
         "".join(_bounds(table) for table in TABLES)
-        + UPGRADE
+        + functions
+        + "".join(KEYS.format(table=table) for table in TABLES)
         + _revisions(("content", "metadata"))
         + DEFINER_PATHS
     )
@@ -310,6 +360,8 @@ CREATE TRIGGER memory_vectors_follow_source BEFORE INSERT ON memory_vectors
         + earlier_function("0031_vectors_follow_sources", "ethos_vector_follows_source", "UPGRADE")
         + earlier_function("0031_vectors_follow_sources", "ethos_source_pruned", "UPGRADE")
         + earlier_function("0010_text_search", "ethos_content_derived", "FUNCTIONS")
+        + earlier_function("0009_consolidation", "ethos_content_key", "FUNCTIONS")
+        + "".join(KEYS.format(table=table) for table in TABLES)
         + "".join(
             f"ALTER TABLE {table} DROP CONSTRAINT {table}_{column}_{bound};\n"
             for table in TABLES
