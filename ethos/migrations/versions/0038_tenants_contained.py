@@ -36,7 +36,7 @@ import importlib
 
 from alembic import op
 
-from ethos.migrations import earlier_function, execute_script
+from ethos.migrations import branches, earlier_function, execute_script
 
 revision = "0038"
 down_revision = "0037"
@@ -143,25 +143,7 @@ BEGIN
         RETURN NULL;
     END IF;
     -- only a source of the vector's own agent, as its insert left it, once
-    IF NEW.source_type = 'episodic_traces' THEN
-        UPDATE episodic_traces
-        SET auto_importance = ethos_importance_raised(auto_importance, p, k),
-            auto_particularity = p,
-            policy = ethos_importance_tier(ethos_importance_raised(auto_importance, p, k))
-        WHERE id = NEW.source_id AND agent_id = NEW.agent_id
-          AND auto_importance IS NOT NULL AND auto_particularity IS NULL
-          AND NOT pruned AND retrieval_count = 0 AND due_at = '-infinity'
-          AND policy = ethos_importance_tier(auto_importance);
-    ELSIF NEW.source_type = 'semantic_facts' THEN
-        UPDATE semantic_facts
-        SET auto_importance = ethos_importance_raised(auto_importance, p, k),
-            auto_particularity = p,
-            policy = ethos_importance_tier(ethos_importance_raised(auto_importance, p, k))
-        WHERE id = NEW.source_id AND agent_id = NEW.agent_id
-          AND auto_importance IS NOT NULL AND auto_particularity IS NULL
-          AND NOT pruned AND retrieval_count = 0 AND due_at = '-infinity'
-          AND policy = ethos_importance_tier(auto_importance);
-    END IF;
+    <TIER>
     RETURN NULL;
 END
 $$;
@@ -292,6 +274,18 @@ def _revisions(columns: tuple[str, ...]) -> str:
     )
 
 
+# The tiering of a vector's source, one static statement a source table (0035's shape),
+# now matching the vector's agent.
+TIER = """        UPDATE {table}
+        SET auto_importance = ethos_importance_raised(auto_importance, p, k),
+            auto_particularity = p,
+            policy = ethos_importance_tier(ethos_importance_raised(auto_importance, p, k))
+        WHERE id = NEW.source_id AND agent_id = NEW.agent_id
+          AND auto_importance IS NOT NULL AND auto_particularity IS NULL
+          AND NOT pruned AND retrieval_count = 0 AND due_at = '-infinity'
+          AND policy = ethos_importance_tier(auto_importance);"""
+SOURCES = ("episodic_traces", "semantic_facts")
+
 # Case folding: PostgreSQL 18's casefold under its Unicode collation; before it, lower()
 # (as the database's ctype has it) and ß, which lower() keeps.
 FOLDS = {
@@ -311,6 +305,9 @@ def upgrade() -> None:
         .replace("<UNSEEN>", UNSEEN)
         .replace("<SPACES>", SPACES)
         .replace("<CONTROLS>", CONTROLS)
+        .replace(
+            "<TIER>", branches(TIER, {f"NEW.source_type = '{t}'": {"table": t} for t in SOURCES})
+        )
     )
     execute_script(
         "".join(_bounds(table) for table in TABLES)
