@@ -4,6 +4,7 @@ way through that a review found, tried again."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import uuid
@@ -13,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 import asyncpg
 import pytest
 
+from ethos import db
 from ethos.engine import Engine
 from ethos.errors import DatabaseError
 from ethos.settings import DatabaseSettings, LtpSettings, Settings, with_statement_timeout
@@ -395,3 +397,22 @@ async def test_plain_sql_refuses_an_agent_id_that_looks_like_another(
 ) -> None:
     with pytest.raises(asyncpg.CheckViolationError, match="agent_id must be in Unicode NFC"):
         await conn.execute("INSERT INTO semantic_facts (agent_id, content) VALUES ($1, 'x')", agent)
+
+
+async def test_row_policies_made_before_move_to_the_callers_own_agents(
+    database_url: str, conn: asyncpg.Connection
+) -> None:
+    """`ethos roles` run before 0038 named ethos_agents_of(current_user), which 0038
+    drops: the policies move to ethos_own_agents() in the same migration."""
+    settings = Settings(database=DatabaseSettings(url=database_url))
+    await asyncio.to_thread(db.downgrade, settings, database_url, "0037")
+    own = "agent_id = ANY (ethos_agents_of(current_user))"
+    await conn.execute(
+        f"CREATE POLICY ethos_agent ON episodic_traces TO PUBLIC USING ({own}) WITH CHECK ({own})"
+    )
+    await asyncio.to_thread(db.migrate, settings, database_url)
+    qual = await conn.fetchval(
+        "SELECT qual FROM pg_policies WHERE tablename = 'episodic_traces'"
+        " AND policyname = 'ethos_agent'"
+    )
+    assert "ethos_own_agents()" in qual

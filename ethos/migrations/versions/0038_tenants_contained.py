@@ -223,19 +223,7 @@ LANGUAGE sql STABLE AS $$
     END
 $$;
 
-DO $$
-DECLARE
-    p record;
-BEGIN
-    FOR p IN SELECT tablename FROM pg_policies
-             WHERE schemaname = current_schema() AND policyname = 'ethos_agent'
-               AND tablename <> 'retrieval_queue'
-    LOOP
-        EXECUTE format('ALTER POLICY ethos_agent ON %I USING (agent_id = ANY (ethos_own_agents()))'
-                       ' WITH CHECK (agent_id = ANY (ethos_own_agents()))', p.tablename);
-    END LOOP;
-END
-$$;
+<OWN_POLICIES>
 DROP FUNCTION ethos_agents_of(text);
 
 -- The hints of new rows are the engine's schedule: written with the owner's rights, so
@@ -286,6 +274,28 @@ TIER = """        UPDATE {table}
           AND policy = ethos_importance_tier(auto_importance);"""
 SOURCES = ("episodic_traces", "semantic_facts")
 
+
+def _agent_policies(agents: str) -> str:
+    """The agent roles' row policies made by an earlier `ethos roles`, on the agents
+    `agents` names (the queue's has no agent_id)."""
+    own = f"agent_id = ANY ({agents})"
+    return f"""
+DO $$
+DECLARE
+    p record;
+BEGIN
+    FOR p IN SELECT tablename FROM pg_policies
+             WHERE schemaname = current_schema() AND policyname = 'ethos_agent'
+               AND tablename <> 'retrieval_queue'
+    LOOP
+        EXECUTE format('ALTER POLICY ethos_agent ON %I USING ({own}) WITH CHECK ({own})',
+                       p.tablename);
+    END LOOP;
+END
+$$;
+"""
+
+
 # Case folding: PostgreSQL 18's casefold under its Unicode collation; before it, lower()
 # (as the database's ctype has it) and ß, which lower() keeps.
 FOLDS = {
@@ -305,6 +315,7 @@ def upgrade() -> None:
         .replace("<UNSEEN>", UNSEEN)
         .replace("<SPACES>", SPACES)
         .replace("<CONTROLS>", CONTROLS)
+        .replace("<OWN_POLICIES>", _agent_policies("ethos_own_agents()"))
         .replace(
             "<TIER>", branches(TIER, {f"NEW.source_type = '{t}'": {"table": t} for t in SOURCES})
         )
@@ -325,22 +336,8 @@ def downgrade() -> None:
         + earlier_function("0022_roles", "ethos_agents_of", "UPGRADE")
         + _revisions(("content",))
         + earlier_function("0022_roles", "ethos_keep_revision", "UPGRADE")
+        + _agent_policies("ethos_agents_of(current_user)")
         + """
-DO $$
-DECLARE
-    p record;
-BEGIN
-    FOR p IN SELECT tablename FROM pg_policies
-             WHERE schemaname = current_schema() AND policyname = 'ethos_agent'
-               AND tablename <> 'retrieval_queue'
-    LOOP
-        EXECUTE format('ALTER POLICY ethos_agent ON %I'
-                       ' USING (agent_id = ANY (ethos_agents_of(current_user)))'
-                       ' WITH CHECK (agent_id = ANY (ethos_agents_of(current_user)))',
-                       p.tablename);
-    END LOOP;
-END
-$$;
 DROP POLICY IF EXISTS ethos_agent ON retrieval_queue;
 DROP POLICY IF EXISTS ethos_service ON retrieval_queue;
 ALTER TABLE retrieval_queue DISABLE ROW LEVEL SECURITY;
