@@ -7,7 +7,9 @@ corrects and forgets through ethos. Needs the extra: pip install 'ethos[mcp]'.
 The server holds one Engine for its lifetime; closing it applies every retrieval the
 tools recorded (LTP). With --agent every tool works on that agent's memories only;
 without it each tool takes `agent`. Errors reach the model as tool errors with the same
-one-line messages as the CLI, and a failed call writes nothing.
+one-line messages as the CLI (refused arguments too), and a failed call writes nothing;
+an unknown tool is a JSON-RPC error. Every result is structured content and, beside it,
+its JSON as text.
 """
 
 from __future__ import annotations
@@ -15,13 +17,19 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
+import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from importlib.metadata import version
 from typing import Any, Literal
 
 from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS, CallToolResult, InputRequiredResult, TextContent
+from pydantic import ValidationError
 
 from ethos.engine import Engine
 from ethos.errors import EthosError
@@ -39,6 +47,37 @@ recall before answering from memory, and say which recalled memories were useful
 wrong."""
 
 
+class Server(MCPServer[Any]):
+    """MCPServer with errors where the specification puts them: an unknown tool is a
+    JSON-RPC error (invalid params), arguments the schema refuses a tool error of one
+    line; and every structured result also as its JSON text, which a client reading
+    only `content` sees (an empty recall gave no content at all)."""
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        if name not in {tool.name for tool in await self.list_tools()}:
+            raise MCPError(INVALID_PARAMS, f"unknown tool {name!r}")
+        try:
+            answer = await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if isinstance(exc.__cause__, ValidationError):
+                raise ToolError(one_line(exc.__cause__)) from exc.__cause__
+            raise
+        if isinstance(answer, CallToolResult) and answer.structured_content is not None:
+            text = json.dumps(answer.structured_content, default=str)
+            answer.content = [TextContent(type="text", text=text)]
+        return answer
+
+
+def one_line(error: ValidationError) -> str:
+    """Pydantic's account of refused arguments, one line: each argument and why."""
+    return "; ".join(
+        f"{'.'.join(str(part) for part in e['loc']) or 'arguments'}: {e['msg']}"
+        for e in error.errors()
+    )
+
+
 def build_server(settings: Settings, *, agent: str | None = None) -> MCPServer[Any]:
     """The ethos MCP server over `settings`; with `agent`, fixed to that agent."""
     opened: list[Engine] = []
@@ -53,9 +92,10 @@ def build_server(settings: Settings, *, agent: str | None = None) -> MCPServer[A
             finally:
                 opened.clear()
 
-    server: MCPServer[Any] = MCPServer(
-        "ethos", instructions=INSTRUCTIONS, lifespan=lifespan, log_level="WARNING"
-    )
+    server = Server(
+        "ethos", version=version("ethos"), instructions=INSTRUCTIONS, lifespan=lifespan,
+        log_level="WARNING",
+    )  # fmt: skip
 
     timeout_seconds = settings.mcp.request_timeout_seconds
     too_long = (

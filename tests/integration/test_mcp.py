@@ -7,15 +7,21 @@ import contextlib
 import json
 import os
 import sys
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
 import asyncpg
 import httpx2
+import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS
 
+from ethos.integrations.mcp import build_server
+from ethos.settings import DatabaseSettings, Settings
 from tests.acceptance.test_cli import one_line_error
 from tests.conftest import Cli
 from tests.integration.test_http_bounds import blocked, tables_locked
@@ -152,3 +158,27 @@ async def test_recall_k_is_capped_and_a_call_over_its_deadline_is_stopped(
             stopped = error(await client.call_tool("recall", recall))
             assert "[mcp] request_timeout_seconds" in stopped
             assert await blocked(watcher, 0)
+
+
+async def test_errors_where_the_specification_puts_them_and_text_beside_structure(
+    database_url: str,
+) -> None:
+    """Issue 41, with the SDK's own client: an unknown tool is a JSON-RPC error (invalid
+    params), not a tool result; refused arguments are one line; a structured result is
+    also its JSON text (an empty recall gave no content at all); the server says its
+    version."""
+    server = build_server(Settings(database=DatabaseSettings(url=database_url)), agent="ada")
+    async with Client(server) as client:
+        assert client.server_info.version == version("ethos") != ""
+        with pytest.raises(MCPError) as unknown:
+            await client.call_tool("forget_everything", {})
+        assert unknown.value.code == INVALID_PARAMS
+        assert unknown.value.message == "unknown tool 'forget_everything'"
+        refused = error(await client.call_tool("recall", {"query": "tea", "k": "many"}))
+        assert refused == "k: Input should be a valid integer, unable to parse string as an integer"
+        empty = await client.call_tool("recall", {"query": "nothing remembered yet"})
+        assert [json.loads(block.text) for block in empty.content] == [{"result": []}]
+        saved = result(await client.call_tool("remember", {"content": "Ada likes tea"}))
+        found = await client.call_tool("recall", {"query": "tea"})
+        assert json.loads(found.content[0].text) == found.structured_content
+        assert result(found)[0]["id"] == saved["id"]
