@@ -183,7 +183,8 @@ async function loadStatus() {
     "daemons alive": s.daemons.length,
     "sweep lock": s.daemons.find((d) => d.holds_sweep_lock)?.id || "free",
     "last sweep": s.last_sweep ? when(s.last_sweep.finished_at || s.last_sweep.started_at) : "none yet",
-    "rows due": Object.entries(s.due).map(([t, n]) => `${kind(t)} ${n}`).join(", "),
+    // the sweep's hints of work due: a row may stand in several, so at most this many rows
+    "sweep hints due": Object.entries(s.due).map(([t, n]) => `${kind(t)} ≤ ${n} rows`).join(", "),
     "retrievals waiting": `${s.ltp.backlog} buffered, ${s.ltp.queue_backlog} queued`,
   };
   const dl = $("#status");

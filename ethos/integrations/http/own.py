@@ -80,7 +80,8 @@ def ethos_routes(app: FastAPI, settings: Settings) -> None:
 
     async def status(engine: EngineDep) -> dict[str, Any]:
         """Daemons, the sweep lock, recent sweeps, pruned per reason (last day and ever),
-        and the backlog: rows due per table, retrievals waiting."""
+        and the backlog: the sweep's hints due per table (an upper bound on the rows a due
+        sweep looks at), retrievals waiting."""
         now = await engine.now()
         state = await engine.status(settings.daemon.alive_seconds)
         return {
