@@ -439,6 +439,14 @@ BEGIN
         RAISE EXCEPTION 'content is % bytes: at most 262,144 are stored',
             octet_length(NEW.content) USING ERRCODE = 'check_violation';
     END IF;
+    -- A vector with no direction in float32 (all zeros, or 1e-30s whose squares vanish):
+    -- its cosine to itself is NaN, as to every query (vector_norm, in double, passes it).
+    IF TG_TABLE_NAME = 'memory_vectors' AND TG_OP = 'INSERT' THEN
+        IF NEW.embedding IS NOT NULL AND (NEW.embedding <=> NEW.embedding) = 'NaN' THEN
+            RAISE EXCEPTION 'embedding has no direction: its float32 norm is 0 or infinite'
+                USING ERRCODE = 'check_violation';
+        END IF;
+    END IF;
     -- (the anchor defaults to the creation, filled by a later trigger)
     IF TG_OP = 'INSERT' AND coalesce(NEW.anchor_at, NEW.created_at) > now() + interval '5 minutes'
        AND row_security_active(TG_RELID) THEN

@@ -416,3 +416,15 @@ async def test_row_policies_made_before_move_to_the_callers_own_agents(
         " AND policyname = 'ethos_agent'"
     )
     assert "ethos_own_agents()" in qual
+
+
+@pytest.mark.parametrize("value", ["1e-30", "1e20"])
+async def test_plain_sql_refuses_a_vector_with_no_direction(
+    conn: asyncpg.Connection, value: str
+) -> None:
+    """vector_norm sums in double and let 1e-30s through; pgvector's cosine is NaN."""
+    with pytest.raises(asyncpg.CheckViolationError, match="embedding has no direction"):
+        await conn.execute(
+            "INSERT INTO memory_vectors (agent_id, content, embedding)"
+            f" SELECT 'a', 'x', array_fill({value}::real, ARRAY[384])::vector"
+        )
