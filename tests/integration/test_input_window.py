@@ -50,7 +50,9 @@ async def test_an_all_zero_embedding_is_refused(engine: Engine, conn: asyncpg.Co
     ],
 )
 async def test_plain_sql_gets_the_same_checks(conn: asyncpg.Connection, statement: str) -> None:
-    with pytest.raises(asyncpg.PostgresError, match=r"outside 1900|all-zero|no direction|_1900_to_2199"):
+    with pytest.raises(
+        asyncpg.PostgresError, match=r"outside 1900|all-zero|no direction|_1900_to_2199"
+    ):
         await conn.execute(statement)
     for table in ("episodic_traces", "semantic_facts", "memory_vectors", "retrieval_queue"):
         assert await conn.fetchval(f"SELECT count(*) FROM {table}") == 0
