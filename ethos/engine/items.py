@@ -10,9 +10,14 @@ from typing import Any
 
 from ethos.embedding import check_dimension
 from ethos.engine.core import EngineCore
+from ethos.errors import InputError
 from ethos.inputs import at_most, content_text, metadata_json, query_text
 from ethos.store import Row
 from ethos.tables import FACTS
+
+# An item's ttl (minutes), kept in its value's JSON (no column holds it) so that a read
+# can move its expiry (LangGraph's refresh_ttl); the value is given back without it.
+TTL_KEY = "ethos:ttl_minutes"
 
 
 @dataclass(frozen=True)
@@ -31,10 +36,12 @@ class StoredItem:
     @classmethod
     def from_row(cls, row: Row) -> StoredItem:
         metadata = row["metadata"]  # jsonb arrives as text from the driver
+        value = json.loads(metadata) if isinstance(metadata, str) else dict(metadata)
+        value.pop(TTL_KEY, None)
         return cls(
             agent=row["agent_id"],
             key=row["client_key"],
-            value=json.loads(metadata) if isinstance(metadata, str) else dict(metadata),
+            value=value,
             created_at=row["created_at"],
             updated_at=row["updated_at"],
             score=row.get("score"),
@@ -46,12 +53,13 @@ class ItemEngine(EngineCore):
 
     async def get_item(self, agent: str, key: str, *, record: bool = True) -> StoredItem | None:
         """The live, unexpired fact of `agent` with this client key; with `record`,
-        retrieved (LTP, in the background)."""
+        retrieved (LTP, in the background) and its expiry moved to now + its ttl."""
         now = await self._moment(None)
         row = await self.store.get_item(agent, key, now)
         if row is None:
             return None
         if record:
+            await self.store.refresh_item_ttls([row["id"]], TTL_KEY, now)
             await self.ltp.record(FACTS, [row["id"]], now)
         return StoredItem.from_row(row)
 
@@ -66,8 +74,14 @@ class ItemEngine(EngineCore):
         ttl_minutes: float | None = None,
     ) -> bool:
         """Store `value` as the fact of `agent` under `key` (its text: `content`), or
-        replace the value of the one there, which keeps its history. True if new."""
-        stored = metadata_json(value, self.settings.limits.metadata_bytes, "an item's value")
+        replace the value of the one there, which keeps its history. True if new. With
+        `ttl_minutes`, it expires that long after the put or the last read that refreshes."""
+        if TTL_KEY in value:
+            raise InputError(
+                f"an item's value must not hold the key {TTL_KEY!r} (ethos keeps its ttl there)"
+            )
+        kept = value if ttl_minutes is None else {**value, TTL_KEY: ttl_minutes}
+        stored = metadata_json(kept, self.settings.limits.metadata_bytes, "an item's value")
         content = content_text(content)
         if embedding is not None:
             check_dimension([embedding], self.settings.embedding.dimension)
@@ -100,7 +114,8 @@ class ItemEngine(EngineCore):
         """Items of the agent `prefix` and of agents under it ("prefix.*"), passing the
         filter (containment, and a jsonpath predicate over `variables`): by similarity
         to `embedding` × salience, else by text rank of `text` × salience, else newest
-        first. With `record`, the results are surfaced (LTP), as search does."""
+        first. With `record`, the results are surfaced (LTP), as search does, and their
+        expiry moved to now + their ttl."""
         limits = self.settings.limits
         if text:
             query_text(text, limits.query_words)
@@ -114,7 +129,9 @@ class ItemEngine(EngineCore):
             vars=json.dumps(dict(variables or {})), limit=limit, offset=offset, now=now,
         )  # fmt: skip
         if rows and record:
-            await self.ltp.record(FACTS, [row["id"] for row in rows], now, "surfaced")
+            ids = [row["id"] for row in rows]
+            await self.store.refresh_item_ttls(ids, TTL_KEY, now)
+            await self.ltp.record(FACTS, ids, now, "surfaced")
         return [StoredItem.from_row(row) for row in rows]
 
     async def item_namespaces(self) -> list[str]:

@@ -9,10 +9,11 @@ A namespace is an agent (its labels joined by "."; LangGraph forbids "." in a la
 the mapping goes both ways); an item is a fact of that agent under its key, its value
 the fact's metadata (round-tripped as JSON), its text (the index's fields, else every
 string in the value) the fact's content. put on an existing key replaces the value and
-keeps the memory's history; delete is a soft delete (reason manual, recoverable); get
-and search are retrievals (LTP) unless refresh_ttl is off; ttl (minutes) expires the
-item. search ranks by similarity × salience with an index, by text rank × salience
-with a query but no index, and lists newest first without a query.
+keeps the memory's history; delete is a soft delete (reason manual, recoverable); ttl
+(minutes) expires the item; get and search, unless refresh_ttl is off, move what they
+return's expiry to now + its ttl and are retrievals (LTP). search ranks by similarity
+× salience with an index, by text rank × salience with a query but no index, and lists
+newest first without a query.
 """
 
 from __future__ import annotations

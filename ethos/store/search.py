@@ -19,6 +19,7 @@ from ethos.store.sql.search import (
     LOCATE_MEMORIES,
     PUT_ITEM,
     PUT_ITEM_VECTOR,
+    REFRESH_ITEM_TTLS,
     SEARCH_ITEMS,
     SEARCH_ITEMS_BY_TEXT,
     SEARCH_ITEMS_BY_VECTOR,
@@ -108,6 +109,9 @@ class SearchStore(StoreCore):
 
     async def delete_item(self, agent: str, key: str, now: datetime) -> bool:
         return await self._fetchval(DELETE_ITEM, agent=agent, key=key, now=now) is not None
+
+    async def refresh_item_ttls(self, ids: list[uuid.UUID], ttl_key: str, now: datetime) -> None:
+        await self._fetchval(REFRESH_ITEM_TTLS, ids=ids, ttl_key=ttl_key, now=now)
 
     async def search_items(self, ranked_by: str | None, **values: Any) -> list[Row]:
         """Items under a namespace: newest first, or ranked by "vector" or "text"."""

@@ -147,6 +147,29 @@ async def test_an_index_ranks_by_similarity_and_ttl_expires(
     assert (await fact(conn, "brief"))["prune_reason"] == "expired"
 
 
+async def test_refresh_ttl_moves_the_expiry_and_still_reinforces(
+    settings: Settings, conn: asyncpg.Connection
+) -> None:
+    """As LangGraph defines refresh_ttl: a read moves expires_at to now + the item's ttl,
+    so an item read within its ttl stays; one left alone expires."""
+    async with AsyncEthosStore(settings) as store:
+        for key in ("read", "found", "left"):
+            await store.aput(("u",), key, {"text": f"{key} item"}, ttl=0.02)  # 1.2 s
+        for _ in range(3):  # 1.8 s in all
+            await asyncio.sleep(0.6)
+            assert await store.aget(("u",), "read") is not None
+            found = await store.asearch(("u",), filter={"text": "found item"})
+            assert [i.key for i in found] == ["found"]
+        assert await store.aget(("u",), "left") is None
+        item = await store.aget(("u",), "read", refresh_ttl=False)
+        assert item is not None and item.value == {"text": "read item"}  # the ttl kept apart
+        with pytest.raises(InputError, match="ethos:ttl_minutes"):
+            await store.aput(("u",), "x", {"ethos:ttl_minutes": 1})
+        await store.engine.ltp.drain(5)
+    row = await fact(conn, "read")
+    assert row["retrieval_count"] == 3  # the reads that refreshed: reinforced as well
+
+
 class State(TypedDict):
     user: str
     said: str

@@ -412,6 +412,7 @@ WHERE agent_id = %(agent)s AND client_key = %(key)s AND NOT pruned AND expires_a
 
 PUT_ITEM = STATEMENTS["put_item"]
 PUT_ITEM_VECTOR = STATEMENTS["put_item_vector"]
+REFRESH_ITEM_TTLS = STATEMENTS["refresh_item_ttls"]
 
 # An item deleted: a soft delete, reason manual, recoverable.
 DELETE_ITEM = sql(f"""

@@ -31,6 +31,14 @@ INSERT INTO memory_vectors (agent_id, content, embedding, source_type, source_id
 SELECT %(agent)s, %(content)s, %(embedding)s::vector, 'semantic_facts', %(id)s
 WHERE NOT EXISTS (SELECT 1 FROM replaced);
 
+-- name: refresh_item_ttls
+-- LangGraph's refresh_ttl: the items among %(ids)s that have a ttl (minutes, kept in
+-- their value's JSON under %(ttl_key)s) expire that long after %(now)s.
+UPDATE semantic_facts
+SET expires_at = %(now)s::timestamptz
+                 + make_interval(secs => (metadata ->> %(ttl_key)s)::float8 * 60)
+WHERE id = ANY(%(ids)s::uuid[]) AND metadata ? %(ttl_key)s AND NOT pruned;
+
 -- name: item_namespaces
 -- The namespaces (agents) that hold live items.
 SELECT DISTINCT agent_id FROM semantic_facts WHERE client_key IS NOT NULL AND NOT pruned
