@@ -135,5 +135,5 @@ class ItemEngine(EngineCore):
         return [StoredItem.from_row(row) for row in rows]
 
     async def item_namespaces(self) -> list[str]:
-        """The agents that hold live items."""
-        return await self.store.item_namespaces()
+        """The agents that hold live, unexpired items."""
+        return await self.store.item_namespaces(await self._moment(None))

@@ -124,8 +124,8 @@ class SearchStore(StoreCore):
             query, salience_weight=self.settings.search.salience_weight, **values
         )
 
-    async def item_namespaces(self) -> list[str]:
-        return [row["agent_id"] for row in await self._fetch(ITEM_NAMESPACES)]
+    async def item_namespaces(self, now: datetime) -> list[str]:
+        return [row["agent_id"] for row in await self._fetch(ITEM_NAMESPACES, now=now)]
 
     async def missing_vectors(
         self, spec: TableSpec, agent: str | None, after: uuid.UUID, limit: int

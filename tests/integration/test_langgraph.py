@@ -137,6 +137,10 @@ async def test_an_index_ranks_by_similarity_and_ttl_expires(
         await asyncio.sleep(0.5)
         assert await store.aget(("u",), "brief") is None
         assert "brief" not in [i.key for i in await store.asearch(("u",))]
+        await store.aput(("gone",), "brief", {"text": "gone soon"}, ttl=0.005)
+        assert ("gone",) in await store.alist_namespaces()
+        await asyncio.sleep(0.5)  # expired, not yet swept: no longer listed
+        assert ("gone",) not in await store.alist_namespaces()
     vectors = await conn.fetchval(
         "SELECT count(*) FROM memory_vectors v JOIN semantic_facts f ON f.id = v.source_id"
         " WHERE f.client_key IN ('car', 'jazz', 'raw')"

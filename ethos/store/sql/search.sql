@@ -40,6 +40,8 @@ SET expires_at = %(now)s::timestamptz
 WHERE id = ANY(%(ids)s::uuid[]) AND metadata ? %(ttl_key)s AND NOT pruned;
 
 -- name: item_namespaces
--- The namespaces (agents) that hold live items.
-SELECT DISTINCT agent_id FROM semantic_facts WHERE client_key IS NOT NULL AND NOT pruned
+-- The namespaces (agents) that hold live items unexpired at %(now)s (an expired item
+-- is gone to a reader before a sweep prunes it).
+SELECT DISTINCT agent_id FROM semantic_facts
+WHERE client_key IS NOT NULL AND NOT pruned AND (expires_at IS NULL OR expires_at > %(now)s)
 ORDER BY agent_id;
