@@ -41,14 +41,16 @@ async def test_mem0_memory_client_through_ethos(
 def through(client: Any, Mem0Error: type[Exception]) -> None:
     """Every call a mem0 user makes, through ethos."""
     said = [{"role": "user", "content": "I am vegetarian and allergic to nuts"}]
-    added: dict[str, Any] = client.add(said, user_id="frank", metadata={"diet": True})
+    added: dict[str, Any] = client.add(
+        said, user_id="frank", metadata={"diet": "vegetarian", "source": "chat"}
+    )
     [memory] = added["results"]
     assert memory["event"] == "ADD"
     client.add("Frank's sister lives in Lyon", user_id="frank")
 
     found = client.search("is he vegetarian", filters={"user_id": "frank"})
     assert found["results"][0]["id"] == memory["id"]
-    assert found["results"][0]["metadata"] == {"diet": True}
+    assert found["results"][0]["metadata"] == {"diet": "vegetarian", "source": "chat"}
     listed = client.get_all(filters={"user_id": "frank"})
     assert {m["memory"] for m in listed["results"]} == {
         "I am vegetarian and allergic to nuts", "Frank's sister lives in Lyon"
@@ -56,8 +58,10 @@ def through(client: Any, Mem0Error: type[Exception]) -> None:
     one = client.get(memory["id"])
     assert one["user_id"] == "frank" and one["ethos"]["prunes_at"] is not None
 
-    client.update(memory["id"], text="I am vegan and allergic to nuts")
-    assert client.get(memory["id"])["memory"] == "I am vegan and allergic to nuts"
+    client.update(memory["id"], text="I am vegan and allergic to nuts", metadata={"diet": "vegan"})
+    changed = client.get(memory["id"])
+    assert changed["memory"] == "I am vegan and allergic to nuts"
+    assert changed["metadata"] == {"diet": "vegan", "source": "chat"}  # merged, as mem0 does
     assert [h["event"] for h in client.history(memory["id"])] == ["ADD", "UPDATE"]
 
     client.delete(memory["id"])

@@ -110,15 +110,16 @@ def mem0_routes(app: FastAPI) -> None:
         return mem0_item(await engine.memory(memory_id))
 
     async def update(memory_id: str, body: MemoryUpdate, engine: EngineDep) -> dict[str, Any]:
-        """A new text and/or metadata; the memory keeps its curve, retrievals and the
-        owners it was added with (metadata.mem0 cannot be given)."""
+        """A new text and/or metadata, merged into the memory's as mem0 merges it (a key
+        given replaces that key, the others stay; ethos's own endpoints replace it); the
+        memory keeps its curve, retrievals and the owners it was added with
+        (metadata.mem0 cannot be given)."""
         memory = await engine.memory(memory_id)
         metadata = None
         if body.metadata is not None:
             if OWNERS in body.metadata:
                 raise InputError(f"metadata.{OWNERS} holds a memory's owners: fixed at add")
-            kept = {k: v for k, v in (memory["metadata"] or {}).items() if k == OWNERS}
-            metadata = {**body.metadata, **kept}
+            metadata = {**(memory["metadata"] or {}), **body.metadata}
         await engine.update(memory["table"], memory_id, content=body.text, metadata=metadata)
         return {"message": "Memory updated successfully!", "id": memory["id"]}
 
