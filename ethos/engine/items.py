@@ -114,8 +114,9 @@ class ItemEngine(EngineCore):
         """Items of the agent `prefix` and of agents under it ("prefix.*"), passing the
         filter (containment, and a jsonpath predicate over `variables`): by similarity
         to `embedding` × salience, else by text rank of `text` × salience, else newest
-        first. With `record`, the results are surfaced (LTP), as search does, and their
-        expiry moved to now + their ttl."""
+        first; ranked, the unmatched come last, newest first, score None. With `record`,
+        the results are surfaced (LTP), as search does, and their expiry moved to now +
+        their ttl."""
         limits = self.settings.limits
         if text:
             query_text(text, limits.query_words)

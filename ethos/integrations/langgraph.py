@@ -11,9 +11,10 @@ the fact's metadata (round-tripped as JSON), its text (the index's fields, else 
 string in the value) the fact's content. put on an existing key replaces the value and
 keeps the memory's history; delete is a soft delete (reason manual, recoverable); ttl
 (minutes) expires the item; get and search, unless refresh_ttl is off, move what they
-return's expiry to now + its ttl and are retrievals (LTP). search ranks by similarity
-× salience with an index, by text rank × salience with a query but no index, and lists
-newest first without a query.
+return's expiry to now + its ttl and are retrievals (LTP). search lists newest first
+without a query; with one it returns every item, as LangGraph's stores do, ranking
+first those it matches (by similarity × salience with an index, by text rank ×
+salience without), then the others (unembedded, or not matching) newest first, unscored.
 """
 
 from __future__ import annotations

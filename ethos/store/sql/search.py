@@ -429,20 +429,23 @@ def build_search_items_query(*, ranked_by: str | None) -> Query:
     %(contains)s and the jsonpath %(path)s over %(vars)s), in the order LangGraph
     documents: most recently updated first without a query; with one, by similarity
     (ranked_by "vector": to %(embedding)s) or BM25 ("text": of %(text)s), times the
-    salience prior; none below its prune threshold. %(limit)s after %(offset)s."""
-    join, score, matches = "", "NULL::float8", ""
+    salience prior; none below its prune threshold. %(limit)s after %(offset)s. With a
+    query every item is returned, as LangGraph's stores do (without an index, or for items
+    put without a vector): those matched first, scored, then the others newest first."""
+    join, score = "", "NULL::float8"
+    order = newest = "coalesce(m.updated_at, m.created_at) DESC, m.id"
     salience = prior(salience_expr(FACTS))
     if ranked_by == "vector":
-        join = """JOIN memory_vectors AS v
+        join = """LEFT JOIN memory_vectors AS v
               ON v.source_type = 'semantic_facts' AND v.source_id = m.id
              AND v.agent_id = m.agent_id AND NOT v.pruned"""
         score = f"(1 - (v.embedding <=> %(embedding)s::vector)) * {salience}"
     elif ranked_by == "text":  # BM25 as recall ranks, each item among its own agent's
-        score = f"{bm25('m.content_tsv')} * {salience}"
+        score = f"CASE WHEN m.content_tsv @@ t.words THEN {bm25('m.content_tsv')} * {salience} END"
         join = f"""CROSS JOIN (SELECT ethos_text_query(ethos_text_config(), %(text)s) AS words) AS t
     CROSS JOIN LATERAL (SELECT {_word_statistics("m.agent_id")}) AS q"""
-        matches = "AND m.content_tsv @@ t.words"
-    order = "score DESC, m.id" if ranked_by else "coalesce(m.updated_at, m.created_at) DESC, m.id"
+    if ranked_by:
+        order = f"score DESC NULLS LAST, {newest}"
     return sql(f"""
     SELECT m.id, m.agent_id, m.client_key, m.metadata, m.created_at,
            coalesce(m.updated_at, m.created_at) AS updated_at, {score} AS score
@@ -450,7 +453,7 @@ def build_search_items_query(*, ranked_by: str | None) -> Query:
     {join}
     WHERE (m.agent_id = %(prefix)s OR starts_with(m.agent_id, %(prefix)s || '.')
            OR %(prefix)s = '')
-      AND m.client_key IS NOT NULL AND {_ITEM_LIVE} AND {above_threshold(FACTS)} {matches}
+      AND m.client_key IS NOT NULL AND {_ITEM_LIVE} AND {above_threshold(FACTS)}
       AND m.metadata @> %(contains)s::jsonb
       AND jsonb_path_match(m.metadata, %(path)s::jsonpath, %(vars)s::jsonb)
     ORDER BY {order}
