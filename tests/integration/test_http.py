@@ -92,6 +92,10 @@ async def test_mem0_shapes_add_list_search_update_history_delete(
     assert (got["memory"], got["metadata"]) == ("Alice drinks jasmine tea", {"topic": "drinks"})
     assert got["user_id"] == "alice"  # the identifiers it was added with stay
     ok(await http.delete(f"/memories/{noted}"))
+    assert (
+        problem(await http.get(f"/memories/{noted}"), 404)
+        == f"no memory with id {noted}: forgotten"
+    )
     history = ok(await http.get(f"/memories/{noted}/history"))
     assert [h["event"] for h in history] == ["ADD", "DELETE"]
     assert history[1]["is_deleted"] and history[1]["ethos"] == {"reason": "manual"}

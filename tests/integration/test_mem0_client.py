@@ -40,6 +40,8 @@ async def test_mem0_memory_client_through_ethos(
 
 def through(client: Any, Mem0Error: type[Exception]) -> None:
     """Every call a mem0 user makes, through ethos."""
+    from mem0.exceptions import MemoryNotFoundError
+
     said = [{"role": "user", "content": "I am vegetarian and allergic to nuts"}]
     added: dict[str, Any] = client.add(
         said, user_id="frank", metadata={"diet": "vegetarian", "source": "chat"}
@@ -65,6 +67,8 @@ def through(client: Any, Mem0Error: type[Exception]) -> None:
     assert [h["event"] for h in client.history(memory["id"])] == ["ADD", "UPDATE"]
 
     client.delete(memory["id"])
+    with pytest.raises(MemoryNotFoundError, match="forgotten"):  # a 404, as mem0 answers
+        client.get(memory["id"])
     assert [h["event"] for h in client.history(memory["id"])][-1] == "DELETE"
     owners_combine(client)
     client.delete_all(user_id="frank")

@@ -10,9 +10,7 @@ from typing import Annotated, Any
 from fastapi import FastAPI, Query, Request
 
 from ethos.engine import MAX_LIST
-from ethos.errors import (
-    InputError,
-)
+from ethos.errors import InputError, NotFoundError
 from ethos.integrations.http.answers import EngineDep, Writes, route
 from ethos.integrations.http.gate import may_write
 from ethos.integrations.http.owners import named
@@ -106,8 +104,13 @@ def mem0_routes(app: FastAPI) -> None:
 
     async def get(memory_id: str, engine: EngineDep) -> dict[str, Any]:
         """One memory. A GET changes nothing, so reading it is no retrieval: a page of
-        any site can make a browser send one (use search, or /ethos/feedback useful)."""
-        return mem0_item(await engine.memory(memory_id))
+        any site can make a browser send one (use search, or /ethos/feedback useful). A
+        forgotten one is a 404, as mem0 answers for a deleted memory; its history and
+        ethos's own paths (/ethos/memories?pruned=true, explain) still show it."""
+        memory = await engine.memory(memory_id)
+        if memory["pruned"]:
+            raise NotFoundError(f"no memory with id {memory['id']}: forgotten", [memory["id"]])
+        return mem0_item(memory)
 
     async def update(memory_id: str, body: MemoryUpdate, engine: EngineDep) -> dict[str, Any]:
         """A new text and/or metadata, merged into the memory's as mem0 merges it (a key
