@@ -8,13 +8,15 @@ used, without changing their code. Needs the extra: pip install 'ethos[langgraph
 A namespace is an agent (its labels joined by "."; LangGraph forbids "." in a label, so
 the mapping goes both ways); an item is a fact of that agent under its key, its value
 the fact's metadata (round-tripped as JSON), its text (the index's fields, else every
-string in the value) the fact's content. put on an existing key replaces the value and
-keeps the memory's history; delete is a soft delete (reason manual, recoverable); ttl
-(minutes) expires the item; get and search, unless refresh_ttl is off, move what they
-return's expiry to now + its ttl and are retrievals (LTP). search lists newest first
-without a query; with one it returns every item, as LangGraph's stores do, ranking
-first those it matches (by similarity × salience with an index, by text rank ×
-salience without), then the others (unembedded, or not matching) newest first, unscored.
+string in the value; the value's JSON when that is empty) the fact's content, embedded
+when the store has an index and the text is there. put on an existing key replaces the
+value and keeps the memory's history; delete is a soft delete (reason manual,
+recoverable); ttl (minutes) expires the item; get and search, unless refresh_ttl is
+off, move what they return's expiry to now + its ttl and are retrievals (LTP). search
+lists newest first without a query; with one it returns every item, as LangGraph's
+stores do, ranking first those it matches (by similarity × salience with an index, by
+text rank × salience without), then the others (unembedded, or not matching) newest
+first, unscored.
 """
 
 from __future__ import annotations
@@ -173,7 +175,10 @@ class AsyncEthosStore(BaseStore):
                 with_role(self.settings.embedding, [content], "document")
             )
             embedding = list(vector)
-        await self.engine.put_item(agent, op.key, op.value, content=content,
+        # A value without the indexed text is still stored (LangGraph's stores keep it,
+        # unembedded): a fact needs some text, so its JSON stands in for text search.
+        text = content or json.dumps(op.value, ensure_ascii=False)
+        await self.engine.put_item(agent, op.key, op.value, content=text,
                                    embedding=embedding, ttl_minutes=op.ttl)  # fmt: skip
 
     async def _namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:

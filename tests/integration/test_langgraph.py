@@ -162,6 +162,30 @@ async def test_an_index_ranks_by_similarity_and_ttl_expires(
     assert (await fact(conn, "brief"))["prune_reason"] == "expired"
 
 
+async def test_an_item_without_the_indexed_text_is_stored_unembedded(
+    settings: Settings, conn: asyncpg.Connection
+) -> None:
+    index = {"dims": 384, "embed": embed, "fields": ["text"]}
+    async with AsyncEthosStore(settings, index=index) as store:  # type: ignore[arg-type]
+        await store.aput(("u",), "nofield", {"other": "no text field"})
+        await store.aput(("u",), "nostring", {"n": 1}, index=False)
+        await store.aput(("u",), "empty", {})
+        for key, value in [("nofield", {"other": "no text field"}), ("nostring", {"n": 1})]:
+            item = await store.aget(("u",), key)
+            assert item is not None and item.value == value
+        hits = await store.asearch(("u",), query="text")
+        assert {h.key for h in hits} == {"nofield", "nostring", "empty"}
+        assert all(h.score is None for h in hits)
+    async with AsyncEthosStore(settings) as plain:  # no index: every string, else JSON
+        await plain.aput(("p",), "nostring", {"n": 2})
+        assert [i.key for i in await plain.asearch(("p",), query="2")] == ["nostring"]
+    vectors = await conn.fetchval(
+        "SELECT count(*) FROM memory_vectors v JOIN semantic_facts f ON f.id = v.source_id"
+        " WHERE f.agent_id = 'u'"
+    )
+    assert vectors == 0
+
+
 async def test_refresh_ttl_moves_the_expiry_and_still_reinforces(
     settings: Settings, conn: asyncpg.Connection
 ) -> None:
