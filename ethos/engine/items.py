@@ -72,10 +72,13 @@ class ItemEngine(EngineCore):
         content: str,
         embedding: list[float] | None = None,
         ttl_minutes: float | None = None,
+        policy: str | None = None,
     ) -> bool:
         """Store `value` as the fact of `agent` under `key` (its text: `content`), or
         replace the value of the one there, which keeps its history. True if new. With
-        `ttl_minutes`, it expires that long after the put or the last read that refreshes."""
+        `ttl_minutes`, it expires that long after the put or the last read that refreshes.
+        `policy` names its decay policy (a replaced item takes it too); without it, a new
+        item's is chosen as for any memory (its agent's, automatic importance, default)."""
         if TTL_KEY in value:
             raise InputError(
                 f"an item's value must not hold the key {TTL_KEY!r} (ethos keeps its ttl there)"
@@ -85,11 +88,13 @@ class ItemEngine(EngineCore):
         content = content_text(content)
         if embedding is not None:
             check_dimension([embedding], self.settings.embedding.dimension)
+        if policy is not None:
+            self.settings.policy(policy)
         now = await self._moment(None)
         expires_at = None if ttl_minutes is None else now + timedelta(minutes=ttl_minutes)
         row = await self.store.put_item(
             agent, key, content=content, value=stored, expires_at=expires_at,
-            now=now, embedding=embedding,
+            policy=policy, now=now, embedding=embedding,
         )  # fmt: skip
         created: bool = row["created"]
         return created

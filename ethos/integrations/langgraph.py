@@ -12,7 +12,9 @@ string in the value; the value's JSON when that is empty) the fact's content, em
 when the store has an index and the text is there. put on an existing key replaces the
 value and keeps the memory's history; delete is a soft delete (reason manual,
 recoverable); ttl (minutes) expires the item; get and search, unless refresh_ttl is
-off, move what they return's expiry to now + its ttl and are retrievals (LTP). search
+off, move what they return's expiry to now + its ttl and are retrievals (LTP). An item
+takes the policy `policy` (without a ttl; default permanent) or `ttl_policy` (with one;
+default long_term), no automatic importance, unless these are None. search
 lists newest first without a query; with one it returns every item, as LangGraph's
 stores do, ranking first those it matches (by similarity × salience with an index, by
 text rank × salience without), then the others (unembedded, or not matching) newest
@@ -49,6 +51,13 @@ from ethos.engine import Engine
 from ethos.errors import InputError
 from ethos.settings import Settings, load_settings
 
+# The decay policy of an item put without a ttl, and with one (a never-decaying policy
+# would keep an expired item from the sweep): code written for LangGraph expects an item
+# to stay until deleted or expired, where automatic importance would give a short note
+# hours. None: ethos's own choice (the agent's policy, automatic importance, default).
+KEEP = "permanent"
+KEEP_UNTIL_TTL = "long_term"
+
 # LangGraph's filter operators, as SQL/JSON path comparisons.
 _OPERATORS = {"$eq": "==", "$ne": "!=", "$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
 
@@ -64,10 +73,16 @@ class AsyncEthosStore(BaseStore):
         *,
         index: IndexConfig | None = None,
         ttl: TTLConfig | None = None,
+        policy: str | None = KEEP,
+        ttl_policy: str | None = KEEP_UNTIL_TTL,
     ) -> None:
         self.settings = settings or load_settings()
         self.index_config = index
         self.ttl_config = ttl
+        for name in (policy, ttl_policy):
+            if name is not None:
+                self.settings.policy(name)
+        self.policy, self.ttl_policy = policy, ttl_policy
         self._embeddings = None
         self._fields: list[str] = ["$"]
         if index is not None:
@@ -178,8 +193,9 @@ class AsyncEthosStore(BaseStore):
         # A value without the indexed text is still stored (LangGraph's stores keep it,
         # unembedded): a fact needs some text, so its JSON stands in for text search.
         text = content or json.dumps(op.value, ensure_ascii=False)
-        await self.engine.put_item(agent, op.key, op.value, content=text,
-                                   embedding=embedding, ttl_minutes=op.ttl)  # fmt: skip
+        policy = self.policy if op.ttl is None else self.ttl_policy
+        await self.engine.put_item(agent, op.key, op.value, content=text, embedding=embedding,
+                                   ttl_minutes=op.ttl, policy=policy)  # fmt: skip
 
     async def _namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
         found: list[tuple[str, ...]] = []
@@ -204,8 +220,12 @@ class EthosStore(BaseStore):
         *,
         index: IndexConfig | None = None,
         ttl: TTLConfig | None = None,
+        policy: str | None = KEEP,
+        ttl_policy: str | None = KEEP_UNTIL_TTL,
     ) -> None:
-        self._store = AsyncEthosStore(settings, index=index, ttl=ttl)
+        self._store = AsyncEthosStore(
+            settings, index=index, ttl=ttl, policy=policy, ttl_policy=ttl_policy
+        )
         self.index_config, self.ttl_config = index, ttl
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None

@@ -88,6 +88,7 @@ class SearchStore(StoreCore):
         content: str,
         value: str,
         expires_at: datetime | None,
+        policy: str | None,
         now: datetime,
         embedding: list[float] | None,
     ) -> Row:
@@ -97,7 +98,7 @@ class SearchStore(StoreCore):
             await tx.fetchval(EXPIRE_ITEM, agent=agent, key=key, now=now)
             row = await tx.fetchrow(
                 PUT_ITEM, agent=agent, key=key, content=content, value=value,
-                expires_at=expires_at, now=now,
+                expires_at=expires_at, policy=policy, now=now,
             )  # fmt: skip
             assert row is not None
             if embedding is not None:

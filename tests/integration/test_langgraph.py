@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import operator
 from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
 from typing import Annotated, TypedDict
 
 import asyncpg
@@ -184,6 +185,28 @@ async def test_an_item_without_the_indexed_text_is_stored_unembedded(
         " WHERE f.agent_id = 'u'"
     )
     assert vectors == 0
+
+
+async def test_items_stay_until_deleted_or_expired_unless_told_otherwise(
+    settings: Settings, conn: asyncpg.Connection
+) -> None:
+    """No automatic importance for a store's items: a short note is not gone by night."""
+    with pytest.raises(InputError, match="unknown policy 'nope'"):
+        AsyncEthosStore(settings, policy="nope")
+    async with AsyncEthosStore(settings) as store:
+        await store.aput(("u",), "kept", {"text": "hi!"})
+        await store.aput(("u",), "ttl", {"text": "hi!"}, ttl=24 * 60)
+    async with AsyncEthosStore(settings, policy=None) as store:  # ethos's own choice
+        await store.aput(("v",), "auto", {"text": "hi!"})
+    async with Engine(settings) as engine:
+        await engine.sweep(now=datetime.now(UTC) + timedelta(hours=12))
+    rows = await conn.fetch(
+        "SELECT client_key, policy, pruned FROM semantic_facts"
+        " WHERE client_key IN ('kept', 'ttl', 'auto') ORDER BY client_key"
+    )
+    assert [tuple(r) for r in rows] == [
+        ("auto", "working", True), ("kept", "permanent", False), ("ttl", "long_term", False)
+    ]  # fmt: skip
 
 
 async def test_refresh_ttl_moves_the_expiry_and_still_reinforces(

@@ -9,13 +9,16 @@ CREATE INDEX IF NOT EXISTS memory_vectors_embedding_hnsw ON memory_vectors
 
 -- name: put_item
 -- Insert an item, or replace the value of the live one with its key (keeping its
--- history: retrievals, curve). Returns the memory and whether it is new.
+-- history: retrievals, curve; its policy unless %(policy)s names one: NULL lets the
+-- insert trigger choose). Returns the memory and whether it is new.
 INSERT INTO semantic_facts AS m (agent_id, client_key, content, metadata, expires_at,
-                                 created_at, updated_at)
-VALUES (%(agent)s, %(key)s, %(content)s, %(value)s::jsonb, %(expires_at)s, %(now)s, %(now)s)
+                                 policy, created_at, updated_at)
+VALUES (%(agent)s, %(key)s, %(content)s, %(value)s::jsonb, %(expires_at)s, %(policy)s,
+        %(now)s, %(now)s)
 ON CONFLICT (agent_id, client_key) WHERE client_key IS NOT NULL AND NOT pruned
 DO UPDATE SET content = excluded.content, metadata = excluded.metadata,
-              expires_at = excluded.expires_at, updated_at = excluded.updated_at
+              expires_at = excluded.expires_at, updated_at = excluded.updated_at,
+              policy = coalesce(%(policy)s::text, m.policy)
 RETURNING m.id, (xmax = 0) AS created;
 
 -- name: put_item_vector
