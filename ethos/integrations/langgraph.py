@@ -128,8 +128,10 @@ class AsyncEthosStore(BaseStore):
             running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
         except RuntimeError:
             running = None
-        if running is loop:  # it would wait for itself
-            raise RuntimeError("on the store's own event loop, use abatch (aget, asearch, ...)")
+        if running is loop:  # it would wait for itself; the error LangGraph's stores raise
+            raise asyncio.InvalidStateError(
+                "on the store's own event loop, use abatch (aget, asearch, ...)"
+            )
         return asyncio.run_coroutine_threadsafe(self.abatch(ops), loop).result()
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:

@@ -279,3 +279,12 @@ async def test_a_compiled_graph_remembers_through_the_async_store(
         assert out["recalled"] == ["Cy brews oolong tea"]
     row = await fact(conn, "async")
     assert (row["agent_id"], row["surfaced_count"]) == ("memories.cy", 1)
+
+
+async def test_a_sync_call_on_the_stores_own_loop_is_refused_as_langgraph_does(
+    settings: Settings,
+) -> None:
+    async with AsyncEthosStore(settings) as store:
+        with pytest.raises(asyncio.InvalidStateError, match="use abatch"):
+            store.get(("u",), "k")
+        assert await asyncio.to_thread(store.get, ("u",), "k") is None  # another thread
