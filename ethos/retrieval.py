@@ -56,6 +56,7 @@ class Hit:
     text_rank: float | None = None  # recall: BM25 of the words
     relevance: float | None = None  # what the prior multiplies (None: a linked neighbour)
     created_at: datetime | None = None
+    updated_at: datetime | None = None  # None: never updated
 
     def as_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -113,6 +114,7 @@ async def search(
             source_content=row["source_content"],
             relevance=row["relevance"],
             created_at=row["created_at"],
+            updated_at=row["updated_at"],
         )
         for row in rows
     ]
@@ -158,6 +160,7 @@ async def _neighbours(
                     via=via,
                     link_weight=link_weight,
                     created_at=row["created_at"],
+                    updated_at=row["updated_at"],
                 )
             )
     return found
@@ -205,7 +208,7 @@ async def recall(
         Hit(id=row["id"], content=row["content"], similarity=None, salience=row["salience"],
             score=row["score"], metadata=_json(row["metadata"]), table=row["table_name"],
             text_rank=row["text_rank"], relevance=row["text_rank"],
-            created_at=row["created_at"])
+            created_at=row["created_at"], updated_at=row["updated_at"])
         for row in rows
     ]  # fmt: skip
     if vector is not None:
@@ -275,14 +278,14 @@ async def _fuse(
             else:
                 found[key] = Hit(id=row["id"], content=row["content"], similarity=None,
                                  salience=row["salience"], score=0.0,
-                                 metadata=_json(row["metadata"]),
-                                 created_at=row["created_at"])  # fmt: skip
+                                 metadata=_json(row["metadata"]), created_at=row["created_at"],
+                                 updated_at=row["updated_at"])  # fmt: skip
     for table, ids in sources.items():
         for row in await store.neighbour_rows(table_spec(table), ids, agent, now):
             found[(table, row["id"])] = Hit(
                 id=row["id"], content=row["content"], similarity=None, salience=row["salience"],
                 score=0.0, metadata=_json(row["metadata"]), table=table,
-                created_at=row["created_at"],
+                created_at=row["created_at"], updated_at=row["updated_at"],
             )  # fmt: skip
     vectors = _normalised(similar)
     v, w = settings.search.vector_weight, settings.search.salience_weight

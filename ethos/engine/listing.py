@@ -80,6 +80,23 @@ class ListingEngine(EngineCore):
             for spec, row in found[offset : offset + limit]
         ]
 
+    async def count_memories(
+        self,
+        agent: str | None = None,
+        *,
+        tables: Iterable[str | TableSpec] | None = None,
+        pruned: bool = False,
+        owners: Mapping[str, str] | None = None,
+    ) -> int:
+        """How many memories `memories` lists with these arguments, over all its pages."""
+        if agent is not None:
+            agent_id(agent, "agent")
+        counts = [
+            await self.store.count_memories(spec, agent, pruned=pruned, owners=owners)
+            for spec in specs(tables)
+        ]
+        return sum(counts)
+
     async def memory(
         self,
         memory_id: str | uuid.UUID,

@@ -107,18 +107,23 @@ class MemoryEngine(RetrievalEngine):
         agent_id: str,
         contents: Sequence[str],
         owners: Mapping[str, str] | None = None,
+        metadata_each: Sequence[Mapping[str, Any]] | None = None,
         **fields: Any,
     ) -> list[Added]:
         """Insert one memory per content, each with the same fields, as add_detailed
         does each (without recall): every content is checked first, then all are written
         in one transaction, so an error stores none of them. `owners`: the mem0 owners
         the memories are added for (in metadata.mem0), whose memories alone are their
-        duplicates."""
+        duplicates. `metadata_each`: each content's own metadata, instead of `metadata`."""
         spec = table_spec(table)
         if not contents:
             raise InputError("give at least one content")
         at_most("the number of memories", len(contents), self.settings.limits.ids, "limits.ids")
-        built = [await self._input(spec, agent_id, c, dict(fields)) for c in contents]
+        each = [{"metadata": m} for m in metadata_each] if metadata_each else [{}] * len(contents)
+        built = [
+            await self._input(spec, agent_id, content, {**fields, **own})
+            for content, own in zip(contents, each, strict=True)
+        ]
         found = await self.store.insert_many(
             [memory for memory, _ in built], **self._dedup(spec),
             embedded=[vector for _, vector in built], owners=owners,

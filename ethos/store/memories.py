@@ -22,6 +22,7 @@ from ethos.store.sql.memories import (
     REVISIONS_OF,
     STATS,
     build_count_live_query,
+    build_count_memories_query,
     build_fetch_memory_query,
     build_find_duplicate_query,
     build_insert_query,
@@ -161,6 +162,17 @@ class MemoryStore(StoreCore):
             build_list_memories_query(spec, pruned=pruned), agent=agent, limit=limit,
             offset=offset, owners=None if owners is None else json.dumps(dict(owners)),
         )  # fmt: skip
+
+    async def count_memories(
+        self, spec: TableSpec, agent: str | None, *, pruned: bool, owners: Mapping[str, str] | None
+    ) -> int:
+        """How many memories list_memories holds in all, over its pages."""
+        await self.check_table(spec)
+        count: int = await self._fetchval(
+            build_count_memories_query(spec, pruned=pruned), agent=agent,
+            owners=None if owners is None else json.dumps(dict(owners)),
+        )  # fmt: skip
+        return count
 
     async def agent_counts(self) -> list[Row]:
         return await self._fetch(AGENT_COUNTS)

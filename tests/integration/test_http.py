@@ -70,7 +70,7 @@ async def test_mem0_shapes_add_list_search_update_history_delete(
     tea, noted = added[0]["id"], added[1]["id"]
 
     listed = ok(await http.get("/memories", params={"user_id": "alice"}))["results"]
-    assert {m["id"] for m in listed} == {tea, noted}
+    assert {m["id"]: m["role"] for m in listed} == {tea: "user", noted: "assistant"}
     first = next(m for m in listed if m["id"] == tea)
     assert first["user_id"] == "alice" and first["agent_id"] is None
     assert first["metadata"] == {"topic": "tea"}

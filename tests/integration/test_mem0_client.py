@@ -53,17 +53,23 @@ def through(client: Any, Mem0Error: type[Exception]) -> None:
     found = client.search("is he vegetarian", filters={"user_id": "frank"})
     assert found["results"][0]["id"] == memory["id"]
     assert found["results"][0]["metadata"] == {"diet": "vegetarian", "source": "chat"}
+    hit = found["results"][0]  # as mem0 gives a hit: its times, its message's role
+    assert hit["role"] == "user" and hit["updated_at"] == hit["created_at"] is not None
+    paged = client.get_all(filters={"user_id": "frank"}, page=1, page_size=1)
+    assert (len(paged["results"]), paged["count"]) == (1, 2)  # count: the listing's, all pages
     listed = client.get_all(filters={"user_id": "frank"})
     assert {m["memory"] for m in listed["results"]} == {
         "I am vegetarian and allergic to nuts", "Frank's sister lives in Lyon"
     }  # fmt: skip
     one = client.get(memory["id"])
     assert one["user_id"] == "frank" and one["ethos"]["prunes_at"] is not None
+    assert one["updated_at"] == one["created_at"] and one["role"] == "user"  # as mem0 sets them
 
     client.update(memory["id"], text="I am vegan and allergic to nuts", metadata={"diet": "vegan"})
     changed = client.get(memory["id"])
     assert changed["memory"] == "I am vegan and allergic to nuts"
     assert changed["metadata"] == {"diet": "vegan", "source": "chat"}  # merged, as mem0 does
+    assert changed["updated_at"] > changed["created_at"]
     assert [h["event"] for h in client.history(memory["id"])] == ["ADD", "UPDATE"]
 
     client.delete(memory["id"])

@@ -44,20 +44,28 @@ def mem0_routes(app: FastAPI) -> None:
         owners = named(body.model_dump(), body.filters)
         if body.messages is None and body.text is None:
             raise InputError("give messages or text")
-        texts = [m.content for m in body.messages or [] if m.role != "system"]
-        texts += [body.text] if body.text is not None else []
-        if not texts:  # only system messages: nothing to store, as mem0 answers
+        said: list[tuple[str, str | None]] = [
+            (m.content, m.role) for m in body.messages or [] if m.role != "system"
+        ]
+        said += [(body.text, None)] if body.text is not None else []
+        if not said:  # only system messages: nothing to store, as mem0 answers
             return {"results": []}
-        metadata = {**(body.metadata or {}), OWNERS: dict(owners.ids)}
-        size = len(json.dumps(metadata))
+        texts = [text for text, _ in said]
+        size = len(json.dumps(body.metadata or {}))
         if size * len(texts) > ADD_METADATA_BYTES:
             raise InputError(
                 f"metadata of {size} bytes is stored with each of {len(texts)} messages: at"
                 f" most {ADD_METADATA_BYTES} bytes in all (send fewer messages at once)"
             )
-        fields = {"importance": body.importance, "policy": body.policy, "metadata": metadata}
+        # Each message's role is kept with its owners, as mem0 keeps it (a text has none).
+        each = [
+            {**(body.metadata or {}), OWNERS: {**owners.ids, **({"role": role} if role else {})}}
+            for _, role in said
+        ]
+        fields = {"importance": body.importance, "policy": body.policy}
         added = await engine.add_many(
             body.kind, agent_id=owners.agent, contents=texts, owners=owners.ids,
+            metadata_each=each,
             **{name: value for name, value in fields.items() if value is not None},
         )  # fmt: skip
         return {"results": [
@@ -93,14 +101,16 @@ def mem0_routes(app: FastAPI) -> None:
         page: Annotated[int, Query(ge=1)] = 1,
         page_size: Annotated[int, Query(ge=1, le=MAX_LIST)] = 100,
     ) -> dict[str, Any]:
-        """MemoryClient.get_all: the owners in filters; a page of the listing."""
+        """MemoryClient.get_all: the owners in filters; a page of the listing, and how
+        many it holds in all (count)."""
         owners = named(body.model_dump(), body.filters)
         offset = (page - 1) * page_size
         memories = await engine.memories(
             owners.agent, limit=page_size, offset=offset, owners=owners.ids
         )
         results = [mem0_item(m) for m in memories]
-        return {"count": len(results), "next": None, "previous": None, "results": results}
+        count = await engine.count_memories(owners.agent, owners=owners.ids)
+        return {"count": count, "next": None, "previous": None, "results": results}
 
     async def get(memory_id: str, engine: EngineDep) -> dict[str, Any]:
         """One memory. A GET changes nothing, so reading it is no retrieval: a page of
@@ -191,7 +201,7 @@ def mem0_routes(app: FastAPI) -> None:
             kept = [hit for hit in kept if hit.score >= body.threshold]
         if may_write(request):
             await engine.surfaced(kept)
-        return {"results": [mem0_hit(hit.as_dict()) for hit in kept]}
+        return {"results": [mem0_hit(hit) for hit in kept]}
 
     route(app, "GET", ("/v1/ping/",), ping, schema=False)
     route(app, "POST", ("/memories", "/v1/memories/", "/v3/memories/add/"), add,

@@ -8,12 +8,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from ethos.retrieval import Hit
 from ethos.tables import table_spec
 
 IDS = ("user_id", "agent_id", "run_id")  # mem0's owners (see owners.py)
 
 
-OWNERS = "mem0"  # the metadata key that keeps the mem0 identifiers a memory was added with
+# The metadata key that keeps the mem0 identifiers a memory was added with, and the role
+# of the message it was (a text added has none).
+OWNERS = "mem0"
 
 
 Kind = Literal["episode", "fact", "vector"]
@@ -89,8 +92,9 @@ def mem0_item(memory: Mapping[str, Any]) -> dict[str, Any]:
         "hash": hashlib.md5(memory["content"].encode()).hexdigest(),
         "metadata": metadata or None,
         "created_at": memory["created_at"],
-        "updated_at": memory["updated_at"],
+        "updated_at": memory["updated_at"] or memory["created_at"],  # as mem0 sets it
         **{key: ids.get(key) for key in IDS},
+        "role": ids.get("role"),
         "ethos": _account(memory),
     }
 
@@ -101,17 +105,22 @@ def _account(memory: Mapping[str, Any]) -> dict[str, Any]:
     return {key: memory.get(key) for key in keys} | {"kind": table_spec(memory["table"]).alias}
 
 
-def mem0_hit(hit: Mapping[str, Any]) -> dict[str, Any]:
+def mem0_hit(found: Hit) -> dict[str, Any]:
+    hit = found.as_dict()
     metadata = dict(hit["metadata"] or {})
     ids = metadata.pop(OWNERS, None) or {}
     parts = ("table", "score", "salience", "similarity", "text_rank", "via", "link_weight")
+    created = found.created_at.isoformat() if found.created_at else None
     return {
         "id": hit["id"],
         "memory": hit["content"],
         "hash": hashlib.md5(hit["content"].encode()).hexdigest(),
         "score": hit["score"],
         "metadata": metadata or None,
+        "created_at": created,
+        "updated_at": found.updated_at.isoformat() if found.updated_at else created,
         **{key: ids.get(key) for key in IDS},
+        "role": ids.get("role"),
         "ethos": {key: hit.get(key) for key in parts} | {"source": hit.get("source")},
     }
 

@@ -263,7 +263,8 @@ def build_neighbour_rows_query(spec: TableSpec) -> Query:
     """Live memories %(ids)s of one agent (none below its prune threshold), with their
     salience at %(now)s."""
     return sql(f"""
-    SELECT m.id, m.content, m.metadata, m.created_at, {salience_expr(spec)} AS salience
+    SELECT m.id, m.content, m.metadata, m.created_at, m.updated_at,
+           {salience_expr(spec)} AS salience
     FROM {spec.name} AS m JOIN decay_policies AS p ON p.name = m.policy
     WHERE m.id = ANY(%(ids)s::uuid[]) AND m.agent_id = %(agent)s AND NOT m.pruned
       AND {above_threshold(spec)}

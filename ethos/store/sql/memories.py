@@ -81,8 +81,10 @@ LOCK_CONTENT = STATEMENTS["lock_content"]
 
 def mem0_owners(row: str) -> str:
     """The mem0 owners of `row` (an alias): those it was added with through mem0's shape
-    (metadata.mem0), else its agent's, as user_id (ethos.integrations.http.owners)."""
-    return f"coalesce({row}.metadata -> 'mem0', jsonb_build_object('user_id', {row}.agent_id))"
+    (metadata.mem0, without the role of its message), else its agent's, as user_id
+    (ethos.integrations.http.owners)."""
+    kept = f"({row}.metadata -> 'mem0') - 'role'"
+    return f"coalesce({kept}, jsonb_build_object('user_id', {row}.agent_id))"
 
 
 @cache
@@ -139,12 +141,22 @@ def build_list_memories_query(spec: TableSpec, *, pruned: bool) -> Query:
     first: %(limit)s after %(offset)s."""
     order = "pruned_at DESC" if pruned else "created_at DESC"
     return sql(f"""
-    SELECT * FROM {spec.name} AS m
-    WHERE (%(agent)s::text IS NULL OR agent_id = %(agent)s) AND {"" if pruned else "NOT "}pruned
-      AND (%(owners)s::jsonb IS NULL OR {mem0_owners("m")} @> %(owners)s::jsonb)
+    SELECT * FROM {spec.name} AS m WHERE {_listed(pruned)}
     ORDER BY {order}, id DESC
     LIMIT %(limit)s OFFSET %(offset)s
     """)
+
+
+@cache
+def build_count_memories_query(spec: TableSpec, *, pruned: bool) -> Query:
+    """How many memories the listing of %(agent)s and %(owners)s holds in all."""
+    return sql(f"SELECT count(*) FROM {spec.name} AS m WHERE {_listed(pruned)}")
+
+
+def _listed(pruned: bool) -> str:
+    live = "pruned" if pruned else "NOT pruned"
+    return f"""(%(agent)s::text IS NULL OR agent_id = %(agent)s) AND {live}
+      AND (%(owners)s::jsonb IS NULL OR {mem0_owners("m")} @> %(owners)s::jsonb)"""
 
 
 AGENT_COUNTS = STATEMENTS["agent_counts"]

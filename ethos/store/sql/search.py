@@ -103,6 +103,7 @@ def build_search_query(*, exact: bool) -> Query:
     ),
     ranked AS (  -- a vector of an episode or fact has its source's salience (its own is constant)
         SELECT c.id, c.content, c.metadata, c.source_type, c.source_id, c.created_at,
+               c.updated_at,
                1 - (c.embedding <=> %(embedding)s::vector) AS similarity,
                1 - c.distance AS relevance,
                CASE c.source_type
@@ -262,7 +263,7 @@ def _scored(spec: TableSpec, matches: str, where: str = "", *, split: bool = Tru
     live = f" AND {UNEXPIRED}" if spec.has_expiry else ""
     words = ", split AS s" if split else ""
     return f"""SELECT '{spec.name}' AS table_name, m.id, m.content, m.metadata,
-                m.created_at, {bm25("m.content_tsv")} AS text_rank,
+                m.created_at, m.updated_at, {bm25("m.content_tsv")} AS text_rank,
                 {salience_expr(spec)} AS salience
          FROM {spec.name} AS m JOIN decay_policies AS p ON p.name = m.policy, q{words}
          WHERE m.content_tsv @@ ({matches} && q.agent) AND m.agent_id = %(agent)s{where}
@@ -294,7 +295,7 @@ def _best(spec: TableSpec, ranked: str) -> str:
     them and the same holds."""
     row = f"""{spec.name} AS m JOIN decay_policies AS p ON p.name = m.policy"""
     return f"""SELECT '{spec.name}' AS table_name, m.id, m.content, m.metadata,
-                m.created_at, r.text_rank, {salience_expr(spec)} AS salience
+                m.created_at, m.updated_at, r.text_rank, {salience_expr(spec)} AS salience
          FROM {ranked} AS r JOIN {row} ON m.ctid = r.at
          WHERE r.text_rank >= (
                    SELECT min(b.text_rank)
