@@ -11,14 +11,15 @@ the fact's metadata (round-tripped as JSON), its text (the index's fields, else 
 string in the value; the value's JSON when that is empty) the fact's content, embedded
 when the store has an index and the text is there. put on an existing key replaces the
 value and keeps the memory's history; delete is a soft delete (reason manual,
-recoverable); ttl (minutes) expires the item; get and search, unless refresh_ttl is
-off, move what they return's expiry to now + its ttl and are retrievals (LTP). An item
-takes the policy `policy` (without a ttl; default permanent) or `ttl_policy` (with one;
-default long_term), no automatic importance, unless these are None. search
-lists newest first without a query; with one it returns every item, as LangGraph's
-stores do, ranking first those it matches (by similarity × salience with an index, by
-text rank × salience without), then the others (unembedded, or not matching) newest
-first, unscored.
+recoverable); ttl (minutes) expires the item; get and search, unless refresh_ttl is off,
+move what they return's expiry to now + its ttl and are retrievals (LTP). An item takes
+the policy `policy` (without a ttl; default permanent) or `ttl_policy` (with one;
+default long_term), no automatic importance, unless these are None. search lists newest
+first without a query; with one it returns every item, as LangGraph's stores do, ranking
+first those it matches (by similarity × salience with an index, by text rank × salience
+without), then the others (unembedded, or not matching) newest first, unscored. A vector
+match's score is LangGraph's, the cosine similarity (an exact match 1.0), not the
+similarity × salience that orders; distance_type is cosine only.
 """
 
 from __future__ import annotations
@@ -91,6 +92,13 @@ class AsyncEthosStore(BaseStore):
                 raise InputError(
                     f"index dims {index.get('dims')} differ from the schema's {dimension}"
                     " (embedding.dimension)"
+                )
+            # LangGraph's PostgresStore takes distance_type; ethos's vectors are compared
+            # by cosine only (its vector index), and search's score is that similarity.
+            distance = dict(index).get("distance_type", "cosine")
+            if distance != "cosine":
+                raise InputError(
+                    f"index distance_type {distance!r}: ethos compares vectors by cosine only"
                 )
             self._embeddings = ensure_embeddings(index.get("embed"))
             self._fields = list(index.get("fields") or ["$"])

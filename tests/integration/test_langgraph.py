@@ -136,6 +136,12 @@ async def test_an_index_ranks_by_similarity_and_ttl_expires(
 ) -> None:
     with pytest.raises(InputError, match="index dims 8 differ from the schema's 384"):
         AsyncEthosStore(settings, index={"dims": 8, "embed": embed})
+    for distance in ("l2", "inner_product"):
+        with pytest.raises(InputError, match=f"distance_type '{distance}'.*cosine only"):
+            AsyncEthosStore(
+                settings,
+                index={"dims": 384, "embed": embed, "distance_type": distance},  # type: ignore[typeddict-unknown-key]
+            )
     index = {"dims": 384, "embed": embed, "fields": ["text"]}
     async with AsyncEthosStore(settings, index=index) as store:  # type: ignore[arg-type]
         await store.aput(("u",), "car", {"text": "Bob drives an automobile", "id": 1})
@@ -144,6 +150,9 @@ async def test_an_index_ranks_by_similarity_and_ttl_expires(
         hits = await store.asearch(("u",), query="which vehicle")
         assert [h.key for h in hits] == ["car", "jazz", "raw"]  # unembedded last, as LangGraph
         assert hits[2].score is None
+        # LangGraph's score: the cosine similarity, an exact match 1.0 (not × salience).
+        [exact] = await store.asearch(("u",), query="Bob likes jazz", limit=1)
+        assert exact.key == "jazz" and exact.score == pytest.approx(1.0)
         await store.aput(("u",), "brief", {"text": "gone soon"}, ttl=0.005)  # 0.3 s
         assert await store.aget(("u",), "brief") is not None
         await asyncio.sleep(0.5)

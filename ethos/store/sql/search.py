@@ -432,21 +432,26 @@ def build_search_items_query(*, ranked_by: str | None) -> Query:
     (ranked_by "vector": to %(embedding)s) or BM25 ("text": of %(text)s), times the
     salience prior; none below its prune threshold. %(limit)s after %(offset)s. With a
     query every item is returned, as LangGraph's stores do (without an index, or for items
-    put without a vector): those matched first, scored, then the others newest first."""
-    join, score = "", "NULL::float8"
+    put without a vector): those matched first, scored, then the others newest first. The
+    score of a vector match is LangGraph's, the cosine similarity (1: the same direction),
+    not the rank × salience that orders it; of a text match, its rank."""
+    join, score, rank = "", "NULL::float8", ""
     order = newest = "coalesce(m.updated_at, m.created_at) DESC, m.id"
     salience = prior(salience_expr(FACTS))
     if ranked_by == "vector":
         join = """LEFT JOIN memory_vectors AS v
               ON v.source_type = 'semantic_facts' AND v.source_id = m.id
              AND v.agent_id = m.agent_id AND NOT v.pruned"""
-        score = f"(1 - (v.embedding <=> %(embedding)s::vector)) * {salience}"
+        score = "1 - (v.embedding <=> %(embedding)s::vector)"
+        rank = f"({score}) * {salience}"
     elif ranked_by == "text":  # BM25 as recall ranks, each item among its own agent's
-        score = f"CASE WHEN m.content_tsv @@ t.words THEN {bm25('m.content_tsv')} * {salience} END"
+        score = rank = (
+            f"CASE WHEN m.content_tsv @@ t.words THEN {bm25('m.content_tsv')} * {salience} END"
+        )
         join = f"""CROSS JOIN (SELECT ethos_text_query(ethos_text_config(), %(text)s) AS words) AS t
     CROSS JOIN LATERAL (SELECT {_word_statistics("m.agent_id")}) AS q"""
-    if ranked_by:
-        order = f"score DESC NULLS LAST, {newest}"
+    if rank:
+        order = f"{rank} DESC NULLS LAST, {newest}"  # PostgreSQL reuses a selected score
     return sql(f"""
     SELECT m.id, m.agent_id, m.client_key, m.metadata, m.created_at,
            coalesce(m.updated_at, m.created_at) AS updated_at, {score} AS score
