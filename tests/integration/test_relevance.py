@@ -119,7 +119,7 @@ async def test_a_memory_below_its_threshold_is_never_returned(
 async def test_langgraph_search_hides_what_is_below_its_threshold(
     settings: Settings, conn: asyncpg.Connection
 ) -> None:
-    async with AsyncEthosStore(settings) as store:
+    async with AsyncEthosStore(settings, policy=None) as store:  # items that decay
         await store.aput(("u",), "old", {"text": "the garden party"})
         await store.aput(("u",), "new", {"text": "the garden party again"})
         await conn.execute(
