@@ -7,7 +7,7 @@ import json
 import uuid
 from collections.abc import Iterable, Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from ethos.engine.core import EngineCore, specs
 from ethos.errors import InputError
@@ -121,13 +121,19 @@ class ListingEngine(EngineCore):
         *,
         content: str | None = None,
         metadata: Mapping[str, Any] | None = None,
+        expires_at: datetime | Literal["keep"] | None = "keep",
         now: datetime | None = None,
     ) -> None:
-        """Replace a live memory's text and/or metadata; its curve, retrievals and links
-        stay. A new text is embedded again where the memory has a vector (a provider)."""
+        """Replace a live memory's text, metadata and/or expiry (None: it never expires;
+        a table with expires_at only); its curve, retrievals and links stay. A new text
+        is embedded again where the memory has a vector (a provider)."""
         spec = table_spec(table)
-        if content is None and metadata is None:
-            raise InputError("give the new text or metadata")
+        if content is None and metadata is None and expires_at == "keep":
+            raise InputError("give the new text, metadata or expiry")
+        if isinstance(expires_at, datetime):
+            if not spec.has_expiry:
+                raise InputError(f"{spec.name} has no expiry: its memories fade, not expire")
+            aware(expires_at, "expires_at")
         if content is not None:
             content = content_text(content)
         most = self.settings.limits.metadata_bytes
@@ -142,7 +148,7 @@ class ListingEngine(EngineCore):
         await self.store.update_memory(
             spec, parse_id(memory_id), content=content,
             metadata=stored,
-            embedding=embedding, now=await self._moment(now),
+            embedding=embedding, now=await self._moment(now), expires_at=expires_at,
         )  # fmt: skip
 
     async def history(

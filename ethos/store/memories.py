@@ -7,7 +7,7 @@ import json
 import uuid
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from ethos.errors import InputError, NotFoundError
 from ethos.inputs import MemoryInput
@@ -204,13 +204,15 @@ class MemoryStore(StoreCore):
         metadata: str | None,
         embedding: str | None,
         now: datetime,
+        expires_at: datetime | Literal["keep"] | None = "keep",
     ) -> None:
-        """A live memory's text and metadata replaced (None: kept); one line if it is
-        pruned or unknown."""
+        """A live memory's text and metadata replaced (None: kept), and its expiry (None:
+        none); one line if it is pruned or unknown."""
         await self.check_table(spec)
         found = await self._fetchval(
             build_update_memory_query(spec), id=memory_id, content=content,
             metadata=metadata, embedding=embedding, now=now,
+            expire=expires_at != "keep", expires_at=None if expires_at == "keep" else expires_at,
         )  # fmt: skip
         if found is None:
             if memory_id in await self.id_states(spec, [memory_id]):

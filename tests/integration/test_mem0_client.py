@@ -35,7 +35,7 @@ async def test_mem0_memory_client_through_ethos(
 
     # Deleted through mem0's client, forgotten in ethos: every row still there, recoverable.
     rows = await conn.fetch("SELECT pruned, prune_reason FROM semantic_facts")
-    assert [tuple(r) for r in rows] == [(True, "manual")] * 4
+    assert [tuple(r) for r in rows] == [(True, "manual")] * 5
 
 
 def through(client: Any, Mem0Error: type[Exception]) -> None:
@@ -77,6 +77,7 @@ def through(client: Any, Mem0Error: type[Exception]) -> None:
         client.get(memory["id"])
     assert [h["event"] for h in client.history(memory["id"])][-1] == "DELETE"
     owners_combine(client)
+    expiration(client, Mem0Error)
     client.delete_all(user_id="frank")
     assert client.get_all(filters={"user_id": "frank"})["results"] == []
     with pytest.raises(Mem0Error, match="bad id 'nope': expected a UUID"):
@@ -97,3 +98,17 @@ def owners_combine(client: Any) -> None:
     client.delete_all(user_id="frank", agent_id="cook")  # mem0: only those of both
     left = {m["id"] for m in client.get_all(filters={"user_id": "frank"})["results"]}
     assert coach["id"] in left and cook["id"] not in left
+
+
+def expiration(client: Any, Mem0Error: type[Exception]) -> None:
+    """expiration_date, on add and update: kept all through that day (UTC), as mem0
+    counts it; null clears it; an episode has no expiry (it fades)."""
+    added = client.add("Frank's trial ends soon", user_id="frank", expiration_date="2030-01-31")
+    [trial] = added["results"]
+    assert client.get(trial["id"])["ethos"]["expires_at"] == "2030-02-01T00:00:00+00:00"
+    client.update(trial["id"], expiration_date="2030-03-31")
+    assert client.get(trial["id"])["ethos"]["expires_at"] == "2030-04-01T00:00:00+00:00"
+    client.update(trial["id"], expiration_date=None)
+    assert client.get(trial["id"])["ethos"]["expires_at"] is None
+    with pytest.raises(Mem0Error, match="episodes do not expire, they fade"):
+        client.add("Frank jogs", user_id="frank", kind="episode", expiration_date="2030-01-31")

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from typing import Annotated, Any
+from datetime import date, datetime
+from typing import Annotated, Any, Literal
 
 from fastapi import FastAPI, Query, Request
 
@@ -22,13 +23,22 @@ from ethos.integrations.http.shapes import (
     MemoryCreate,
     MemoryUpdate,
     SearchRequest,
+    expiry,
     mem0_hit,
     mem0_item,
 )
+from ethos.tables import table_spec
 
 # What one add writes of its metadata, stored with each of its messages: a small request
 # must not become many copies of a large metadata.
 ADD_METADATA_BYTES = 1 << 20
+
+
+def _expiry(kind: str, day: date | None) -> datetime | None:
+    """expiration_date as the expiry of a memory of this kind (table), where it has one."""
+    if day is not None and not table_spec(kind).has_expiry:
+        raise InputError(f"expiration_date: {table_spec(kind).plural} do not expire, they fade")
+    return expiry(day)
 
 
 def mem0_routes(app: FastAPI) -> None:
@@ -62,7 +72,8 @@ def mem0_routes(app: FastAPI) -> None:
             {**(body.metadata or {}), OWNERS: {**owners.ids, **({"role": role} if role else {})}}
             for _, role in said
         ]
-        fields = {"importance": body.importance, "policy": body.policy}
+        fields = {"importance": body.importance, "policy": body.policy,
+                  "expires_at": _expiry(body.kind, body.expiration_date)}  # fmt: skip
         added = await engine.add_many(
             body.kind, agent_id=owners.agent, contents=texts, owners=owners.ids,
             metadata_each=each,
@@ -133,7 +144,13 @@ def mem0_routes(app: FastAPI) -> None:
             if OWNERS in body.metadata:
                 raise InputError(f"metadata.{OWNERS} holds a memory's owners: fixed at add")
             metadata = {**(memory["metadata"] or {}), **body.metadata}
-        await engine.update(memory["table"], memory_id, content=body.text, metadata=metadata)
+        expires_at: datetime | Literal["keep"] | None = "keep"
+        if "expiration_date" in body.model_fields_set:  # null clears it, as in mem0
+            expires_at = _expiry(memory["table"], body.expiration_date)
+        await engine.update(
+            memory["table"], memory_id, content=body.text, metadata=metadata,
+            expires_at=expires_at,
+        )  # fmt: skip
         return {"message": "Memory updated successfully!", "id": memory["id"]}
 
     async def delete(memory_id: str, engine: EngineDep) -> dict[str, Any]:

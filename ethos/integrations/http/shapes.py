@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
+from datetime import UTC, date, datetime, time, timedelta
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -38,6 +39,7 @@ class MemoryCreate(Owners):
     text: str | None = Field(None, description="one memory, instead of messages")
     metadata: dict[str, Any] | None = None
     infer: bool | None = Field(None, description="ignored: ethos stores what it is given")
+    expiration_date: date | None = Field(None, description="kept through that day (UTC)")
     filters: dict[str, Any] | None = Field(None, description="the owners, as search takes them")
     kind: Literal["episode", "fact"] = Field("fact", description="ethos: the table")
     policy: str | None = Field(None, description="ethos: the decay policy")
@@ -47,6 +49,13 @@ class MemoryCreate(Owners):
 class MemoryUpdate(BaseModel):
     text: str | None = None
     metadata: dict[str, Any] | None = None
+    expiration_date: date | None = Field(None, description="null: it never expires")
+
+
+def expiry(day: date | None) -> datetime | None:
+    """mem0's expiration_date as ethos's expires_at: a memory is kept all through that
+    day (UTC) and expires as the next begins, as mem0 counts it."""
+    return None if day is None else datetime.combine(day + timedelta(days=1), time(), UTC)
 
 
 class SearchRequest(Owners):

@@ -169,11 +169,15 @@ REVISIONS_OF = STATEMENTS["revisions_of"]
 @cache
 def build_update_memory_query(spec: TableSpec) -> Query:
     """A live memory's text %(content)s and metadata %(metadata)s (each kept when NULL),
-    updated at %(now)s; its curve and history stay. %(embedding)s, when given, is the new
+    and where the table has one, its expiry %(expires_at)s (when %(expire)s), updated at
+    %(now)s; its curve and history stay. %(embedding)s, when given, is the new
     text's: a vector's own, or that of the vector made from an episode or fact."""
     embedding = ""
     if spec.has_embedding:
         embedding = "embedding = coalesce(%(embedding)s::vector, embedding),"
+    expiry = ""
+    if spec.has_expiry:
+        expiry = "expires_at = CASE WHEN %(expire)s THEN %(expires_at)s ELSE expires_at END,"
     revector = ""
     if spec in SOURCE_SPECS:
         revector = f""",
@@ -186,7 +190,7 @@ def build_update_memory_query(spec: TableSpec) -> Query:
     return sql(f"""
     WITH updated AS (
         UPDATE {spec.name}
-        SET content = coalesce(%(content)s, content), {embedding}
+        SET content = coalesce(%(content)s, content), {embedding} {expiry}
             metadata = coalesce(%(metadata)s::jsonb, metadata), updated_at = %(now)s
         WHERE id = %(id)s AND NOT pruned
         RETURNING id, agent_id, content
