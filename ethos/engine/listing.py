@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Literal
 
@@ -54,11 +54,12 @@ class ListingEngine(EngineCore):
         limit: int = 50,
         offset: int = 0,
         now: datetime | None = None,
-        owners: Mapping[str, str] | None = None,
+        matching: Sequence[Mapping[str, Any]] | None = None,
     ) -> list[dict[str, Any]]:
         """Memories of one agent (or all), each described as `explain` does, with its
         content and metadata: live ones newest first, or (pruned) the most recently
-        pruned first. With `owners` (mem0's), only those holding every one of them.
+        pruned first. With `matching` (mem0's filters), only those holding the mem0
+        owners and the metadata of one of them ({"owners": {...}, "metadata": {...}}).
         Listing retrieves nothing."""
         if not 1 <= limit <= MAX_LIST or offset < 0:
             raise InputError(f"limit is 1..{MAX_LIST} and offset at least 0")
@@ -69,7 +70,7 @@ class ListingEngine(EngineCore):
         found: list[tuple[TableSpec, Row]] = []
         for spec in specs(tables):
             rows = await self.store.list_memories(
-                spec, agent, pruned=pruned, limit=limit + offset, offset=0, owners=owners
+                spec, agent, pruned=pruned, limit=limit + offset, offset=0, matching=matching
             )
             found += [(spec, row) for row in rows]
         order = "pruned_at" if pruned else "created_at"
@@ -86,13 +87,13 @@ class ListingEngine(EngineCore):
         *,
         tables: Iterable[str | TableSpec] | None = None,
         pruned: bool = False,
-        owners: Mapping[str, str] | None = None,
+        matching: Sequence[Mapping[str, Any]] | None = None,
     ) -> int:
         """How many memories `memories` lists with these arguments, over all its pages."""
         if agent is not None:
             agent_id(agent, "agent")
         counts = [
-            await self.store.count_memories(spec, agent, pruned=pruned, owners=owners)
+            await self.store.count_memories(spec, agent, pruned=pruned, matching=matching)
             for spec in specs(tables)
         ]
         return sum(counts)

@@ -155,22 +155,27 @@ class MemoryStore(StoreCore):
         pruned: bool,
         limit: int,
         offset: int,
-        owners: Mapping[str, str] | None = None,
+        matching: Sequence[Mapping[str, Any]] | None = None,
     ) -> list[Row]:
         await self.check_table(spec)
         return await self._fetch(
             build_list_memories_query(spec, pruned=pruned), agent=agent, limit=limit,
-            offset=offset, owners=None if owners is None else json.dumps(dict(owners)),
+            offset=offset, matching=None if matching is None else json.dumps(list(matching)),
         )  # fmt: skip
 
     async def count_memories(
-        self, spec: TableSpec, agent: str | None, *, pruned: bool, owners: Mapping[str, str] | None
+        self,
+        spec: TableSpec,
+        agent: str | None,
+        *,
+        pruned: bool,
+        matching: Sequence[Mapping[str, Any]] | None,
     ) -> int:
         """How many memories list_memories holds in all, over its pages."""
         await self.check_table(spec)
         count: int = await self._fetchval(
             build_count_memories_query(spec, pruned=pruned), agent=agent,
-            owners=None if owners is None else json.dumps(dict(owners)),
+            matching=None if matching is None else json.dumps(list(matching)),
         )  # fmt: skip
         return count
 

@@ -57,6 +57,14 @@ def through(client: Any, Mem0Error: type[Exception]) -> None:
     assert hit["role"] == "user" and hit["updated_at"] == hit["created_at"] is not None
     paged = client.get_all(filters={"user_id": "frank"}, page=1, page_size=1)
     assert (len(paged["results"]), paged["count"]) == (1, 2)  # count: the listing's, all pages
+    chat = {"AND": [{"user_id": "frank"}, {"metadata": {"source": "chat"}}]}  # in SQL: @>
+    said_in_chat = client.get_all(filters=chat)
+    assert ([m["id"] for m in said_in_chat["results"]], said_in_chat["count"]) == (
+        [memory["id"]],
+        1,
+    )
+    with pytest.raises(Mem0Error, match="search filters name owners only"):
+        client.search("vegetarian", filters=chat)
     listed = client.get_all(filters={"user_id": "frank"})
     assert {m["memory"] for m in listed["results"]} == {
         "I am vegetarian and allergic to nuts", "Frank's sister lives in Lyon"
@@ -93,6 +101,8 @@ def owners_combine(client: Any) -> None:
     [coach] = client.add("Frank runs on Fridays", user_id="frank", agent_id="coach")["results"]
     both = {"AND": [{"user_id": "frank"}, {"agent_id": "cook"}]}
     assert [h["id"] for h in client.search("Fridays", filters=both)["results"]] == [cook["id"]]
+    either = {"AND": [{"user_id": "frank"}, {"OR": [{"agent_id": "cook"}, {"agent_id": "coach"}]}]}
+    assert {m["id"] for m in client.get_all(filters=either)["results"]} == {cook["id"], coach["id"]}
     pair = {"user_id": "frank", "agent_id": "coach"}
     assert [m["id"] for m in client.get_all(filters=pair)["results"]] == [coach["id"]]
     client.delete_all(user_id="frank", agent_id="cook")  # mem0: only those of both

@@ -54,8 +54,8 @@ def test_owners_the_first_identifier_names_the_agent() -> None:
     assert (both.agent, dict(both.ids)) == ("alice", {"user_id": "alice", "agent_id": "bot"})
     given = named({}, {"AND": [{"run_id": "r1"}, {"agent_id": "bot"}]})
     assert (given.agent, dict(given.ids)) == ("bot", {"agent_id": "bot", "run_id": "r1"})
-    with pytest.raises(InputError, match="filter 'OR' is not supported"):
-        named({}, {"OR": [{"user_id": "a"}]})
+    with pytest.raises(InputError, match="every alternative of an OR names the same first"):
+        named({}, {"OR": [{"user_id": "a"}, {"user_id": "b"}]})  # two agents' memories
     with pytest.raises(InputError, match="give user_id, agent_id or run_id"):
         named({"user_id": ""})
 
@@ -87,3 +87,32 @@ def test_a_problem_detail_is_one_short_line_whatever_it_echoes() -> None:
     response = problem(400, "bad id '" + "x" * 10_000 + "'\nmore", "/ethos/forget")
     detail = json.loads(response.body)["detail"]
     assert len(detail) == MAX_DETAIL and "\n" not in detail
+
+
+def test_filters_metadata_and_or_as_alternatives() -> None:
+    """mem0's metadata equalities and OR: an OR of terms (owners, metadata) the store
+    matches in SQL; the owners every term holds are the request's."""
+    either = {"OR": [{"agent_id": "cook"}, {"metadata": {"diet": "vegan"}}]}
+    owners = named({"user_id": "u"}, either)
+    assert dict(owners.ids) == {"user_id": "u"} and not owners.only_owners
+    assert owners.matching() == [
+        {"owners": {"user_id": "u", "agent_id": "cook"}, "metadata": {}},
+        {"owners": {"user_id": "u"}, "metadata": {"diet": "vegan"}},
+    ]
+    assert named({"user_id": "u"}, {"agent_id": "a"}).only_owners
+    with pytest.raises(InputError, match="metadata diet is both 'a' and 'b'"):
+        named({"user_id": "u"}, {"AND": [{"metadata": {"diet": "a"}}, {"metadata": {"diet": "b"}}]})
+    with pytest.raises(InputError, match="filter 'metadata' is not supported"):
+        named({"user_id": "u"}, {"metadata": {"mem0": {"user_id": "v"}}})  # owners are owners
+    with pytest.raises(InputError, match="over 64 alternatives"):
+        named(
+            {"user_id": "u"},
+            {
+                "AND": [
+                    {"OR": [{"run_id": str(i)} for i in range(9)]},
+                    {"OR": [{"agent_id": str(i)} for i in range(8)]},
+                ]
+            },
+        )
+    runs = [{"OR": [{"run_id": "1"}, {"run_id": "2"}]}, {"OR": [{"run_id": "2"}, {"run_id": "3"}]}]
+    assert dict(named({"user_id": "u"}, {"AND": runs}).ids) == {"user_id": "u", "run_id": "2"}

@@ -14,7 +14,7 @@ from ethos.engine import MAX_LIST
 from ethos.errors import InputError, NotFoundError
 from ethos.integrations.http.answers import EngineDep, Writes, route
 from ethos.integrations.http.gate import may_write
-from ethos.integrations.http.owners import named
+from ethos.integrations.http.owners import Named, named
 from ethos.integrations.http.shapes import (
     HISTORY_EVENTS,
     OWNERS,
@@ -41,6 +41,14 @@ def _expiry(kind: str, day: date | None) -> datetime | None:
     return expiry(day)
 
 
+def owners_only(owners: Named, call: str) -> Named:
+    """The owners of a call whose filters name owners alone (get_all takes metadata and
+    OR: the listing matches them in SQL)."""
+    if not owners.only_owners:
+        raise InputError(f"{call} filters name owners only: metadata and OR filter get_all")
+    return owners
+
+
 def mem0_routes(app: FastAPI) -> None:
     async def ping() -> dict[str, Any]:
         """What mem0's MemoryClient asks on start (it wants an organisation and project)."""
@@ -51,7 +59,7 @@ def mem0_routes(app: FastAPI) -> None:
         owners given (the first of user_id, agent_id, run_id names the ethos agent), all
         or none. A fact held already for exactly these owners is not stored twice: its
         event is NONE and it is reinforced."""
-        owners = named(body.model_dump(), body.filters)
+        owners = owners_only(named(body.model_dump(), body.filters), "add")
         if body.messages is None and body.text is None:
             raise InputError("give messages or text")
         said: list[tuple[str, str | None]] = [
@@ -102,7 +110,7 @@ def mem0_routes(app: FastAPI) -> None:
         owners = named(given) if any(given.values()) else None
         memories = await engine.memories(
             owners.agent if owners else None, tables=kinds, pruned=pruned, limit=top_k,
-            offset=offset, owners=owners.ids if owners else None,
+            offset=offset, matching=owners.matching() if owners else None,
         )  # fmt: skip
         return {"results": [mem0_item(m) for m in memories]}
 
@@ -117,10 +125,10 @@ def mem0_routes(app: FastAPI) -> None:
         owners = named(body.model_dump(), body.filters)
         offset = (page - 1) * page_size
         memories = await engine.memories(
-            owners.agent, limit=page_size, offset=offset, owners=owners.ids
+            owners.agent, limit=page_size, offset=offset, matching=owners.matching()
         )
         results = [mem0_item(m) for m in memories]
-        count = await engine.count_memories(owners.agent, owners=owners.ids)
+        count = await engine.count_memories(owners.agent, matching=owners.matching())
         return {"count": count, "next": None, "previous": None, "results": results}
 
     async def get(memory_id: str, engine: EngineDep) -> dict[str, Any]:
@@ -172,7 +180,9 @@ def mem0_routes(app: FastAPI) -> None:
         owners = named({"user_id": user_id, "agent_id": agent_id, "run_id": run_id})
         forgotten: Counter[str] = Counter()
         # Page after page of the live ones: each page forgotten leaves the listing.
-        while page := await engine.memories(owners.agent, limit=MAX_LIST, owners=owners.ids):
+        while page := await engine.memories(
+            owners.agent, limit=MAX_LIST, matching=owners.matching()
+        ):
             for table in {memory["table"] for memory in page}:
                 ids = [memory["id"] for memory in page if memory["table"] == table]
                 forgotten[table] += (await engine.forget(table, ids)).counts[table]["manual"]
@@ -204,7 +214,7 @@ def mem0_routes(app: FastAPI) -> None:
         """The memories holding every owner given that best answer the query, by words
         (hybrid with an embedding provider) × salience; what is returned is reinforced
         (not for a read-only token or server: a read writes nothing)."""
-        owners = named(body.model_dump(), body.filters)
+        owners = owners_only(named(body.model_dump(), body.filters), "search")
         k, depth = body.top_k, body.top_k
         while True:  # deeper while the agent's other owners' memories fill the top k
             hits = await engine.recall(

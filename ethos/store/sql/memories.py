@@ -136,9 +136,9 @@ def build_raise_repeat_query(spec: TableSpec) -> Query:
 
 @cache
 def build_list_memories_query(spec: TableSpec, *, pruned: bool) -> Query:
-    """Memories of %(agent)s (every agent's when NULL) holding every mem0 owner in
-    %(owners)s (any when NULL), live ones newest first, pruned ones most recently pruned
-    first: %(limit)s after %(offset)s."""
+    """Memories of %(agent)s (every agent's when NULL) holding the mem0 owners and the
+    metadata of one of %(matching)s (any when NULL), live ones newest first, pruned ones
+    most recently pruned first: %(limit)s after %(offset)s."""
     order = "pruned_at DESC" if pruned else "created_at DESC"
     return sql(f"""
     SELECT * FROM {spec.name} AS m WHERE {_listed(pruned)}
@@ -149,14 +149,16 @@ def build_list_memories_query(spec: TableSpec, *, pruned: bool) -> Query:
 
 @cache
 def build_count_memories_query(spec: TableSpec, *, pruned: bool) -> Query:
-    """How many memories the listing of %(agent)s and %(owners)s holds in all."""
+    """How many memories the listing of %(agent)s and %(matching)s holds in all."""
     return sql(f"SELECT count(*) FROM {spec.name} AS m WHERE {_listed(pruned)}")
 
 
 def _listed(pruned: bool) -> str:
     live = "pruned" if pruned else "NOT pruned"
     return f"""(%(agent)s::text IS NULL OR agent_id = %(agent)s) AND {live}
-      AND (%(owners)s::jsonb IS NULL OR {mem0_owners("m")} @> %(owners)s::jsonb)"""
+      AND (%(matching)s::jsonb IS NULL OR EXISTS (
+          SELECT FROM jsonb_array_elements(%(matching)s::jsonb) AS t
+          WHERE {mem0_owners("m")} @> (t -> 'owners') AND m.metadata @> (t -> 'metadata')))"""
 
 
 AGENT_COUNTS = STATEMENTS["agent_counts"]
