@@ -78,7 +78,9 @@ def through(client: Any, Mem0Error: type[Exception]) -> None:
     assert changed["memory"] == "I am vegan and allergic to nuts"
     assert changed["metadata"] == {"diet": "vegan", "source": "chat"}  # merged, as mem0 does
     assert changed["updated_at"] > changed["created_at"]
-    assert [h["event"] for h in client.history(memory["id"])] == ["ADD", "UPDATE"]
+    assert [(h["event"], h["role"]) for h in client.history(memory["id"])] == [
+        ("ADD", "user"), ("UPDATE", "user")
+    ]  # fmt: skip
 
     client.delete(memory["id"])
     with pytest.raises(MemoryNotFoundError, match="forgotten"):  # a 404, as mem0 answers

@@ -14,7 +14,7 @@ from ethos.engine import MAX_LIST
 from ethos.errors import InputError, NotFoundError
 from ethos.integrations.http.answers import EngineDep, Writes, route
 from ethos.integrations.http.gate import may_write
-from ethos.integrations.http.owners import Named, named
+from ethos.integrations.http.owners import Named, named, owners_of
 from ethos.integrations.http.shapes import (
     HISTORY_EVENTS,
     OWNERS,
@@ -201,12 +201,13 @@ def mem0_routes(app: FastAPI) -> None:
                 given = {k: v for k, v in event["old_metadata"].items() if k != OWNERS}
                 event["old_metadata"] = given or None
         mem0 = ("event", "at", "old", "content")
+        role = owners_of(memory["metadata"], memory["agent_id"]).get("role")
         return [
             {"id": f"{memory['id']}:{i}", "memory_id": memory["id"], "old_memory": e.get("old"),
              "new_memory": e.get("content"),
              "event": HISTORY_EVENTS[e["event"]], "created_at": e["at"].isoformat(),
              "updated_at": None, "is_deleted": e["event"] == "prune", "actor_id": None,
-             "role": None, "ethos": {k: v for k, v in e.items() if k not in mem0}}
+             "role": role, "ethos": {k: v for k, v in e.items() if k not in mem0}}
             for i, e in enumerate(events)
         ]  # fmt: skip
 
