@@ -59,6 +59,8 @@ async def client(n: int, http: httpx.AsyncClient, ledger: Ledger, deadline: floa
             assert {hit["user_id"] for hit in ok(response)["results"]} <= {user}
         elif op == "get":
             response = await http.get(f"/memories/{memory_id}")
+            if response.status_code == 404:  # forgotten (a racing delete): mem0's answer
+                continue
             assert ok(response)["user_id"] == user
         elif op == "update":
             text = {"text": f"{user} note {n}.{i} about kites, revised"}
@@ -95,8 +97,8 @@ async def test_racing_clients_lose_nothing_and_history_adds_up(database_url: str
             for memory_id in ledger.owner:
                 forgets, recovers = ledger.forgets[memory_id], ledger.recovers[memory_id]
                 assert forgets - recovers in (0, 1)  # each recovery undid one delete
-                memory = ok(await http.get(f"/memories/{memory_id}"))
-                assert memory["ethos"]["pruned"] == (forgets > recovers)
+                got = await http.get(f"/memories/{memory_id}")  # a forgotten one: 404, as mem0
+                assert got.status_code == (404 if forgets > recovers else 200), got.text
                 history = ok(await http.get(f"/memories/{memory_id}/history"))
                 expected = Counter(ADD=1, UPDATE=ledger.updates[memory_id], DELETE=forgets,
                                    RECOVER=recovers)  # fmt: skip
