@@ -108,7 +108,7 @@ async def search(
             similarity=row["similarity"],
             salience=row["salience"],
             score=row["score"],
-            metadata=_json(row["metadata"]),
+            metadata=json_object(row["metadata"]),
             source_type=row["source_type"],
             source_id=row["source_id"],
             source_content=row["source_content"],
@@ -155,7 +155,7 @@ async def _neighbours(
                     similarity=None,
                     salience=row["salience"],
                     score=through * row["salience"] * weight,
-                    metadata=_json(row["metadata"]),
+                    metadata=json_object(row["metadata"]),
                     table=table,
                     via=via,
                     link_weight=link_weight,
@@ -206,7 +206,7 @@ async def recall(
         )
     hits = [
         Hit(id=row["id"], content=row["content"], similarity=None, salience=row["salience"],
-            score=row["score"], metadata=_json(row["metadata"]), table=row["table_name"],
+            score=row["score"], metadata=json_object(row["metadata"]), table=row["table_name"],
             text_rank=row["text_rank"], relevance=row["text_rank"],
             created_at=row["created_at"], updated_at=row["updated_at"])
         for row in rows
@@ -278,13 +278,14 @@ async def _fuse(
             else:
                 found[key] = Hit(id=row["id"], content=row["content"], similarity=None,
                                  salience=row["salience"], score=0.0,
-                                 metadata=_json(row["metadata"]), created_at=row["created_at"],
+                                 metadata=json_object(row["metadata"]),
+                                 created_at=row["created_at"],
                                  updated_at=row["updated_at"])  # fmt: skip
     for table, ids in sources.items():
         for row in await store.neighbour_rows(table_spec(table), ids, agent, now):
             found[(table, row["id"])] = Hit(
                 id=row["id"], content=row["content"], similarity=None, salience=row["salience"],
-                score=0.0, metadata=_json(row["metadata"]), table=table,
+                score=0.0, metadata=json_object(row["metadata"]), table=table,
                 created_at=row["created_at"], updated_at=row["updated_at"],
             )  # fmt: skip
     vectors = _normalised(similar)
@@ -318,6 +319,6 @@ def _check_k(k: object, settings: Settings) -> None:
     inputs.at_most("k", k, settings.limits.k, "limits.k")
 
 
-def _json(value: Any) -> dict[str, Any]:
-    """jsonb arrives as text from asyncpg."""
+def json_object(value: Any) -> dict[str, Any]:
+    """A jsonb object as asyncpg hands it over (text), decoded."""
     return json.loads(value) if isinstance(value, str) else dict(value or {})

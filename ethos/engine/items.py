@@ -12,6 +12,7 @@ from ethos.embedding import check_dimension
 from ethos.engine.core import EngineCore
 from ethos.errors import InputError
 from ethos.inputs import at_most, content_text, metadata_json, query_text
+from ethos.retrieval import json_object
 from ethos.store import Row
 from ethos.tables import FACTS
 
@@ -35,8 +36,7 @@ class StoredItem:
 
     @classmethod
     def from_row(cls, row: Row) -> StoredItem:
-        metadata = row["metadata"]  # jsonb arrives as text from the driver
-        value = json.loads(metadata) if isinstance(metadata, str) else dict(metadata)
+        value = json_object(row["metadata"])
         value.pop(TTL_KEY, None)
         return cls(
             agent=row["agent_id"],

@@ -22,6 +22,7 @@ from ethos.inputs import (
     vector_literal,
 )
 from ethos.policies import Policy
+from ethos.retrieval import json_object
 from ethos.store import Row
 from ethos.tables import SOURCE_TABLES, TableSpec, table_spec
 
@@ -163,7 +164,10 @@ class ListingEngine(EngineCore):
         row = await self.store.fetch(spec, parse_id(memory_id))
         revisions = await self.store.revisions_of(spec, row["id"])
         texts = [r["content"] for r in revisions] + [row["content"]]
-        metadata = [_json(r["metadata"]) for r in revisions] + [_json(row["metadata"])]
+        metadata = [
+            None if r["metadata"] is None else json_object(r["metadata"])  # before 0038: none
+            for r in revisions
+        ] + [json_object(row["metadata"])]
         events: list[dict[str, Any]] = [
             {"event": "add", "at": row["created_at"], "content": texts[0]}
         ]
@@ -197,11 +201,6 @@ class ListingEngine(EngineCore):
         return [dict(row) for row in await self.store.pruned_by_reason(agent, at)]
 
 
-def _json(value: Any) -> Any:
-    """A jsonb value as the driver returns it (text), decoded."""
-    return json.loads(value) if isinstance(value, str) else value
-
-
 def describe(spec: TableSpec, row: Row, at: datetime, policy: Policy) -> dict[str, Any]:
     """A memory as front ends show it: `explain`'s account, its text and metadata."""
     metadata = row["metadata"]
@@ -211,7 +210,7 @@ def describe(spec: TableSpec, row: Row, at: datetime, policy: Policy) -> dict[st
         **account,
         "forecast": [] if row["pruned"] else forecast(spec, row, at, policy, until),
         "content": row["content"],
-        "metadata": _json(metadata),
+        "metadata": json_object(metadata),
         "created_at": row["created_at"].isoformat(),
         "updated_at": row["updated_at"].isoformat() if row["updated_at"] else None,
     }

@@ -160,7 +160,7 @@ class MemoryStore(StoreCore):
         await self.check_table(spec)
         return await self._fetch(
             build_list_memories_query(spec, pruned=pruned), agent=agent, limit=limit,
-            offset=offset, matching=None if matching is None else json.dumps(list(matching)),
+            offset=offset, matching=_terms(matching),
         )  # fmt: skip
 
     async def count_memories(
@@ -175,7 +175,7 @@ class MemoryStore(StoreCore):
         await self.check_table(spec)
         count: int = await self._fetchval(
             build_count_memories_query(spec, pruned=pruned), agent=agent,
-            matching=None if matching is None else json.dumps(list(matching)),
+            matching=_terms(matching),
         )  # fmt: skip
         return count
 
@@ -230,3 +230,8 @@ class MemoryStore(StoreCore):
                 name: [dict(row) for row in await tx.fetch(query, agent=agent)]
                 for name, query in STATS.items()
             }
+
+
+def _terms(matching: Sequence[Mapping[str, Any]] | None) -> str | None:
+    """A listing's terms (owners and metadata each) as the jsonb its query matches."""
+    return None if matching is None else json.dumps(list(matching))
