@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: install run demo test unit lint format typecheck schema bench recall-bench lifecycle-bench browser serve all clean
+.PHONY: install run demo test unit lint format typecheck bench recall-bench lifecycle-bench browser serve all clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -40,9 +40,6 @@ format: install
 
 typecheck: install
 	$(BIN)/mypy
-
-schema: install  ## write tests/schema.sql anew from a migrated database (review the diff)
-	UPDATE_SCHEMA_SNAPSHOT=1 $(BIN)/pytest -q tests/integration/test_schema.py -k snapshot
 
 bench: install  ## ROWS=1000000 VECTORS=100000 by default; smaller: make bench ROWS=100000
 	$(BIN)/python bench/bench.py --rows $(or $(ROWS),1000000) --vectors $(or $(VECTORS),100000)

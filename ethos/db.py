@@ -172,14 +172,17 @@ def alembic_config(settings: Settings, url: str | None = None) -> object:
     return config
 
 
-def migrate(settings: Settings, url: str | None = None, revision: str = "head") -> None:
-    """alembic upgrade to revision. Synchronous: Alembic runs its own event loop."""
+def migrate(
+    settings: Settings,
+    url: str | None = None,
+    revision: str = "head",
+    *,
+    from_baseline: bool = False,
+) -> None:
+    """alembic upgrade to revision: a new database is made from ethos/schema (or, with
+    from_baseline, by every migration). Synchronous: Alembic runs its own event loop."""
     from alembic import command
 
-    command.upgrade(alembic_config(settings, url), revision)  # type: ignore[arg-type]
-
-
-def downgrade(settings: Settings, url: str | None = None, revision: str = "base") -> None:
-    from alembic import command
-
-    command.downgrade(alembic_config(settings, url), revision)  # type: ignore[arg-type]
+    config = alembic_config(settings, url)
+    config.attributes["from_baseline"] = from_baseline  # type: ignore[attr-defined]
+    command.upgrade(config, revision)  # type: ignore[arg-type]

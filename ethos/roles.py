@@ -79,6 +79,8 @@ QUEUE_CHECK = (
     "ethos_memory_is_visible(table_name, memory_id) AND at <= now() + interval '5 minutes'"
 )
 
+NOT_AHEAD = "anchor_at <= now() + interval '5 minutes'"
+
 _NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 
 
@@ -204,6 +206,13 @@ def _row_level(roles: Roles) -> list[str]:
         f" WITH CHECK ({OWN})"
         for table in ROW_LEVEL
     ]
+    # An agent's memory starts when it is written (an anchor ahead would hold it at full
+    # strength until then); the app may date a memory as its source did.
+    out += [
+        f"CREATE POLICY ethos_agent_memory_starts_when_written ON {spec.name} AS RESTRICTIVE"
+        f" FOR INSERT TO {roles.agents_group} WITH CHECK ({NOT_AHEAD})"
+        for spec in MEMORY_TABLES
+    ]
     out.append(
         f"CREATE POLICY ethos_agent ON retrieval_queue FOR INSERT TO {roles.agents_group}"
         f" WITH CHECK ({QUEUE_CHECK})"
@@ -218,6 +227,7 @@ def _no_row_level() -> list[str]:
         for statement in (
             f"DROP POLICY IF EXISTS ethos_service ON {table}",
             f"DROP POLICY IF EXISTS ethos_agent ON {table}",
+            f"DROP POLICY IF EXISTS ethos_agent_memory_starts_when_written ON {table}",
             f"ALTER TABLE {table} DISABLE ROW LEVEL SECURITY",
         )
     ]

@@ -90,10 +90,12 @@ _BY_NAME = {spec.name: spec for spec in MEMORY_TABLES} | {s.alias: s for s in ME
 
 
 def table_spec(name: str | TableSpec) -> TableSpec:
-    """Resolve a table name or alias (vector, episode, fact); anything else is an error.
-    A TableSpec passes through: a table ethos does not ship is described by its own."""
+    """Resolve a table name or alias (vector, episode, fact), or pass one of the memory
+    tables' specs through; anything else is an error."""
     if isinstance(name, TableSpec):
-        return name
+        if name in MEMORY_TABLES:
+            return name
+        name = name.name
     try:
         return _BY_NAME[name]
     except (KeyError, TypeError):

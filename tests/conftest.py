@@ -82,6 +82,15 @@ def settings(database_url: str) -> Settings:
 WORDS_IGNORED = ImportanceSettings(auto=False)
 
 
+async def truncate(conn: asyncpg.Connection, *tables: str) -> None:
+    """TRUNCATE runs no trigger (ethos/schema/write_path.sql): what the write path keeps
+    of the rows is counted anew, as an operator would after it."""
+    await conn.execute(
+        f"TRUNCATE {', '.join(tables)} CASCADE;"
+        " SELECT ethos_text_stats_rebuild(), ethos_vector_stats_rebuild()"
+    )
+
+
 @pytest.fixture
 async def engine(settings: Settings) -> AsyncIterator[Engine]:
     async with Engine(settings) as opened:

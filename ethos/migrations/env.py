@@ -2,6 +2,11 @@
 
 `ethos migrate` passes the URL and settings in config.attributes; a bare
 `alembic` call loads ethos's settings and resolves the database the same way.
+
+A database with no ethos tables yet is made from ethos/schema and stamped with the
+newest revision; one made earlier is carried up by the migrations after its revision.
+`config.attributes["from_baseline"]` makes even a new database by the migrations, from
+the baseline on (the test that holds the two ways equal).
 """
 
 from __future__ import annotations
@@ -9,11 +14,14 @@ from __future__ import annotations
 import asyncio
 
 from alembic import context
-from sqlalchemy import Connection, pool
+from alembic.script import ScriptDirectory
+from sqlalchemy import Connection, pool, text
 from sqlalchemy.ext.asyncio import create_async_engine
 
+from ethos import schema
 from ethos.db import resolve_url
-from ethos.schema import build_metadata
+from ethos.errors import ConfigError
+from ethos.migrations import execute_script
 from ethos.settings import Settings, load_settings
 
 # Serialises concurrent `ethos migrate` runs against one database.
@@ -22,7 +30,6 @@ MIGRATION_LOCK = 0x45_54_48_4F_53  # "ETHOS"
 config = context.config
 settings: Settings = config.attributes.setdefault("settings", None) or load_settings()
 config.attributes["settings"] = settings
-target_metadata = build_metadata(settings.embedding.dimension)
 
 
 def _sqlalchemy_url(url: str) -> str:
@@ -30,14 +37,40 @@ def _sqlalchemy_url(url: str) -> str:
     return f"postgresql+asyncpg://{rest}" if scheme in ("postgres", "postgresql") else url
 
 
+def _revision(connection: Connection) -> str | None:
+    """The revision the database is at; None: no ethos tables yet."""
+    if connection.execute(text("SELECT to_regclass('alembic_version')")).scalar() is None:
+        return None
+    return connection.execute(text("SELECT max(version_num) FROM alembic_version")).scalar()
+
+
+def _check_known(revision: str, script: ScriptDirectory) -> None:
+    if revision in {r.revision for r in script.walk_revisions()}:
+        return
+    base = script.get_base()
+    raise ConfigError(
+        f"the database is at ethos migration {revision}, from before the baseline {base}:"
+        f" migrate it with an ethos of that time first, or export its memories and"
+        f" import them into a new database"
+    )
+
+
 def _run(connection: Connection) -> None:
-    context.configure(connection=connection, target_metadata=target_metadata)
+    context.configure(connection=connection, target_metadata=None)
+    script = ScriptDirectory.from_config(config)
     with context.begin_transaction():
         context.execute(f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK})")
-        # Index builds in migrations get the memory the settings give them (a validated
-        # value: SET takes no bind parameter).
+        # Index builds get the memory the settings give them (a validated value: SET
+        # takes no bind parameter).
         memory = settings.database.index_build_memory
         context.execute(f"SET LOCAL maintenance_work_mem = '{memory}'")
+        revision = _revision(connection)
+        if revision is None and not config.attributes.get("from_baseline"):
+            execute_script(schema.script(settings.embedding.dimension), connection)
+            context.get_context().stamp(script, "head")
+            return
+        if revision is not None:
+            _check_known(revision, script)
         context.run_migrations()
 
 

@@ -16,6 +16,3 @@ depends_on = ${repr(depends_on)}
 def upgrade() -> None:
     ${upgrades if upgrades else "pass"}
 
-
-def downgrade() -> None:
-    ${downgrades if downgrades else "pass"}

@@ -3,16 +3,13 @@ Python API and plain SQL alike; queued retrievals outside the window are kept as
 
 from __future__ import annotations
 
-import asyncio
 from datetime import UTC, datetime
 
 import asyncpg
 import pytest
 
-from ethos import db
 from ethos.engine import Engine
 from ethos.errors import InputError
-from ethos.settings import DatabaseSettings, Settings
 
 
 @pytest.mark.parametrize(
@@ -56,22 +53,3 @@ async def test_plain_sql_gets_the_same_checks(conn: asyncpg.Connection, statemen
         await conn.execute(statement)
     for table in ("episodic_traces", "semantic_facts", "memory_vectors", "retrieval_queue"):
         assert await conn.fetchval(f"SELECT count(*) FROM {table}") == 0
-
-
-async def test_queued_retrievals_outside_the_window_move_to_dead_letters(
-    database_url: str, conn: asyncpg.Connection
-) -> None:
-    settings = Settings()
-    await asyncio.to_thread(db.downgrade, settings, database_url, "0018")
-    await conn.execute(
-        "INSERT INTO retrieval_queue (table_name, memory_id, at) VALUES"
-        " ('semantic_facts', ethos_uuid_v7(), '-infinity'),"
-        " ('semantic_facts', ethos_uuid_v7(), '2026-01-01')"
-    )
-    await asyncio.to_thread(db.migrate, settings, database_url)
-    assert await conn.fetchval("SELECT count(*) FROM retrieval_queue") == 1
-    dead = await conn.fetchrow("SELECT at, reason FROM retrieval_dead_letters")
-    assert dead["reason"] == "moment outside 1900..2199"
-    async with Engine(Settings(database=DatabaseSettings(url=database_url))) as engine:
-        status = await engine.status(alive_seconds=30)
-    assert status["retrieval_dead_letters"] == 1

@@ -17,6 +17,7 @@ import asyncpg
 from ethos.engine import Engine
 from ethos.store.sql.search import BM25_B, BM25_K1, bm25, build_recall_query
 from ethos.tables import MEMORY_TABLES
+from tests.conftest import truncate
 
 # A few words everywhere, many rarely: the split sees common and rare lexemes.
 VOCABULARY = [f"w{i}x" for i in range(14)]
@@ -29,7 +30,7 @@ def _text(rng: random.Random) -> str:
 
 
 async def _corpus(conn: asyncpg.Connection, rng: random.Random, t0: datetime) -> None:
-    await conn.execute("TRUNCATE episodic_traces, semantic_facts, memory_vectors CASCADE")
+    await truncate(conn, "episodic_traces", "semantic_facts", "memory_vectors")
     texts = [_text(rng) for _ in range(12)]  # repeated texts: equal BM25
     stamps = [t0 + timedelta(days=d) for d in (0, 0, 3, 10, 40, 40)]  # equal ages too
     for agent in ("a", "b"):

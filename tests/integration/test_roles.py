@@ -406,8 +406,7 @@ async def test_no_role_but_the_owner_attaches_a_function_of_the_owners_rights(
     conn = await asyncpg.connect(house.url(AGENT))
     try:
         await conn.execute("CREATE TEMP TABLE mine (id uuid, agent_id text)")
-        for function in ("ethos_tier_by_vector", "ethos_text_stats_changed",
-                         "ethos_vector_stats_changed"):  # fmt: skip
+        for function in ("ethos_write_row", "ethos_rows_added"):
             with pytest.raises(asyncpg.InsufficientPrivilegeError):
                 await conn.execute(f"CREATE TRIGGER t AFTER INSERT ON mine FOR EACH STATEMENT"
                                    f" EXECUTE FUNCTION {function}()")  # fmt: skip

@@ -1,41 +1,108 @@
-"""The schema as migrated: what it accepts, what it refuses, and that it matches
-the declared metadata."""
+"""The database: ethos/schema and the migrations build the same one; what it accepts and
+what it refuses."""
 
 from __future__ import annotations
 
 import asyncio
-import os
+import difflib
+import subprocess
 from pathlib import Path
 
 import asyncpg
 import pytest
-from alembic.autogenerate import compare_metadata
-from alembic.migration import MigrationContext
-from alembic.script import ScriptDirectory
-from sqlalchemy.ext.asyncio import create_async_engine
 
-from ethos import db
-from ethos.schema import build_metadata
+from ethos import db, store
+from ethos.errors import ConfigError
 from ethos.settings import Settings
+from tests.conftest import database_uri
 
 
-async def test_migrated_schema_matches_declared_metadata(database_url: str) -> None:
-    engine = create_async_engine(database_url.replace("postgresql://", "postgresql+asyncpg://"))
-    metadata = build_metadata(Settings().embedding.dimension)
+def schema_dump(pg_data_dir: Path, url: str) -> list[str]:
+    """pg_dump --schema-only of the database at url, without its comments and settings,
+    and the seeded rows (their timestamps left out)."""
+    server = db._pgserver().get_server(pg_data_dir, cleanup_mode=None, start=False)
+    dump = subprocess.run(
+        [str(server.bin_path / "pg_dump"), "--schema-only", "--no-owner", "-d", url],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    return [
+        line
+        for line in dump.splitlines()
+        if line and not line.startswith(("--", "\\", "SET ", "SELECT pg_catalog."))
+    ]
 
-    def diff(connection):  # type: ignore[no-untyped-def]
-        context = MigrationContext.configure(connection, opts={"compare_type": True})
-        return [
-            d
-            for d in compare_metadata(context, metadata)
-            if d[0] not in ("add_index", "remove_index")
-        ]
 
+SEEDS = """
+SELECT json_agg(to_jsonb(p) - 'changed_at' ORDER BY name)::text FROM decay_policies AS p
+UNION ALL SELECT json_agg(to_jsonb(s) - 'updated_at')::text FROM ethos_settings AS s
+UNION ALL SELECT json_agg(v)::text FROM alembic_version AS v
+"""
+
+
+async def built(admin_uri: str, name: str, *, from_baseline: bool) -> str:
+    await store.ensure_database(admin_uri, name)
+    url = database_uri(admin_uri, name)
+    await asyncio.to_thread(db.migrate, Settings(), url, from_baseline=from_baseline)
+    return url
+
+
+async def seeds(url: str) -> list[str]:
+    conn = await asyncpg.connect(url)
     try:
-        async with engine.connect() as connection:
-            assert await connection.run_sync(diff) == []
+        return [row[0] for row in await conn.fetch(SEEDS)]
     finally:
-        await engine.dispose()
+        await conn.close()
+
+
+def differences(a: list[str], b: list[str]) -> list[str]:
+    return [line for line in difflib.unified_diff(a, b, lineterm="", n=0)]
+
+
+async def test_the_schema_and_the_baseline_with_every_migration_build_the_same_database(
+    admin_uri: str, template_uri: str, pg_data_dir: Path
+) -> None:
+    """The template of the suite is made from ethos/schema; this one by the baseline and
+    every migration after it. A migration whose result differs from the schema (or a
+    schema edit without its migration) fails here, with the lines that differ."""
+    migrated = await built(admin_uri, "ethos_by_migrations", from_baseline=True)
+    assert (
+        differences(schema_dump(pg_data_dir, template_uri), schema_dump(pg_data_dir, migrated))
+        == []
+    )
+    assert await seeds(template_uri) == await seeds(migrated)
+
+
+async def test_the_comparison_sees_a_migration_that_differs_from_the_schema(
+    admin_uri: str, template_uri: str, pg_data_dir: Path
+) -> None:
+    """Broken on purpose: a migration that wrote one function otherwise."""
+    migrated = await built(admin_uri, "ethos_broken_on_purpose", from_baseline=True)
+    conn = await asyncpg.connect(migrated)
+    try:
+        await conn.execute(
+            "CREATE OR REPLACE FUNCTION ethos_auto_half(half float8, average float8)"
+            " RETURNS float8 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT half $$"
+        )
+    finally:
+        await conn.close()
+    found = differences(schema_dump(pg_data_dir, template_uri), schema_dump(pg_data_dir, migrated))
+    assert "+    AS $$ SELECT half $$;" in found
+
+
+async def test_a_database_from_before_the_baseline_is_refused_in_one_line(
+    database_url: str,
+) -> None:
+    conn = await asyncpg.connect(database_url)
+    try:
+        await conn.execute("UPDATE alembic_version SET version_num = '0030'")
+    finally:
+        await conn.close()
+    with pytest.raises(ConfigError) as refused:
+        await asyncio.to_thread(db.migrate, Settings(), database_url)
+    assert "\n" not in str(refused.value)
+    assert "at ethos migration 0030, from before the baseline 0039" in str(refused.value)
 
 
 async def test_plain_sql_insert_with_listed_columns_is_a_valid_memory(
@@ -78,64 +145,3 @@ async def test_wrong_dimension_is_refused_by_the_database_too(conn: asyncpg.Conn
         await conn.execute(
             "INSERT INTO memory_vectors (agent_id, content, embedding) VALUES ('a', 'x', '[1,2,3]')"
         )
-
-
-async def test_downgrade_to_base_and_upgrade_again(database_url: str) -> None:
-    settings = Settings()
-    await asyncio.to_thread(db.downgrade, settings, database_url, "base")
-    conn = await asyncpg.connect(database_url)
-    try:
-        assert await conn.fetchval("SELECT to_regclass('episodic_traces')") is None
-        await asyncio.to_thread(db.migrate, settings, database_url)
-        assert await conn.fetchval("SELECT to_regclass('episodic_traces')::text") == (
-            "episodic_traces"
-        )
-        revision = await conn.fetchval("SELECT version_num FROM alembic_version")
-    finally:
-        await conn.close()
-    head = ScriptDirectory.from_config(db.alembic_config(settings)).get_current_head()
-    assert revision == head
-
-
-# Everything the migrations build beside the tables' columns, each as PostgreSQL prints
-# it back: functions (not pgvector's), triggers, views, indexes, constraints, row
-# policies and grants.
-CATALOG = r"""
-SELECT 'function' AS kind, p.oid::regprocedure::text AS name, pg_get_functiondef(p.oid) AS def
-FROM pg_proc AS p
-WHERE p.pronamespace = 'public'::regnamespace
-  AND NOT EXISTS (SELECT FROM pg_depend AS d WHERE d.objid = p.oid AND d.deptype = 'e')
-UNION ALL
-SELECT 'trigger', t.tgrelid::regclass || '.' || t.tgname, pg_get_triggerdef(t.oid, true)
-FROM pg_trigger AS t JOIN pg_class AS c ON c.oid = t.tgrelid
-WHERE NOT t.tgisinternal AND c.relnamespace = 'public'::regnamespace
-UNION ALL
-SELECT 'view', c.relname, pg_get_viewdef(c.oid, true)
-FROM pg_class AS c WHERE c.relkind IN ('v', 'm') AND c.relnamespace = 'public'::regnamespace
-UNION ALL
-SELECT 'index', indexname, indexdef FROM pg_indexes WHERE schemaname = 'public'
-UNION ALL
-SELECT 'constraint', conrelid::regclass || '.' || conname, pg_get_constraintdef(oid, true)
-FROM pg_constraint  -- NOT NULL: the metadata test above
-WHERE connamespace = 'public'::regnamespace AND contype <> 'n'
-UNION ALL
-SELECT 'policy', tablename || '.' || policyname, array_to_string(roles, ',') || ' ' || cmd
-    || coalesce(' USING ' || qual, '') || coalesce(' CHECK ' || with_check, '')
-FROM pg_policies WHERE schemaname = 'public'
-UNION ALL
-SELECT 'grant', c.relname, c.relacl::text
-FROM pg_class AS c WHERE c.relacl IS NOT NULL AND c.relnamespace = 'public'::regnamespace
-ORDER BY 1, 2
-"""
-SNAPSHOT = Path(__file__).resolve().parents[1] / "schema.sql"
-
-
-async def test_migrated_schema_matches_the_snapshot(conn: asyncpg.Connection) -> None:
-    """tests/schema.sql is what the migrations build: a migration that changes a function,
-    trigger, view or index changes it, in review, on purpose. After such a change:
-    `make schema` writes it anew."""
-    rows = await conn.fetch(CATALOG)
-    dump = "".join(f"-- {r['kind']} {r['name']}\n{r['def'].strip()};\n\n" for r in rows)
-    if os.environ.get("UPDATE_SCHEMA_SNAPSHOT") == "1":
-        SNAPSHOT.write_text(dump)
-    assert dump == SNAPSHOT.read_text(), "the schema moved: `make schema`, then review the diff"

@@ -4,13 +4,12 @@ useful feedback alike; the SQL twin equals the reference; explain says it."""
 
 from __future__ import annotations
 
-import asyncio
 from datetime import datetime, timedelta
 
 import asyncpg
 import pytest
 
-from ethos import db, decay
+from ethos import decay
 from ethos.decay import DecayParams, MemoryState
 from ethos.engine import Engine
 from ethos.settings import DatabaseSettings, LtpSettings, Settings
@@ -100,18 +99,3 @@ async def test_explain_says_what_the_retrievals_added_and_what_one_now_would(
     assert soon["reinforcement"] == pytest.approx(1 + 2 * decay.MIN_GAIN)
     assert soon["retrieval_now_adds"] == pytest.approx(decay.MIN_GAIN)
     assert decay.MIN_GAIN < later["retrieval_now_adds"] <= 1
-
-
-async def test_memories_stored_before_keep_their_curve(
-    database_url: str, conn: asyncpg.Connection, days: Days
-) -> None:
-    """Their reinforcement starts at their retrieval count: τ as it was."""
-    settings = Settings(database=DatabaseSettings(url=database_url))
-    await asyncio.to_thread(db.downgrade, settings, database_url, "0038")
-    await conn.execute(
-        "INSERT INTO episodic_traces (agent_id, content, created_at, retrieval_count, salience)"
-        " VALUES ('a', 'old', $1, 4, 0.5)",
-        days(0),
-    )
-    await asyncio.to_thread(db.migrate, settings, database_url)
-    assert await conn.fetchval("SELECT reinforcement FROM episodic_traces") == 4.0

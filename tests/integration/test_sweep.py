@@ -29,7 +29,7 @@ from ethos.settings import (
 from ethos.store.sql.fragments import salience_expr, strength_at_call
 from ethos.sweep import Mode
 from ethos.tables import EPISODES, MEMORY_TABLES, TableSpec
-from tests.conftest import WORDS_IGNORED
+from tests.conftest import WORDS_IGNORED, truncate
 
 if TYPE_CHECKING:
     from tests.conftest import Days
@@ -354,8 +354,7 @@ async def test_any_sweep_sequence_ends_in_the_true_state(
 ) -> None:
     """The rows come from hypothesis's draw (their count and the seed of their state), so
     a failing example replays and shrinks."""
-    for spec in MEMORY_TABLES:
-        await conn.execute(f"TRUNCATE {spec.name}")
+    await truncate(conn, *(spec.name for spec in MEMORY_TABLES))
     await seed_random(per_table, policies=ALL_POLICIES, seed=seed)
     end = max([end, *moments])
     for moment in sorted(moments):

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncpg
 
+from tests.conftest import truncate
+
 # What the triggers keep, and the same computed from the tables themselves.
 KEPT = """
 SELECT coalesce(jsonb_object_agg(agent_id || ':' || lexeme, docs) FILTER (WHERE docs <> 0),
@@ -118,7 +120,7 @@ async def test_stats_follow_inserts_updates_deletes_and_truncates(
         source,
     )
     await assert_exact(conn)
-    await conn.execute("TRUNCATE episodic_traces")
+    await truncate(conn, "episodic_traces")
     await assert_exact(conn)
     await conn.execute("DELETE FROM semantic_facts WHERE agent_id = 'b'")
     await conn.execute("DELETE FROM memory_vectors")

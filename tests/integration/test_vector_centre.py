@@ -9,7 +9,7 @@ import pytest
 
 from ethos.engine import Engine
 from ethos.settings import DatabaseSettings, SearchSettings, Settings
-from tests.conftest import WORDS_IGNORED
+from tests.conftest import WORDS_IGNORED, truncate
 from tests.vectors import mix, unit
 
 SHARED = unit(1)  # what every memory of the agent has in common (a speaker, a register)
@@ -108,7 +108,7 @@ async def test_the_mean_follows_inserts_updates_deletes_and_a_truncate(
     for agent in "abc":
         await assert_kept(conn, agent)
     assert await conn.fetchval("SELECT count(*) FROM agent_vector_stats WHERE agent_id = 'c'") == 0
-    await conn.execute("TRUNCATE memory_vectors CASCADE")
+    await truncate(conn, "memory_vectors")
     assert await conn.fetchval("SELECT count(*) FROM agent_vector_stats") == 0
 
 

@@ -1,0 +1,400 @@
+-- 0040: the write path in one place per table (see 0040_write_path.py).
+
+DROP TRIGGER episodic_traces_check_new_rows ON episodic_traces;
+DROP TRIGGER episodic_traces_content_derived ON episodic_traces;
+DROP TRIGGER episodic_traces_drop_revisions ON episodic_traces;
+DROP TRIGGER episodic_traces_hint_new_rows ON episodic_traces;
+DROP TRIGGER episodic_traces_init_decay_state ON episodic_traces;
+DROP TRIGGER episodic_traces_keep_revision ON episodic_traces;
+DROP TRIGGER episodic_traces_text_stats_delete ON episodic_traces;
+DROP TRIGGER episodic_traces_text_stats_insert ON episodic_traces;
+DROP TRIGGER episodic_traces_text_stats_truncate ON episodic_traces;
+DROP TRIGGER episodic_traces_text_stats_update ON episodic_traces;
+DROP TRIGGER episodic_traces_vector_follows ON episodic_traces;
+DROP TRIGGER memory_vectors_check_new_rows ON memory_vectors;
+DROP TRIGGER memory_vectors_content_derived ON memory_vectors;
+DROP TRIGGER memory_vectors_drop_revisions ON memory_vectors;
+DROP TRIGGER memory_vectors_follow_source ON memory_vectors;
+DROP TRIGGER memory_vectors_hint_new_rows ON memory_vectors;
+DROP TRIGGER memory_vectors_init_decay_state ON memory_vectors;
+DROP TRIGGER memory_vectors_keep_revision ON memory_vectors;
+DROP TRIGGER memory_vectors_stay_with_source ON memory_vectors;
+DROP TRIGGER memory_vectors_text_stats_delete ON memory_vectors;
+DROP TRIGGER memory_vectors_text_stats_insert ON memory_vectors;
+DROP TRIGGER memory_vectors_text_stats_truncate ON memory_vectors;
+DROP TRIGGER memory_vectors_text_stats_update ON memory_vectors;
+DROP TRIGGER memory_vectors_tier_source ON memory_vectors;
+DROP TRIGGER memory_vectors_vector_stats_delete ON memory_vectors;
+DROP TRIGGER memory_vectors_vector_stats_insert ON memory_vectors;
+DROP TRIGGER memory_vectors_vector_stats_truncate ON memory_vectors;
+DROP TRIGGER memory_vectors_vector_stats_update ON memory_vectors;
+DROP TRIGGER semantic_facts_check_new_rows ON semantic_facts;
+DROP TRIGGER semantic_facts_content_derived ON semantic_facts;
+DROP TRIGGER semantic_facts_drop_revisions ON semantic_facts;
+DROP TRIGGER semantic_facts_hint_new_rows ON semantic_facts;
+DROP TRIGGER semantic_facts_init_decay_state ON semantic_facts;
+DROP TRIGGER semantic_facts_keep_revision ON semantic_facts;
+DROP TRIGGER semantic_facts_text_stats_delete ON semantic_facts;
+DROP TRIGGER semantic_facts_text_stats_insert ON semantic_facts;
+DROP TRIGGER semantic_facts_text_stats_truncate ON semantic_facts;
+DROP TRIGGER semantic_facts_text_stats_update ON semantic_facts;
+DROP TRIGGER semantic_facts_vector_follows ON semantic_facts;
+DROP FUNCTION ethos_check_new_rows();
+DROP FUNCTION ethos_content_derived();
+DROP FUNCTION ethos_drop_revisions();
+DROP FUNCTION ethos_hint_new_rows();
+DROP FUNCTION ethos_init_decay_state();
+DROP FUNCTION ethos_keep_revision();
+DROP FUNCTION ethos_text_stats_changed();
+DROP FUNCTION ethos_text_stats_updated();
+DROP FUNCTION ethos_tier_by_vector();
+DROP FUNCTION ethos_vector_follows_source();
+DROP FUNCTION ethos_vector_stats_changed();
+DROP FUNCTION ethos_vector_stats_updated();
+DROP FUNCTION ethos_vector_stays_with_source();
+DROP FUNCTION ethos_source_pruned();
+
+CREATE FUNCTION ethos_previous_asks(memory_table text, agent text, id uuid) RETURNS boolean
+    LANGUAGE plpgsql STABLE
+    SET plan_cache_mode TO 'force_generic_plan'
+    SET enable_sort TO 'off'
+    SET enable_incremental_sort TO 'off'
+    AS $$
+#variable_conflict use_variable
+BEGIN
+    -- the agent's live memory just before this one, backwards along (agent_id, id): the
+    -- settings keep each statement on that index, planned once, with no sort
+    IF memory_table = 'episodic_traces' THEN
+        RETURN (SELECT ethos_asks(p.content) FROM episodic_traces AS p
+                WHERE p.agent_id >= agent AND NOT p.pruned AND (p.agent_id, p.id) < (agent, id)
+                ORDER BY p.agent_id DESC, p.id DESC LIMIT 1);
+    ELSIF memory_table = 'semantic_facts' THEN
+        RETURN (SELECT ethos_asks(p.content) FROM semantic_facts AS p
+                WHERE p.agent_id >= agent AND NOT p.pruned AND (p.agent_id, p.id) < (agent, id)
+                ORDER BY p.agent_id DESC, p.id DESC LIMIT 1);
+    END IF;
+    RETURN (SELECT ethos_asks(p.content) FROM memory_vectors AS p
+            WHERE p.agent_id >= agent AND NOT p.pruned AND (p.agent_id, p.id) < (agent, id)
+            ORDER BY p.agent_id DESC, p.id DESC LIMIT 1);
+END
+$$;
+
+-- The policy a new memory gets, and its automatic importance (NULL where none was
+-- measured): the importance given, else one measured from its words, picks a tier
+-- (ethos_importance_tier); without either, the agent's policy, else the default.
+-- `measured`: false for a vector of an episode or fact (its source was measured).
+CREATE FUNCTION ethos_new_policy(memory_table text, agent text, id uuid, importance float8,
+                                 tsv tsvector, measured boolean,
+                                 OUT policy text, OUT auto_importance float8,
+                                 OUT auto_answer float8)
+    LANGUAGE plpgsql STABLE
+    AS $$
+#variable_conflict use_variable
+DECLARE
+    s ethos_settings;
+    agent_policy text := (SELECT a.policy FROM agent_policies AS a WHERE a.agent_id = agent);
+    average float8;  -- the agent's memories' length on average; NULL: none counted yet
+    words float8;
+BEGIN
+    SELECT * INTO s FROM ethos_settings;
+    IF importance IS NULL AND agent_policy IS NULL AND measured AND s.auto_importance THEN
+        average := (SELECT t.length::float8 / nullif(t.docs, 0) FROM agent_text_stats AS t
+                    WHERE t.agent_id = agent);
+        IF average IS NULL THEN  -- every word is new to the agent: each counts 1
+            words := ethos_text_length(tsv);
+        ELSE
+            words := (SELECT w.words FROM ethos_informative_words(agent, tsv) AS w);
+        END IF;
+        IF s.auto_importance_answer > 1 AND ethos_previous_asks(memory_table, agent, id) THEN
+            words := words * s.auto_importance_answer;
+            auto_answer := s.auto_importance_answer;
+        END IF;
+        importance := ethos_auto_importance(words,
+                                            ethos_auto_half(s.auto_importance_half, average));
+        auto_importance := importance;
+    END IF;
+    policy := CASE WHEN importance IS NOT NULL THEN ethos_importance_tier(importance)
+                   ELSE coalesce(agent_policy, s.default_policy) END;
+END
+$$;
+
+-- Each row written: the steps in this order. (A step of vectors alone sits inside
+-- `IF vectors`: PL/pgSQL would look for a vector's columns in an episode's row.)
+CREATE FUNCTION ethos_write_row() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO '$user', 'public', 'pg_temp'
+    AS $_$
+DECLARE
+    memory_table text := TG_ARGV[0];
+    vectors boolean := TG_ARGV[0] = 'memory_vectors';
+    -- a vector of an episode or fact counts in neither the text statistics nor its
+    -- agent's importance: its source does
+    counted_old boolean := true;
+    counted_new boolean := true;
+    found boolean;
+BEGIN
+    IF vectors THEN
+        counted_old := TG_OP <> 'INSERT' AND OLD.source_id IS NULL;
+        counted_new := TG_OP <> 'DELETE' AND NEW.source_id IS NULL;
+    END IF;
+
+    -- 0. A hard delete (purge, erase) takes the memory's revisions and its share of the
+    --    statistics with it.
+    IF TG_OP = 'DELETE' THEN
+        DELETE FROM memory_revisions AS r
+        WHERE r.table_name = memory_table AND r.memory_id = OLD.id;
+        IF counted_old THEN
+            PERFORM ethos_text_stats_add(ARRAY[OLD.agent_id], ARRAY[OLD.content_tsv],
+                                         ARRAY[-1]);
+        END IF;
+        IF vectors THEN
+            PERFORM ethos_vector_stats_add(ARRAY[OLD.agent_id], ARRAY[OLD.embedding], -1);
+        END IF;
+        RETURN OLD;
+    END IF;
+
+    -- 1. The content and the agent: checked, then what is derived from them (the key a
+    --    repeat is found by, the words text recall searches).
+    IF TG_OP = 'INSERT' OR NEW.content IS DISTINCT FROM OLD.content
+       OR NEW.agent_id IS DISTINCT FROM OLD.agent_id THEN
+        IF NEW.content !~ '[^[:space:]\u001c-\u001f\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890-\u0891\u08e2\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f]' THEN
+            RAISE EXCEPTION 'content must not be empty' USING ERRCODE = 'check_violation';
+        END IF;
+        IF NEW.agent_id IS NOT NFC NORMALIZED OR NEW.agent_id ~ '[\u0001-\u001f\u007f-\u009f\u2028\u2029\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890-\u0891\u08e2\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f]' THEN
+            RAISE EXCEPTION 'agent_id must be in Unicode NFC and hold no character that does not show'
+                USING ERRCODE = 'check_violation';
+        END IF;
+        IF octet_length(NEW.content) > 262144 THEN
+            RAISE EXCEPTION 'content is % bytes: at most 262,144 are stored',
+                octet_length(NEW.content) USING ERRCODE = 'check_violation';
+        END IF;
+        NEW.content_key := ethos_content_key(NEW.content);
+        NEW.content_tsv := ethos_text_vector(ethos_text_config(), NEW.agent_id, NEW.content);
+    END IF;
+
+    -- 2. A vector has a direction: with none in float32 (all zeros, or 1e-30s whose
+    --    squares vanish) its cosine to itself is NaN, as to every query.
+    IF vectors THEN
+        IF TG_OP = 'INSERT' OR NEW.embedding IS DISTINCT FROM OLD.embedding THEN
+            IF (NEW.embedding <=> NEW.embedding) = 'NaN' THEN
+                RAISE EXCEPTION 'embedding has no direction: its float32 norm is 0 or infinite'
+                    USING ERRCODE = 'check_violation';
+            END IF;
+        END IF;
+    END IF;
+
+    -- 3. A vector of an episode or fact is a memory of that memory's own agent and lives
+    --    with it: the never-decaying policy, pruned and recovered with its source
+    --    (ethos_source_pruned); a move to a curve of its own is refused.
+    IF vectors THEN
+        IF NEW.source_id IS NOT NULL THEN
+            IF TG_OP = 'INSERT' OR (NEW.source_type, NEW.source_id, NEW.agent_id)
+                                   IS DISTINCT FROM (OLD.source_type, OLD.source_id, OLD.agent_id)
+            THEN
+                IF NEW.source_type = 'episodic_traces' THEN
+                    found := EXISTS (SELECT 1 FROM episodic_traces
+                                     WHERE id = NEW.source_id AND agent_id = NEW.agent_id);
+                ELSE
+                    found := EXISTS (SELECT 1 FROM semantic_facts
+                                     WHERE id = NEW.source_id AND agent_id = NEW.agent_id);
+                END IF;
+                IF NOT found THEN
+                    RAISE EXCEPTION 'the vector''s source % % is not a memory of agent %',
+                        NEW.source_type, NEW.source_id, NEW.agent_id
+                        USING ERRCODE = 'foreign_key_violation';
+                END IF;
+                NEW.policy := 'permanent';
+            ELSIF NEW.policy <> 'permanent' THEN
+                RAISE EXCEPTION 'the vector % follows its source (% %): move the source instead',
+                    NEW.id, NEW.source_type, NEW.source_id USING ERRCODE = 'check_violation';
+            END IF;
+        END IF;
+    END IF;
+
+    -- 4. A new memory's decay state: its curve starts at its salience when it is
+    --    written; its policy, where not given, from its importance or its agent.
+    IF TG_OP = 'INSERT' THEN
+        NEW.strength := coalesce(NEW.strength, NEW.salience);
+        NEW.anchor_at := coalesce(NEW.anchor_at, NEW.created_at);
+        IF memory_table = 'semantic_facts' THEN
+            NEW.confidence_strength := coalesce(NEW.confidence_strength, NEW.confidence);
+        END IF;
+        IF NEW.policy IS NULL THEN
+            SELECT p.policy, p.auto_importance, p.auto_answer
+            INTO NEW.policy, NEW.auto_importance, NEW.auto_answer
+            FROM ethos_new_policy(memory_table, NEW.agent_id, NEW.id, NEW.importance,
+                                  NEW.content_tsv, counted_new) AS p;
+        END IF;
+        RETURN NEW;
+    END IF;
+
+    -- 5. A text or metadata replaced: the one before is kept (memory_revisions).
+    IF NEW.content IS DISTINCT FROM OLD.content OR NEW.metadata IS DISTINCT FROM OLD.metadata
+    THEN
+        INSERT INTO memory_revisions (table_name, memory_id, agent_id, content, metadata,
+                                      revised_by)
+        VALUES (memory_table, OLD.id, OLD.agent_id, OLD.content, OLD.metadata, session_user);
+    END IF;
+
+    -- 6. The statistics follow the words (and, for vectors, the direction) that changed.
+    IF NEW.content_tsv <> OLD.content_tsv OR counted_old <> counted_new THEN
+        PERFORM ethos_text_stats_add(
+            array_remove(ARRAY[CASE WHEN counted_old THEN OLD.agent_id END,
+                               CASE WHEN counted_new THEN NEW.agent_id END], NULL),
+            array_remove(ARRAY[CASE WHEN counted_old THEN OLD.content_tsv END,
+                               CASE WHEN counted_new THEN NEW.content_tsv END], NULL),
+            array_remove(ARRAY[CASE WHEN counted_old THEN -1 END,
+                               CASE WHEN counted_new THEN 1 END], NULL));
+    END IF;
+    IF vectors THEN
+        IF NEW.embedding <> OLD.embedding OR NEW.agent_id <> OLD.agent_id THEN
+            PERFORM ethos_vector_stats_add(ARRAY[OLD.agent_id], ARRAY[OLD.embedding], -1);
+            PERFORM ethos_vector_stats_add(ARRAY[NEW.agent_id], ARRAY[NEW.embedding], 1);
+        END IF;
+    END IF;
+    RETURN NEW;
+END
+$_$;
+REVOKE ALL ON FUNCTION ethos_write_row() FROM PUBLIC;
+
+-- The hints of rows added: which rows a sweep looks at first (`-infinity`: at once), as
+-- the sweep's hints are kept, in groups of at most 500 of one slice of the table.
+CREATE FUNCTION ethos_new_hints(ids uuid[], places tid[])
+    RETURNS TABLE (prune boolean, slice smallint, n bigint, ids uuid[], places tid[])
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+    SELECT prune, slice, count(*), array_agg(id), array_agg(place)
+    FROM (SELECT g.*,
+                 (row_number() OVER (PARTITION BY prune, slice ORDER BY id) - 1) / 500 AS part
+          FROM (SELECT kind.prune, r.id, r.place, ethos_slice(r.place) AS slice
+                FROM unnest(ids, places) AS r (id, place)
+                CROSS JOIN (VALUES (false), (true)) AS kind (prune)) AS g) AS g
+    GROUP BY prune, slice, part
+$$;
+
+-- Each statement's rows added, at once.
+CREATE FUNCTION ethos_rows_added() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO '$user', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    memory_table text := TG_ARGV[0];
+    k float8 := (SELECT s.auto_importance_particularity FROM ethos_settings AS s);
+    ids uuid[];
+    places tid[];
+    written record;
+BEGIN
+    -- 1. A vector of an episode or fact raises its source's automatic importance by how
+    --    far it lies from its agent's other vectors (before they count it), once, while
+    --    the source is as its insert left it.
+    IF memory_table = 'memory_vectors' AND k > 0 THEN
+        UPDATE episodic_traces AS m
+        SET auto_importance = ethos_importance_raised(m.auto_importance, v.p, k),
+            auto_particularity = v.p,
+            policy = ethos_importance_tier(ethos_importance_raised(m.auto_importance, v.p, k))
+        FROM (SELECT a.source_id, a.agent_id, ethos_particularity(a.agent_id, a.embedding) AS p
+              FROM added AS a WHERE a.source_type = 'episodic_traces') AS v
+        WHERE m.id = v.source_id AND m.agent_id = v.agent_id AND v.p IS NOT NULL
+          AND m.auto_importance IS NOT NULL AND m.auto_particularity IS NULL
+          AND NOT m.pruned AND m.retrieval_count = 0 AND m.due_at = '-infinity'
+          AND m.policy = ethos_importance_tier(m.auto_importance);
+        UPDATE semantic_facts AS m
+        SET auto_importance = ethos_importance_raised(m.auto_importance, v.p, k),
+            auto_particularity = v.p,
+            policy = ethos_importance_tier(ethos_importance_raised(m.auto_importance, v.p, k))
+        FROM (SELECT a.source_id, a.agent_id, ethos_particularity(a.agent_id, a.embedding) AS p
+              FROM added AS a WHERE a.source_type = 'semantic_facts') AS v
+        WHERE m.id = v.source_id AND m.agent_id = v.agent_id AND v.p IS NOT NULL
+          AND m.auto_importance IS NOT NULL AND m.auto_particularity IS NULL
+          AND NOT m.pruned AND m.retrieval_count = 0 AND m.due_at = '-infinity'
+          AND m.policy = ethos_importance_tier(m.auto_importance);
+    END IF;
+
+    -- 2. Hints: the sweep looks at the live rows added at once (their physical places,
+    --    which the statement's rows do not carry, read back by id).
+    IF memory_table = 'episodic_traces' THEN
+        SELECT array_agg(a.id), array_agg(t.ctid) INTO ids, places
+        FROM added AS a JOIN episodic_traces AS t ON t.id = a.id WHERE NOT a.pruned;
+        INSERT INTO episodic_traces_due (prune, at, slice, n, ids, places)
+        SELECT h.prune, '-infinity', h.slice, h.n, h.ids, h.places
+        FROM ethos_new_hints(ids, places) AS h;
+    ELSIF memory_table = 'semantic_facts' THEN
+        SELECT array_agg(a.id), array_agg(t.ctid) INTO ids, places
+        FROM added AS a JOIN semantic_facts AS t ON t.id = a.id WHERE NOT a.pruned;
+        INSERT INTO semantic_facts_due (prune, at, slice, n, ids, places)
+        SELECT h.prune, '-infinity', h.slice, h.n, h.ids, h.places
+        FROM ethos_new_hints(ids, places) AS h;
+    ELSE
+        SELECT array_agg(a.id), array_agg(t.ctid) INTO ids, places
+        FROM added AS a JOIN memory_vectors AS t ON t.id = a.id WHERE NOT a.pruned;
+        INSERT INTO memory_vectors_due (prune, at, slice, n, ids, places)
+        SELECT h.prune, '-infinity', h.slice, h.n, h.ids, h.places
+        FROM ethos_new_hints(ids, places) AS h;
+    END IF;
+
+    -- 3. The statistics count the rows added, in one pass (and how many there were).
+    IF memory_table = 'memory_vectors' THEN
+        SELECT ethos_text_stats_add(array_agg(agent_id) FILTER (WHERE source_id IS NULL),
+                                    array_agg(content_tsv) FILTER (WHERE source_id IS NULL),
+                                    array_agg(1) FILTER (WHERE source_id IS NULL)) AS added,
+               ethos_vector_stats_add(array_agg(agent_id), array_agg(embedding), 1) AS centred,
+               count(*) AS n
+        INTO written FROM added;
+    ELSE
+        SELECT ethos_text_stats_add(array_agg(agent_id), array_agg(content_tsv), array_agg(1))
+                   AS added,
+               count(*) AS n
+        INTO written FROM added;
+    END IF;
+    IF written.n >= 10000 THEN  -- a bulk load: the planner's picture of the statistics anew
+        PERFORM ethos_text_stats_analyze();
+    END IF;
+    RETURN NULL;
+END
+$$;
+REVOKE ALL ON FUNCTION ethos_rows_added() FROM PUBLIC;
+
+-- A memory pruned or recovered: its vectors follow it.
+CREATE FUNCTION ethos_source_pruned() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    UPDATE memory_vectors
+    SET pruned = NEW.pruned, pruned_at = NEW.pruned_at, prune_reason = NEW.prune_reason
+    WHERE source_type = TG_ARGV[0] AND source_id = NEW.id AND agent_id = NEW.agent_id
+      AND pruned <> NEW.pruned;
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER episodic_traces_write
+    BEFORE INSERT OR UPDATE OF content, agent_id, metadata, content_tsv OR DELETE
+    ON episodic_traces FOR EACH ROW EXECUTE FUNCTION ethos_write_row('episodic_traces');
+CREATE TRIGGER episodic_traces_added
+    AFTER INSERT ON episodic_traces REFERENCING NEW TABLE AS added
+    FOR EACH STATEMENT EXECUTE FUNCTION ethos_rows_added('episodic_traces');
+CREATE TRIGGER episodic_traces_pruned
+    AFTER UPDATE OF pruned ON episodic_traces
+    FOR EACH ROW WHEN (OLD.pruned <> NEW.pruned)
+    EXECUTE FUNCTION ethos_source_pruned('episodic_traces');
+
+CREATE TRIGGER semantic_facts_write
+    BEFORE INSERT OR UPDATE OF content, agent_id, metadata, content_tsv OR DELETE
+    ON semantic_facts FOR EACH ROW EXECUTE FUNCTION ethos_write_row('semantic_facts');
+CREATE TRIGGER semantic_facts_added
+    AFTER INSERT ON semantic_facts REFERENCING NEW TABLE AS added
+    FOR EACH STATEMENT EXECUTE FUNCTION ethos_rows_added('semantic_facts');
+CREATE TRIGGER semantic_facts_pruned
+    AFTER UPDATE OF pruned ON semantic_facts
+    FOR EACH ROW WHEN (OLD.pruned <> NEW.pruned)
+    EXECUTE FUNCTION ethos_source_pruned('semantic_facts');
+
+CREATE TRIGGER memory_vectors_write
+    BEFORE INSERT
+        OR UPDATE OF content, agent_id, metadata, content_tsv, embedding, source_type,
+                     source_id, policy
+        OR DELETE
+    ON memory_vectors FOR EACH ROW EXECUTE FUNCTION ethos_write_row('memory_vectors');
+CREATE TRIGGER memory_vectors_added
+    AFTER INSERT ON memory_vectors REFERENCING NEW TABLE AS added
+    FOR EACH STATEMENT EXECUTE FUNCTION ethos_rows_added('memory_vectors');

@@ -1,0 +1,29 @@
+"""The database as it is today, defined once: the SQL files of this folder, read in
+ORDER. A fresh database is created from them; migrations only carry a database made
+earlier up to them (tests/integration/test_schema.py holds the two equal).
+
+Reading order: the tables (and the one function their defaults call), the decay math,
+text statistics, importance, the write path (the trigger functions and the triggers that
+call them), access for agent roles, the monitoring views.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+
+ORDER = (
+    "tables.sql",
+    "decay.sql",
+    "text.sql",
+    "importance.sql",
+    "write_path.sql",
+    "access.sql",
+    "views.sql",
+)
+
+
+def script(dimension: int) -> str:
+    """The whole schema as one script, its vectors of the embedding's dimension."""
+    folder = resources.files(__name__)
+    text = "\n".join(folder.joinpath(name).read_text() for name in ORDER)
+    return text.replace("{dimension}", str(int(dimension)))

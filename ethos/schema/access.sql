@@ -1,0 +1,55 @@
+-- What an agent's own PostgreSQL role may reach: its agents (ethos_agent_roles), the
+-- memories it can see, and the one door for recording retrievals from plain SQL.
+-- `ethos roles` creates the roles and the row policies that call these functions.
+
+CREATE FUNCTION ethos_own_agents() RETURNS text[]
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT coalesce(array_agg(agent_id), '{}') FROM ethos_own_agent_ids
+$$;
+
+CREATE FUNCTION ethos_memory_is_visible(table_name text, id uuid) RETURNS boolean
+    LANGUAGE sql STABLE
+    AS $_$
+    SELECT CASE table_name
+        WHEN 'memory_vectors' THEN EXISTS (SELECT 1 FROM memory_vectors AS m WHERE m.id = $2)
+        WHEN 'episodic_traces' THEN EXISTS (SELECT 1 FROM episodic_traces AS m WHERE m.id = $2)
+        WHEN 'semantic_facts' THEN EXISTS (SELECT 1 FROM semantic_facts AS m WHERE m.id = $2)
+        ELSE false
+    END
+$_$;
+
+CREATE FUNCTION ethos_record_retrieval(table_name text, ids uuid[], at timestamp with time zone DEFAULT now()) RETURNS integer
+    LANGUAGE plpgsql
+    AS $_$
+#variable_conflict use_variable
+DECLARE
+    target text := CASE table_name WHEN 'vector' THEN 'memory_vectors'
+                                   WHEN 'episode' THEN 'episodic_traces'
+                                   WHEN 'fact' THEN 'semantic_facts'
+                                   ELSE table_name END;
+    queued integer;
+BEGIN
+    IF target IS NULL OR target NOT IN ('memory_vectors', 'episodic_traces', 'semantic_facts')
+    THEN
+        RAISE EXCEPTION 'unknown table %: use memory_vectors, episodic_traces or semantic_facts',
+            coalesce(table_name, 'NULL') USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF at IS NULL THEN
+        RAISE EXCEPTION 'at must be a moment, not NULL' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF NOT (at >= '1900-01-01 00:00+00' AND at <= now() + interval '5 minutes') THEN
+        RAISE EXCEPTION 'at % is outside 1900 .. now: a retrieval is recorded when it happens', at
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF row_security_active(target) THEN  -- an agent's own connection
+        -- (migration 0022): its rows only
+        EXECUTE format('SELECT array_agg(id) FROM %I WHERE id = ANY ($1)', target)
+            INTO ids USING ids;
+    END IF;
+    INSERT INTO retrieval_queue (table_name, memory_id, at)
+    SELECT target, memory_id, at FROM unnest(ids) AS memory_id WHERE memory_id IS NOT NULL;
+    GET DIAGNOSTICS queued = ROW_COUNT;
+    RETURN queued;
+END
+$_$;
