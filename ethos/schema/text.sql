@@ -31,10 +31,29 @@ CREATE FUNCTION ethos_text_length(tsv tsvector) RETURNS integer
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     AS $$ SELECT greatest(length(tsv) - 1, 0) $$;
 
+-- Case folding: the one place the server's version picks the text. PostgreSQL 18
+-- folds with casefold under its Unicode collation; before it, lower() (as the database's
+-- ctype has it) and ß, which lower() keeps.
+DO $do$
+BEGIN
+    IF current_setting('server_version_num')::int >= 180000 THEN
+        CREATE FUNCTION ethos_fold(content text) RETURNS text
+            LANGUAGE sql IMMUTABLE PARALLEL SAFE
+            AS $$ SELECT casefold(normalize(content, NFKC) COLLATE pg_unicode_fast) $$;
+    ELSE
+        CREATE FUNCTION ethos_fold(content text) RETURNS text
+            LANGUAGE sql IMMUTABLE PARALLEL SAFE
+            AS $$ SELECT replace(lower(normalize(content, NFKC)), 'ß', 'ss') $$;
+    END IF;
+END
+$do$;
+
+-- The key under which a repeat is found: folded, invisible characters dropped, runs of
+-- space one space.
 CREATE FUNCTION ethos_content_key(content text) RETURNS uuid
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     AS $$
-    SELECT md5(btrim(regexp_replace(regexp_replace(casefold(normalize(content, NFKC) COLLATE pg_unicode_fast),
+    SELECT md5(btrim(regexp_replace(regexp_replace(ethos_fold(content),
         '[\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890-\u0891\u08e2\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f]', '', 'g'), '[[:space:]\u001c-\u001f\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+', ' ', 'g'), ' '))::uuid
 $$;
 

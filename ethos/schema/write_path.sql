@@ -54,6 +54,7 @@ CREATE FUNCTION ethos_new_policy(memory_table text, agent text, id uuid, importa
                                  OUT policy text, OUT auto_importance float8,
                                  OUT auto_answer float8)
     LANGUAGE plpgsql STABLE
+    SET plan_cache_mode TO 'force_generic_plan'  -- planned once a session, whatever the words
     AS $$
 #variable_conflict use_variable
 DECLARE
@@ -277,22 +278,33 @@ BEGIN
     END IF;
 
     -- 2. Hints: the sweep looks at the live rows added at once (their physical places,
-    --    which the statement's rows do not carry, read back by id).
+    --    which the statement's rows do not carry, read back by a probe by id for each:
+    --    a join could hash the whole table where an ANALYZE during a bulk load left the
+    --    planner sure it is empty).
     IF memory_table = 'episodic_traces' THEN
-        SELECT array_agg(a.id), array_agg(t.ctid) INTO ids, places
-        FROM added AS a JOIN episodic_traces AS t ON t.id = a.id WHERE NOT a.pruned;
+        SELECT array_agg(a.id), array_agg(at.place) INTO ids, places
+        FROM added AS a
+        CROSS JOIN LATERAL (SELECT t.ctid AS place FROM episodic_traces AS t
+                            WHERE t.id = a.id LIMIT 1) AS at
+        WHERE NOT a.pruned;
         INSERT INTO episodic_traces_due (prune, at, slice, n, ids, places)
         SELECT h.prune, '-infinity', h.slice, h.n, h.ids, h.places
         FROM ethos_new_hints(ids, places) AS h;
     ELSIF memory_table = 'semantic_facts' THEN
-        SELECT array_agg(a.id), array_agg(t.ctid) INTO ids, places
-        FROM added AS a JOIN semantic_facts AS t ON t.id = a.id WHERE NOT a.pruned;
+        SELECT array_agg(a.id), array_agg(at.place) INTO ids, places
+        FROM added AS a
+        CROSS JOIN LATERAL (SELECT t.ctid AS place FROM semantic_facts AS t
+                            WHERE t.id = a.id LIMIT 1) AS at
+        WHERE NOT a.pruned;
         INSERT INTO semantic_facts_due (prune, at, slice, n, ids, places)
         SELECT h.prune, '-infinity', h.slice, h.n, h.ids, h.places
         FROM ethos_new_hints(ids, places) AS h;
     ELSE
-        SELECT array_agg(a.id), array_agg(t.ctid) INTO ids, places
-        FROM added AS a JOIN memory_vectors AS t ON t.id = a.id WHERE NOT a.pruned;
+        SELECT array_agg(a.id), array_agg(at.place) INTO ids, places
+        FROM added AS a
+        CROSS JOIN LATERAL (SELECT t.ctid AS place FROM memory_vectors AS t
+                            WHERE t.id = a.id LIMIT 1) AS at
+        WHERE NOT a.pruned;
         INSERT INTO memory_vectors_due (prune, at, slice, n, ids, places)
         SELECT h.prune, '-infinity', h.slice, h.n, h.ids, h.places
         FROM ethos_new_hints(ids, places) AS h;

@@ -96,12 +96,25 @@ BEGIN
 END
 $$;
 
-CREATE FUNCTION public.ethos_content_key(content text) RETURNS uuid
+DO $do$
+BEGIN
+    IF current_setting('server_version_num')::int >= 180000 THEN
+        EXECUTE $key$CREATE FUNCTION public.ethos_content_key(content text) RETURNS uuid
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     AS $$
     SELECT md5(btrim(regexp_replace(regexp_replace(casefold(normalize(content, NFKC) COLLATE pg_unicode_fast),
         '[\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890-\u0891\u08e2\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f]', '', 'g'), '[[:space:]\u001c-\u001f\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+', ' ', 'g'), ' '))::uuid
-$$;
+$$$key$;
+    ELSE
+        EXECUTE $key$CREATE FUNCTION public.ethos_content_key(content text) RETURNS uuid
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+    SELECT md5(btrim(regexp_replace(regexp_replace(replace(lower(normalize(content, NFKC)), 'ß', 'ss'),
+        '[\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890-\u0891\u08e2\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f]', '', 'g'), '[[:space:]\u001c-\u001f\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+', ' ', 'g'), ' '))::uuid
+$$$key$;
+    END IF;
+END
+$do$;
 
 CREATE FUNCTION public.ethos_drop_revisions() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER

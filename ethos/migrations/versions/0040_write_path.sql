@@ -1,5 +1,31 @@
 -- 0040: the write path in one place per table (see 0040_write_path.py).
 
+-- Case folding: the one place the server's version picks the text. PostgreSQL 18
+-- folds with casefold under its Unicode collation; before it, lower() (as the database's
+-- ctype has it) and ß, which lower() keeps.
+DO $do$
+BEGIN
+    IF current_setting('server_version_num')::int >= 180000 THEN
+        CREATE FUNCTION ethos_fold(content text) RETURNS text
+            LANGUAGE sql IMMUTABLE PARALLEL SAFE
+            AS $$ SELECT casefold(normalize(content, NFKC) COLLATE pg_unicode_fast) $$;
+    ELSE
+        CREATE FUNCTION ethos_fold(content text) RETURNS text
+            LANGUAGE sql IMMUTABLE PARALLEL SAFE
+            AS $$ SELECT replace(lower(normalize(content, NFKC)), 'ß', 'ss') $$;
+    END IF;
+END
+$do$;
+
+-- The key under which a repeat is found: folded, invisible characters dropped, runs of
+-- space one space.
+CREATE OR REPLACE FUNCTION ethos_content_key(content text) RETURNS uuid
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+    SELECT md5(btrim(regexp_replace(regexp_replace(ethos_fold(content),
+        '[\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890-\u0891\u08e2\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f]', '', 'g'), '[[:space:]\u001c-\u001f\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+', ' ', 'g'), ' '))::uuid
+$$;
+
 DROP TRIGGER episodic_traces_check_new_rows ON episodic_traces;
 DROP TRIGGER episodic_traces_content_derived ON episodic_traces;
 DROP TRIGGER episodic_traces_drop_revisions ON episodic_traces;
@@ -88,6 +114,7 @@ CREATE FUNCTION ethos_new_policy(memory_table text, agent text, id uuid, importa
                                  OUT policy text, OUT auto_importance float8,
                                  OUT auto_answer float8)
     LANGUAGE plpgsql STABLE
+    SET plan_cache_mode TO 'force_generic_plan'  -- planned once a session, whatever the words
     AS $$
 #variable_conflict use_variable
 DECLARE
@@ -311,22 +338,33 @@ BEGIN
     END IF;
 
     -- 2. Hints: the sweep looks at the live rows added at once (their physical places,
-    --    which the statement's rows do not carry, read back by id).
+    --    which the statement's rows do not carry, read back by a probe by id for each:
+    --    a join could hash the whole table where an ANALYZE during a bulk load left the
+    --    planner sure it is empty).
     IF memory_table = 'episodic_traces' THEN
-        SELECT array_agg(a.id), array_agg(t.ctid) INTO ids, places
-        FROM added AS a JOIN episodic_traces AS t ON t.id = a.id WHERE NOT a.pruned;
+        SELECT array_agg(a.id), array_agg(at.place) INTO ids, places
+        FROM added AS a
+        CROSS JOIN LATERAL (SELECT t.ctid AS place FROM episodic_traces AS t
+                            WHERE t.id = a.id LIMIT 1) AS at
+        WHERE NOT a.pruned;
         INSERT INTO episodic_traces_due (prune, at, slice, n, ids, places)
         SELECT h.prune, '-infinity', h.slice, h.n, h.ids, h.places
         FROM ethos_new_hints(ids, places) AS h;
     ELSIF memory_table = 'semantic_facts' THEN
-        SELECT array_agg(a.id), array_agg(t.ctid) INTO ids, places
-        FROM added AS a JOIN semantic_facts AS t ON t.id = a.id WHERE NOT a.pruned;
+        SELECT array_agg(a.id), array_agg(at.place) INTO ids, places
+        FROM added AS a
+        CROSS JOIN LATERAL (SELECT t.ctid AS place FROM semantic_facts AS t
+                            WHERE t.id = a.id LIMIT 1) AS at
+        WHERE NOT a.pruned;
         INSERT INTO semantic_facts_due (prune, at, slice, n, ids, places)
         SELECT h.prune, '-infinity', h.slice, h.n, h.ids, h.places
         FROM ethos_new_hints(ids, places) AS h;
     ELSE
-        SELECT array_agg(a.id), array_agg(t.ctid) INTO ids, places
-        FROM added AS a JOIN memory_vectors AS t ON t.id = a.id WHERE NOT a.pruned;
+        SELECT array_agg(a.id), array_agg(at.place) INTO ids, places
+        FROM added AS a
+        CROSS JOIN LATERAL (SELECT t.ctid AS place FROM memory_vectors AS t
+                            WHERE t.id = a.id LIMIT 1) AS at
+        WHERE NOT a.pruned;
         INSERT INTO memory_vectors_due (prune, at, slice, n, ids, places)
         SELECT h.prune, '-infinity', h.slice, h.n, h.ids, h.places
         FROM ethos_new_hints(ids, places) AS h;
