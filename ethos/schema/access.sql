@@ -42,8 +42,7 @@ BEGIN
         RAISE EXCEPTION 'at % is outside 1900 .. now: a retrieval is recorded when it happens', at
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    IF row_security_active(target) THEN  -- an agent's own connection
-        -- (migration 0022): its rows only
+    IF row_security_active(target) THEN  -- an agent's own connection: its rows only
         EXECUTE format('SELECT array_agg(id) FROM %I WHERE id = ANY ($1)', target)
             INTO ids USING ids;
     END IF;

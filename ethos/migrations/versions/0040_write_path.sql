@@ -436,3 +436,38 @@ CREATE TRIGGER memory_vectors_write
 CREATE TRIGGER memory_vectors_added
     AFTER INSERT ON memory_vectors REFERENCING NEW TABLE AS added
     FOR EACH STATEMENT EXECUTE FUNCTION ethos_rows_added('memory_vectors');
+
+-- a comment that named a migration (the function is otherwise unchanged)
+CREATE OR REPLACE FUNCTION ethos_record_retrieval(table_name text, ids uuid[], at timestamp with time zone DEFAULT now()) RETURNS integer
+    LANGUAGE plpgsql
+    AS $_$
+#variable_conflict use_variable
+DECLARE
+    target text := CASE table_name WHEN 'vector' THEN 'memory_vectors'
+                                   WHEN 'episode' THEN 'episodic_traces'
+                                   WHEN 'fact' THEN 'semantic_facts'
+                                   ELSE table_name END;
+    queued integer;
+BEGIN
+    IF target IS NULL OR target NOT IN ('memory_vectors', 'episodic_traces', 'semantic_facts')
+    THEN
+        RAISE EXCEPTION 'unknown table %: use memory_vectors, episodic_traces or semantic_facts',
+            coalesce(table_name, 'NULL') USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF at IS NULL THEN
+        RAISE EXCEPTION 'at must be a moment, not NULL' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF NOT (at >= '1900-01-01 00:00+00' AND at <= now() + interval '5 minutes') THEN
+        RAISE EXCEPTION 'at % is outside 1900 .. now: a retrieval is recorded when it happens', at
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF row_security_active(target) THEN  -- an agent's own connection: its rows only
+        EXECUTE format('SELECT array_agg(id) FROM %I WHERE id = ANY ($1)', target)
+            INTO ids USING ids;
+    END IF;
+    INSERT INTO retrieval_queue (table_name, memory_id, at)
+    SELECT target, memory_id, at FROM unnest(ids) AS memory_id WHERE memory_id IS NOT NULL;
+    GET DIAGNOSTICS queued = ROW_COUNT;
+    RETURN queued;
+END
+$_$;
