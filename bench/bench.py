@@ -22,12 +22,17 @@ import asyncpg
 # The benchmarks borrow the tests' local embeddings server: the repository root on the path.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ethos import db, decay, logs
-from ethos.embedding import Role, openai_embedder
-from ethos.engine import Engine
-from ethos.errors import TransientDatabaseError
-from ethos.explain import memory_state
-from ethos.ltp import Events, apply_retrievals
+from ethos import db, logs
+from ethos.db.store.sql.fragments import confidence_expr, salience_expr
+from ethos.db.store.sql.policies import build_unschedule_query
+from ethos.domain import decay
+from ethos.domain.errors import TransientDatabaseError
+from ethos.domain.explain import memory_state
+from ethos.domain.tables import EPISODES, FACTS, MEMORY_TABLES
+from ethos.services.embedding import Role, openai_embedder
+from ethos.services.engine import Engine
+from ethos.services.ltp import Events, apply_retrievals
+from ethos.services.sweep import Mode
 from ethos.settings import (
     DatabaseSettings,
     EmbeddingSettings,
@@ -35,10 +40,6 @@ from ethos.settings import (
     LtpSettings,
     Settings,
 )
-from ethos.store.sql.fragments import confidence_expr, salience_expr
-from ethos.store.sql.policies import build_unschedule_query
-from ethos.sweep import Mode
-from ethos.tables import EPISODES, FACTS, MEMORY_TABLES
 
 T0 = datetime(2026, 6, 1, tzinfo=UTC)
 BENCH_DB = "ethos_bench"

@@ -29,7 +29,7 @@ import httpx
 
 from bench import BENCH_DB, T0, fresh_database, load, percentile, vacuum, words
 from ethos import db, logs
-from ethos.engine import Engine
+from ethos.services.engine import Engine
 from ethos.settings import DatabaseSettings, LoggingSettings, Settings
 
 DATABASE = f"{BENCH_DB}_http"

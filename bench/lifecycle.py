@@ -47,12 +47,13 @@ import asyncpg
 from locomo import Conversation, load
 
 from bench import WORDS_SQL, fresh_database, percentile
-from ethos import db, logs, retrieval
-from ethos.embedding import Embedder
-from ethos.engine import Engine
-from ethos.engine.core import specs
+from ethos import db, logs
+from ethos.domain.tables import table_spec
+from ethos.services import retrieval
+from ethos.services.embedding import Embedder
+from ethos.services.engine import Engine
+from ethos.services.engine.core import specs
 from ethos.settings import DatabaseSettings, ImportanceSettings, LoggingSettings, Settings
-from ethos.tables import table_spec
 
 K = 10
 LASTING = timedelta(days=3652)  # "outlives 10 years with no further use"

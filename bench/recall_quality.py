@@ -42,7 +42,7 @@ from locomo import CATEGORIES, Conversation, load
 
 from bench import fresh_database
 from ethos import db, logs
-from ethos.engine import Engine
+from ethos.services.engine import Engine
 from ethos.settings import (
     DatabaseSettings,
     DecaySettings,

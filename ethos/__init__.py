@@ -1,6 +1,6 @@
 """ethos: a PostgreSQL-native memory decay engine for AI agents.
 
-The names below load on first use, so that importing a pure module (ethos.decay, say)
+The names below load on first use, so that importing a pure module (ethos.domain.decay, say)
 does not load the database driver through this package.
 """
 
@@ -10,17 +10,23 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ethos.engine import Engine
-    from ethos.errors import ConfigError, DatabaseError, EthosError, InputError, NotFoundError
+    from ethos.domain.errors import (
+        ConfigError,
+        DatabaseError,
+        EthosError,
+        InputError,
+        NotFoundError,
+    )
+    from ethos.services.engine import Engine
     from ethos.settings import Settings, load_settings
 
 _EXPORTS = {
-    "ConfigError": "ethos.errors",
-    "DatabaseError": "ethos.errors",
-    "Engine": "ethos.engine",
-    "EthosError": "ethos.errors",
-    "InputError": "ethos.errors",
-    "NotFoundError": "ethos.errors",
+    "ConfigError": "ethos.domain.errors",
+    "DatabaseError": "ethos.domain.errors",
+    "Engine": "ethos.services.engine",
+    "EthosError": "ethos.domain.errors",
+    "InputError": "ethos.domain.errors",
+    "NotFoundError": "ethos.domain.errors",
     "Settings": "ethos.settings",
     "load_settings": "ethos.settings",
 }

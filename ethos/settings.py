@@ -29,11 +29,11 @@ from pydantic_settings import (
     SettingsError,
 )
 
-from ethos.decay import Curve, DecayParams, tau_for_lifetime
-from ethos.errors import ConfigError, InputError
-from ethos.inputs import shown
-from ethos.policies import NAME, STANDARD, Policy, check_promotions, parse_duration
-from ethos.tables import TableSpec
+from ethos.domain.decay import Curve, DecayParams, tau_for_lifetime
+from ethos.domain.errors import ConfigError, InputError
+from ethos.domain.inputs import shown
+from ethos.domain.policies import NAME, STANDARD, Policy, check_promotions, parse_duration
+from ethos.domain.tables import TableSpec
 
 ENV_PREFIX = "ETHOS_"
 FORMER_DAEMON_SECTION = "consolidation"  # [daemon] in 0.1.0: still read, with a warning

@@ -18,8 +18,9 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from ethos import db, store
-from ethos.engine import Engine
+from ethos import db
+from ethos.db import store
+from ethos.services.engine import Engine
 from ethos.settings import DatabaseSettings, ImportanceSettings, Settings
 
 # A developer's own settings must never leak into a test.
@@ -83,7 +84,7 @@ WORDS_IGNORED = ImportanceSettings(auto=False)
 
 
 async def truncate(conn: asyncpg.Connection, *tables: str) -> None:
-    """TRUNCATE runs no trigger (ethos/schema/write_path.sql): what the write path keeps
+    """TRUNCATE runs no trigger (ethos/db/schema/write_path.sql): what the write path keeps
     of the rows is counted anew, as an operator would after it."""
     await conn.execute(
         f"TRUNCATE {', '.join(tables)} CASCADE;"

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import asyncpg
 
 from ethos import db
-from ethos.engine import Engine
+from ethos.services.engine import Engine
 from ethos.settings import DatabaseSettings, LtpSettings, PolicySettings, Settings
 from tests.acceptance.daemons import FAST, DaemonProcess, wait_for
 

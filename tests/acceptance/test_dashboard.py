@@ -15,7 +15,7 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from ethos.engine import Engine
+from ethos.services.engine import Engine
 from ethos.settings import Settings
 from tests.servers import serving
 

@@ -10,14 +10,14 @@ import textwrap
 
 import asyncpg
 
-from ethos.engine import Engine
+from ethos.services.engine import Engine
 from tests.conftest import Days
 
 # Opens a run of each kind as ethos does, says so, then waits to be killed.
 OWNER = textwrap.dedent("""
     import asyncio, sys
     from datetime import UTC, datetime
-    from ethos.engine import Engine
+    from ethos.services.engine import Engine
     from ethos.settings import DatabaseSettings, Settings
 
     async def main() -> None:

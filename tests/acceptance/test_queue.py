@@ -14,7 +14,7 @@ import asyncpg
 import pytest
 
 from ethos import db
-from ethos.engine import Engine
+from ethos.services.engine import Engine
 from ethos.settings import DatabaseSettings, LtpSettings, Settings
 from tests.acceptance.daemons import DaemonProcess, wait_for
 
@@ -95,7 +95,7 @@ async def test_a_durable_process_killed_before_its_flush_loses_nothing(
     script.write_text(
         textwrap.dedent(f"""
         import asyncio, os, signal
-        from ethos.engine import Engine
+        from ethos.services.engine import Engine
         from ethos.settings import DatabaseSettings, LtpSettings, Settings
 
         async def main():

@@ -80,11 +80,11 @@ async def test_the_installed_wheel_runs_migrates_serves_mcp_and_ships_langgraph_
         run(
             installed / "python",
             "-c",
-            "from ethos.integrations.langgraph import AsyncEthosStore, EthosStore",
+            "from ethos.adapters.langgraph import AsyncEthosStore, EthosStore",
             env=env,
             cwd=data,  # not the source tree, which `python -c` would import from
         )
-        files = "from ethos.integrations.http import DASHBOARD; print(*sorted(DASHBOARD.iterdir()))"
+        files = "from ethos.adapters.http import DASHBOARD; print(*sorted(DASHBOARD.iterdir()))"
         shipped = run(installed / "python", "-c", files, env=env, cwd=data).split()
         assert [Path(f).name for f in shipped] == ["app.js", "index.html", "style.css"]
         where = run(

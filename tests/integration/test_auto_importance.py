@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 import asyncpg
 import pytest
 
-from ethos.engine import Engine
+from ethos.services.engine import Engine
 from ethos.settings import ImportanceSettings, Settings
 from tests.acceptance.test_cli import one_line_error
 from tests.conftest import Cli

@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING
 import asyncpg
 import pytest
 
-from ethos.engine import Engine
-from ethos.errors import InputError
-from ethos.recovery import Selector
+from ethos.domain.errors import InputError
+from ethos.services.engine import Engine
+from ethos.services.recovery import Selector
 from ethos.settings import DatabaseSettings, Settings
 from tests.conftest import WORDS_IGNORED
 from tests.vectors import at_cosine, unit
@@ -377,7 +377,7 @@ async def test_erase_leaves_nothing_of_the_agent_and_audits_counts_only(
 async def test_the_daemon_merges_and_purges_each_cycle(
     database_url: str, conn: asyncpg.Connection
 ) -> None:
-    from ethos.daemon import Cycle, merge_duplicates, purge_old_tombstones
+    from ethos.services.daemon import Cycle, merge_duplicates, purge_old_tombstones
 
     await conn.execute(
         "INSERT INTO semantic_facts (agent_id, content, pruned, pruned_at, prune_reason)"

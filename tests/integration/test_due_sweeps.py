@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING, Any
 import asyncpg
 import pytest
 
-from ethos import decay
-from ethos.engine import Engine
-from ethos.explain import memory_state
+from ethos.domain import decay
+from ethos.domain.explain import memory_state
+from ethos.domain.tables import MEMORY_TABLES, table_spec
+from ethos.services.engine import Engine
+from ethos.services.sweep import Mode
 from ethos.settings import DatabaseSettings, PolicySettings, Settings
-from ethos.sweep import Mode
-from ethos.tables import MEMORY_TABLES, table_spec
 from tests.conftest import TEMPLATE, database_uri, near
 
 if TYPE_CHECKING:

@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING
 import asyncpg
 import pytest
 
-from ethos import decay
-from ethos.engine import Engine
-from ethos.recovery import Selector
+from ethos.domain import decay
+from ethos.services.engine import Engine
+from ethos.services.recovery import Selector
 from ethos.settings import DatabaseSettings, LtpSettings, Settings
 from tests.conftest import WORDS_IGNORED
 from tests.vectors import unit

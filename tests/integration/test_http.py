@@ -12,7 +12,7 @@ import asyncpg
 import httpx
 import pytest
 
-from ethos.engine import Engine
+from ethos.services.engine import Engine
 from ethos.settings import DatabaseSettings, Settings
 from tests.conftest import TEMPLATE, Cli, database_uri
 from tests.servers import TOKEN, serving

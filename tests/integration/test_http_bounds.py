@@ -17,8 +17,8 @@ import asyncpg
 import httpx
 import pytest
 
-from ethos.engine import Engine
-from ethos.errors import InputError
+from ethos.domain.errors import InputError
+from ethos.services.engine import Engine
 from tests.integration.test_http import ok, problem
 from tests.servers import serving
 

@@ -14,9 +14,9 @@ import asyncpg
 import httpx
 import pytest
 
-from ethos.engine import Engine
-from ethos.integrations.http import Gate, build_app
-from ethos.recovery import Selector
+from ethos.adapters.http import Gate, build_app
+from ethos.services.engine import Engine
+from ethos.services.recovery import Selector
 from ethos.settings import Settings
 from tests.integration.test_http import ok, problem
 

@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 import asyncpg
 import pytest
 
-from ethos.engine import Engine
-from ethos.errors import InputError
+from ethos.domain.errors import InputError
+from ethos.services.engine import Engine
 
 
 @pytest.mark.parametrize(

@@ -15,10 +15,10 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
 
-from ethos.engine import Engine
-from ethos.errors import InputError
-from ethos.integrations.langgraph import AsyncEthosStore, EthosStore
-from ethos.recovery import Selector
+from ethos.adapters.langgraph import AsyncEthosStore, EthosStore
+from ethos.domain.errors import InputError
+from ethos.services.engine import Engine
+from ethos.services.recovery import Selector
 from ethos.settings import Settings
 from tests.embedding_server import embed_text
 

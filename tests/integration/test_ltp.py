@@ -15,17 +15,18 @@ from typing import TYPE_CHECKING
 import asyncpg
 import pytest
 
-from ethos import db, decay
-from ethos.engine import Engine
-from ethos.errors import DatabaseError, InputError
-from ethos.explain import memory_state
-from ethos.inputs import vector_literal
-from ethos.ltp import Events, LtpBuffer, Pending, apply_retrievals
+from ethos import db
+from ethos.db.store import LtpFlush, Store
+from ethos.db.store.core import search_server_settings
+from ethos.db.store.sql.search import SEARCH_VECTORS
+from ethos.domain import decay
+from ethos.domain.errors import DatabaseError, InputError
+from ethos.domain.explain import memory_state
+from ethos.domain.inputs import vector_literal
+from ethos.domain.tables import EPISODES
+from ethos.services.engine import Engine
+from ethos.services.ltp import Events, LtpBuffer, Pending, apply_retrievals
 from ethos.settings import DatabaseSettings, LtpSettings, SearchSettings, Settings
-from ethos.store import LtpFlush, Store
-from ethos.store.core import search_server_settings
-from ethos.store.sql.search import SEARCH_VECTORS
-from ethos.tables import EPISODES
 from tests.conftest import WORDS_IGNORED
 from tests.vectors import at_cosine, mix, unit
 
@@ -409,7 +410,7 @@ async def test_a_flush_retried_after_an_in_doubt_commit_is_not_applied_twice(
 async def test_the_daemon_forgets_old_flush_receipts(
     engine: Engine, conn: asyncpg.Connection
 ) -> None:
-    from ethos.daemon import Cycle, forget_ltp_receipts
+    from ethos.services.daemon import Cycle, forget_ltp_receipts
 
     await conn.execute(
         "INSERT INTO ltp_flushes (id, applied_at) VALUES ($1, now() - interval '2 days'),"

@@ -20,7 +20,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
 
-from ethos.integrations.mcp import build_server
+from ethos.adapters.mcp import build_server
 from ethos.settings import DatabaseSettings, Settings
 from tests.acceptance.test_cli import one_line_error
 from tests.conftest import Cli

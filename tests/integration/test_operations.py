@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING
 import asyncpg
 import pytest
 
-from ethos import decay
-from ethos.engine import Engine
-from ethos.errors import InputError, NotFoundError
-from ethos.inputs import MAX_CONTENT_BYTES
-from ethos.lifetimes import curve_table, days_until_pruned, plot, policy_curves
-from ethos.recovery import Selector
+from ethos.domain import decay
+from ethos.domain.errors import InputError, NotFoundError
+from ethos.domain.inputs import MAX_CONTENT_BYTES
+from ethos.domain.lifetimes import curve_table, days_until_pruned, plot, policy_curves
+from ethos.services.engine import Engine
+from ethos.services.recovery import Selector
 from ethos.settings import Settings
 
 if TYPE_CHECKING:

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 
 import asyncpg
 
-from ethos.engine import Engine
+from ethos.services.engine import Engine
 from ethos.settings import ImportanceSettings, Settings
 from tests.vectors import at_cosine, unit
 

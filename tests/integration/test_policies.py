@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING
 import asyncpg
 import pytest
 
-from ethos import decay
-from ethos.engine import Engine
-from ethos.errors import InputError, NotFoundError
-from ethos.explain import memory_state
+from ethos.domain import decay
+from ethos.domain.errors import InputError, NotFoundError
+from ethos.domain.explain import memory_state
+from ethos.domain.tables import EPISODES
+from ethos.services.engine import Engine
 from ethos.settings import DatabaseSettings, PolicySettings, Settings
-from ethos.tables import EPISODES
 from tests.conftest import near
 
 if TYPE_CHECKING:
@@ -282,7 +282,7 @@ async def test_stats_and_views_by_policy(engine: Engine, conn: asyncpg.Connectio
 async def test_recovered_memory_keeps_its_policy(
     engine: Engine, conn: asyncpg.Connection, t0: datetime, days: Days
 ) -> None:
-    from ethos.recovery import Selector
+    from ethos.services.recovery import Selector
 
     memory = await engine.add("episode", agent_id="a", content="x", created_at=t0,
                               policy="long_term")  # fmt: skip

@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING
 import asyncpg
 import pytest
 
-from ethos.embedding import EmbeddingError, ProviderUnavailable
-from ethos.engine import Engine
-from ethos.errors import InputError
+from ethos.domain.errors import InputError
+from ethos.services.embedding import EmbeddingError, ProviderUnavailable
+from ethos.services.engine import Engine
 from ethos.settings import DatabaseSettings, EmbeddingSettings, SearchSettings, Settings
 from tests.conftest import WORDS_IGNORED
 from tests.embedding_server import Behaviour, embedding_server

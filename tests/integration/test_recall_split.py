@@ -14,9 +14,9 @@ from typing import Any
 
 import asyncpg
 
-from ethos.engine import Engine
-from ethos.store.sql.search import BM25_B, BM25_K1, bm25, build_recall_query
-from ethos.tables import MEMORY_TABLES
+from ethos.db.store.sql.search import BM25_B, BM25_K1, bm25, build_recall_query
+from ethos.domain.tables import MEMORY_TABLES
+from ethos.services.engine import Engine
 from tests.conftest import truncate
 
 # A few words everywhere, many rarely: the split sees common and rare lexemes.

@@ -12,8 +12,8 @@ import asyncpg
 import pytest
 from mcp import Client
 
-from ethos.engine import Engine
-from ethos.integrations.langgraph import AsyncEthosStore
+from ethos.adapters.langgraph import AsyncEthosStore
+from ethos.services.engine import Engine
 from ethos.settings import DatabaseSettings, EmbeddingSettings, SearchSettings, Settings
 from tests.conftest import WORDS_IGNORED
 from tests.embedding_server import embed_text, embedding_server

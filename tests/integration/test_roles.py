@@ -16,9 +16,9 @@ from itertools import count
 import asyncpg
 import pytest
 
-from ethos.engine import Engine
-from ethos.errors import DatabaseError, EthosError
-from ethos.recovery import Selector
+from ethos.domain.errors import DatabaseError, EthosError
+from ethos.services.engine import Engine
+from ethos.services.recovery import Selector
 from ethos.settings import DatabaseSettings, Settings
 from tests.acceptance.test_cli import one_line_error
 from tests.conftest import TEMPLATE, Cli, Psql, database_uri

@@ -1,4 +1,4 @@
-"""The database: ethos/schema and the migrations build the same one; what it accepts and
+"""The database: ethos/db/schema and the migrations build the same one; what it accepts and
 what it refuses."""
 
 from __future__ import annotations
@@ -11,8 +11,9 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from ethos import db, store
-from ethos.errors import ConfigError
+from ethos import db
+from ethos.db import store
+from ethos.domain.errors import ConfigError
 from ethos.settings import Settings
 from tests.conftest import database_uri
 
@@ -63,7 +64,7 @@ def differences(a: list[str], b: list[str]) -> list[str]:
 async def test_the_schema_and_the_baseline_with_every_migration_build_the_same_database(
     admin_uri: str, template_uri: str, pg_data_dir: Path
 ) -> None:
-    """The template of the suite is made from ethos/schema; this one by the baseline and
+    """The template of the suite is made from ethos/db/schema; this one by the baseline and
     every migration after it. A migration whose result differs from the schema (or a
     schema edit without its migration) fails here, with the lines that differ."""
     migrated = await built(admin_uri, "ethos_by_migrations", from_baseline=True)

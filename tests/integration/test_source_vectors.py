@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING
 import asyncpg
 import pytest
 
-from ethos.engine import Engine
-from ethos.errors import DatabaseError
-from ethos.recovery import Selector
+from ethos.domain.errors import DatabaseError
+from ethos.services.engine import Engine
+from ethos.services.recovery import Selector
 from tests.vectors import unit
 
 if TYPE_CHECKING:

@@ -9,9 +9,9 @@ from datetime import datetime, timedelta
 import asyncpg
 import pytest
 
-from ethos import decay
-from ethos.decay import DecayParams, MemoryState
-from ethos.engine import Engine
+from ethos.domain import decay
+from ethos.domain.decay import DecayParams, MemoryState
+from ethos.services.engine import Engine
 from ethos.settings import DatabaseSettings, LtpSettings, Settings
 from tests.conftest import WORDS_IGNORED, Days
 

@@ -16,14 +16,14 @@ from typing import Any
 import asyncpg
 import pytest
 
-import ethos.store.sql
-from ethos.store import core
-from ethos.store.core import NamedStatements, Query
-from ethos.tables import MEMORY_TABLES
+import ethos.db.store.sql
+from ethos.db.store import core
+from ethos.db.store.core import NamedStatements, Query
+from ethos.domain.tables import MEMORY_TABLES
 
 MODULES = [core] + [
-    importlib.import_module(f"{ethos.store.sql.__name__}.{m.name}")
-    for m in pkgutil.iter_modules(ethos.store.sql.__path__)
+    importlib.import_module(f"{ethos.db.store.sql.__name__}.{m.name}")
+    for m in pkgutil.iter_modules(ethos.db.store.sql.__path__)
 ]
 # The values each builder parameter is rendered with, by its name; a bool takes both.
 SAMPLES: dict[str, tuple[Any, ...]] = {
@@ -81,7 +81,7 @@ def test_every_named_block_is_a_statement_the_store_takes() -> None:
     """Each .sql file belongs to one module, which takes every block in it: a statement
     no code runs is dead, and a file no module reads would go unchecked above."""
     files = {m.STATEMENTS.path: m.STATEMENTS for m in MODULES if hasattr(m, "STATEMENTS")}
-    assert set(files) == set(Path(ethos.store.sql.__path__[0]).glob("*.sql"))
+    assert set(files) == set(Path(ethos.db.store.sql.__path__[0]).glob("*.sql"))
     assert {path.name: named.untaken() for path, named in files.items()} == {
         path.name: set() for path in files
     }

@@ -16,9 +16,12 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
-from ethos import decay
-from ethos.engine import Engine
-from ethos.explain import memory_state
+from ethos.db.store.sql.fragments import salience_expr, strength_at_call
+from ethos.domain import decay
+from ethos.domain.explain import memory_state
+from ethos.domain.tables import EPISODES, MEMORY_TABLES, TableSpec
+from ethos.services.engine import Engine
+from ethos.services.sweep import Mode
 from ethos.settings import (
     DatabaseSettings,
     DecaySettings,
@@ -26,9 +29,6 @@ from ethos.settings import (
     Settings,
     SweepSettings,
 )
-from ethos.store.sql.fragments import salience_expr, strength_at_call
-from ethos.sweep import Mode
-from ethos.tables import EPISODES, MEMORY_TABLES, TableSpec
 from tests.conftest import WORDS_IGNORED, truncate
 
 if TYPE_CHECKING:

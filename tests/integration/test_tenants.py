@@ -13,8 +13,8 @@ from datetime import UTC, datetime, timedelta
 import asyncpg
 import pytest
 
-from ethos.engine import Engine
-from ethos.errors import DatabaseError
+from ethos.domain.errors import DatabaseError
+from ethos.services.engine import Engine
 from ethos.settings import DatabaseSettings, LtpSettings, Settings, with_statement_timeout
 from tests.conftest import TEMPLATE, Cli, database_uri
 from tests.integration.test_roles import (

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncpg
 import pytest
 
-from ethos.engine import Engine
+from ethos.services.engine import Engine
 from ethos.settings import DatabaseSettings, SearchSettings, Settings
 from tests.conftest import WORDS_IGNORED, truncate
 from tests.vectors import mix, unit

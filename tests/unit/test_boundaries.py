@@ -1,6 +1,6 @@
 """The architecture's boundaries, checked like any other behaviour: the import-linter
 contracts in pyproject.toml hold on the whole import graph (and fail when broken), the
-pure modules load no driver at run time, SQL lives in ethos.store.sql, and the CLI, the
+pure modules load no driver at run time, SQL lives in ethos.db.store.sql, and the CLI, the
 demo and the daemon do not reach into an engine's store."""
 
 from __future__ import annotations
@@ -19,12 +19,12 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "ethos"
 LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
 PURE = [
-    "ethos.decay",
-    "ethos.policies",
-    "ethos.explain",
-    "ethos.lifetimes",
-    "ethos.tables",
-    "ethos.inputs",
+    "ethos.domain.decay",
+    "ethos.domain.policies",
+    "ethos.domain.explain",
+    "ethos.domain.lifetimes",
+    "ethos.domain.tables",
+    "ethos.domain.inputs",
 ]
 
 
@@ -42,7 +42,7 @@ def lint_imports(package_parent: Path) -> subprocess.CompletedProcess[str]:
 def test_the_contracts_hold() -> None:
     result = lint_imports(ROOT)
     assert result.returncode == 0, result.stdout
-    assert "9 kept, 0 broken" in result.stdout
+    assert "12 kept, 0 broken" in result.stdout
 
 
 def test_a_contract_fails_when_broken(tmp_path: Path) -> None:
@@ -50,41 +50,66 @@ def test_a_contract_fails_when_broken(tmp_path: Path) -> None:
     (indirectly, through a helper): the pure-math contract breaks and says where."""
     copy = tmp_path / "ethos"
     shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
-    (copy / "helper.py").write_text("import ethos.store  # noqa: F401\n")
-    decay = copy / "decay.py"
+    (copy / "helper.py").write_text("import ethos.db.store  # noqa: F401\n")
+    decay = copy / "domain" / "decay.py"
     decay.write_text(decay.read_text() + "\nimport ethos.helper  # noqa: E402,F401\n")
     result = lint_imports(tmp_path)
     assert result.returncode != 0
-    assert "The decay math and the input checks are pure" in result.stdout
+    assert "The domain is pure" in result.stdout
     assert "BROKEN" in result.stdout
-    assert "ethos.decay -> ethos.helper" in result.stdout
+    assert "ethos.domain.decay -> ethos.helper" in result.stdout
 
 
 def test_the_layers_contract_fails_when_a_layer_imports_one_above(tmp_path: Path) -> None:
-    """metrics seeing the daemon itself again (the cycle issue 25 broke) fails."""
+    """The daemon (a service) importing the metrics (an adapter) again fails: the CLI
+    hands the daemon what watches it."""
     copy = tmp_path / "ethos"
     shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
-    metrics = copy / "metrics.py"
-    metrics.write_text(metrics.read_text() + "\nimport ethos.daemon  # noqa: E402,F401\n")
+    daemon = copy / "services" / "daemon.py"
+    daemon.write_text(daemon.read_text() + "\nimport ethos.adapters.metrics  # noqa: E402,F401\n")
     result = lint_imports(tmp_path)
     assert result.returncode != 0
-    assert "ethos.metrics -> ethos.daemon" in result.stdout
+    assert "ethos.services.daemon -> ethos.adapters.metrics" in result.stdout
 
 
 @pytest.mark.parametrize(
     ("module", "imported", "arrow"),
     [
-        ("engine/__init__.py", "ethos.store.sql.search", "ethos.engine -> ethos.store.sql.search"),
-        ("store/sweep.py", "ethos.store.ltp", "ethos.store.sweep -> ethos.store.ltp"),
-        ("store/core.py", "ethos.store.sql.fragments", "ethos.store.core -> ethos.store.sql"),
-        ("engine/core.py", "ethos.engine.retrieval", "ethos.engine.core -> ethos.engine.retrieval"),
-        ("engine/items.py", "ethos.engine.listing", "ethos.engine.items -> ethos.engine.listing"),
-        ("cli/output.py", "ethos.cli.memories", "ethos.cli.output -> ethos.cli.memories"),
-        ("cli/memories.py", "ethos.cli.policies", "ethos.cli.memories -> ethos.cli.policies"),
         (
-            "integrations/http/gate.py",
-            "ethos.integrations.http.shapes",
-            "ethos.integrations.http.gate -> ethos.integrations.http.shapes",
+            "services/engine/__init__.py",
+            "ethos.db.store.sql.search",
+            "ethos.services.engine -> ethos.db.store.sql.search",
+        ),
+        ("db/store/sweep.py", "ethos.db.store.ltp", "ethos.db.store.sweep -> ethos.db.store.ltp"),
+        (
+            "db/store/core.py",
+            "ethos.db.store.sql.fragments",
+            "ethos.db.store.core -> ethos.db.store.sql",
+        ),
+        (
+            "services/engine/core.py",
+            "ethos.services.engine.retrieval",
+            "ethos.services.engine.core -> ethos.services.engine.retrieval",
+        ),
+        (
+            "services/engine/items.py",
+            "ethos.services.engine.listing",
+            "ethos.services.engine.items -> ethos.services.engine.listing",
+        ),
+        (
+            "adapters/cli/output.py",
+            "ethos.adapters.cli.memories",
+            "ethos.adapters.cli.output -> ethos.adapters.cli.memories",
+        ),
+        (
+            "adapters/cli/memories.py",
+            "ethos.adapters.cli.policies",
+            "ethos.adapters.cli.memories -> ethos.adapters.cli.policies",
+        ),
+        (
+            "adapters/http/gate.py",
+            "ethos.adapters.http.shapes",
+            "ethos.adapters.http.gate -> ethos.adapters.http.shapes",
         ),
     ],
 )
@@ -120,11 +145,11 @@ SQL = re.compile(r"\b(SELECT\b.+\bFROM|UPDATE\s+\w+\s+SET|INSERT\s+INTO|DELETE\s
 
 
 def test_sql_lives_in_the_store_statements() -> None:
-    """The store's mixins run statements by name: the text is in ethos.store.sql (the
-    server's own few, before any concern, in ethos.store.core)."""
+    """The store's mixins run statements by name: the text is in ethos.db.store.sql (the
+    server's own few, before any concern, in ethos.db.store.core)."""
     packages = ("store", "cli", "engine")
     for path in [*PACKAGE.glob("*.py"), *(p for d in packages for p in (PACKAGE / d).glob("*.py"))]:
-        if path.relative_to(PACKAGE).as_posix() == "store/core.py":
+        if path.relative_to(PACKAGE).as_posix() == "db/store/core.py":
             continue
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Constant) and isinstance(node.value, str):

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from ethos.errors import ConfigError
-from ethos.integrations.door import Door, door_for, guarded
+from ethos.adapters.door import Door, door_for, guarded
+from ethos.domain.errors import ConfigError
 
 
 def door(host: str, token: str | None = "t0ken-t0ken", **lists: list[str]) -> Door:

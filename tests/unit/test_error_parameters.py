@@ -7,10 +7,10 @@ from collections.abc import Callable
 
 import pytest
 
-from ethos.cli.output import as_flags
-from ethos.errors import InputError
-from ethos.recovery import Selector
-from ethos.roles import Roles
+from ethos.adapters.cli.output import as_flags
+from ethos.domain.errors import InputError
+from ethos.domain.roles import Roles
+from ethos.services.recovery import Selector
 
 
 @pytest.mark.parametrize(

@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from ethos.errors import InputError
-from ethos.integrations.http import Gate, named
-from ethos.integrations.http.gate import MAX_DETAIL, problem
+from ethos.adapters.http import Gate, named
+from ethos.adapters.http.gate import MAX_DETAIL, problem
+from ethos.domain.errors import InputError
 from ethos.settings import Settings
 
 HOST = {"host": "127.0.0.1:8750"}

@@ -8,8 +8,8 @@ import uuid
 
 import pytest
 
-from ethos.errors import InputError
-from ethos.inputs import agent_id, first_words, id_list, metadata_json, query_text, some
+from ethos.domain.errors import InputError
+from ethos.domain.inputs import agent_id, first_words, id_list, metadata_json, query_text, some
 
 
 @pytest.mark.parametrize(

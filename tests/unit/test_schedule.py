@@ -11,8 +11,8 @@ from hypothesis import given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
-from ethos import decay
-from ethos.decay import DecayParams, MemoryState
+from ethos.domain import decay
+from ethos.domain.decay import DecayParams, MemoryState
 
 if TYPE_CHECKING:
     from tests.conftest import Days

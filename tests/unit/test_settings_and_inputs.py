@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from ethos import inputs
-from ethos.errors import ConfigError, InputError
-from ethos.inputs import MemoryInput
+from ethos.domain import inputs
+from ethos.domain.errors import ConfigError, InputError
+from ethos.domain.inputs import MemoryInput
 from ethos.settings import DecaySettings, load_settings
 
 

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from ethos.sweep import _together
+from ethos.services.sweep import _together
 
 
 async def test_the_first_failure_cancels_the_other_workers() -> None:

@@ -1,0 +1,86 @@
+"""Commands that end or bring back memories: recover, consolidate, forget, purge
+and erase."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ethos.adapters.cli.output import emit
+from ethos.domain.inputs import parse_id
+from ethos.services.engine import Engine
+from ethos.services.recovery import Selector
+from ethos.settings import Settings
+
+
+async def cmd_recover(args: argparse.Namespace, settings: Settings) -> int:
+    selector = Selector(
+        ids=tuple(parse_id(i) for i in args.id or ()),
+        agent=args.agent,
+        since=args.since,
+        until=args.until,
+        reason=args.reason,
+    )
+    async with Engine(settings) as engine:
+        report = await engine.recover(
+            args.table,
+            selector,
+            now=args.now,
+            dry_run=args.dry_run,
+            command=" ".join(["ethos", *sys.argv[1:]]),
+        )
+    verb = "would recover" if args.dry_run else "recovered"
+    lines = [f"{verb} {len(report.rows)} {report.table} rows (strength {report.strength})"]
+    lines += [f"  {r['id']}  {r['prune_reason']:<8} {r['content']}" for r in report.rows[:20]]
+    if len(report.rows) > 20:
+        lines.append(f"  ... and {len(report.rows) - 20} more (--json lists them all)")
+    emit(args, report.as_dict(), "\n".join(lines))
+    return 0
+
+
+async def cmd_consolidate(args: argparse.Namespace, settings: Settings) -> int:
+    async with Engine(settings) as engine:
+        report = await engine.consolidate(
+            args.table, agent=args.agent, near=args.near, now=args.now, dry_run=args.dry_run,
+            trigger="manual",
+        )  # fmt: skip
+    verb = "would merge" if args.dry_run else "merged"
+    lines = [
+        f"{table}: {verb} {c['merged']} duplicates in {c['groups']} groups"
+        for table, c in report.counts.items()
+    ]
+    emit(args, report.as_dict(), "\n".join(lines))
+    return 0
+
+
+async def cmd_forget(args: argparse.Namespace, settings: Settings) -> int:
+    async with Engine(settings) as engine:
+        report = await engine.forget(args.table, args.ids, now=args.now, trigger="manual")
+    text = f"forgot {len(args.ids)} {args.table} rows (reason manual; ethos recover undoes it)"
+    emit(args, report.as_dict(), text)
+    return 0
+
+
+async def cmd_purge(args: argparse.Namespace, settings: Settings) -> int:
+    async with Engine(settings) as engine:
+        report = await engine.purge(
+            args.pruned_before, tables=args.table, agent=args.agent, reason=args.reason,
+            now=args.now, dry_run=args.dry_run, trigger="manual",
+        )  # fmt: skip
+    verb = "would delete" if args.dry_run else "deleted"
+    lines = [
+        f"{table}: {verb} {sum(c.values())} pruned rows"
+        + (f" ({', '.join(f'{why} {n}' for why, n in sorted(c.items()))})" if c else "")
+        for table, c in report.counts.items()
+    ]
+    emit(args, report.as_dict(), "\n".join(lines))
+    return 0
+
+
+async def cmd_erase(args: argparse.Namespace, settings: Settings) -> int:
+    async with Engine(settings) as engine:
+        report = await engine.erase(args.agent, dry_run=args.dry_run, trigger="manual")
+    verb = "would delete" if args.dry_run else "deleted"
+    lines = [f"{name}: {verb} {n}" for name, n in report.counts.items()]
+    emit(args, report.as_dict(), f"agent {args.agent}\n" + "\n".join(lines))
+    return 0

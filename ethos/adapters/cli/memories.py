@@ -1,0 +1,154 @@
+"""Commands on memories: add, search, explain, embed, feedback, links and
+record-retrieval."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from ethos.adapters.cli.moments import refuse_future
+from ethos.adapters.cli.output import emit, ltp_exit
+from ethos.domain.errors import InputError
+from ethos.services.engine import Engine
+from ethos.services.retrieval import Hit
+from ethos.settings import Settings
+
+
+async def cmd_add(args: argparse.Namespace, settings: Settings) -> int:
+    fields = {
+        "salience": args.salience,
+        "emotional_tone": args.emotional_tone,
+        "confidence": args.confidence,
+        "embedding": args.embedding,
+        "source_type": args.source_type,
+        "source_id": args.source_id,
+        "created_at": args.created_at,
+        "expires_at": args.expires_at,
+        "pinned": args.pinned,
+        "metadata": json.loads(args.metadata) if args.metadata else {},
+        "policy": args.policy,
+        "importance": args.importance,
+    }
+    async with Engine(settings) as engine:
+        added = await engine.add_detailed(
+            args.table,
+            agent_id=args.agent,
+            content=args.content,
+            recall=args.recall,
+            **{k: v for k, v in fields.items() if v is not None},
+        )
+    raised = f"; raised: {', '.join(added.raised)}" if added.raised else ""
+    text = (
+        str(added.id)
+        if added.created
+        else f"{added.id} (a duplicate: the existing memory, retrieved{raised})"
+    )
+    text += "".join(f"\n  recalled {h.table} {h.id}: {h.content}" for h in added.recalled)
+    data: dict[str, Any] = {"id": str(added.id), "created": added.created}
+    if args.recall:
+        data["recalled"] = [{"table": h.table, "id": str(h.id)} for h in added.recalled]
+    emit(args, data if added.created else {**data, "raised": list(added.raised)}, text)
+    return 0
+
+
+async def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
+    async with Engine(settings) as engine:
+        if args.query is not None:
+            if args.expand:
+                raise InputError("--expand goes with --embedding")
+            hits = await engine.recall(
+                args.agent, args.query, k=args.k, tables=args.table, now=args.now,
+                record=not args.no_record,
+            )  # fmt: skip
+        else:
+            if args.table:
+                raise InputError("--table goes with --query (--embedding searches vectors)")
+            hits = await engine.search(
+                args.agent, args.embedding, k=args.k, now=args.now, expand=args.expand,
+                record=not args.no_record,
+            )  # fmt: skip
+    # The engine is closed: the LTP of these hits has been applied (or counted as dropped).
+    stats = engine.ltp.stats
+
+    def why(h: Hit) -> str:
+        if h.via:
+            return f"  (linked to {h.via})"
+        return f"  sim {h.similarity:.4f}" if h.similarity is not None else ""
+
+    def relevance(h: Hit) -> str:
+        return f"rel {h.relevance:.4f}" if h.relevance is not None else "rel -     "
+
+    lines = [
+        f"{h.score:.4f}  {relevance(h)}  sal {h.salience:.4f}  {h.table:<15} {h.id}"
+        f"  {h.content}{why(h)}"
+        for h in hits
+    ]
+    # What the hits were recorded as: retrievals that reinforce them, surfacings that
+    # only count (ltp.on_search = "count"), or nothing (--no-record).
+    recorded = "none" if args.no_record else settings.ltp.on_search
+    reinforced = [str(h.id) for h in hits] if recorded == "reinforce" and not stats.dropped else []
+    emit(
+        args,
+        {"hits": [h.as_dict() for h in hits], "recorded": recorded, "reinforced": reinforced,
+         "ltp": stats.as_dict()},
+        "\n".join(lines) or "no hits",
+    )  # fmt: skip
+    return ltp_exit(stats.dropped)
+
+
+async def cmd_explain(args: argparse.Namespace, settings: Settings) -> int:
+    async with Engine(settings) as engine:
+        info = await engine.explain(args.table, args.id, now=args.now)
+    text = "\n".join(f"{key:>18}: {value}" for key, value in info.items())
+    emit(args, info, text)
+    return 0
+
+
+async def cmd_embed(args: argparse.Namespace, settings: Settings) -> int:
+    async with Engine(settings) as engine:
+        made = await engine.embed_missing(args.agent)
+    lines = [f"{table}: {n} vectors written" for table, n in made.items()]
+    emit(args, {"written": made}, "\n".join(lines))
+    return 0
+
+
+# What a feedback or retrieval at a --now to come would do.
+AHEAD = "the memories would be stamped as retrieved at a moment to come"
+
+
+async def cmd_feedback(args: argparse.Namespace, settings: Settings) -> int:
+    kind = "useful" if args.useful else "wrong"
+    async with Engine(settings) as engine:
+        await refuse_future(engine, args.now, args.allow_future, AHEAD)
+        await engine.check_ids(args.table, args.ids)
+        await engine.feedback(args.table, args.ids, kind, now=args.now)
+    stats = engine.ltp.stats
+    text = (
+        f"{stats.applied} {kind} applied, {stats.skipped} skipped (unknown or pruned),"
+        f" {stats.pruned} pruned by it, {stats.links} links updated, {stats.dropped} dropped"
+    )
+    emit(args, {"table": args.table, "feedback": kind, **stats.as_dict()}, text)
+    return ltp_exit(stats.dropped)
+
+
+async def cmd_links(args: argparse.Namespace, settings: Settings) -> int:
+    async with Engine(settings) as engine:
+        links = await engine.links(args.table, args.id, now=args.now)
+    lines = [f"{link['weight']:.4f}  {link['table']}  {link['id']}" for link in links]
+    emit(args, {"table": args.table, "id": args.id, "links": links}, "\n".join(lines) or "no links")
+    return 0
+
+
+async def cmd_record_retrieval(args: argparse.Namespace, settings: Settings) -> int:
+    async with Engine(settings) as engine:
+        await refuse_future(engine, args.now, args.allow_future, AHEAD)
+        await engine.check_ids(args.table, args.ids)
+        await engine.record_retrieval(args.table, args.ids, now=args.now)
+    stats = engine.ltp.stats
+    text = (
+        f"{stats.applied} applied, {stats.skipped} skipped (unknown or pruned),"
+        f" {stats.reinforced} sources reinforced, {stats.dropped} dropped"
+    )
+    emit(args, {"table": args.table, **stats.as_dict()}, text)
+    return ltp_exit(stats.dropped)

@@ -1,0 +1,247 @@
+"""mem0's REST shape: its open-source server's paths and those its MemoryClient
+calls, with ethos's semantics where they differ."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from datetime import date, datetime
+from typing import Annotated, Any, Literal
+
+from fastapi import FastAPI, Query, Request
+
+from ethos.adapters.http.answers import EngineDep, Writes, route
+from ethos.adapters.http.gate import may_write
+from ethos.adapters.http.owners import Named, named, owners_of
+from ethos.adapters.http.shapes import (
+    HISTORY_EVENTS,
+    OWNERS,
+    Kind,
+    ListRequest,
+    MemoryCreate,
+    MemoryUpdate,
+    SearchRequest,
+    expiry,
+    mem0_hit,
+    mem0_item,
+)
+from ethos.domain.errors import InputError, NotFoundError
+from ethos.domain.tables import table_spec
+from ethos.services.engine import MAX_LIST
+
+# What one add writes of its metadata, stored with each of its messages: a small request
+# must not become many copies of a large metadata.
+ADD_METADATA_BYTES = 1 << 20
+
+
+def _expiry(kind: str, day: date | None) -> datetime | None:
+    """expiration_date as the expiry of a memory of this kind (table), where it has one."""
+    if day is not None and not table_spec(kind).has_expiry:
+        raise InputError(f"expiration_date: {table_spec(kind).plural} do not expire, they fade")
+    return expiry(day)
+
+
+def owners_only(owners: Named, call: str) -> Named:
+    """The owners of a call whose filters name owners alone (get_all takes metadata and
+    OR: the listing matches them in SQL)."""
+    if not owners.only_owners:
+        raise InputError(f"{call} filters name owners only: metadata and OR filter get_all")
+    return owners
+
+
+def mem0_routes(app: FastAPI) -> None:
+    async def ping() -> dict[str, Any]:
+        """What mem0's MemoryClient asks on start (it wants an organisation and project)."""
+        return {"status": "ok", "org_id": "ethos", "project_id": "ethos", "user_email": None}
+
+    async def add(body: MemoryCreate, engine: EngineDep) -> dict[str, Any]:
+        """Store messages (each one a memory; system messages are not) or a text, for the
+        owners given (the first of user_id, agent_id, run_id names the ethos agent), all
+        or none. A fact held already for exactly these owners is not stored twice: its
+        event is NONE and it is reinforced."""
+        owners = owners_only(named(body.model_dump(), body.filters), "add")
+        if body.messages is None and body.text is None:
+            raise InputError("give messages or text")
+        said: list[tuple[str, str | None]] = [
+            (m.content, m.role) for m in body.messages or [] if m.role != "system"
+        ]
+        said += [(body.text, None)] if body.text is not None else []
+        if not said:  # only system messages: nothing to store, as mem0 answers
+            return {"results": []}
+        texts = [text for text, _ in said]
+        size = len(json.dumps(body.metadata or {}))
+        if size * len(texts) > ADD_METADATA_BYTES:
+            raise InputError(
+                f"metadata of {size} bytes is stored with each of {len(texts)} messages: at"
+                f" most {ADD_METADATA_BYTES} bytes in all (send fewer messages at once)"
+            )
+        # Each message's role is kept with its owners, as mem0 keeps it (a text has none).
+        each = [
+            {**(body.metadata or {}), OWNERS: {**owners.ids, **({"role": role} if role else {})}}
+            for _, role in said
+        ]
+        fields = {"importance": body.importance, "policy": body.policy,
+                  "expires_at": _expiry(body.kind, body.expiration_date)}  # fmt: skip
+        added = await engine.add_many(
+            body.kind, agent_id=owners.agent, contents=texts, owners=owners.ids,
+            metadata_each=each,
+            **{name: value for name, value in fields.items() if value is not None},
+        )  # fmt: skip
+        return {"results": [
+            {"id": str(a.id), "memory": text, "event": "ADD" if a.created else "NONE",
+             "ethos": {"kind": body.kind, "agent_id": owners.agent}}
+            for a, text in zip(added, texts, strict=True)
+        ]}  # fmt: skip
+
+    async def listing(
+        engine: EngineDep,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        top_k: Annotated[int, Query(ge=1, le=MAX_LIST)] = 100,
+        offset: Annotated[int, Query(ge=0)] = 0,
+        kinds: Annotated[list[Kind] | None, Query()] = None,
+        pruned: bool = False,
+    ) -> dict[str, Any]:
+        """The memories holding every owner given, newest first (every agent's without
+        an owner); pruned=true: the forgotten ones, most recent first. Nothing is
+        reinforced."""
+        given = {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}
+        owners = named(given) if any(given.values()) else None
+        memories = await engine.memories(
+            owners.agent if owners else None, tables=kinds, pruned=pruned, limit=top_k,
+            offset=offset, matching=owners.matching() if owners else None,
+        )  # fmt: skip
+        return {"results": [mem0_item(m) for m in memories]}
+
+    async def listing_v3(
+        body: ListRequest,
+        engine: EngineDep,
+        page: Annotated[int, Query(ge=1)] = 1,
+        page_size: Annotated[int, Query(ge=1, le=MAX_LIST)] = 100,
+    ) -> dict[str, Any]:
+        """MemoryClient.get_all: the owners in filters; a page of the listing, and how
+        many it holds in all (count)."""
+        owners = named(body.model_dump(), body.filters)
+        offset = (page - 1) * page_size
+        memories = await engine.memories(
+            owners.agent, limit=page_size, offset=offset, matching=owners.matching()
+        )
+        results = [mem0_item(m) for m in memories]
+        count = await engine.count_memories(owners.agent, matching=owners.matching())
+        return {"count": count, "next": None, "previous": None, "results": results}
+
+    async def get(memory_id: str, engine: EngineDep) -> dict[str, Any]:
+        """One memory. A GET changes nothing, so reading it is no retrieval: a page of
+        any site can make a browser send one (use search, or /ethos/feedback useful). A
+        forgotten one is a 404, as mem0 answers for a deleted memory; its history and
+        ethos's own paths (/ethos/memories?pruned=true, explain) still show it."""
+        memory = await engine.memory(memory_id)
+        if memory["pruned"]:
+            raise NotFoundError(f"no memory with id {memory['id']}: forgotten", [memory["id"]])
+        return mem0_item(memory)
+
+    async def update(memory_id: str, body: MemoryUpdate, engine: EngineDep) -> dict[str, Any]:
+        """A new text and/or metadata, merged into the memory's as mem0 merges it (a key
+        given replaces that key, the others stay; ethos's own endpoints replace it); the
+        memory keeps its curve, retrievals and the owners it was added with
+        (metadata.mem0 cannot be given)."""
+        memory = await engine.memory(memory_id)
+        metadata = None
+        if body.metadata is not None:
+            if OWNERS in body.metadata:
+                raise InputError(f"metadata.{OWNERS} holds a memory's owners: fixed at add")
+            metadata = {**(memory["metadata"] or {}), **body.metadata}
+        expires_at: datetime | Literal["keep"] | None = "keep"
+        if "expiration_date" in body.model_fields_set:  # null clears it, as in mem0
+            expires_at = _expiry(memory["table"], body.expiration_date)
+        await engine.update(
+            memory["table"], memory_id, content=body.text, metadata=metadata,
+            expires_at=expires_at,
+        )  # fmt: skip
+        return {"message": "Memory updated successfully!", "id": memory["id"]}
+
+    async def delete(memory_id: str, engine: EngineDep) -> dict[str, Any]:
+        """Forget the memory: pruned (reason manual), recoverable; not a hard delete. A
+        memory forgotten already is a 400, even when a concurrent delete took it first."""
+        [(spec, found)] = (await engine.locate([memory_id])).items()
+        if not (await engine.forget(spec, found)).counts[spec.name]["manual"]:
+            raise InputError(f"already pruned: {found[0]}")
+        return {"message": "Memory deleted successfully", "ethos": {"recoverable": True}}
+
+    async def delete_all(
+        engine: EngineDep,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+    ) -> dict[str, Any]:
+        """Forget every memory holding all the owners given, recoverably (`ethos
+        recover`); a hard delete is `ethos erase`."""
+        owners = named({"user_id": user_id, "agent_id": agent_id, "run_id": run_id})
+        forgotten: Counter[str] = Counter()
+        # Page after page of the live ones: each page forgotten leaves the listing.
+        while page := await engine.memories(
+            owners.agent, limit=MAX_LIST, matching=owners.matching()
+        ):
+            for table in {memory["table"] for memory in page}:
+                ids = [memory["id"] for memory in page if memory["table"] == table]
+                forgotten[table] += (await engine.forget(table, ids)).counts[table]["manual"]
+        forgotten_by_reason = {table: {"manual": n} for table, n in forgotten.items()}
+        return {"message": "All relevant memories deleted",
+                "ethos": {"forgotten": forgotten_by_reason, "recoverable": True}}  # fmt: skip
+
+    async def history(memory_id: str, engine: EngineDep) -> list[dict[str, Any]]:
+        """What happened to it, oldest first: each UPDATE with the text it replaced
+        (old_memory) and the metadata it replaced (ethos.old_metadata, as the client
+        gave it); RECOVER is ethos's own event."""
+        memory = await engine.memory(memory_id)
+        events = await engine.history(memory["table"], memory_id)
+        for event in events:
+            if "old_metadata" in event:
+                given = {k: v for k, v in event["old_metadata"].items() if k != OWNERS}
+                event["old_metadata"] = given or None
+        mem0 = ("event", "at", "old", "content")
+        role = owners_of(memory["metadata"], memory["agent_id"]).get("role")
+        return [
+            {"id": f"{memory['id']}:{i}", "memory_id": memory["id"], "old_memory": e.get("old"),
+             "new_memory": e.get("content"),
+             "event": HISTORY_EVENTS[e["event"]], "created_at": e["at"].isoformat(),
+             "updated_at": None, "is_deleted": e["event"] == "prune", "actor_id": None,
+             "role": role, "ethos": {k: v for k, v in e.items() if k not in mem0}}
+            for i, e in enumerate(events)
+        ]  # fmt: skip
+
+    async def search(body: SearchRequest, engine: EngineDep, request: Request) -> dict[str, Any]:
+        """The memories holding every owner given that best answer the query, by words
+        (hybrid with an embedding provider) × salience; what is returned is reinforced
+        (not for a read-only token or server: a read writes nothing)."""
+        owners = owners_only(named(body.model_dump(), body.filters), "search")
+        k, depth = body.top_k, body.top_k
+        while True:  # deeper while the agent's other owners' memories fill the top k
+            hits = await engine.recall(
+                owners.agent, body.query, k=depth, tables=body.kinds, record=False
+            )
+            kept = [hit for hit in hits if owners.hold(hit.metadata, owners.agent)][:k]
+            if len(kept) == k or len(hits) < depth or depth >= MAX_LIST:
+                break
+            depth = min(MAX_LIST, depth * 8)
+        if body.threshold is not None:
+            kept = [hit for hit in kept if hit.score >= body.threshold]
+        if may_write(request):
+            await engine.surfaced(kept)
+        return {"results": [mem0_hit(hit) for hit in kept]}
+
+    route(app, "GET", ("/v1/ping/",), ping, schema=False)
+    route(app, "POST", ("/memories", "/v1/memories/", "/v3/memories/add/"), add,
+          dependencies=[Writes])  # fmt: skip
+    route(app, "GET", ("/memories",), listing)
+    route(app, "POST", ("/v3/memories/",), listing_v3)
+    route(app, "GET", ("/memories/{memory_id}", "/v1/memories/{memory_id}/"), get)
+    route(app, "PUT", ("/memories/{memory_id}", "/v1/memories/{memory_id}/"), update,
+          dependencies=[Writes])  # fmt: skip
+    route(app, "DELETE", ("/memories/{memory_id}", "/v1/memories/{memory_id}/"), delete,
+          dependencies=[Writes])  # fmt: skip
+    route(app, "DELETE", ("/memories", "/v1/memories/"), delete_all, dependencies=[Writes])
+    route(app, "GET", ("/memories/{memory_id}/history", "/v1/memories/{memory_id}/history/"),
+          history)  # fmt: skip
+    route(app, "POST", ("/search", "/v3/memories/search/", "/v2/memories/search/"), search)

@@ -1,0 +1,318 @@
+"""A LangGraph store on ethos: agents built with LangGraph get memories that fade unless
+used, without changing their code. Needs the extra: pip install 'ethos[langgraph]'.
+
+    with EthosStore() as store:                       # settings: load_settings()
+        graph = builder.compile(store=store)
+    async with AsyncEthosStore(index={"dims": 384, "embed": embed}) as store: ...
+
+A namespace is an agent (its labels joined by "."; LangGraph forbids "." in a label, so
+the mapping goes both ways); an item is a fact of that agent under its key, its value
+the fact's metadata (round-tripped as JSON), its text (the index's fields, else every
+string in the value; the value's JSON when that is empty) the fact's content, embedded
+when the store has an index and the text is there. put on an existing key replaces the
+value and keeps the memory's history; delete is a soft delete (reason manual,
+recoverable); ttl (minutes) expires the item; get and search, unless refresh_ttl is off,
+move what they return's expiry to now + its ttl and are retrievals (LTP). An item takes
+the policy `policy` (without a ttl; default permanent) or `ttl_policy` (with one;
+default long_term), no automatic importance, unless these are None. search lists newest
+first without a query; with one it returns every item, as LangGraph's stores do, ranking
+first those it matches (by similarity × salience with an index, by text rank × salience
+without), then the others (unembedded, or not matching) newest first, unscored. A vector
+match's score is LangGraph's, the cosine similarity (an exact match 1.0), not the
+similarity × salience that orders; distance_type is cosine only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections.abc import Iterable, Mapping
+from types import TracebackType
+from typing import Any
+
+from langgraph.store.base import (
+    BaseStore,
+    GetOp,
+    IndexConfig,
+    Item,
+    ListNamespacesOp,
+    MatchCondition,
+    Op,
+    PutOp,
+    Result,
+    SearchItem,
+    SearchOp,
+    TTLConfig,
+)
+from langgraph.store.base.embed import ensure_embeddings, get_text_at_path
+
+from ethos.domain.errors import InputError
+from ethos.services.embedding import with_role
+from ethos.services.engine import Engine
+from ethos.settings import Settings, load_settings
+
+# The decay policy of an item put without a ttl, and with one (a never-decaying policy
+# would keep an expired item from the sweep): code written for LangGraph expects an item
+# to stay until deleted or expired, where automatic importance would give a short note
+# hours. None: ethos's own choice (the agent's policy, automatic importance, default).
+KEEP = "permanent"
+KEEP_UNTIL_TTL = "long_term"
+
+# LangGraph's filter operators, as SQL/JSON path comparisons.
+_OPERATORS = {"$eq": "==", "$ne": "!=", "$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
+
+
+class AsyncEthosStore(BaseStore):
+    """LangGraph's BaseStore over an ethos Engine, for async graphs."""
+
+    supports_ttl = True
+
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        index: IndexConfig | None = None,
+        ttl: TTLConfig | None = None,
+        policy: str | None = KEEP,
+        ttl_policy: str | None = KEEP_UNTIL_TTL,
+    ) -> None:
+        self.settings = settings or load_settings()
+        self.index_config = index
+        self.ttl_config = ttl
+        for name in (policy, ttl_policy):
+            if name is not None:
+                self.settings.policy(name)
+        self.policy, self.ttl_policy = policy, ttl_policy
+        self._embeddings = None
+        self._fields: list[str] = ["$"]
+        if index is not None:
+            dimension = self.settings.embedding.dimension
+            if index.get("dims") != dimension:
+                raise InputError(
+                    f"index dims {index.get('dims')} differ from the schema's {dimension}"
+                    " (embedding.dimension)"
+                )
+            # LangGraph's PostgresStore takes distance_type; ethos's vectors are compared
+            # by cosine only (its vector index), and search's score is that similarity.
+            distance = dict(index).get("distance_type", "cosine")
+            if distance != "cosine":
+                raise InputError(
+                    f"index distance_type {distance!r}: ethos compares vectors by cosine only"
+                )
+            self._embeddings = ensure_embeddings(index.get("embed"))
+            self._fields = list(index.get("fields") or ["$"])
+        self._engine: Engine | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    async def __aenter__(self) -> AsyncEthosStore:
+        engine = Engine(self.settings)
+        await engine.__aenter__()
+        self._engine, self._loop = engine, asyncio.get_running_loop()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        engine, self._engine = self._engine, None
+        if engine is not None:
+            await engine.close()  # applies the retrievals recorded
+
+    @property
+    def engine(self) -> Engine:
+        if self._engine is None:
+            raise RuntimeError("the store is not open: use `async with AsyncEthosStore(...)`")
+        return self._engine
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        """From another thread than the store's loop (LangGraph's sync API)."""
+        loop = self._loop
+        if loop is None:
+            raise RuntimeError("the store is not open: use `async with AsyncEthosStore(...)`")
+        try:
+            running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:  # it would wait for itself; the error LangGraph's stores raise
+            raise asyncio.InvalidStateError(
+                "on the store's own event loop, use abatch (aget, asearch, ...)"
+            )
+        return asyncio.run_coroutine_threadsafe(self.abatch(ops), loop).result()
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        return [await self._run(op) for op in ops]
+
+    async def _run(self, op: Op) -> Result:
+        if isinstance(op, GetOp):
+            return await self._get(op)
+        if isinstance(op, SearchOp):
+            return await self._search(op)
+        if isinstance(op, PutOp):
+            await self._put(op)
+            return None
+        if isinstance(op, ListNamespacesOp):
+            return await self._namespaces(op)
+        raise InputError(f"unknown store operation {type(op).__name__}")
+
+    async def _get(self, op: GetOp) -> Item | None:
+        item = await self.engine.get_item(_agent(op.namespace), op.key, record=op.refresh_ttl)
+        if item is None:
+            return None
+        return Item(value=item.value, key=item.key, namespace=op.namespace,
+                    created_at=item.created_at, updated_at=item.updated_at)  # fmt: skip
+
+    async def _search(self, op: SearchOp) -> list[SearchItem]:
+        embedding = None
+        if op.query and self._embeddings is not None:
+            [query] = with_role(self.settings.embedding, [op.query], "query")
+            embedding = list(await self._embeddings.aembed_query(query))
+        contains, path, variables = _filter(op.filter or {})
+        items = await self.engine.search_items(
+            _agent(op.namespace_prefix), text=op.query, embedding=embedding, contains=contains,
+            path=path, variables=variables, limit=op.limit, offset=op.offset,
+            record=op.refresh_ttl,
+        )  # fmt: skip
+        return [
+            SearchItem(
+                namespace=_namespace(item.agent),
+                key=item.key,
+                value=item.value,
+                created_at=item.created_at,
+                updated_at=item.updated_at,
+                score=item.score,
+            )
+            for item in items
+        ]
+
+    async def _put(self, op: PutOp) -> None:
+        agent = _agent(op.namespace)
+        if op.value is None:
+            await self.engine.delete_item(agent, op.key)
+            return
+        fields = self._fields if op.index is None or op.index is False else list(op.index)
+        content = " ".join(text for f in fields for text in get_text_at_path(op.value, f))
+        embedding = None
+        if self._embeddings is not None and op.index is not False and content:
+            [vector] = await self._embeddings.aembed_documents(
+                with_role(self.settings.embedding, [content], "document")
+            )
+            embedding = list(vector)
+        # A value without the indexed text is still stored (LangGraph's stores keep it,
+        # unembedded): a fact needs some text, so its JSON stands in for text search.
+        text = content or json.dumps(op.value, ensure_ascii=False)
+        policy = self.policy if op.ttl is None else self.ttl_policy
+        await self.engine.put_item(agent, op.key, op.value, content=text, embedding=embedding,
+                                   ttl_minutes=op.ttl, policy=policy)  # fmt: skip
+
+    async def _namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
+        found: list[tuple[str, ...]] = []
+        for agent in await self.engine.item_namespaces():
+            namespace = _namespace(agent)
+            if all(_matches(namespace, c) for c in op.match_conditions or ()):
+                cut = namespace[: op.max_depth] if op.max_depth is not None else namespace
+                if cut not in found:
+                    found.append(cut)
+        return sorted(found)[op.offset : op.offset + op.limit]
+
+
+class EthosStore(BaseStore):
+    """LangGraph's BaseStore over an ethos Engine, for sync graphs (and async ones): the
+    engine runs on an event loop of its own, in a thread the store starts and stops."""
+
+    supports_ttl = True
+
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        index: IndexConfig | None = None,
+        ttl: TTLConfig | None = None,
+        policy: str | None = KEEP,
+        ttl_policy: str | None = KEEP_UNTIL_TTL,
+    ) -> None:
+        self._store = AsyncEthosStore(
+            settings, index=index, ttl=ttl, policy=policy, ttl_policy=ttl_policy
+        )
+        self.index_config, self.ttl_config = index, ttl
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> EthosStore:
+        loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=loop.run_forever, name="ethos-store", daemon=True)
+        self._thread.start()
+        self._loop = loop
+        asyncio.run_coroutine_threadsafe(self._store.__aenter__(), loop).result()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        loop, self._loop = self._loop, None
+        if loop is None:
+            return
+        asyncio.run_coroutine_threadsafe(self._store.__aexit__(None, None, None), loop).result()
+        loop.call_soon_threadsafe(loop.stop)
+        if self._thread is not None:
+            self._thread.join()
+        loop.close()
+
+    @property
+    def engine(self) -> Engine:
+        return self._store.engine
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        return asyncio.run_coroutine_threadsafe(
+            self._store.abatch(list(ops)), self._open()
+        ).result()
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        future = asyncio.run_coroutine_threadsafe(self._store.abatch(list(ops)), self._open())
+        return await asyncio.wrap_future(future)
+
+    def _open(self) -> asyncio.AbstractEventLoop:
+        if self._loop is None:
+            raise RuntimeError("the store is not open: use `with EthosStore(...)`")
+        return self._loop
+
+
+def _agent(namespace: tuple[str, ...]) -> str:
+    return ".".join(namespace)
+
+
+def _namespace(agent: str) -> tuple[str, ...]:
+    return tuple(agent.split(".")) if agent else ()
+
+
+def _filter(conditions: Mapping[str, Any]) -> tuple[dict[str, Any], str, dict[str, Any]]:
+    """LangGraph's filter as (a containment object, a SQL/JSON path predicate and its
+    variables): {"k": v} means equal; {"k": {"$gt": v}} and the other operators compare."""
+    contains: dict[str, Any] = {}
+    predicates: list[str] = []
+    variables: dict[str, Any] = {}
+    for key, wanted in conditions.items():
+        if isinstance(wanted, Mapping) and wanted and all(k in _OPERATORS for k in wanted):
+            for operator, value in wanted.items():
+                name = f"v{len(variables)}"
+                variables[name] = value
+                predicates.append(f"$.{json.dumps(key)} {_OPERATORS[operator]} ${name}")
+        elif isinstance(wanted, Mapping) and any(str(k).startswith("$") for k in wanted):
+            unknown = [k for k in wanted if k not in _OPERATORS]
+            raise InputError(f"unknown filter operator {unknown[0]} (use {', '.join(_OPERATORS)})")
+        else:
+            contains[key] = wanted
+    return contains, " && ".join(predicates) or "true", variables
+
+
+def _matches(namespace: tuple[str, ...], condition: MatchCondition) -> bool:
+    path = tuple(condition.path)
+    if len(path) > len(namespace):
+        return False
+    part = namespace[: len(path)] if condition.match_type == "prefix" else namespace[-len(path) :]
+    return all(p in ("*", n) for p, n in zip(path, part, strict=True))

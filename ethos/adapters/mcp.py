@@ -1,0 +1,178 @@
+"""An MCP server: any agent that speaks the Model Context Protocol remembers, recalls,
+corrects and forgets through ethos. Needs the extra: pip install 'ethos[mcp]'.
+
+    ethos mcp [--agent A]                 # stdio, what desktop and IDE clients launch
+    ethos mcp --http 127.0.0.1:8765       # streamable HTTP, at /mcp
+
+The server holds one Engine for its lifetime; closing it applies every retrieval the
+tools recorded (LTP). With --agent every tool works on that agent's memories only;
+without it each tool takes `agent`. Errors reach the model as tool errors with the same
+one-line messages as the CLI (refused arguments too), and a failed call writes nothing;
+an unknown tool is a JSON-RPC error. Every result is structured content and, beside it,
+its JSON as text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from importlib.metadata import version
+from typing import Any, Literal
+
+from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS, CallToolResult, InputRequiredResult, TextContent
+from pydantic import ValidationError
+
+from ethos.adapters import calls
+from ethos.adapters.door import Door, guarded
+from ethos.domain.errors import EthosError
+from ethos.domain.tables import table_spec
+from ethos.services.engine import Engine
+from ethos.settings import Settings, with_statement_timeout
+
+Kind = Literal["episode", "fact", "vector"]
+
+INSTRUCTIONS = """\
+Long-term memory that forgets the way people do: memories fade unless they are used,
+and what is recalled and confirmed useful lives longer. Remember what is worth keeping,
+recall before answering from memory, and say which recalled memories were useful or
+wrong."""
+
+
+class Server(MCPServer[Any]):
+    """MCPServer with errors where the specification puts them: an unknown tool is a
+    JSON-RPC error (invalid params), arguments the schema refuses a tool error of one
+    line; and every structured result also as its JSON text, which a client reading
+    only `content` sees (an empty recall gave no content at all)."""
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        if name not in {tool.name for tool in await self.list_tools()}:
+            raise MCPError(INVALID_PARAMS, f"unknown tool {name!r}")
+        try:
+            answer = await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if isinstance(exc.__cause__, ValidationError):
+                raise ToolError(one_line(exc.__cause__)) from exc.__cause__
+            raise
+        if isinstance(answer, CallToolResult) and answer.structured_content is not None:
+            text = json.dumps(answer.structured_content, default=str)
+            answer.content = [TextContent(type="text", text=text)]
+        return answer
+
+
+def one_line(error: ValidationError) -> str:
+    """Pydantic's account of refused arguments, one line: each argument and why."""
+    return "; ".join(
+        f"{'.'.join(str(part) for part in e['loc']) or 'arguments'}: {e['msg']}"
+        for e in error.errors()
+    )
+
+
+def build_server(settings: Settings, *, agent: str | None = None) -> MCPServer[Any]:
+    """The ethos MCP server over `settings`; with `agent`, fixed to that agent."""
+    opened: list[Engine] = []
+
+    @asynccontextmanager
+    async def lifespan(_: MCPServer[Any]) -> AsyncIterator[None]:
+        served = with_statement_timeout(settings, settings.mcp.request_timeout_seconds)
+        async with Engine(served) as engine:
+            opened.append(engine)
+            try:
+                yield
+            finally:
+                opened.clear()
+
+    server = Server(
+        "ethos", version=version("ethos"), instructions=INSTRUCTIONS, lifespan=lifespan,
+        log_level="WARNING",
+    )  # fmt: skip
+
+    timeout_seconds = settings.mcp.request_timeout_seconds
+    too_long = (
+        f"the call ran over {timeout_seconds:g} s and was stopped ([mcp] request_timeout_seconds)"
+    )
+
+    def tool(fn: Callable[..., Awaitable[Any]]) -> None:
+        """Register `fn(engine, agent, ...)` as a tool: the engine is the server's, and
+        `agent` is either fixed (and left out of the schema) or a required argument."""
+        signature = inspect.signature(fn, eval_str=True)
+        params = list(signature.parameters.values())[2:]  # after engine, agent
+
+        @functools.wraps(fn)
+        async def run(**arguments: Any) -> Any:
+            who = agent if agent is not None else arguments.pop("agent")
+            try:  # the deadline cancels the call's statement with it
+                async with asyncio.timeout(timeout_seconds):
+                    return await fn(opened[0], who, **arguments)
+            except EthosError as exc:
+                raise ToolError(str(exc)) from exc
+            except TimeoutError:
+                raise ToolError(too_long) from None
+
+        if agent is None:
+            whose = inspect.Parameter("agent", inspect.Parameter.KEYWORD_ONLY, annotation=str)
+            params = [whose, *params]
+        run.__signature__ = signature.replace(  # type: ignore[attr-defined]
+            parameters=[p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in params]
+        )
+        run.__annotations__ = {p.name: p.annotation for p in params} | {
+            "return": signature.return_annotation
+        }
+        server.tool(description=inspect.getdoc(fn))(run)
+
+    for fn in (calls.remember, recall, calls.feedback, calls.forget, calls.recover,
+               calls.explain, calls.stats):  # fmt: skip
+        tool(fn)
+    return server
+
+
+async def serve_http(server: MCPServer[Any], host: str, port: int, door: Door) -> None:
+    """Streamable HTTP at /mcp behind `door` (its Host and Origin rules are the SDK's
+    DNS-rebinding checks too, for every bind)."""
+    import uvicorn
+
+    security = TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=list(door.allowed_hosts),
+        allowed_origins=list(door.allowed_origins),
+    )
+    app = server.streamable_http_app(host=host, transport_security=security)
+    config = uvicorn.Config(guarded(app, door), host=host, port=port, log_level="warning")
+    await uvicorn.Server(config).serve()
+
+
+async def recall(
+    engine: Engine,
+    agent: str,
+    query: str,
+    k: int = 5,
+    kinds: list[Kind] | None = None,
+    record: bool = True,
+) -> list[dict[str, Any]]:
+    """Recall memories that answer a question or topic, best first: their content, kind,
+    relevance (to the query), salience (how alive the memory is, 0..1) and score. Use
+    before answering from memory. Recalling strengthens what is recalled (reinforced:
+    true); record=false only looks."""
+    hits = await engine.recall(agent, query, k=k, tables=kinds, record=record)
+    reinforced = record and engine.settings.ltp.on_search == "reinforce"
+    return [
+        {"id": str(h.id), "kind": _kind(h.table), "content": h.content,
+         "relevance": None if h.relevance is None else round(h.relevance, 6),
+         "salience": round(h.salience, 4), "score": round(h.score, 6),
+         "reinforced": reinforced}
+        for h in hits
+    ]  # fmt: skip
+
+
+def _kind(table: str) -> str:
+    return table_spec(table).alias

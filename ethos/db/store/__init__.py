@@ -1,0 +1,43 @@
+"""The one package that talks to the database. It opens the connections, runs every
+statement by its name (ethos.db.store.sql, one module per concern), and turns the driver's
+errors into ethos's (ethos.domain.errors), so no other module knows the driver. It never hands a
+connection out: a sweep batch, a lock attempt or a heartbeat is one method; a flush of
+LTP is a transaction object that offers exactly the statements a flush runs.
+
+Store is one class made of a mixin per concern, each beside its statements:
+
+- core: the pool, transactions, driver errors, named parameters, the server itself
+- memories: insert, fetch, repeats, listing, updates, revisions
+- sweep: batches, sweepers' slices, the due count, sweep runs
+- ltp: LTP flushes, the durable queue, links
+- search: vector search, text recall, the LangGraph items, vectors and their index
+- policies: the settings written to the database, assignment, moves
+- lifecycle: merge, forget, purge, erase, recovery, consolidation runs
+- daemon: idleness, heartbeat, status, dead letters
+"""
+
+from ethos.db.store.core import Row, check_server, ensure_database
+from ethos.db.store.daemon import DaemonStore
+from ethos.db.store.lifecycle import LifecycleStore
+from ethos.db.store.ltp import LinkRound, LtpFlush, LtpStore
+from ethos.db.store.memories import MemoryStore
+from ethos.db.store.policies import PolicyStore
+from ethos.db.store.search import SearchStore
+from ethos.db.store.sweep import BatchResult, SweepStore, SweepWorker
+
+__all__ = [
+    "BatchResult",
+    "LinkRound",
+    "LtpFlush",
+    "Row",
+    "Store",
+    "SweepWorker",
+    "check_server",
+    "ensure_database",
+]
+
+
+class Store(
+    MemoryStore, SweepStore, LtpStore, SearchStore, PolicyStore, LifecycleStore, DaemonStore
+):
+    """The database, as ethos uses it (see the concern modules for what each part does)."""

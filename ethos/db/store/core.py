@@ -1,0 +1,511 @@
+"""The core of the store: the pools, transactions, the driver errors that become
+ethos's, the named parameters every statement is written with (Query, sql), the
+server itself before a pool, the roles' grants and the sweep lock. Every concern's
+mixin builds on StoreCore."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import os
+import re
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from functools import cache
+from pathlib import Path
+from typing import Any, Self
+
+import asyncpg
+import structlog
+
+from ethos.domain.errors import DatabaseError, InputError, TransientDatabaseError
+from ethos.domain.inputs import vector_literal
+from ethos.domain.roles import Roles, plan
+from ethos.domain.tables import MEMORY_TABLES, TableSpec
+from ethos.logs import redact
+from ethos.settings import Settings
+
+_NAMED = re.compile(r"%\((\w+)\)s")
+
+
+@dataclass(frozen=True)
+class Query:
+    """A statement in asyncpg's $n form, and the name behind each position."""
+
+    text: str
+    names: tuple[str, ...]
+
+    def args(self, values: Mapping[str, Any]) -> list[Any]:
+        """The binds in position order; values the statement does not name are ignored,
+        a name without a value is a bug."""
+        missing = [name for name in self.names if name not in values]
+        if missing:
+            raise TypeError(f"query parameters without a value: {', '.join(missing)}")
+        return [values[name] for name in self.names]
+
+
+def sql(text: str) -> Query:
+    """%(name)s → $n; a name used twice is one parameter."""
+    names: list[str] = []
+
+    def position(match: re.Match[str]) -> str:
+        if match.group(1) not in names:
+            names.append(match.group(1))
+        return f"${names.index(match.group(1)) + 1}"
+
+    return Query(_NAMED.sub(position, text), tuple(names))
+
+
+_BLOCK_NAME = re.compile(r"^-- name: (\w+)[ \t]*$", re.MULTILINE)
+
+
+class NamedStatements:
+    """The statements of a .sql file of named blocks: `-- name: <name>`, the block's
+    comment lines, then one statement (its `;` optional), up to the next name. psql and
+    SQL tools read the file as it is; each statement is taken by name, and a test sees
+    that every block is taken."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        _, *parts = _BLOCK_NAME.split(path.read_text(encoding="utf-8"))
+        self._texts: dict[str, str] = {}
+        for name, block in zip(parts[::2], parts[1::2], strict=True):
+            if name in self._texts:
+                raise ValueError(f"{path.name}: two statements named {name}")
+            lines = block.strip().splitlines()
+            while lines and lines[0].startswith("--"):
+                lines.pop(0)  # the block's comment is for its readers
+            self._texts[name] = "\n".join(lines).strip().removesuffix(";")
+        self.taken: set[str] = set()
+
+    def __getitem__(self, name: str) -> Query:
+        if name not in self._texts:
+            raise KeyError(f"{self.path.name} has no statement named {name}")
+        self.taken.add(name)
+        return sql(self._texts[name])
+
+    def untaken(self) -> set[str]:
+        return set(self._texts) - self.taken
+
+
+def statements(module_file: str) -> NamedStatements:
+    """The statements of the .sql file beside a module, by the module's name."""
+    return NamedStatements(Path(module_file).with_suffix(".sql"))
+
+
+STATEMENTS = NamedStatements(Path(__file__).parent / "sql" / "core.sql")
+
+
+SERVER_VERSION = STATEMENTS["server_version"]
+VECTOR_AVAILABLE = STATEMENTS["vector_available"]
+DATABASE_EXISTS = STATEMENTS["database_exists"]
+DATABASE_CREATION_LOCK_KEY = 0x45_54_48_4F_02
+LOCK_DATABASE_CREATION = STATEMENTS["lock_database_creation"]
+DATABASE_NOW = STATEMENTS["database_now"]
+# Clocks drift apart slowly; a minute keeps the offset well within a millisecond.
+CLOCK_RESYNC_SECONDS = 60.0
+PING = STATEMENTS["ping"]
+
+
+def create_database(name: str) -> Query:
+    """CREATE DATABASE takes no bind parameter: the name is quoted as an identifier."""
+    return sql('CREATE DATABASE "{}"'.format(name.replace('"', '""')))
+
+
+TABLE_COLUMNS = STATEMENTS["table_columns"]
+CURRENT_DATABASE = STATEMENTS["current_database"]
+EXISTING_ROLES = STATEMENTS["existing_roles"]
+SET_AGENT_ROLES = STATEMENTS["set_agent_roles"]
+AGENT_ROLES_NOW = STATEMENTS["agent_roles_now"]
+
+
+@cache
+def build_id_states_query(spec: TableSpec) -> Query:
+    return sql(f"SELECT id, pruned FROM {spec.name} WHERE id = ANY(%(ids)s::uuid[])")
+
+
+# A sweep's batches commit asynchronously and run on generic plans (see Store.open).
+SWEEP_SESSION_SETTINGS = {"synchronous_commit": "off", "plan_cache_mode": "force_generic_plan"}
+
+
+def search_server_settings(candidates: int, max_scan_tuples: int) -> dict[str, str]:
+    """pgvector settings for every pooled connection: enough candidates for the re-rank,
+    and iterative scans (pgvector >= 0.8) so an agent filter still fills them, bounded so
+    that a query far from all of an agent's memories cannot walk the whole graph."""
+    return {
+        "hnsw.ef_search": str(max(40, candidates)),
+        "hnsw.iterative_scan": "relaxed_order",
+        "hnsw.max_scan_tuples": str(max_scan_tuples),
+    }
+
+
+# One sweeper at a time, across processes and hosts: a session-level advisory lock,
+# released by PostgreSQL when its connection ends (kill -9 included).
+SWEEP_LOCK_KEY = 0x45_54_48_4F_01
+TRY_SWEEP_LOCK = STATEMENTS["try_sweep_lock"]
+
+
+def statement_timeout(seconds: float) -> dict[str, str]:
+    """PostgreSQL's statement_timeout for a session, in ms; none for 0."""
+    return {"statement_timeout": str(math.ceil(seconds * 1000))} if seconds else {}
+
+
+def _interrupt_orphans(table: str) -> str:
+    # A row's owner is the application_name of the process that wrote it; no session
+    # with that name means the process is gone (killed: it never finished the row).
+    return f"""
+    {table}_gone AS (
+        UPDATE {table} AS r
+        SET status = 'interrupted', finished_at = clock_timestamp(),
+            error = coalesce(r.error, 'its process ended while it ran')
+        WHERE r.status = 'running' AND r.owner IS NOT NULL
+          AND NOT EXISTS (SELECT 1 FROM pg_stat_activity AS a
+                          WHERE a.application_name = r.owner)
+        RETURNING 1
+    )"""
+
+
+INTERRUPT_ORPHANED_RUNS = sql(f"""
+WITH {_interrupt_orphans("sweep_runs")},
+{_interrupt_orphans("consolidation_runs")}
+SELECT (SELECT count(*) FROM sweep_runs_gone) + (SELECT count(*) FROM consolidation_runs_gone)
+""")
+
+
+log = structlog.get_logger("ethos.db.store")
+
+Row = Mapping[str, Any]
+
+CLOSE_TIMEOUT_SECONDS = 5.0
+MIN_SERVER_VERSION = 150000
+MIN_VECTOR_VERSION = (0, 5)
+
+# Driver errors that heal by waiting: the server is away or restarting, the connection
+# broke, or the transaction lost a deadlock or serialization race.
+_TRANSIENT = (
+    asyncpg.TransactionRollbackError,
+    asyncpg.PostgresConnectionError,
+    asyncpg.CannotConnectNowError,
+    asyncpg.AdminShutdownError,
+    asyncpg.CrashShutdownError,
+    asyncpg.InterfaceError,
+    asyncpg.ConnectionDoesNotExistError,
+    # A pooled connection caught mid-operation as the server went away (seen resetting
+    # one on release after its database was dropped): the connection is broken.
+    asyncpg.InternalClientError,
+    OSError,
+    TimeoutError,
+)
+
+
+@contextmanager
+def translated() -> Iterator[None]:
+    """Driver errors become ethos errors, with the first line of the server's message."""
+    try:
+        yield
+    except _TRANSIENT as exc:
+        raise TransientDatabaseError(_first_line(exc)) from exc
+    except asyncpg.PostgresError as exc:
+        raise DatabaseError(f"database: {_first_line(exc)}") from exc
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+async def _connect(url: str, timeout_seconds: float) -> asyncpg.Connection:
+    try:
+        return await asyncpg.connect(url, timeout=timeout_seconds)
+    except (OSError, asyncpg.PostgresError, TimeoutError) as exc:
+        raise TransientDatabaseError(f"cannot connect to {redact(url)}: {exc}") from None
+
+
+async def _run(conn: asyncpg.Connection, query: Query, **values: Any) -> Any:
+    with translated():
+        return await conn.fetchval(query.text, *query.args(values))
+
+
+async def ensure_database(admin_url: str, name: str, timeout_seconds: float = 30) -> None:
+    """CREATE DATABASE name unless it exists (safe when several processes race)."""
+    conn = await _connect(admin_url, timeout_seconds)
+    try:
+        # The lock goes with the connection.
+        await _run(conn, LOCK_DATABASE_CREATION, key=DATABASE_CREATION_LOCK_KEY)
+        if not await _run(conn, DATABASE_EXISTS, name=name):
+            await _run(conn, create_database(name))
+    finally:
+        await conn.close()
+
+
+async def check_server(url: str, timeout_seconds: float) -> None:
+    """One line if the server is unreachable, too old, or cannot give ethos pgvector."""
+    conn = await _connect(url, timeout_seconds)
+    try:
+        version = int(await _run(conn, SERVER_VERSION))
+        if version < MIN_SERVER_VERSION:
+            raise DatabaseError(
+                f"PostgreSQL {version // 10000} is too old: ethos needs PostgreSQL 15 or newer"
+            )
+        available = await _run(conn, VECTOR_AVAILABLE)
+    finally:
+        await conn.close()
+    if available is None:
+        raise DatabaseError(
+            "the pgvector extension ('vector') is not installed on this PostgreSQL server"
+        )
+    if tuple(int(p) for p in available.split(".")[:2]) < MIN_VECTOR_VERSION:
+        raise DatabaseError(f"pgvector {available} is too old: ethos needs pgvector 0.5 or newer")
+
+
+# Every connection of this process carries this name: an audit row it leaves `running`
+# is known to be orphaned once no session has the name (see INTERRUPT_ORPHANED_RUNS).
+PROCESS_NAME = f"ethos {os.getpid()} {uuid.uuid4().hex[:12]}"
+
+
+async def _init_connection(conn: asyncpg.Connection) -> None:
+    """pgvector's text form both ways, so no binary codec (or numpy) is needed."""
+    try:
+        await conn.set_type_codec(
+            "vector", encoder=vector_literal, decoder=_parse_vector, schema="public", format="text"
+        )
+    except ValueError:
+        raise DatabaseError("the database has no ethos schema: run `ethos migrate` first") from None
+
+
+def _parse_vector(text: str) -> list[float]:
+    return [float(v) for v in text.strip("[]").split(",")] if text != "[]" else []
+
+
+async def _keep_session(conn: asyncpg.Connection) -> None:
+    """The sweep pool's connections carry no session state but their start-up settings:
+    nothing to reset between batches (saves a round trip per batch)."""
+
+
+def vector_texts(embeddings: Sequence[Sequence[float]]) -> list[str]:
+    """pgvector's text form of each, for a text[] bind cast to vector row by row."""
+    return ["[" + ",".join(repr(float(x)) for x in e) + "]" for e in embeddings]
+
+
+class StoreCore:
+    """What every concern's mixin builds on: the pools, running statements (in a
+    transaction or not), the table checks, and the sweep lock's connection."""
+
+    def __init__(
+        self, settings: Settings, url: str, pool: asyncpg.Pool, sweep_pool: asyncpg.Pool
+    ) -> None:
+        self.settings = settings
+        self.url = url
+        self._pool = pool
+        self._sweep_pool = sweep_pool
+        self._lock_conn: asyncpg.Connection | None = None
+        self._checked: set[str] = set()
+        self._clock_offset: timedelta | None = None
+        self._clock_measured = 0.0
+
+    @classmethod
+    async def open(cls, settings: Settings, url: str) -> Self:
+        """Check the server, then open the pools: one for everything, and one whose
+        connections sweep. Sweep batches commit asynchronously: they only materialize
+        values that the next sweep recomputes from the stored state, so a crash can cost
+        a few batches of refresh but never correctness, and no batch waits for a WAL
+        flush. Generic plans spare re-planning every batch."""
+        timeout = settings.database.connect_timeout_seconds
+        await check_server(url, timeout)
+        with translated():
+            pool = await asyncpg.create_pool(
+                url,
+                min_size=settings.database.pool_min_size,
+                max_size=settings.database.pool_max_size,
+                timeout=timeout,
+                init=_init_connection,
+                server_settings={
+                    **search_server_settings(
+                        settings.search.candidates, settings.search.max_scan_tuples
+                    ),
+                    **statement_timeout(settings.database.statement_timeout_seconds),
+                    "application_name": PROCESS_NAME,
+                },
+                # The schedule makes statements of tens of KB: prepare them once too.
+                max_cacheable_statement_size=0,
+            )
+            sweep_pool = await asyncpg.create_pool(
+                url,
+                min_size=0,
+                max_size=settings.sweep.workers + 1,  # and a prune pass beside a sweep
+                timeout=timeout,
+                init=_init_connection,
+                reset=_keep_session,
+                server_settings={
+                    **SWEEP_SESSION_SETTINGS,
+                    "application_name": PROCESS_NAME,
+                },
+                max_cacheable_statement_size=0,
+            )
+        log.debug("pool_open", url=redact(url))
+        return cls(settings, url, pool, sweep_pool)
+
+    async def close(self) -> None:
+        await self.release_sweep_lock()
+        for pool in (self._sweep_pool, self._pool):
+            try:
+                await asyncio.wait_for(pool.close(), CLOSE_TIMEOUT_SECONDS)
+            except (Exception, TimeoutError):  # the server is gone: drop the sockets
+                pool.terminate()
+
+    async def _fetch(self, query: Query, **values: Any) -> list[Row]:
+        with translated():
+            rows: list[Row] = await self._pool.fetch(query.text, *query.args(values))
+            return rows
+
+    async def _fetchrow(self, query: Query, **values: Any) -> Row | None:
+        with translated():
+            row: Row | None = await self._pool.fetchrow(query.text, *query.args(values))
+            return row
+
+    async def _fetchval(self, query: Query, **values: Any) -> Any:
+        with translated():
+            return await self._pool.fetchval(query.text, *query.args(values))
+
+    @asynccontextmanager
+    async def _transaction(self) -> AsyncIterator[Transaction]:
+        with translated():
+            async with self._pool.acquire() as conn, conn.transaction():
+                yield Transaction(conn)
+
+    async def check_table(self, spec: TableSpec) -> None:
+        """A table must have every column its spec implies before ethos writes to it: a
+        table the code was not written for fails here, by name, not half-way through."""
+        if spec.name in self._checked:
+            return
+        rows = await self._fetch(TABLE_COLUMNS, table=spec.name)
+        if not rows:
+            raise InputError(f"table {spec.name} does not exist (run `ethos migrate`?)")
+        missing = sorted(spec.columns - {row["column_name"] for row in rows})
+        if missing:
+            raise InputError(f"table {spec.name} lacks the columns {', '.join(missing)}")
+        if not await self._fetch(TABLE_COLUMNS, table=spec.due_table):
+            raise InputError(
+                f"table {spec.name} has no {spec.due_table} (the sweep's schedule; see"
+                " migration 0007)"
+            )
+        self._checked.add(spec.name)
+
+    async def make_roles(self, roles: Roles, *, dry_run: bool) -> list[str]:
+        """Give the roles exactly their rights (ethos.domain.roles), in one transaction; the
+        statements, which a dry run only returns."""
+        columns = {
+            spec.name: [r["column_name"] for r in await self._fetch(TABLE_COLUMNS,
+                                                                    table=spec.name)]
+            for spec in MEMORY_TABLES
+        }  # fmt: skip
+        names = [roles.app, roles.eraser, roles.agents_group, *roles.agent_roles]
+        existing = {r["rolname"] for r in await self._fetch(EXISTING_ROLES, names=names)}
+        former = {r["role"] for r in await self._fetch(AGENT_ROLES_NOW, group=roles.agents_group)}
+        database = await self._fetchval(CURRENT_DATABASE)
+        statements = plan(roles, database, columns, existing, former)
+        if dry_run:
+            return statements
+        async with self._transaction() as tx:
+            for statement in statements:
+                await tx.execute_literal(statement)
+            await tx.fetch(
+                SET_AGENT_ROLES,
+                roles=[role for role, _ in roles.agents],
+                agents=[agent for _, agent in roles.agents],
+            )
+        return statements
+
+    async def now(self) -> datetime:
+        """The database's clock, without a round trip a call: this host's clock plus its
+        offset from the server's, measured again every CLOCK_RESYNC_SECONDS. The offset
+        is the upper bound of what the round trip allows (server time minus the moment
+        the query was sent), so a moment read here is never before a write the server
+        has already stamped."""
+        if (
+            self._clock_offset is None
+            or time.monotonic() - self._clock_measured > CLOCK_RESYNC_SECONDS
+        ):
+            sent = datetime.now(UTC)
+            server: datetime = await self._fetchval(DATABASE_NOW)
+            self._clock_offset = server - sent
+            self._clock_measured = time.monotonic()
+        return datetime.now(UTC) + self._clock_offset
+
+    async def id_states(self, spec: TableSpec, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, bool]:
+        """id -> pruned, for the ids that exist."""
+        await self.check_table(spec)
+        rows = await self._fetch(build_id_states_query(spec), ids=list(ids))
+        return {row["id"]: row["pruned"] for row in rows}
+
+    async def interrupt_orphaned_runs(self) -> int:
+        """Mark `interrupted` the audit rows left `running` by processes that are gone."""
+        count: int = await self._fetchval(INTERRUPT_ORPHANED_RUNS)
+        return count
+
+    async def try_sweep_lock(self) -> bool:
+        """Take the sweep lock, or say that it is still held. The lock lives with a
+        connection of its own: while that connection answers, the lock is held."""
+        if self._lock_conn is not None and not self._lock_conn.is_closed():
+            await _run(self._lock_conn, PING)
+            return True
+        conn = await _connect(self.url, self.settings.database.connect_timeout_seconds)
+        try:
+            held = await _run(conn, TRY_SWEEP_LOCK, key=SWEEP_LOCK_KEY)
+        except BaseException:
+            await conn.close()
+            raise
+        if held:
+            self._lock_conn = conn
+        else:
+            await conn.close()
+        return bool(held)
+
+    @property
+    def sweep_lock_backend(self) -> int | None:
+        """The server process holding the sweep lock for this store, if it holds it."""
+        conn = self._lock_conn
+        return conn.get_server_pid() if conn is not None and not conn.is_closed() else None
+
+    async def release_sweep_lock(self) -> None:
+        conn, self._lock_conn = self._lock_conn, None
+        if conn is not None:
+            try:
+                await conn.close(timeout=1)
+            except Exception:  # a connection that is already gone released the lock too
+                conn.terminate()
+
+
+class Transaction:
+    """Statements on one connection inside one transaction; the store's own."""
+
+    def __init__(self, conn: asyncpg.Connection) -> None:
+        self._conn = conn
+
+    async def fetch(self, query: Query, **values: Any) -> list[Row]:
+        rows: list[Row] = await self._conn.fetch(query.text, *query.args(values))
+        return rows
+
+    async def fetchval(self, query: Query, **values: Any) -> Any:
+        return await self._conn.fetchval(query.text, *query.args(values))
+
+    async def fetchrow(self, query: Query, **values: Any) -> Row | None:
+        row: Row | None = await self._conn.fetchrow(query.text, *query.args(values))
+        return row
+
+    @asynccontextmanager
+    async def savepoint(self) -> AsyncIterator[None]:
+        """A nested transaction: an error inside rolls back to its start, as an
+        EthosError."""
+        with translated():
+            async with self._conn.transaction():
+                yield
+
+    async def execute_literal(self, statement: str) -> None:
+        """A SET or GRANT with validated names and values written into the text (neither
+        takes binds)."""
+        await self._conn.execute(statement)

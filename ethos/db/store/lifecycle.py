@@ -1,0 +1,207 @@
+"""The lifecycle: merges, forgetting, purge, erase, recovery and the consolidation
+runs' audit rows."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from ethos.db.store.core import Row, StoreCore
+from ethos.db.store.sql.fragments import NIL_ID
+from ethos.db.store.sql.lifecycle import (
+    COUNT_AGENT_LINKS,
+    COUNT_AGENT_POLICY,
+    ERASE_AGENT_LINKS,
+    ERASE_AGENT_POLICY,
+    FINISH_CONSOLIDATION_RUN,
+    NEAR_DUPLICATE_SEARCH_SETTINGS,
+    NEAR_DUPLICATES,
+    RECORD_RECOVERY,
+    RECOVERIES_OF,
+    START_CONSOLIDATION_RUN,
+    UNDELETABLE_TABLES,
+    VECTOR_SOURCES,
+    build_duplicate_groups_query,
+    build_erase_batch_query,
+    build_erase_count_query,
+    build_forget_agent_query,
+    build_forget_query,
+    build_merge_query,
+    build_purge_batch_query,
+    build_purge_count_query,
+    build_recover_batch_query,
+    build_recovery_candidates_query,
+)
+from ethos.domain.tables import TableSpec
+
+
+class LifecycleStore(StoreCore):
+    """Store's lifecycle: merge, forget, purge, erase, recovery, their audit."""
+
+    async def duplicate_groups(
+        self, spec: TableSpec, agent: str | None, after: tuple[str, uuid.UUID], limit: int
+    ) -> list[Row]:
+        await self.check_table(spec)
+        return await self._fetch(
+            build_duplicate_groups_query(spec, by_agent=agent is not None),
+            agent=agent,
+            after_agent=after[0],
+            after_key=after[1],
+            limit=limit,
+        )
+
+    async def near_duplicates(
+        self, agent: str | None, after: uuid.UUID, limit: int, threshold: float
+    ) -> list[Row]:
+        """The next `limit` vectors after `after`, each with its near duplicates."""
+        async with self._transaction() as tx:
+            await tx.execute_literal(NEAR_DUPLICATE_SEARCH_SETTINGS)
+            return await tx.fetch(
+                NEAR_DUPLICATES, agent=agent, after=after, limit=limit,
+                threshold=threshold,
+            )  # fmt: skip
+
+    async def vector_sources(self, ids: list[uuid.UUID]) -> list[Row]:
+        return await self._fetch(VECTOR_SOURCES, ids=ids)
+
+    async def merge(
+        self, spec: TableSpec, ids: list[uuid.UUID], groups: list[int], now: datetime
+    ) -> Row:
+        """Merge groups of memories (members, and the number of the group of each)."""
+        await self.check_table(spec)
+        row = await self._fetchrow(build_merge_query(spec), ids=ids, groups=groups, now=now)
+        assert row is not None
+        return row
+
+    async def forget(self, spec: TableSpec, ids: list[uuid.UUID], now: datetime) -> list[uuid.UUID]:
+        await self.check_table(spec)
+        rows = await self._fetch(build_forget_query(spec), ids=ids, now=now)
+        return [row["id"] for row in rows]
+
+    async def purge(
+        self, spec: TableSpec, selector: Mapping[str, Any], *, limit: int, dry_run: bool
+    ) -> dict[str, int]:
+        """What a purge deletes (dry_run: would delete), by reason; a batch at a time."""
+        await self.check_table(spec)
+        query = build_purge_count_query(spec) if dry_run else build_purge_batch_query(spec, limit)
+        return {row["reason"]: row["n"] for row in await self._fetch(query, **selector)}
+
+    async def erase_count(self, spec: TableSpec, agent: str) -> int:
+        await self.check_table(spec)
+        count: int = await self._fetchval(build_erase_count_query(spec), agent=agent)
+        return count
+
+    async def undeletable(self, tables: Sequence[str]) -> list[str]:
+        """The tables the connecting role may not DELETE from."""
+        rows = await self._fetch(UNDELETABLE_TABLES, tables=list(tables))
+        return [row["t"] for row in rows]
+
+    async def erase_batch(
+        self, spec: TableSpec, agent: str, after: uuid.UUID, limit: int, run_id: int
+    ) -> tuple[int, uuid.UUID | None]:
+        """Delete the agent's next `limit` memories after `after`: (how many, last id);
+        audit row run_id counts them in the same transaction."""
+        await self.check_table(spec)
+        row = await self._fetchrow(
+            build_erase_batch_query(spec, limit), agent=agent, after=after, run_id=run_id
+        )
+        assert row is not None
+        return row["n"], row["last_id"]
+
+    async def erase_agent_rest(self, agent: str, run_id: int | None) -> dict[str, int]:
+        """The agent's links and policy assignment: deleted and counted in audit row
+        run_id, or (None: a dry run) only counted."""
+        dry_run = run_id is None
+        links = COUNT_AGENT_LINKS if dry_run else ERASE_AGENT_LINKS
+        policy = COUNT_AGENT_POLICY if dry_run else ERASE_AGENT_POLICY
+        values = {"agent": agent} if dry_run else {"agent": agent, "run_id": run_id}
+        return {
+            "memory_links": await self._fetchval(links, **values),
+            "agent_policies": await self._fetchval(policy, **values),
+        }
+
+    async def start_consolidation_run(
+        self, kind: str, trigger: str, now: datetime, selector: Mapping[str, Any]
+    ) -> int:
+        await self.interrupt_orphaned_runs()
+        run_id: int = await self._fetchval(
+            START_CONSOLIDATION_RUN,
+            kind=kind,
+            trigger=trigger,
+            now=now,
+            selector=json.dumps(selector, default=str),
+        )
+        return run_id
+
+    async def finish_consolidation_run(
+        self, run_id: int, *, status: str, counts: Mapping[str, Any], error: str | None
+    ) -> None:
+        await self._fetchval(
+            FINISH_CONSOLIDATION_RUN,
+            id=run_id,
+            status=status,
+            counts=json.dumps(counts),
+            error=error,
+        )
+
+    async def recoveries_of(self, spec: TableSpec, memory_id: uuid.UUID) -> list[Row]:
+        return await self._fetch(RECOVERIES_OF, table=spec.name, id=str(memory_id))
+
+    async def forget_agent(self, spec: TableSpec, agent: str, now: datetime) -> int:
+        await self.check_table(spec)
+        count: int = await self._fetchval(build_forget_agent_query(spec), agent=agent, now=now)
+        return count
+
+    async def recovery_candidates(
+        self, spec: TableSpec, selector: Mapping[str, Any], after: uuid.UUID | None, limit: int
+    ) -> list[Row]:
+        await self.check_table(spec)
+        return await self._fetch(
+            build_recovery_candidates_query(spec, limit),
+            **selector,
+            after=after or uuid.UUID(NIL_ID),
+        )
+
+    async def recover_batch(
+        self,
+        spec: TableSpec,
+        selector: Mapping[str, Any],
+        *,
+        after: uuid.UUID | None,
+        limit: int,
+        strength: float,
+        now: datetime,
+    ) -> list[uuid.UUID]:
+        rows = await self._fetch(
+            build_recover_batch_query(spec, limit),
+            **selector,
+            after=after or uuid.UUID(NIL_ID),
+            strength=strength,
+            now=now,
+            tolerance=self.settings.decay.refresh_tolerance,
+        )
+        return sorted(row["id"] for row in rows)
+
+    async def record_recovery(
+        self,
+        *,
+        now: datetime,
+        spec: TableSpec,
+        selector: dict[str, Any],
+        command: str,
+        recovered: int,
+        strength: float,
+    ) -> int:
+        recovery_id: int = await self._fetchval(
+            RECORD_RECOVERY,
+            now=now,
+            table=spec.name,
+            selector=json.dumps(selector, default=str),
+            command=command,
+            recovered=recovered,
+            strength=strength,
+        )
+        return recovery_id

@@ -1,0 +1,209 @@
+"""LTP: the flush transaction (LtpFlush) and its claims, the durable queue, and the
+links between memories (LinkRound, neighbours)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from ethos.db.store.core import Row, StoreCore, Transaction
+from ethos.db.store.sql.ltp import (
+    CLAIM_LTP_FLUSH,
+    ENQUEUE_RETRIEVALS,
+    FORGET_LTP_FLUSHES,
+    MEMORY_LINKS,
+    NEIGHBOURS,
+    POP_RETRIEVAL_QUEUE,
+    REMOVE_FADED_LINKS,
+    RETRIEVAL_QUEUE_BACKLOG,
+    SET_ASIDE_EVENTS,
+    STRENGTHEN_LINKS,
+    TOUCH_RETRIEVAL_ACTIVITY,
+    WEAKEN_LINKS,
+    build_agents_query,
+    build_ltp_query,
+    build_neighbour_rows_query,
+    build_surfaced_query,
+)
+from ethos.domain.tables import TableSpec
+
+
+class LtpStore(StoreCore):
+    """Store's LTP: flushes, the durable queue, links."""
+
+    @asynccontextmanager
+    async def ltp_flush(self, flush_id: uuid.UUID) -> AsyncIterator[LtpFlush | None]:
+        """The transaction that applies one flush of retrievals, claimed by its id;
+        None when a flush with that id was applied before (an in-doubt COMMIT that went
+        through): there is nothing left to do."""
+        async with self._transaction() as tx:
+            if await tx.fetchval(CLAIM_LTP_FLUSH, id=flush_id) is None:
+                yield None
+                return
+            yield LtpFlush(tx, self)
+
+    @asynccontextmanager
+    async def ltp_queue(self, limit: int) -> AsyncIterator[tuple[LtpFlush, list[Row]]]:
+        """The transaction that applies the oldest `limit` queued events: they are
+        deleted in it, so they are applied exactly when it commits."""
+        async with self._transaction() as tx:
+            rows = await tx.fetch(POP_RETRIEVAL_QUEUE, limit=limit)
+            yield LtpFlush(tx, self), rows
+
+    async def enqueue(
+        self, spec: TableSpec, ids: list[uuid.UUID], at: datetime, kind: str,
+        group: uuid.UUID | None,
+    ) -> None:  # fmt: skip
+        """Events into the durable queue (committed when this returns)."""
+        await self._fetchval(
+            ENQUEUE_RETRIEVALS, table=spec.name, ids=ids, at=at, kind=kind, grp=group
+        )
+
+    async def queue_backlog(self) -> int:
+        backlog: int = await self._fetchval(RETRIEVAL_QUEUE_BACKLOG)
+        return backlog
+
+    async def remove_faded_links(self, now: datetime, limit: int) -> int:
+        """Up to `limit` links whose weight fell below links.prune_weight by `now`."""
+        removed: int = await self._fetchval(REMOVE_FADED_LINKS, now=now, limit=limit)
+        return removed
+
+    async def links(self, spec: TableSpec, memory_id: uuid.UUID, now: datetime) -> list[Row]:
+        return await self._fetch(
+            MEMORY_LINKS, table=spec.name, id=memory_id, now=now, **self._link_values()
+        )
+
+    async def neighbours(
+        self, spec: TableSpec, ids: list[uuid.UUID], agent: str, now: datetime
+    ) -> list[Row]:
+        """The live links of memories `ids` of spec's table: the other end, the memory it
+        came through, the link's weight now."""
+        return await self._fetch(
+            NEIGHBOURS, table=spec.name, ids=ids, agent=agent, now=now,
+            **self._link_values(),
+        )  # fmt: skip
+
+    async def neighbour_rows(
+        self, spec: TableSpec, ids: list[uuid.UUID], agent: str, now: datetime
+    ) -> list[Row]:
+        await self.check_table(spec)
+        return await self._fetch(build_neighbour_rows_query(spec), ids=ids, agent=agent, now=now)
+
+    def _link_values(self) -> dict[str, float]:
+        links = self.settings.links
+        return {
+            "links_tau": links.tau_days,
+            "links_prune": links.prune_weight,
+            "learning_rate": links.learning_rate,
+            "wrong_factor": self.settings.feedback.wrong_factor,
+        }
+
+    async def forget_ltp_flushes(self) -> None:
+        await self._fetchval(FORGET_LTP_FLUSHES)
+
+
+@dataclass
+class LinkRound:
+    """Link updates of one round, as columns: agent, the two ends (smaller first), and
+    what happened to the pair at its moment."""
+
+    agents: list[str]
+    a_tables: list[str]
+    a_ids: list[uuid.UUID]
+    b_tables: list[str]
+    b_ids: list[uuid.UUID]
+    co: list[int]
+    useful: list[int]
+    wrong: list[int]
+    moments: list[datetime]
+
+    def columns(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+class LtpFlush:
+    """What one flush of retrievals may do inside its transaction."""
+
+    def __init__(self, tx: Transaction, store: LtpStore) -> None:
+        self._tx = tx
+        self._store = store
+
+    async def strengthen(
+        self,
+        spec: TableSpec,
+        *,
+        ids: list[uuid.UUID],
+        counts: list[int],
+        useful: list[int],
+        wrong: list[int],
+        surfaced: list[int],
+        moments: list[datetime],
+    ) -> list[Row]:
+        """One round: each id at most once, with what happened to it at moments[i]
+        (retrievals, useful, wrong, surfaced). Returns the rows written (unknown and
+        pruned ids are not among them), with their policy before and after."""
+        await self._store.check_table(spec)
+        settings = self._store.settings
+        return await self._tx.fetch(
+            build_ltp_query(spec),
+            boost=settings.ltp.boost(spec),
+            tolerance=settings.decay.refresh_tolerance,
+            confidence_bonus=settings.ltp.fact_confidence_bonus,
+            wrong_factor=settings.feedback.wrong_factor,
+            ids=ids,
+            counts=counts,
+            useful=useful,
+            wrong=wrong,
+            surfaced=surfaced,
+            moments=moments,
+        )
+
+    @asynccontextmanager
+    async def savepoint(self) -> AsyncIterator[None]:
+        """A part of the flush that the database may refuse alone: on an error it is
+        rolled back, and what came before it stays."""
+        async with self._tx.savepoint():
+            yield
+
+    async def set_aside(
+        self, spec: TableSpec, memory_id: uuid.UUID, events: Sequence[tuple[datetime, str, int]],
+        reason: str,
+    ) -> None:  # fmt: skip
+        """Events of one memory that the database refused, into retrieval_dead_letters:
+        (moment, kind, how many)."""
+        moments, kinds, counts = (list(column) for column in zip(*events, strict=True))
+        await self._tx.fetch(
+            SET_ASIDE_EVENTS, table=spec.name, id=memory_id, moments=moments, kinds=kinds,
+            counts=counts, reason=reason,
+        )  # fmt: skip
+
+    async def surface(self, spec: TableSpec, ids: list[uuid.UUID], counts: list[int]) -> list[Row]:
+        """Search hits that only count: surfaced_count + counts[i]."""
+        await self._store.check_table(spec)
+        return await self._tx.fetch(build_surfaced_query(spec), ids=ids, counts=counts)
+
+    async def agents(self, spec: TableSpec, ids: list[uuid.UUID]) -> dict[uuid.UUID, str]:
+        """The agent of each live memory among `ids`."""
+        rows = await self._tx.fetch(build_agents_query(spec), ids=ids)
+        return {row["id"]: row["agent_id"] for row in rows}
+
+    async def link(self, pairs: LinkRound, *, learning_rate: float) -> int:
+        """One round of link updates (each pair at most once); the count written."""
+        values = {
+            **pairs.columns(),
+            **self._store._link_values(),
+            "learning_rate": learning_rate,
+        }
+        written = 0
+        if any(c + u for c, u in zip(pairs.co, pairs.useful, strict=True)):
+            written += len(await self._tx.fetch(STRENGTHEN_LINKS, **values))
+        if any(c + u == 0 for c, u in zip(pairs.co, pairs.useful, strict=True)):
+            written += len(await self._tx.fetch(WEAKEN_LINKS, **values))
+        return written
+
+    async def touch_retrieval_activity(self) -> None:
+        await self._tx.fetchval(TOUCH_RETRIEVAL_ACTIVITY)

@@ -1,0 +1,237 @@
+"""Memories: insert (with deduplication), fetch, repeats, listing, updates,
+revisions, and the counts the API and the dashboard show."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any, Literal
+
+from ethos.db.store.core import Row, StoreCore, Transaction, vector_texts
+from ethos.db.store.sql.fragments import build_insert_source_vectors_query
+from ethos.db.store.sql.memories import (
+    AGENT_COUNTS,
+    AUTO_HALF,
+    LOCK_CONTENT,
+    PRUNED_BY_REASON,
+    RARE_WORDS,
+    REVISIONS_OF,
+    STATS,
+    build_count_live_query,
+    build_count_memories_query,
+    build_fetch_memory_query,
+    build_find_duplicate_query,
+    build_insert_query,
+    build_list_memories_query,
+    build_raise_repeat_query,
+    build_update_memory_query,
+)
+from ethos.domain.errors import InputError, NotFoundError
+from ethos.domain.inputs import MemoryInput
+from ethos.domain.tables import TableSpec
+
+
+class MemoryStore(StoreCore):
+    """Store's memories: insert, fetch, repeats, listing, updates, revisions."""
+
+    async def insert(
+        self,
+        memory: MemoryInput,
+        *,
+        dedup: bool = False,
+        near: float = 1.0,
+        embedded: list[float] | None = None,
+    ) -> tuple[uuid.UUID, bool]:
+        """Insert a memory: (its id, True); with `embedded`, also the vector that embeds
+        it, in the same transaction. With `dedup`, a live memory of the agent with the
+        same normalised content (a vector: and an embedding at least `near`
+        cosine-similar) is found instead: (its id, False). Adds of one content are taken
+        one at a time, so concurrent ones make one row."""
+        [found] = await self.insert_many([memory], dedup=dedup, near=near, embedded=[embedded])
+        return found
+
+    async def insert_many(
+        self,
+        memories: Sequence[MemoryInput],
+        *,
+        dedup: bool = False,
+        near: float = 1.0,
+        embedded: Sequence[list[float] | None] | None = None,
+        owners: Mapping[str, str] | None = None,
+    ) -> list[tuple[uuid.UUID, bool]]:
+        """Insert memories as `insert` does each (`embedded`: the vector of each, or
+        None), in one transaction: all of them or, on an error, none. With `owners`
+        (mem0's), a duplicate must be of exactly those owners."""
+        scope = None if owners is None else json.dumps(dict(owners))
+        vectors = embedded or [None] * len(memories)
+        for spec in {memory.table for memory in memories}:
+            await self.check_table(spec)
+        # Read before the transaction: the clock may take a pooled connection of its own.
+        now = await self.now() if dedup else None
+        found = []
+        async with self._transaction() as tx:
+            # Each content's lock, in one order whatever the batch's: batches sharing
+            # contents take them one after the other instead of each waiting on the other.
+            keys = {(m.table.name, m.agent_id, m.content) for m in memories} if dedup else ()
+            for table, agent, content in sorted(keys):
+                await tx.fetchval(LOCK_CONTENT, table=table, agent=agent, content=content)
+            for memory, vector in zip(memories, vectors, strict=True):
+                at = memory.created_at or now
+                found.append(await self._insert(tx, memory, dedup, near, at, vector, scope))
+        return found
+
+    @staticmethod
+    async def _insert(
+        tx: Transaction,
+        memory: MemoryInput,
+        dedup: bool,
+        near: float,
+        at: datetime | None,
+        embedded: list[float] | None,
+        owners: str | None,
+    ) -> tuple[uuid.UUID, bool]:
+        spec = memory.table
+        columns = memory.columns()
+        if memory.source is not None:
+            source, source_id = memory.source
+            found = await tx.fetchval(build_fetch_memory_query(source), id=source_id)
+            if found is None:
+                raise NotFoundError(f"no {source.name} row with id {source_id}")
+        if dedup:
+            existing = await tx.fetchval(
+                build_find_duplicate_query(spec),
+                agent=memory.agent_id,
+                content=memory.content,
+                embedding=memory.embedding,
+                near=near,
+                now=at,
+                owners=owners,
+            )
+            if existing is not None:
+                return existing, False
+        query = build_insert_query(spec, tuple(columns))
+        new_id: uuid.UUID = await tx.fetchval(query, **columns)
+        if embedded is not None:
+            await tx.fetch(
+                build_insert_source_vectors_query(spec),
+                ids=[new_id],
+                embeddings=vector_texts([embedded]),
+            )
+        return new_id, True
+
+    async def raise_repeat(self, memory: MemoryInput, memory_id: uuid.UUID) -> Row:
+        """Give the memory what its repeat asks for beyond it (pin, metadata keys,
+        importance): its policy, and which of those changed."""
+        row = await self._fetchrow(
+            build_raise_repeat_query(memory.table),
+            id=memory_id,
+            pinned=memory.pinned,
+            metadata=json.dumps(memory.metadata),
+            importance=memory.importance,
+        )
+        assert row is not None
+        return row
+
+    async def fetch(self, spec: TableSpec, memory_id: uuid.UUID) -> Row:
+        await self.check_table(spec)
+        row = await self._fetchrow(build_fetch_memory_query(spec), id=memory_id)
+        if row is None:
+            raise NotFoundError(f"no {spec.name} row with id {memory_id}")
+        return row
+
+    async def count_live(self, spec: TableSpec, agent: str | None) -> int:
+        await self.check_table(spec)
+        query = build_count_live_query(spec, by_agent=agent is not None)
+        count: int = await self._fetchval(query, agent=agent)
+        return count
+
+    async def list_memories(
+        self,
+        spec: TableSpec,
+        agent: str | None,
+        *,
+        pruned: bool,
+        limit: int,
+        offset: int,
+        matching: Sequence[Mapping[str, Any]] | None = None,
+    ) -> list[Row]:
+        await self.check_table(spec)
+        return await self._fetch(
+            build_list_memories_query(spec, pruned=pruned), agent=agent, limit=limit,
+            offset=offset, matching=_terms(matching),
+        )  # fmt: skip
+
+    async def count_memories(
+        self,
+        spec: TableSpec,
+        agent: str | None,
+        *,
+        pruned: bool,
+        matching: Sequence[Mapping[str, Any]] | None,
+    ) -> int:
+        """How many memories list_memories holds in all, over its pages."""
+        await self.check_table(spec)
+        count: int = await self._fetchval(
+            build_count_memories_query(spec, pruned=pruned), agent=agent,
+            matching=_terms(matching),
+        )  # fmt: skip
+        return count
+
+    async def agent_counts(self) -> list[Row]:
+        return await self._fetch(AGENT_COUNTS)
+
+    async def pruned_by_reason(self, agent: str | None, since: datetime | None) -> list[Row]:
+        return await self._fetch(PRUNED_BY_REASON, agent=agent, since=since)
+
+    async def rare_words(self, agent: str, tsv: str, n: int = 5) -> list[str]:
+        """The lexemes of `tsv` that count most in its automatic importance, now."""
+        rows = await self._fetch(RARE_WORDS, agent=agent, tsv=tsv, n=n)
+        return [row["lexeme"] for row in rows]
+
+    async def auto_half(self, agent: str) -> Row:
+        """The words that make an automatic importance of 0.5 for `agent` now (`half`),
+        and the words its memories hold on average (`average`, None before any)."""
+        row = await self._fetchrow(AUTO_HALF, agent=agent)
+        assert row is not None  # the settings' row: written when the engine opened
+        return row
+
+    async def revisions_of(self, spec: TableSpec, memory_id: uuid.UUID) -> list[Row]:
+        return await self._fetch(REVISIONS_OF, table=spec.name, id=memory_id)
+
+    async def update_memory(
+        self,
+        spec: TableSpec,
+        memory_id: uuid.UUID,
+        *,
+        content: str | None,
+        metadata: str | None,
+        embedding: str | None,
+        now: datetime,
+        expires_at: datetime | Literal["keep"] | None = "keep",
+    ) -> None:
+        """A live memory's text and metadata replaced (None: kept), and its expiry (None:
+        none); one line if it is pruned or unknown."""
+        await self.check_table(spec)
+        found = await self._fetchval(
+            build_update_memory_query(spec), id=memory_id, content=content,
+            metadata=metadata, embedding=embedding, now=now,
+            expire=expires_at != "keep", expires_at=None if expires_at == "keep" else expires_at,
+        )  # fmt: skip
+        if found is None:
+            if memory_id in await self.id_states(spec, [memory_id]):
+                raise InputError(f"{spec.name} {memory_id} is pruned: recover it first")
+            raise NotFoundError(f"no {spec.name} row with id {memory_id}")
+
+    async def stats(self, agent: str | None) -> dict[str, list[dict[str, Any]]]:
+        async with self._transaction() as tx:
+            return {
+                name: [dict(row) for row in await tx.fetch(query, agent=agent)]
+                for name, query in STATS.items()
+            }
+
+
+def _terms(matching: Sequence[Mapping[str, Any]] | None) -> str | None:
+    """A listing's terms (owners and metadata each) as the jsonb its query matches."""
+    return None if matching is None else json.dumps(list(matching))

@@ -1,0 +1,156 @@
+"""Search: vector search, text recall, locating memories, the LangGraph items, and
+vectors with their index."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from ethos.db.store.core import Row, StoreCore, vector_texts
+from ethos.db.store.sql.fragments import build_insert_source_vectors_query
+from ethos.db.store.sql.search import (
+    BUILD_VECTOR_INDEX,
+    DELETE_ITEM,
+    EXPIRE_ITEM,
+    GET_ITEM,
+    INDEX_BUILD_MEMORY,
+    ITEM_NAMESPACES,
+    LOCATE_MEMORIES,
+    PUT_ITEM,
+    PUT_ITEM_VECTOR,
+    REFRESH_ITEM_TTLS,
+    SEARCH_ITEMS,
+    SEARCH_ITEMS_BY_TEXT,
+    SEARCH_ITEMS_BY_VECTOR,
+    SEARCH_VECTORS,
+    SEARCH_VECTORS_EXACT,
+    build_missing_vectors_query,
+    build_recall_query,
+)
+from ethos.domain.tables import TableSpec
+
+
+class SearchStore(StoreCore):
+    """Store's search: vectors, text recall, the LangGraph items, the vector index."""
+
+    async def search(
+        self,
+        *,
+        agent: str,
+        embedding: list[float],
+        k: int,
+        now: datetime,
+    ) -> list[Row]:
+        values = {
+            "now": now,
+            "agent": agent,
+            "embedding": embedding,
+            "candidates": max(self.settings.search.candidates, k),
+            "k": k,
+            "salience_weight": self.settings.search.salience_weight,
+            "centering": self.settings.search.vector_centering,
+        }
+        async with self._transaction() as tx:
+            rows = await tx.fetch(SEARCH_VECTORS, **values)
+            if len(rows) < k:  # the bounded index scan fell short: look at every vector
+                rows = await tx.fetch(SEARCH_VECTORS_EXACT, **values)
+        return rows
+
+    async def recall(
+        self, *, agent: str, query: str, tables: tuple[TableSpec, ...], k: int, now: datetime
+    ) -> list[Row]:
+        """Live memories of the agent matching any word of `query`, best first."""
+        for spec in tables:
+            await self.check_table(spec)
+        return await self._fetch(
+            build_recall_query(tables),
+            agent=agent,
+            text=query,
+            now=now,
+            k=k,
+            candidates=max(self.settings.search.candidates, k),
+            salience_weight=self.settings.search.salience_weight,
+        )
+
+    async def locate(self, ids: list[uuid.UUID]) -> list[Row]:
+        """The table and agent of each of these memories that exists."""
+        return await self._fetch(LOCATE_MEMORIES, ids=ids)
+
+    async def get_item(self, agent: str, key: str, now: datetime) -> Row | None:
+        return await self._fetchrow(GET_ITEM, agent=agent, key=key, now=now)
+
+    async def put_item(
+        self,
+        agent: str,
+        key: str,
+        *,
+        content: str,
+        value: str,
+        expires_at: datetime | None,
+        policy: str | None,
+        now: datetime,
+        embedding: list[float] | None,
+    ) -> Row:
+        """Insert or replace the item (a fact) and, with `embedding`, its vector, in one
+        transaction: (id, created)."""
+        async with self._transaction() as tx:
+            await tx.fetchval(EXPIRE_ITEM, agent=agent, key=key, now=now)
+            row = await tx.fetchrow(
+                PUT_ITEM, agent=agent, key=key, content=content, value=value,
+                expires_at=expires_at, policy=policy, now=now,
+            )  # fmt: skip
+            assert row is not None
+            if embedding is not None:
+                await tx.fetchval(
+                    PUT_ITEM_VECTOR, id=row["id"], agent=agent, content=content,
+                    embedding=embedding,
+                )  # fmt: skip
+            return row
+
+    async def delete_item(self, agent: str, key: str, now: datetime) -> bool:
+        return await self._fetchval(DELETE_ITEM, agent=agent, key=key, now=now) is not None
+
+    async def refresh_item_ttls(self, ids: list[uuid.UUID], ttl_key: str, now: datetime) -> None:
+        await self._fetchval(REFRESH_ITEM_TTLS, ids=ids, ttl_key=ttl_key, now=now)
+
+    async def search_items(self, ranked_by: str | None, **values: Any) -> list[Row]:
+        """Items under a namespace: newest first, or ranked by "vector" or "text"."""
+        query = {
+            None: SEARCH_ITEMS,
+            "vector": SEARCH_ITEMS_BY_VECTOR,
+            "text": SEARCH_ITEMS_BY_TEXT,
+        }[ranked_by]
+        return await self._fetch(
+            query, salience_weight=self.settings.search.salience_weight, **values
+        )
+
+    async def item_namespaces(self, now: datetime) -> list[str]:
+        return [row["agent_id"] for row in await self._fetch(ITEM_NAMESPACES, now=now)]
+
+    async def missing_vectors(
+        self, spec: TableSpec, agent: str | None, after: uuid.UUID, limit: int
+    ) -> list[Row]:
+        await self.check_table(spec)
+        return await self._fetch(
+            build_missing_vectors_query(spec, by_agent=agent is not None),
+            agent=agent, after=after, limit=limit,
+        )  # fmt: skip
+
+    async def insert_source_vectors(
+        self, spec: TableSpec, ids: list[uuid.UUID], embeddings: list[list[float]]
+    ) -> int:
+        """Vectors embedding these memories (where none does yet): how many were made."""
+        rows = await self._fetch(
+            build_insert_source_vectors_query(spec),
+            ids=ids,
+            embeddings=vector_texts(embeddings),
+        )
+        return len(rows)
+
+    async def build_vector_index(self) -> None:
+        """Build the HNSW index with database.index_build_memory of maintenance_work_mem."""
+        memory = self.settings.database.index_build_memory
+        async with self._transaction() as tx:
+            await tx.execute_literal(INDEX_BUILD_MEMORY.format(memory=memory))
+            await tx.fetchval(BUILD_VECTOR_INDEX)

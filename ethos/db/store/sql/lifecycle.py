@@ -1,0 +1,387 @@
+"""The statements of the lifecycle: merges, forgetting, purge, erase, recovery,
+consolidation runs."""
+
+from __future__ import annotations
+
+from functools import cache
+
+from ethos.db.store.core import Query, sql, statements
+from ethos.db.store.sql.fragments import (
+    COUNT_CAP,
+    SOURCE_SPECS,
+    emotion_of,
+    hint_all,
+    hint_both_at,
+    policy_columns,
+    pruned_set,
+    salience_call,
+    salience_expr,
+    scheduled,
+    strength_at_call,
+)
+from ethos.domain.tables import TableSpec
+
+# The plain statements, in the .sql file of the same name beside this one.
+STATEMENTS = statements(__file__)
+
+# Pruned rows matching a selector; each selector part is NULL when not given.
+RECOVERY_FILTER = """
+    pruned
+    AND (%(ids)s::uuid[] IS NULL OR id = ANY(%(ids)s))
+    AND (%(agent)s::text IS NULL OR agent_id = %(agent)s)
+    AND (%(since)s::timestamptz IS NULL OR pruned_at >= %(since)s)
+    AND (%(until)s::timestamptz IS NULL OR pruned_at < %(until)s)
+    AND (%(reason)s::text IS NULL OR prune_reason = %(reason)s)
+    AND id > %(after)s
+"""
+
+
+@cache
+def build_recovery_candidates_query(spec: TableSpec, batch_size: int) -> Query:
+    return sql(f"""
+    SELECT id, agent_id, left(content, 80) AS content, pruned_at, prune_reason
+    FROM {spec.name}
+    WHERE {RECOVERY_FILTER}
+    ORDER BY id LIMIT {int(batch_size)}
+    """)
+
+
+@cache
+def build_recover_batch_query(spec: TableSpec, batch_size: int) -> Query:
+    """Bring a batch back with a fresh start: %(strength)s anchored at %(now)s, and its
+    values stored as they are then; content, embedding, policy, retrieval count and
+    history stay. An expired row loses its expiry, or the next sweep would prune it again
+    at once. It is scheduled anew."""
+    at = {"anchor": "b.anchor_at", "n": "b.n", "at": "b.anchor_at", "alias": "b"}
+    fact_values = fact_set = ""
+    if spec.has_confidence:
+        fact_values = f"""b.strength AS confidence_strength,
+               {salience_call("b.strength", emotion="0", **at)} AS stored_confidence,"""
+        fact_set = "confidence_strength = r.strength, confidence = r.stored_confidence,"
+    kept_expiry = (
+        "CASE WHEN expires_at <= %(now)s THEN NULL ELSE expires_at END AS expires_at,"
+        if spec.has_expiry
+        else ""
+    )
+    return sql(f"""
+    WITH batch AS (
+        SELECT id, policy, created_at, pinned, reinforcement AS n,
+               {spec.emotion_column or "0"} AS emotion,
+               {kept_expiry}
+               %(strength)s::float8 AS strength, %(now)s::timestamptz AS anchor_at
+        FROM {spec.name}
+        WHERE {RECOVERY_FILTER}
+        ORDER BY id LIMIT {int(batch_size)}
+        FOR UPDATE
+    ),
+    fresh AS (
+        {
+        scheduled(
+            spec,
+            f'''
+        SELECT b.*, b.anchor_at AS reference, b.pinned OR p.never_decays AS frozen,
+               {salience_call("b.strength", emotion="b.emotion", **at)} AS stored_salience,
+               {fact_values} {policy_columns("p")}
+        FROM batch AS b JOIN decay_policies AS p ON p.name = b.policy''',
+        )
+    }
+    ),
+    recovered AS (
+        UPDATE {spec.name} AS m
+        SET pruned = false, pruned_at = NULL, prune_reason = NULL, merged_into = NULL,
+            {fact_set}
+            {"expires_at = r.expires_at," if spec.has_expiry else ""}
+            strength = r.strength, salience = r.stored_salience, anchor_at = r.anchor_at,
+            due_at = r.due_at, prune_at = r.prune_at
+        FROM fresh AS r
+        WHERE m.id = r.id
+        RETURNING m.id, m.ctid AS place, m.due_at, m.prune_at
+    ),
+    hinted AS ({hint_all(spec, "recovered")})
+    SELECT id FROM recovered
+    """)
+
+
+RECORD_RECOVERY = STATEMENTS["record_recovery"]
+
+
+@cache
+def build_duplicate_groups_query(spec: TableSpec, *, by_agent: bool) -> Query:
+    """The next %(limit)s groups of live memories of one agent with one normalised
+    content (vectors: and one embedding), after the key %(after_agent)s,
+    %(after_key)s: each group's ids, the earliest first. Read through the
+    (agent_id, content_key) index, in key order, a batch at a time."""
+    agent = "AND agent_id = %(agent)s" if by_agent else ""
+    embedding = ", embedding" if spec.has_embedding else ""
+    return sql(f"""
+    SELECT agent_id, content_key, array_agg(id ORDER BY created_at, id) AS ids, count(*) AS n
+    FROM {spec.name}
+    WHERE NOT pruned AND (agent_id, content_key) > (%(after_agent)s, %(after_key)s) {agent}
+    GROUP BY agent_id, content_key{embedding}
+    HAVING count(*) > 1
+    ORDER BY agent_id, content_key
+    LIMIT %(limit)s
+    """)
+
+
+NEAR_DUPLICATES = STATEMENTS["near_duplicates"]
+
+NEAR_DUPLICATE_SEARCH_SETTINGS = "SET LOCAL hnsw.ef_search = 20"
+
+VECTOR_SOURCES = STATEMENTS["vector_sources"]
+
+
+@cache
+def build_merge_query(spec: TableSpec) -> Query:
+    """Merge groups of live memories of one agent (members %(ids)s, group numbers
+    %(groups)s) at %(now)s: the earliest of each group survives; its retrieval count
+    (and surfaced, useful, wrong counts) becomes the sum of the group's, and its curve
+    that of the member with the highest salience now, re-anchored now (its strength
+    then, its policy). The others are pruned, reason 'merged', merged_into the
+    survivor. Vectors that embedded a merged memory embed the survivor; the merged
+    memories' links move to it. The survivor is pinned if any member was. The survivor
+    is due at once (the next pass schedules it)."""
+    fact_best = ", m.confidence_strength AS conf" if spec.has_confidence else ""
+    fact_state = (
+        f", {strength_at_call('b.conf', at='%(now)s', alias='b')} AS confidence_strength"
+        if spec.has_confidence
+        else ""
+    )
+    # The survivor's stored values, from its new state (its own age and emotion).
+    new_state = {"anchor": "%(now)s", "n": "g.reinforcement", "at": "%(now)s", "policy": "gp"}
+    fact_set = (
+        f"""confidence_strength = g.confidence_strength,
+            confidence = {salience_call("g.confidence_strength", emotion="0", **new_state)},"""
+        if spec.has_confidence
+        else ""
+    )
+    repoint = (
+        f"""
+    repointed AS (
+        UPDATE memory_vectors AS v SET source_id = merged.merged_into
+        FROM merged
+        WHERE v.source_type = '{spec.name}' AND v.source_id = merged.id
+        RETURNING 1
+    ),"""
+        if spec in SOURCE_SPECS
+        else ""
+    )
+    return sql(f"""
+    WITH members AS MATERIALIZED (
+        SELECT m.id, g.n AS grp, m.agent_id, m.created_at, m.retrieval_count, m.reinforcement,
+               m.surfaced_count, m.useful_count, m.wrong_count, m.last_retrieved_at,
+               m.strength, m.anchor_at, m.pinned, m.policy{fact_best},
+               {salience_expr(spec)} AS salience_now
+        FROM unnest(%(ids)s::uuid[], %(groups)s::int[]) AS g(id, n)
+        JOIN {spec.name} AS m ON m.id = g.id
+        JOIN decay_policies AS p ON p.name = m.policy
+        WHERE NOT m.pruned
+        ORDER BY m.id
+        FOR UPDATE OF m
+    ),
+    ranked AS (
+        SELECT members.*,
+               first_value(id) OVER (PARTITION BY grp ORDER BY created_at, id) AS survivor,
+               first_value(id) OVER (PARTITION BY grp ORDER BY salience_now DESC, id) AS best,
+               count(*) OVER (PARTITION BY grp) AS size
+        FROM members
+    ),
+    groups AS (
+        SELECT r.survivor, r.grp,  -- counts summed, at most the tables' cap
+               least(sum(r.retrieval_count), {COUNT_CAP})::int AS retrieval_count,
+               least(sum(r.reinforcement), {COUNT_CAP}) AS reinforcement,
+               least(sum(r.surfaced_count), {COUNT_CAP})::int AS surfaced_count,
+               least(sum(r.useful_count), {COUNT_CAP})::int AS useful_count,
+               least(sum(r.wrong_count), {COUNT_CAP})::int AS wrong_count,
+               max(r.last_retrieved_at) AS last_retrieved_at,
+               bool_or(r.pinned) AS pinned,  -- a pin on any member stays with the memory
+               (array_agg(r.best))[1] AS best  -- one value per group
+        FROM ranked AS r WHERE r.size > 1 GROUP BY r.survivor, r.grp
+    ),
+    best AS (
+        SELECT g.*, {strength_at_call("b.strength", at="%(now)s", alias="b")} AS strength,
+               b.policy{fact_state}
+        FROM groups AS g
+        JOIN ranked AS b ON b.id = g.best
+        JOIN decay_policies AS p ON p.name = b.policy
+    ),
+    survived AS (
+        UPDATE {spec.name} AS m
+        SET retrieval_count = g.retrieval_count, reinforcement = g.reinforcement,
+            surfaced_count = g.surfaced_count,
+            useful_count = g.useful_count, wrong_count = g.wrong_count,
+            last_retrieved_at = g.last_retrieved_at, strength = g.strength, {fact_set}
+            pinned = g.pinned, policy = g.policy, anchor_at = %(now)s,
+            salience = {salience_call("g.strength", emotion=emotion_of(spec), **new_state)},
+            due_at = %(now)s, prune_at = %(now)s
+        FROM best AS g JOIN decay_policies AS gp ON gp.name = g.policy
+        WHERE m.id = g.survivor
+        RETURNING m.id, m.ctid AS place
+    ),
+    hinted AS ({hint_both_at(spec, "survived", "%(now)s")}),
+    merged AS (
+        UPDATE {spec.name} AS m
+        SET {pruned_set("merged")}, merged_into = r.survivor
+        FROM ranked AS r
+        WHERE m.id = r.id AND r.id <> r.survivor AND r.size > 1
+        RETURNING m.id, m.merged_into
+    ),{repoint}
+    moved AS (
+        INSERT INTO memory_links AS l (agent_id, a_table, a_id, b_table, b_id, weight,
+                                       weighted_at, co_retrievals, useful_count, wrong_count,
+                                       fades_at, created_at)
+        SELECT o.agent_id,
+               CASE WHEN o.survivor < o.other_id THEN '{spec.name}' ELSE o.other_table END,
+               least(o.survivor, o.other_id),
+               CASE WHEN o.survivor < o.other_id THEN o.other_table ELSE '{spec.name}' END,
+               greatest(o.survivor, o.other_id),
+               o.weight, o.weighted_at, o.co_retrievals, o.useful_count, o.wrong_count,
+               o.fades_at, o.created_at
+        FROM (
+            SELECT DISTINCT ON (least(mg.merged_into, other.id), greatest(mg.merged_into, other.id))
+                   l.agent_id, mg.merged_into AS survivor, other.id AS other_id,
+                   other.tbl AS other_table, l.weight, l.weighted_at, l.co_retrievals,
+                   l.useful_count, l.wrong_count, l.fades_at, l.created_at
+            FROM merged AS mg
+            JOIN LATERAL (
+                SELECT * FROM memory_links WHERE a_id = mg.id
+                UNION ALL
+                SELECT * FROM memory_links WHERE b_id = mg.id
+            ) AS l ON true
+            CROSS JOIN LATERAL (
+                SELECT CASE WHEN l.a_id = mg.id THEN l.b_id ELSE l.a_id END AS id,
+                       CASE WHEN l.a_id = mg.id THEN l.b_table ELSE l.a_table END AS tbl
+            ) AS other
+            WHERE other.id <> mg.merged_into
+            ORDER BY least(mg.merged_into, other.id), greatest(mg.merged_into, other.id),
+                     l.weight DESC
+        ) AS o
+        ON CONFLICT (a_id, b_id) DO UPDATE
+        SET weight = greatest(l.weight, excluded.weight),
+            weighted_at = greatest(l.weighted_at, excluded.weighted_at),
+            co_retrievals = l.co_retrievals + excluded.co_retrievals,
+            useful_count = l.useful_count + excluded.useful_count,
+            wrong_count = l.wrong_count + excluded.wrong_count,
+            fades_at = greatest(l.fades_at, excluded.fades_at)
+        RETURNING 1
+    ),
+    {_unlink("merged")}
+    SELECT (SELECT count(*) FROM survived) AS groups, (SELECT count(*) FROM merged) AS merged,
+           (SELECT count(*) FROM moved) AS links_moved
+    """)
+
+
+@cache
+def build_forget_query(spec: TableSpec) -> Query:
+    """Soft-delete live memories %(ids)s on request: reason 'manual', recoverable."""
+    return sql(f"""
+    UPDATE {spec.name}
+    SET {pruned_set("manual")}
+    WHERE id = ANY(%(ids)s::uuid[]) AND NOT pruned
+    RETURNING id
+    """)
+
+
+# Pruned rows a purge selects; each part is NULL when not given.
+PURGE_FILTER = """
+    pruned AND pruned_at < %(before)s
+    AND (%(agent)s::text IS NULL OR agent_id = %(agent)s)
+    AND (%(reason)s::text IS NULL OR prune_reason = %(reason)s)
+"""
+
+
+@cache
+def build_purge_count_query(spec: TableSpec) -> Query:
+    """What a purge would delete, by reason (a dry run)."""
+    return sql(f"""
+    SELECT prune_reason AS reason, count(*) AS n FROM {spec.name}
+    WHERE {PURGE_FILTER} GROUP BY prune_reason
+    """)
+
+
+def _unlink(rows: str) -> str:
+    """CTEs deleting the links of the memories of CTE `rows`: one index each way (an
+    array, so that the planner, which cannot know how many rows there are, probes the
+    indexes)."""
+    return f"""
+    unlinked_a AS (DELETE FROM memory_links WHERE a_id = ANY (ARRAY(SELECT id FROM {rows}))),
+    unlinked_b AS (DELETE FROM memory_links WHERE b_id = ANY (ARRAY(SELECT id FROM {rows})))"""
+
+
+@cache
+def build_purge_batch_query(spec: TableSpec, batch_size: int) -> Query:
+    """Hard-delete a batch of pruned rows selected by PURGE_FILTER (through the pruned_at
+    index, oldest first), with their links: the reasons of what was deleted. Their due
+    hints are left to drop out when popped (a hint without a row is skipped)."""
+    return sql(f"""
+    WITH gone AS (
+        DELETE FROM {spec.name} WHERE id IN (
+            SELECT id FROM {spec.name} WHERE {PURGE_FILTER}
+            ORDER BY pruned_at LIMIT {int(batch_size)})
+        RETURNING id, prune_reason
+    ),{_unlink("gone")}
+    SELECT prune_reason AS reason, count(*) AS n FROM gone GROUP BY prune_reason
+    """)
+
+
+@cache
+def build_erase_count_query(spec: TableSpec) -> Query:
+    return sql(f"SELECT count(*) FROM {spec.name} WHERE agent_id = %(agent)s")
+
+
+@cache
+def build_erase_batch_query(spec: TableSpec, batch_size: int) -> Query:
+    """Hard-delete the next batch of an agent's memories (live or pruned) after id
+    %(after)s, and their links: how many, and the last id (hints drop out as above)."""
+    return sql(f"""
+    WITH gone AS (
+        DELETE FROM {spec.name} WHERE id IN (
+            SELECT id FROM {spec.name} WHERE agent_id = %(agent)s AND id > %(after)s
+            ORDER BY id LIMIT {int(batch_size)})
+        RETURNING id
+    ),{_unlink("gone")},{_tally(spec.name)}
+    SELECT count(*) AS n, (SELECT id FROM gone ORDER BY id DESC LIMIT 1) AS last_id FROM gone
+    """)
+
+
+def _tally(key: str) -> str:
+    """A CTE adding the rows of CTE `gone` to the audit row %(run_id)s's count `key`, in
+    the transaction that deletes them: after a kill, the audit still adds up."""
+    return f"""
+    tally AS (
+        UPDATE consolidation_runs
+        SET counts = counts || jsonb_build_object(
+            '{key}', coalesce((counts ->> '{key}')::bigint, 0) + (SELECT count(*) FROM gone))
+        WHERE id = %(run_id)s
+    )"""
+
+
+ERASE_AGENT_LINKS = sql(f"""
+WITH gone AS (DELETE FROM memory_links WHERE agent_id = %(agent)s RETURNING 1),
+{_tally("memory_links")}
+SELECT count(*) FROM gone
+""")
+ERASE_AGENT_POLICY = sql(f"""
+WITH gone AS (DELETE FROM agent_policies WHERE agent_id = %(agent)s RETURNING 1),
+{_tally("agent_policies")}
+SELECT count(*) FROM gone
+""")
+UNDELETABLE_TABLES = STATEMENTS["undeletable_tables"]
+COUNT_AGENT_LINKS = STATEMENTS["count_agent_links"]
+COUNT_AGENT_POLICY = STATEMENTS["count_agent_policy"]
+START_CONSOLIDATION_RUN = STATEMENTS["start_consolidation_run"]
+FINISH_CONSOLIDATION_RUN = STATEMENTS["finish_consolidation_run"]
+RECOVERIES_OF = STATEMENTS["recoveries_of"]
+
+
+@cache
+def build_forget_agent_query(spec: TableSpec) -> Query:
+    """Soft-delete every live memory of %(agent)s on request: reason 'manual'."""
+    return sql(f"""
+    WITH gone AS (
+        UPDATE {spec.name} SET {pruned_set("manual")}
+        WHERE agent_id = %(agent)s AND NOT pruned
+        RETURNING 1
+    )
+    SELECT count(*) FROM gone
+    """)

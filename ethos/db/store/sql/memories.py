@@ -1,0 +1,201 @@
+"""The statements of memories: insert, fetch, deduplicate, list, update."""
+
+from __future__ import annotations
+
+from functools import cache
+
+from ethos.db.store.core import Query, sql, statements
+from ethos.db.store.sql.fragments import SOURCE_SPECS, UNEXPIRED, above_threshold
+from ethos.domain.tables import TableSpec
+
+# The plain statements, in the .sql file of the same name beside this one.
+STATEMENTS = statements(__file__)
+
+
+@cache
+def build_insert_query(spec: TableSpec, columns: tuple[str, ...]) -> Query:
+    """columns come from inputs.MemoryInput, a fixed set."""
+    values = ", ".join(f"%({c})s" for c in columns)
+    return sql(f"INSERT INTO {spec.name} ({', '.join(columns)}) VALUES ({values}) RETURNING id")
+
+
+@cache
+def build_fetch_memory_query(spec: TableSpec) -> Query:
+    return sql(f"SELECT * FROM {spec.name} WHERE id = %(id)s")
+
+
+@cache
+def build_count_live_query(spec: TableSpec, *, by_agent: bool) -> Query:
+    agent = "AND agent_id = %(agent)s" if by_agent else ""
+    return sql(f"SELECT count(*) FROM {spec.name} WHERE NOT pruned {agent}")
+
+
+# %(agent)s: one agent, or NULL for all.
+STATS = {
+    "counts": sql("""
+        SELECT table_name, sum(live)::bigint AS live, sum(pruned)::bigint AS pruned,
+               sum(pinned)::bigint AS pinned
+        FROM ethos_agent_counts
+        WHERE %(agent)s::text IS NULL OR agent_id = %(agent)s
+        GROUP BY table_name ORDER BY table_name
+    """),
+    "salience_by_age": sql("""
+        SELECT table_name, age_bucket, avg(salience) AS avg_salience, count(*) AS count
+        FROM ethos_memories
+        WHERE NOT pruned AND (%(agent)s::text IS NULL OR agent_id = %(agent)s)
+        GROUP BY table_name, age_bucket ORDER BY table_name, min(created_at) DESC
+    """),
+    "at_risk": sql("""
+        SELECT table_name, count(*) AS count FROM ethos_at_risk
+        WHERE %(agent)s::text IS NULL OR agent_id = %(agent)s
+        GROUP BY table_name ORDER BY table_name
+    """),
+    "most_retrieved": sql("""
+        SELECT table_name, id, agent_id, content, retrieval_count, salience
+        FROM ethos_most_retrieved WHERE %(agent)s::text IS NULL OR agent_id = %(agent)s LIMIT 5
+    """),
+    # One agent's view shows only its own sweeps, and no daemons (their ids name hosts).
+    "recent_sweeps": sql("""
+        SELECT id, trigger, status, started_at, duration_ms, scanned, updated, pruned,
+               rows_per_second
+        FROM ethos_sweep_history WHERE %(agent)s::text IS NULL OR agent_id = %(agent)s LIMIT 5
+    """),
+    "ltp": sql("""
+        SELECT daemon_id, role, ltp_backlog, ltp_dropped FROM ethos_ltp
+        WHERE %(agent)s::text IS NULL
+    """),
+    "policies": sql("""
+        SELECT table_name, policy,
+               count(*) FILTER (WHERE NOT pruned) AS live,
+               count(*) FILTER (WHERE pruned) AS pruned,
+               avg(salience) FILTER (WHERE NOT pruned) AS avg_salience
+        FROM ethos_memories
+        WHERE %(agent)s::text IS NULL OR agent_id = %(agent)s
+        GROUP BY table_name, policy ORDER BY table_name, policy
+    """),
+}
+
+
+LOCK_CONTENT = STATEMENTS["lock_content"]
+
+
+def mem0_owners(row: str) -> str:
+    """The mem0 owners of `row` (an alias): those it was added with through mem0's shape
+    (metadata.mem0, without the role of its message), else its agent's, as user_id
+    (ethos.adapters.http.owners)."""
+    kept = f"({row}.metadata -> 'mem0') - 'role'"
+    return f"coalesce({kept}, jsonb_build_object('user_id', {row}.agent_id))"
+
+
+@cache
+def build_find_duplicate_query(spec: TableSpec) -> Query:
+    """A memory of the agent with the same normalised content (a vector: and an
+    embedding at least %(near)s cosine-similar), the earliest, that is still a memory at
+    %(now)s: not pruned, not expired, not below its threshold (a sweep would prune it,
+    and the new one with it). With %(owners)s, only one of those mem0 owners exactly
+    (metadata.mem0; a memory added otherwise is its agent's, as user_id): a repeat in
+    another run or for another agent of the user is another memory."""
+    near = (
+        "AND 1 - (m.embedding <=> %(embedding)s::vector) >= %(near)s::float8"
+        if spec.has_embedding
+        else ""
+    )
+    unexpired = f"AND {UNEXPIRED}" if spec.has_expiry else ""
+    return sql(f"""
+    SELECT m.id FROM {spec.name} AS m JOIN decay_policies AS p ON p.name = m.policy
+    WHERE m.agent_id = %(agent)s AND m.content_key = ethos_content_key(%(content)s)
+      AND NOT m.pruned {unexpired} AND {above_threshold(spec)}
+      {near}
+      AND (%(owners)s::jsonb IS NULL OR {mem0_owners("m")} = %(owners)s::jsonb)
+    ORDER BY m.created_at, m.id LIMIT 1
+    """)
+
+
+@cache
+def build_raise_repeat_query(spec: TableSpec) -> Query:
+    """A repeat asks for more: the memory %(id)s becomes pinned if asked, takes the
+    metadata keys it lacks and the higher importance; what changed is returned."""
+    return sql(f"""
+    WITH old AS (
+        SELECT id, pinned, metadata, importance FROM {spec.name} WHERE id = %(id)s FOR UPDATE
+    ), new AS (
+        UPDATE {spec.name} AS m
+        SET pinned = m.pinned OR %(pinned)s,
+            metadata = %(metadata)s::jsonb || m.metadata,
+            importance = greatest(m.importance, %(importance)s::float8)
+        FROM old WHERE m.id = old.id
+        RETURNING m.pinned, m.metadata, m.importance, m.policy
+    )
+    SELECT new.policy,
+           new.pinned AND NOT old.pinned AS pinned,
+           new.metadata <> old.metadata AS metadata,
+           new.importance IS DISTINCT FROM old.importance AS importance
+    FROM new, old
+    """)
+
+
+@cache
+def build_list_memories_query(spec: TableSpec, *, pruned: bool) -> Query:
+    """Memories of %(agent)s (every agent's when NULL) holding the mem0 owners and the
+    metadata of one of %(matching)s (any when NULL), live ones newest first, pruned ones
+    most recently pruned first: %(limit)s after %(offset)s."""
+    order = "pruned_at DESC" if pruned else "created_at DESC"
+    return sql(f"""
+    SELECT * FROM {spec.name} AS m WHERE {_listed(pruned)}
+    ORDER BY {order}, id DESC
+    LIMIT %(limit)s OFFSET %(offset)s
+    """)
+
+
+@cache
+def build_count_memories_query(spec: TableSpec, *, pruned: bool) -> Query:
+    """How many memories the listing of %(agent)s and %(matching)s holds in all."""
+    return sql(f"SELECT count(*) FROM {spec.name} AS m WHERE {_listed(pruned)}")
+
+
+def _listed(pruned: bool) -> str:
+    live = "pruned" if pruned else "NOT pruned"
+    return f"""(%(agent)s::text IS NULL OR agent_id = %(agent)s) AND {live}
+      AND (%(matching)s::jsonb IS NULL OR EXISTS (
+          SELECT FROM jsonb_array_elements(%(matching)s::jsonb) AS t
+          WHERE {mem0_owners("m")} @> (t -> 'owners') AND m.metadata @> (t -> 'metadata')))"""
+
+
+AGENT_COUNTS = STATEMENTS["agent_counts"]
+PRUNED_BY_REASON = STATEMENTS["pruned_by_reason"]
+RARE_WORDS = STATEMENTS["rare_words"]
+AUTO_HALF = STATEMENTS["auto_half"]
+REVISIONS_OF = STATEMENTS["revisions_of"]
+
+
+@cache
+def build_update_memory_query(spec: TableSpec) -> Query:
+    """A live memory's text %(content)s and metadata %(metadata)s (each kept when NULL),
+    and where the table has one, its expiry %(expires_at)s (when %(expire)s), updated at
+    %(now)s; its curve and history stay. %(embedding)s, when given, is the new
+    text's: a vector's own, or that of the vector made from an episode or fact."""
+    embedding = ""
+    if spec.has_embedding:
+        embedding = "embedding = coalesce(%(embedding)s::vector, embedding),"
+    expiry = ""
+    if spec.has_expiry:
+        expiry = "expires_at = CASE WHEN %(expire)s THEN %(expires_at)s ELSE expires_at END,"
+    revector = ""
+    if spec in SOURCE_SPECS:
+        revector = f""",
+    revectored AS (
+        UPDATE memory_vectors AS v SET content = u.content, embedding = %(embedding)s::vector
+        FROM updated AS u
+        WHERE %(embedding)s::vector IS NOT NULL AND v.source_type = '{spec.name}'
+          AND v.source_id = u.id AND v.agent_id = u.agent_id AND NOT v.pruned
+    )"""
+    return sql(f"""
+    WITH updated AS (
+        UPDATE {spec.name}
+        SET content = coalesce(%(content)s, content), {embedding} {expiry}
+            metadata = coalesce(%(metadata)s::jsonb, metadata), updated_at = %(now)s
+        WHERE id = %(id)s AND NOT pruned
+        RETURNING id, agent_id, content
+    ){revector}
+    SELECT id FROM updated
+    """)

@@ -1,0 +1,474 @@
+"""The statements of search: vector and text recall, locating memories, the
+LangGraph items, vectors and their index."""
+
+from __future__ import annotations
+
+from functools import cache
+
+from ethos.db.store.core import Query, sql, statements
+from ethos.db.store.sql.fragments import (
+    UNEXPIRED,
+    above_threshold,
+    pruned_set,
+    salience_expr,
+    unexpired,
+)
+from ethos.domain.tables import EPISODES, FACTS, MEMORY_TABLES, SOURCE_TABLES, VECTORS, TableSpec
+
+# The plain statements, in the .sql file of the same name beside this one.
+STATEMENTS = statements(__file__)
+
+# Index builds get more memory than the server's default 64MB: HNSW builds are ~4x
+# faster with 1GB. `SET` takes no bind parameter; the value is a validated setting.
+INDEX_BUILD_MEMORY = "SET LOCAL maintenance_work_mem = '{memory}'"
+
+BUILD_VECTOR_INDEX = STATEMENTS["build_vector_index"]
+
+
+# Relevance leads, salience is a bounded prior: relevance × (1 + w × salience), salience in
+# [0, 1], so a memory's salience moves its score by a factor of at most 1 + w
+# (search.salience_weight; runbooks/recall.md has the figures that chose it).
+def prior(salience: str) -> str:
+    return f"(1 + %(salience_weight)s::float8 * {salience})"
+
+
+def prior_on(relevance: str, salience: str) -> str:
+    """The prior applied to a relevance that can be below 0 (a cosine): divided by it
+    there, so that salience always raises a score, by a bounded factor."""
+    return f"""CASE WHEN {relevance} >= 0 THEN {relevance} * {prior(salience)}
+                    ELSE {relevance} / {prior(salience)} END"""
+
+
+# Equal scores: the more salient first, then the newer, then by id (deterministic).
+TIE_BREAK = "salience DESC, created_at DESC, id"
+
+
+def _source_of(spec: TableSpec, vector: str) -> str:
+    """The FROM and WHERE of the live source in `spec` of the vector `vector` (alias s,
+    its policy sp): a vector with a source has no life of its own (migration 0031)."""
+    expiry = f" AND {unexpired('s')}" if spec.has_expiry else ""
+    return f"""FROM {spec.name} AS s JOIN decay_policies AS sp ON sp.name = s.policy
+               WHERE {vector}.source_type = '{spec.name}' AND s.id = {vector}.source_id
+                 AND s.agent_id = {vector}.agent_id
+                 AND NOT s.pruned{expiry} AND {above_threshold(spec, alias="s", policy="sp")}"""
+
+
+def _alive(vector: str) -> str:
+    """The vector `vector` is its own, or its source is live at %(now)s."""
+    sources = " OR ".join(f"EXISTS (SELECT {_source_of(spec, vector)})" for spec in SOURCE_TABLES)
+    return f"({vector}.source_id IS NULL OR {sources})"
+
+
+def build_search_query(*, exact: bool) -> Query:
+    """The nearest live vectors of one agent (none below its prune threshold; a vector of
+    an episode or fact lives while its source does, with its source's salience) to the
+    query centred on the agent's vectors, re-ranked by that closeness × the salience
+    prior.
+
+    Centred: the query less search.vector_centering × the mean direction of the agent's
+    vectors (migration 0030). What every memory of the agent shares (its speakers, its
+    register) then counts for none of them, and a memory near that mean (chatter) no
+    longer comes near every query. `similarity` is the plain cosine to the query;
+    `relevance`, what the ranking uses, the cosine to the centred one (below 0: less
+    related than the agent's average memory). A query that is the mean itself is not
+    centred.
+
+    Through the HNSW index, the scan is bounded (hnsw.max_scan_tuples): an agent with
+    few memories near the query can leave it short of k. `exact` then scans that
+    agent's vectors through its b-tree index instead; `+ 0` keeps the planner from
+    using the HNSW ordering for it.
+    """
+    distance = "m.embedding <=> (SELECT centred FROM query)"
+    order = f"({distance}) + 0" if exact else distance
+    return sql(f"""
+    WITH query AS MATERIALIZED (
+        SELECT CASE WHEN vector_norm(c.centred) > 1e-6 THEN c.centred ELSE q.raw END AS centred
+        FROM (SELECT %(embedding)s::vector AS raw) AS q
+        LEFT JOIN agent_vector_stats AS s ON s.agent_id = %(agent)s
+        CROSS JOIN LATERAL (
+            SELECT l2_normalize(q.raw) - s.total * array_fill(
+                       (%(centering)s::float8 / s.vectors)::real, ARRAY[vector_dims(s.total)]
+                   )::vector AS centred
+        ) AS c
+    ),
+    candidates AS MATERIALIZED (
+        SELECT m.*, {distance} AS distance
+        FROM memory_vectors AS m
+        WHERE m.agent_id = %(agent)s AND NOT m.pruned AND {UNEXPIRED}
+          AND (SELECT {above_threshold(VECTORS, policy="ap")}
+               FROM decay_policies AS ap WHERE ap.name = m.policy)
+          AND {_alive("m")}
+        ORDER BY {order}
+        LIMIT %(candidates)s
+    ),
+    ranked AS (  -- a vector of an episode or fact has its source's salience (its own is constant)
+        SELECT c.id, c.content, c.metadata, c.source_type, c.source_id, c.created_at,
+               c.updated_at,
+               1 - (c.embedding <=> %(embedding)s::vector) AS similarity,
+               1 - c.distance AS relevance,
+               CASE c.source_type
+                   WHEN 'episodic_traces' THEN {salience_expr(EPISODES, alias="e", policy="ep")}
+                   WHEN 'semantic_facts' THEN {salience_expr(FACTS, alias="f", policy="fp")}
+                   ELSE {salience_expr(VECTORS, alias="c")}
+               END AS salience,
+               coalesce(e.content, f.content) AS source_content
+        FROM candidates AS c
+        JOIN decay_policies AS p ON p.name = c.policy
+        LEFT JOIN episodic_traces AS e
+               ON c.source_type = 'episodic_traces' AND e.id = c.source_id
+              AND e.agent_id = %(agent)s
+        LEFT JOIN decay_policies AS ep ON ep.name = e.policy
+        LEFT JOIN semantic_facts AS f
+               ON c.source_type = 'semantic_facts' AND f.id = c.source_id AND f.agent_id = %(agent)s
+        LEFT JOIN decay_policies AS fp ON fp.name = f.policy
+    )
+    SELECT r.*, {prior_on("r.relevance", "r.salience")} AS score
+    FROM ranked AS r
+    ORDER BY score DESC, {TIE_BREAK}
+    LIMIT %(k)s
+    """)
+
+
+SEARCH_VECTORS = build_search_query(exact=False)
+SEARCH_VECTORS_EXACT = build_search_query(exact=True)
+
+
+# BM25's term-frequency saturation k1 and length normalisation b (Robertson & Zaragoza
+# 2009), Anserini's defaults for short texts: on LoCoMo r@10 0.627 against Lucene's
+# 1.2/0.75 at 0.617 (runbooks/recall.md).
+BM25_K1, BM25_B = 0.9, 0.4
+
+
+def _share(idf: str, tf: str, length: str) -> str:
+    """BM25's share of one lexeme of IDF `idf` held `tf` times by a text of `length`
+    (among memories of average length q.avg_length). Increasing in tf, decreasing in
+    length: at a lexeme's largest tf and smallest length it bounds every row's share."""
+    return (
+        f"{idf} * {tf} * {BM25_K1 + 1} / ({tf} + {BM25_K1} * (1 - {BM25_B} + {BM25_B}"
+        f" * {length} / q.avg_length))"
+    )
+
+
+def bm25(tsv: str) -> str:
+    """The BM25 score of the text search vector `tsv` for the query's lexemes and IDFs
+    (q.lexemes, q.idfs) and the agent's average length (q.avg_length): a term's
+    frequency is its number of positions, a text's length its distinct lexemes.
+
+    Only the query's lexemes of `tsv` are read, in the tsvector's own (sorted) order, so
+    a row's score is one sum in one order whatever the plan: the query's lexemes are
+    weighted A (a memory's own positions carry the default weight D) and kept."""
+    share = _share(
+        "q.idfs[array_position(q.lexemes, u.lexeme)]",
+        "coalesce(array_length(u.positions, 1), 1)",
+        f"ethos_text_length({tsv})",
+    )
+    return f"""(SELECT coalesce(sum({share}), 0)
+                FROM unnest(ts_filter(setweight({tsv}, 'A', q.lexemes), '{{a}}')) AS u)"""
+
+
+def _word_statistics(agent: str) -> str:
+    """The select list and FROM of the words of %(text)s as the memories of `agent` (an
+    SQL expression) see them: its distinct lexemes with their IDF among that agent's
+    memories (q.lexemes, q.idfs), and their average length (q.avg_length), as `bm25`
+    reads them; and for each lexeme the most times one memory holds it and the fewest
+    lexemes of a memory holding it (q.max_tfs, q.min_lengths; NULL: unknown)."""
+    return f"""w.lexemes, w.idfs, w.max_tfs, w.min_lengths,
+               coalesce(s.length::float8 / nullif(s.docs, 0), 1) AS avg_length
+        FROM (SELECT) AS one
+        LEFT JOIN agent_text_stats AS s ON s.agent_id = {agent}
+        CROSS JOIN LATERAL (
+            SELECT array_agg(x.lexeme) AS lexemes,
+                   array_agg(ethos_idf(coalesce(s.docs, 0), coalesce(l.docs, 0))) AS idfs,
+                   array_agg(l.max_tf) AS max_tfs, array_agg(l.min_length) AS min_lengths
+            FROM unnest(tsvector_to_array(to_tsvector(ethos_text_config(), %(text)s)))
+                 AS x (lexeme)
+            LEFT JOIN lexeme_stats AS l ON l.agent_id = {agent} AND l.lexeme = x.lexeme
+        ) AS w"""
+
+
+# The query %(text)s of agent %(agent)s: its words (any of them), the agent's lexeme, and
+# the statistics of its words among the agent's memories.
+_TEXT_QUERY = f"""q AS (
+        SELECT ethos_text_query(ethos_text_config(), %(text)s) AS words,
+               quote_literal(ethos_agent_lexeme(%(agent)s))::tsquery AS agent,
+               {_word_statistics("%(agent)s")}
+    )"""
+
+
+# MaxScore (Turtle & Flood 1995), exact: a row's BM25 share from one lexeme is at most
+# its share at the lexeme's largest tf in one memory and the shortest memory holding it
+# (lexeme_stats: bounds kept by the write path, migration 0028), and below idf × (k1 + 1)
+# whatever its tf and length (where those are unknown). The query's lexemes go to levels
+# by how common they are among the agent's memories: taking them most frequent first,
+# a lexeme is on level j while the summed bounds so far stay below REACHES[j - 1] × the
+# query's highest IDF (what a row holding the rarest lexeme once, at average length,
+# scores); the rest, and the rarest always, are on level 0. A row belongs to the lowest
+# level of the lexemes it holds, and scores below the summed bounds of its level and the
+# more common ones (the level's bound). Each table scores the rows of level 0 first; the
+# rows of each next level are read only when fewer than %(candidates)s were found so far
+# or the last of them does not score above that level's bound. Which lexemes go where
+# changes the cost, never the result (runbooks/recall.md has the figures). A bound is
+# widened by BOUND_MARGIN (relative) so that a row's sum, added in another order than
+# the bound's, cannot pass it by a rounding.
+REACHES = (1.0, 0.5)
+BOUND_MARGIN = 1e-9
+LEVELS = range(len(REACHES) + 1)
+
+_LEXEME_BOUND = f"""CASE WHEN w.max_tf IS NULL OR w.min_length IS NULL
+                    THEN w.idf * {BM25_K1 + 1}
+                    ELSE {_share("w.idf", "w.max_tf", "w.min_length")} END"""
+
+_REACHED = " + ".join(f"(w.reach < {reach} * w.top)::int" for reach in REACHES)
+
+
+def _level_words(level: int, *, rarer: bool = False) -> str:
+    """The tsquery of the lexemes on `level` (or, `rarer`, on the levels below it)."""
+    which = f"x.level < {level}" if rarer else f"x.level = {level}"
+    return f"""(SELECT string_agg(quote_literal(x.lexeme), ' | ') FILTER (WHERE {which})
+                FROM x)::tsquery AS {"rarer" if rarer else "words"}_{level}"""
+
+
+_SPLIT = f"""x AS (
+        SELECT w.lexeme, w.bound,
+               CASE WHEN w.rarest THEN 0 ELSE {_REACHED} END AS level
+        FROM (SELECT w.lexeme, w.bound, max(w.idf) OVER () AS top,
+                     sum(w.bound) OVER (ORDER BY w.idf, w.lexeme) AS reach,
+                     lead(w.lexeme) OVER (ORDER BY w.idf, w.lexeme) IS NULL AS rarest
+              FROM q, LATERAL (
+                  SELECT w.lexeme, w.idf, {_LEXEME_BOUND} AS bound
+                  FROM unnest(q.lexemes, q.idfs, q.max_tfs, q.min_lengths)
+                       AS w (lexeme, idf, max_tf, min_length)) AS w) AS w
+    ),
+    split AS (
+        SELECT {", ".join(_level_words(level) for level in LEVELS)},
+               {", ".join(_level_words(level, rarer=True) for level in LEVELS[1:])},
+               {
+    ", ".join(
+        f"(SELECT (1 + {BOUND_MARGIN}) * coalesce(sum(x.bound) FILTER"
+        f" (WHERE x.level >= {level}), 0) FROM x) AS bound_{level}"
+        for level in LEVELS[1:]
+    )
+}
+    )"""
+
+
+_ORDER = "text_rank DESC, salience DESC, created_at DESC, id"
+
+
+def _scored(spec: TableSpec, matches: str, where: str = "", *, split: bool = True) -> str:
+    """The %(candidates)s best live rows of one agent in `spec`'s table among those whose
+    text holds the tsquery `matches` (and `where`), by BM25 and the tie-breaks: every
+    row scored in full (the reference the faster recall is tested against)."""
+    only = " AND m.source_id IS NULL" if spec.has_source else ""
+    live = f" AND {UNEXPIRED}" if spec.has_expiry else ""
+    words = ", split AS s" if split else ""
+    return f"""SELECT '{spec.name}' AS table_name, m.id, m.content, m.metadata,
+                m.created_at, m.updated_at, {bm25("m.content_tsv")} AS text_rank,
+                {salience_expr(spec)} AS salience
+         FROM {spec.name} AS m JOIN decay_policies AS p ON p.name = m.policy, q{words}
+         WHERE m.content_tsv @@ ({matches} && q.agent) AND m.agent_id = %(agent)s{where}
+           AND NOT m.pruned{only}{live} AND {above_threshold(spec)}
+         ORDER BY {_ORDER}
+         LIMIT %(candidates)s"""
+
+
+def _ranked(spec: TableSpec, matches: str, where: str = "") -> str:
+    """Where each live row of one agent in `spec`'s table whose text holds the tsquery
+    `matches` (and `where`) is (its ctid: the row version this statement sees), and its
+    BM25; nothing else is computed for it."""
+    only = " AND m.source_id IS NULL" if spec.has_source else ""
+    live = f" AND {UNEXPIRED}" if spec.has_expiry else ""
+    return f"""SELECT m.ctid AS at, {bm25("m.content_tsv")} AS text_rank
+         FROM {spec.name} AS m, q, split AS s
+         WHERE m.content_tsv @@ ({matches} && q.agent) AND m.agent_id = %(agent)s{where}
+           AND NOT m.pruned{only}{live}"""
+
+
+def _best(spec: TableSpec, ranked: str) -> str:
+    """The %(candidates)s best rows of `ranked` (a relation of `_ranked`) not below their
+    prune threshold, by BM25 and the tie-breaks, as `_scored` gives them.
+
+    The threshold (a salience) is checked in BM25 order and only until %(candidates)s
+    rows pass: T, the BM25 of the last of them, is the lowest a candidate can have
+    (each row below it has %(candidates)s better). The rows at or above T are then read
+    in full and ranked with the tie-breaks; with fewer passing rows, T is the lowest of
+    them and the same holds."""
+    row = f"""{spec.name} AS m JOIN decay_policies AS p ON p.name = m.policy"""
+    return f"""SELECT '{spec.name}' AS table_name, m.id, m.content, m.metadata,
+                m.created_at, m.updated_at, r.text_rank, {salience_expr(spec)} AS salience
+         FROM {ranked} AS r JOIN {row} ON m.ctid = r.at
+         WHERE r.text_rank >= (
+                   SELECT min(b.text_rank)
+                   FROM (SELECT o.text_rank
+                         FROM (SELECT * FROM {ranked} ORDER BY text_rank DESC) AS o
+                         JOIN {row} ON m.ctid = o.at
+                         WHERE {above_threshold(spec)}
+                         ORDER BY o.text_rank DESC
+                         LIMIT %(candidates)s) AS b)
+           AND {above_threshold(spec)}
+         ORDER BY {_ORDER}
+         LIMIT %(candidates)s"""
+
+
+@cache
+def build_recall_query(tables: tuple[TableSpec, ...], *, split: bool = True) -> Query:
+    """Live memories of one agent in `tables` with any word of %(text)s (in the
+    database's text configuration), none below its prune threshold at %(now)s, ranked
+    by BM25 × the salience prior.
+
+    Each table gives its %(candidates)s best by BM25, found through its GIN index (the
+    agent's lexeme intersected with the words); vectors that embed an episode or fact
+    stand for it and are left out, as are expired ones. With `split` (MaxScore, above)
+    the rows of each level are scored only when they could be among a table's
+    candidates, and a row's salience is computed only for the best by BM25
+    (`_best`); without it, every matching row is scored in full (the same result,
+    slower: the tests' reference)."""
+    ctes, parts = [], []
+    for i, spec in enumerate(tables):
+        if not split:
+            parts.append(f"({_scored(spec, 'q.words', split=False)})")
+            continue
+        ctes.append(f"""ranked_{i}_0 AS MATERIALIZED (
+        {_ranked(spec, "s.words_0")}
+    ),
+    best_{i}_0 AS MATERIALIZED (
+        {_best(spec, f"ranked_{i}_0")}
+    )""")
+        for level in LEVELS[1:]:
+            # The rows of this level, behind an uncorrelated condition: PostgreSQL gates
+            # their scan with it (a one-time filter) and never runs it when the
+            # candidates-th row so far scores above the level's bound (no row of the
+            # level can then reach the candidates, ties included: it scores below it).
+            gate = f"""
+           AND (m.content_tsv @@ s.rarer_{level}) IS NOT TRUE
+           AND (SELECT count(*) < %(candidates)s
+                       OR min(r.text_rank) <= (SELECT bound_{level} FROM split)
+                FROM best_{i}_{level - 1} AS r)"""
+            ctes.append(f"""ranked_{i}_{level} AS MATERIALIZED (
+        {_ranked(spec, f"s.words_{level}", gate)}
+    ),
+    best_{i}_{level} AS MATERIALIZED (
+        SELECT * FROM best_{i}_{level - 1}
+        UNION ALL
+        ({_best(spec, f"ranked_{i}_{level}")})
+        ORDER BY {_ORDER}
+        LIMIT %(candidates)s
+    )""")
+        parts.append(f"(SELECT * FROM best_{i}_{LEVELS[-1]})")
+    union = "\n        UNION ALL\n        ".join(parts)
+    more = "".join(f",\n    {cte}" for cte in ([_SPLIT, *ctes] if split else []))
+    return sql(f"""
+    WITH {_TEXT_QUERY}{more},
+    found AS (
+        {union}
+    )
+    SELECT f.*, f.text_rank * {prior("f.salience")} AS score
+    FROM found AS f
+    ORDER BY score DESC, {TIE_BREAK}
+    LIMIT %(k)s
+    """)
+
+
+@cache
+def build_missing_vectors_query(spec: TableSpec, *, by_agent: bool) -> Query:
+    """The next %(limit)s live memories after %(after)s that no vector embeds."""
+    agent = "AND m.agent_id = %(agent)s" if by_agent else ""
+    return sql(f"""
+    SELECT m.id, m.content FROM {spec.name} AS m
+    WHERE NOT m.pruned AND m.id > %(after)s {agent}
+      AND NOT EXISTS (SELECT 1 FROM memory_vectors AS v
+                      WHERE v.source_type = '{spec.name}' AND v.source_id = m.id
+                        AND v.agent_id = m.agent_id)
+    ORDER BY m.id
+    LIMIT %(limit)s
+    """)
+
+
+# Which table each of %(ids)s is in (ids are unique across the memory tables), and whose.
+LOCATE_MEMORIES = sql(
+    "\nUNION ALL\n".join(
+        f"SELECT '{spec.name}' AS table_name, id, agent_id FROM {spec.name}"
+        " WHERE id = ANY(%(ids)s::uuid[])"
+        for spec in MEMORY_TABLES
+    )
+)
+
+
+# A live, unexpired item of one namespace (agent) by its key.
+_ITEM_LIVE = f"NOT m.pruned AND {UNEXPIRED}"
+
+GET_ITEM = sql(f"""
+SELECT m.id, m.agent_id, m.client_key, m.metadata, m.created_at,
+       coalesce(m.updated_at, m.created_at) AS updated_at
+FROM semantic_facts AS m
+WHERE m.agent_id = %(agent)s AND m.client_key = %(key)s AND {_ITEM_LIVE}
+""")
+
+# An expired item under the key, pruned (reason expired) before a put: its key is free.
+EXPIRE_ITEM = sql(f"""
+UPDATE semantic_facts
+SET {pruned_set("expired")}
+WHERE agent_id = %(agent)s AND client_key = %(key)s AND NOT pruned AND expires_at <= %(now)s
+""")
+
+PUT_ITEM = STATEMENTS["put_item"]
+PUT_ITEM_VECTOR = STATEMENTS["put_item_vector"]
+REFRESH_ITEM_TTLS = STATEMENTS["refresh_item_ttls"]
+
+# An item deleted: a soft delete, reason manual, recoverable.
+DELETE_ITEM = sql(f"""
+UPDATE semantic_facts
+SET {pruned_set("manual")}
+WHERE agent_id = %(agent)s AND client_key = %(key)s AND NOT pruned
+RETURNING id
+""")
+
+
+def build_search_items_query(*, ranked_by: str | None) -> Query:
+    """Live, unexpired items under the namespace %(prefix)s (the agent itself, or any
+    agent under it: "prefix.…"; all with an empty prefix), passing the filter (containment
+    %(contains)s and the jsonpath %(path)s over %(vars)s), in the order LangGraph
+    documents: most recently updated first without a query; with one, by similarity
+    (ranked_by "vector": to %(embedding)s) or BM25 ("text": of %(text)s), times the
+    salience prior; none below its prune threshold. %(limit)s after %(offset)s. With a
+    query every item is returned, as LangGraph's stores do (without an index, or for items
+    put without a vector): those matched first, scored, then the others newest first. The
+    score of a vector match is LangGraph's, the cosine similarity (1: the same direction),
+    not the rank × salience that orders it; of a text match, its rank."""
+    join, score, rank = "", "NULL::float8", ""
+    order = newest = "coalesce(m.updated_at, m.created_at) DESC, m.id"
+    salience = prior(salience_expr(FACTS))
+    if ranked_by == "vector":
+        join = """LEFT JOIN memory_vectors AS v
+              ON v.source_type = 'semantic_facts' AND v.source_id = m.id
+             AND v.agent_id = m.agent_id AND NOT v.pruned"""
+        score = "1 - (v.embedding <=> %(embedding)s::vector)"
+        rank = f"({score}) * {salience}"
+    elif ranked_by == "text":  # BM25 as recall ranks, each item among its own agent's
+        score = rank = (
+            f"CASE WHEN m.content_tsv @@ t.words THEN {bm25('m.content_tsv')} * {salience} END"
+        )
+        join = f"""CROSS JOIN (SELECT ethos_text_query(ethos_text_config(), %(text)s) AS words) AS t
+    CROSS JOIN LATERAL (SELECT {_word_statistics("m.agent_id")}) AS q"""
+    if rank:
+        order = f"{rank} DESC NULLS LAST, {newest}"  # PostgreSQL reuses a selected score
+    return sql(f"""
+    SELECT m.id, m.agent_id, m.client_key, m.metadata, m.created_at,
+           coalesce(m.updated_at, m.created_at) AS updated_at, {score} AS score
+    FROM semantic_facts AS m JOIN decay_policies AS p ON p.name = m.policy
+    {join}
+    WHERE (m.agent_id = %(prefix)s OR starts_with(m.agent_id, %(prefix)s || '.')
+           OR %(prefix)s = '')
+      AND m.client_key IS NOT NULL AND {_ITEM_LIVE} AND {above_threshold(FACTS)}
+      AND m.metadata @> %(contains)s::jsonb
+      AND jsonb_path_match(m.metadata, %(path)s::jsonpath, %(vars)s::jsonb)
+    ORDER BY {order}
+    LIMIT %(limit)s OFFSET %(offset)s
+    """)
+
+
+SEARCH_ITEMS = build_search_items_query(ranked_by=None)
+SEARCH_ITEMS_BY_VECTOR = build_search_items_query(ranked_by="vector")
+SEARCH_ITEMS_BY_TEXT = build_search_items_query(ranked_by="text")
+
+ITEM_NAMESPACES = STATEMENTS["item_namespaces"]

@@ -1,0 +1,218 @@
+"""The sweep: keyset batches, due batches on a sweeper's slices (SweepWorker), the
+due count, and the sweep runs' audit rows."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import asyncpg
+
+from ethos.db.store.core import Query, Row, StoreCore, translated
+from ethos.db.store.sql.fragments import MAX_ID, NIL_ID
+from ethos.db.store.sql.sweep import (
+    FINISH_SWEEP_RUN,
+    HINT_HORIZON,
+    LAST_SWEEP_FINISHED,
+    PRUNE_SLICE_LOCK_CLASS,
+    PRUNED_AT,
+    START_SWEEP_RUN,
+    SWEEP_SLICE_LOCK_CLASS,
+    TRY_SLICE_LOCKS,
+    UNLOCK_SLICES,
+    build_count_due_query,
+    build_drop_hints_query,
+    build_due_batch_query,
+    build_due_share_query,
+    build_split_query,
+    build_sweep_batch_query,
+)
+from ethos.domain.tables import TableSpec
+
+
+class SweepStore(StoreCore):
+    """Store's sweep: batches, sweepers' slices, the due count, sweep runs."""
+
+    async def sweep_batch(
+        self,
+        spec: TableSpec,
+        *,
+        now: datetime,
+        tolerance: float,
+        after: uuid.UUID | None,
+        upto: uuid.UUID | None = None,
+        limit: int,
+        agent: str | None,
+        dry_run: bool,
+    ) -> BatchResult:
+        """One keyset batch after `after` (up to `upto`), in its own transaction."""
+        await self.check_table(spec)
+        query = build_sweep_batch_query(
+            spec, by_agent=agent is not None, dry_run=dry_run, batch_size=limit
+        )
+        values = {
+            "now": now,
+            "tolerance": tolerance,
+            "after": after or uuid.UUID(NIL_ID),
+            "upto": upto or uuid.UUID(MAX_ID),
+            "agent": agent,
+        }
+        with translated():
+            row = await self._sweep_pool.fetchrow(query.text, *query.args(values))
+        return BatchResult(
+            row["last_id"], row["scanned"], row["updated"], row["pruned"], row["expired"]
+        )
+
+    async def split_ids(self, spec: TableSpec, parts: int) -> list[uuid.UUID]:
+        """Ids that cut the live rows of a table into `parts` ranges of about equal
+        size, from a sample of some SAMPLE_PAGES pages (every row of a small table); none
+        for one part or an empty table."""
+        await self.check_table(spec)
+        if parts < 2:
+            return []
+        cuts: list[uuid.UUID] | None = await self._fetchval(
+            build_split_query(spec), fractions=[i / parts for i in range(1, parts)]
+        )
+        return sorted(set(cuts or []))
+
+    async def due_share(self, spec: TableSpec, now: datetime) -> float | None:
+        """The share of a table's live rows due at `now`, in a sample of some
+        SAMPLE_PAGES pages (None for an empty sample)."""
+        await self.check_table(spec)
+        share: float | None = await self._fetchval(build_due_share_query(spec), now=now)
+        return share
+
+    async def hint_horizon(self) -> str:
+        """The oldest transaction still running (xid8, as text): before a full sweep of
+        a table reads it."""
+        horizon: str = await self._fetchval(HINT_HORIZON)
+        return horizon
+
+    async def drop_hints_before(self, spec: TableSpec, horizon: str) -> int:
+        """After a full sweep of the whole table from `horizon`: drop the hints it
+        superseded. How many it dropped."""
+        await self.check_table(spec)
+        query = build_drop_hints_query(spec)
+        with translated():
+            status = await self._sweep_pool.execute(query.text, *query.args({"horizon": horizon}))
+        return int(status.split()[-1])
+
+    @asynccontextmanager
+    async def sweep_worker(
+        self, slices: Sequence[int], *, prune: bool
+    ) -> AsyncIterator[SweepWorker]:
+        """A connection of the sweep pool, holding those of `slices` that no other
+        sweeper of the same kind (refresh, or prune) holds, by a session-level advisory
+        lock each, until the block ends."""
+        with translated():
+            async with self._sweep_pool.acquire() as conn:
+                worker = SweepWorker(
+                    conn,
+                    self,
+                    PRUNE_SLICE_LOCK_CLASS if prune else SWEEP_SLICE_LOCK_CLASS,
+                )
+                try:
+                    worker.slices = list(await worker.run(TRY_SLICE_LOCKS, slices=list(slices)))
+                    yield worker
+                finally:
+                    if not conn.is_closed():
+                        await worker.run(UNLOCK_SLICES, slices=worker.slices)
+
+    async def count_due(self, spec: TableSpec, now: datetime, *, prune: bool) -> int:
+        await self.check_table(spec)
+        count: int = await self._fetchval(build_count_due_query(spec, prune=prune), now=now)
+        return count
+
+    async def start_sweep_run(
+        self, trigger: str, mode: str, now: datetime, agent: str | None, daemon_id: str | None
+    ) -> int:
+        await self.interrupt_orphaned_runs()
+        run_id: int = await self._fetchval(
+            START_SWEEP_RUN,
+            trigger=trigger,
+            mode=mode,
+            now=now,
+            agent=agent,
+            daemon_id=daemon_id,
+        )
+        return run_id
+
+    async def finish_sweep_run(
+        self,
+        run_id: int,
+        *,
+        status: str,
+        totals: tuple[int, int, int],
+        tables: dict[str, Any],
+        error: str | None,
+    ) -> None:
+        scanned, updated, pruned = totals
+        await self._fetchval(
+            FINISH_SWEEP_RUN,
+            id=run_id,
+            status=status,
+            scanned=scanned,
+            updated=updated,
+            pruned=pruned,
+            tables=json.dumps(tables),
+            error=error,
+        )
+
+    async def last_sweep_finished(self) -> datetime | None:
+        value: datetime | None = await self._fetchval(LAST_SWEEP_FINISHED)
+        return value
+
+    async def pruned_at(self, agent: str, at: datetime) -> list[Row]:
+        """The memories of an agent that a sweep at `at` pruned."""
+        return await self._fetch(PRUNED_AT, agent=agent, at=at)
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    last_id: uuid.UUID | None  # full sweeps: where the next batch starts
+    scanned: int
+    updated: int
+    pruned: int
+    expired: int  # of the pruned, by expires_at (the others by decay)
+    popped: int = 0  # due sweeps: hints taken (0: nothing left in these slices)
+    visited: int = 0  # due sweeps: rows of those hints looked at (due or not)
+
+
+class SweepWorker:
+    """One sweeper's connection and the slices it holds: what a due sweep runs on."""
+
+    def __init__(self, conn: asyncpg.Connection, store: StoreCore, lock_class: int) -> None:
+        self._conn = conn
+        self._store = store
+        self._lock_class = lock_class
+        self.slices: list[int] = []
+
+    async def run(self, query: Query, **values: Any) -> Any:
+        with translated():
+            return await self._conn.fetchval(
+                query.text, *query.args({**values, "class": self._lock_class})
+            )
+
+    async def due_batch(
+        self, spec: TableSpec, *, now: datetime, tolerance: float, prune: bool, limit: int
+    ) -> BatchResult:
+        """One batch of due rows of this worker's slices, in its own transaction."""
+        await self._store.check_table(spec)
+        query = build_due_batch_query(spec, prune=prune, batch_size=limit)
+        values = {"now": now, "tolerance": tolerance, "slices": self.slices}
+        with translated():
+            row = await self._conn.fetchrow(query.text, *query.args(values))
+        return BatchResult(
+            None,
+            row["scanned"],
+            row["updated"],
+            row["pruned"],
+            row["expired"],
+            row["popped"],
+            row["visited"],
+        )

@@ -1,0 +1,1 @@
+"""The pure domain: decay math, policies, tables, inputs, roles' plan: no I/O."""

@@ -1,0 +1,237 @@
+"""The database roles ethos runs as, with exactly the rights each needs (`ethos roles`).
+
+- **app**: everything but hard deletes: adds, search and recall, sweeps, LTP and the
+  queue of retrievals recorded from SQL, feedback, consolidation merges, forget,
+  recover. It cannot DELETE a memory, cannot change a memory's id, agent or creation
+  moment (column privileges), and can replace a text only as migration 0022 allows: the
+  old one stays in memory_revisions, which it cannot write. Audit rows (sweep_runs,
+  consolidation_runs, recoveries) it may add and finish, never rewrite or delete.
+- **eraser**: the app's rights and DELETE of memories: `ethos purge`, `ethos erase`.
+- **agent roles** (optional): one database role per agent that connects with its own
+  credentials. Row-level security on the memory tables, links, policies, revisions and
+  term statistics lets such a role see, add and change only the rows of the agents it
+  speaks for
+  (ethos_agent_roles), even in hand-written SQL; the app and eraser see every row.
+
+The plan is computed here from role names and the memory tables' columns (pure); the
+store applies it in one transaction, revoking first so the grants are exactly these, and
+writes which agents each agent role speaks for. Role names are checked against a strict
+pattern before they reach a statement (DDL takes no parameters).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence, Set
+from dataclasses import dataclass
+
+from ethos.domain.errors import InputError
+from ethos.domain.tables import MEMORY_TABLES
+
+# The columns no role but the owner changes: a memory's identity.
+FIXED_COLUMNS = ("id", "agent_id", "created_at")
+
+_DUE = tuple(f"{spec.name}_due" for spec in MEMORY_TABLES)
+# Write rights by table; every other table and view is read-only (SELECT). Derived data
+# the engine keeps and drops: tiers replaced on open, per-agent policies, the sweep's
+# schedule, links, retrievals recorded from SQL (popped FOR UPDATE). Runs: finished
+# rows are final (a trigger, migration 0022).
+APP_WRITES: Mapping[str, str] = {
+    **dict.fromkeys(
+        ("importance_tiers", "agent_policies", "memory_links", "retrieval_queue", *_DUE),
+        "SELECT, INSERT, UPDATE, DELETE",
+    ),
+    **dict.fromkeys(
+        (
+            "decay_policies",
+            "ethos_settings",
+            "daemons",
+            "retrieval_activity",
+            "sweep_runs",
+            "consolidation_runs",
+        ),
+        "SELECT, INSERT, UPDATE",
+    ),
+    "recoveries": "SELECT, INSERT",
+    "retrieval_dead_letters": "SELECT, INSERT",  # events the database refused for good
+    "ltp_flushes": "SELECT, INSERT, DELETE",  # receipts, aged out daily
+}
+ERASER_DELETES = tuple(spec.name for spec in MEMORY_TABLES)
+# Agent roles: what an agent's own connection may touch, under row-level security.
+AGENT_READS = ("decay_policies", "importance_tiers", "ethos_settings")
+# SELECT, own rows. The term statistics too: the insert trigger reads the writer's
+# counts for automatic importance (on by default), and another agent's words are its own;
+# so are its vectors' mean direction, which search centres the query on.
+AGENT_ROWS = (
+    "memory_links",
+    "agent_policies",
+    "memory_revisions",
+    "lexeme_stats",
+    "agent_text_stats",
+    "agent_vector_stats",
+)
+# Row-level security's tables: the memories and everything keyed by their agent.
+ROW_LEVEL = (*(spec.name for spec in MEMORY_TABLES), *AGENT_ROWS)
+OWN = "agent_id = ANY (ethos_own_agents())"
+# The durable queue has no agent: an agent role may queue events of the memories it sees,
+# at a moment that has come (what ethos_record_retrieval checks, also for a plain INSERT).
+QUEUE_CHECK = (
+    "ethos_memory_is_visible(table_name, memory_id) AND at <= now() + interval '5 minutes'"
+)
+
+NOT_AHEAD = "anchor_at <= now() + interval '5 minutes'"
+
+_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+
+
+def _role(name: str, what: str) -> str:
+    if not _NAME.match(name):
+        raise InputError(
+            f"{what}: {name!r} is not a role name ethos makes (lower-case letters, digits and _,"
+            " starting with a letter or _, at most 63)"
+        )
+    return name
+
+
+@dataclass(frozen=True)
+class Roles:
+    """The roles to make: app, eraser, and each agent role with the agents it speaks for."""
+
+    app: str
+    eraser: str
+    agents: tuple[tuple[str, str], ...] = ()  # (role, agent id)
+
+    def __post_init__(self) -> None:
+        _role(self.app, "`app`")
+        _role(self.eraser, "`eraser`")
+        for role, agent in self.agents:
+            _role(role, "`agents`")
+            if not agent:
+                raise InputError(f"`agents`: role {role} needs the agent it speaks for")
+        if self.app == self.eraser or self.app in self.agent_roles:
+            raise InputError("`app`, `eraser` and `agents` need different roles")
+
+    @property
+    def agent_roles(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(role for role, _ in self.agents))
+
+    @property
+    def agents_group(self) -> str:
+        """The group every agent role is a member of; the row policies name it."""
+        return f"{self.app}_agents"
+
+
+def parse_agent_role(value: str) -> tuple[str, str]:
+    role, sep, agent = value.partition("=")
+    if not sep:
+        raise InputError(f"`agents`: {value!r} is not ROLE=AGENT (the agent it speaks for)")
+    return role, agent
+
+
+def plan(
+    roles: Roles,
+    database: str,
+    columns: Mapping[str, Sequence[str]],
+    existing: Set[str],
+    former: Set[str] = frozenset(),
+) -> list[str]:
+    """The statements that make the roles have exactly their rights, from any state an
+    earlier run left. `columns`: each memory table's columns (the app may update all but
+    FIXED_COLUMNS); `existing`: the roles there already, which keep their password and
+    attributes; `former`: the agent roles there are now (members of the agents' group,
+    or named in ethos_agent_roles): those not named again lose every right."""
+    app, eraser, group = roles.app, roles.eraser, roles.agents_group
+    every = (app, eraser, group, *roles.agent_roles)
+    dropped = sorted(former - {*roles.agent_roles, app, eraser, group})
+    out = [
+        f"CREATE ROLE {role} {'NOLOGIN' if role == group else 'LOGIN'}"
+        for role in every
+        if role not in existing
+    ]
+    db = _quoted(database)
+    for role in dropped:
+        out += [
+            f"REVOKE {group} FROM {_quoted(role)}",
+            f"REVOKE ALL ON ALL TABLES IN SCHEMA public FROM {_quoted(role)}",
+            f"REVOKE ALL ON ALL SEQUENCES IN SCHEMA public FROM {_quoted(role)}",
+        ]
+    for role in every:
+        out += [
+            f"REVOKE ALL ON ALL TABLES IN SCHEMA public FROM {role}",
+            f"REVOKE ALL ON ALL SEQUENCES IN SCHEMA public FROM {role}",
+            f"GRANT CONNECT ON DATABASE {db} TO {role}",
+            f"GRANT USAGE ON SCHEMA public TO {role}",
+        ]
+    out += [
+        f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {app}",  # and the ethos_* views
+        f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO {app}",
+        *(f"GRANT {rights} ON {table} TO {app}" for table, rights in APP_WRITES.items()),
+        *_memory_writes("INSERT", app, columns),
+        f"GRANT {app} TO {eraser}",
+        f"GRANT DELETE ON {', '.join(ERASER_DELETES)} TO {eraser}",
+    ]
+    if not roles.agents:  # row-level security off: the group must hold nothing
+        return out + _no_row_level()
+    return [
+        *out,
+        *(f"GRANT {group} TO {role}" for role in roles.agent_roles),
+        f"GRANT SELECT ON {', '.join((*AGENT_READS, *AGENT_ROWS))} TO {group}",
+        f"GRANT INSERT ON retrieval_queue TO {group}",  # under QUEUE_CHECK
+        f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO {group}",
+        *_memory_writes("SELECT, INSERT", group, columns),
+        *_row_level(roles),
+    ]
+
+
+def _memory_writes(rights: str, role: str, columns: Mapping[str, Sequence[str]]) -> list[str]:
+    """`rights` and UPDATE of every column but a memory's identity, on each memory table."""
+    out = []
+    for spec in MEMORY_TABLES:
+        writable = ", ".join(c for c in columns[spec.name] if c not in FIXED_COLUMNS)
+        out.append(f"GRANT {rights}, UPDATE ({writable}) ON {spec.name} TO {role}")
+    return out
+
+
+def _row_level(roles: Roles) -> list[str]:
+    """Row security on: the app (and the eraser, its member) sees every row; an agent
+    role only its agents' rows, in reads and writes alike."""
+    out = _no_row_level()
+    for table in (*ROW_LEVEL, "retrieval_queue"):
+        out += [
+            f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY",
+            f"CREATE POLICY ethos_service ON {table} TO {roles.app} USING (true) WITH CHECK (true)",
+        ]
+    out += [
+        f"CREATE POLICY ethos_agent ON {table} TO {roles.agents_group} USING ({OWN})"
+        f" WITH CHECK ({OWN})"
+        for table in ROW_LEVEL
+    ]
+    # An agent's memory starts when it is written (an anchor ahead would hold it at full
+    # strength until then); the app may date a memory as its source did.
+    out += [
+        f"CREATE POLICY ethos_agent_memory_starts_when_written ON {spec.name} AS RESTRICTIVE"
+        f" FOR INSERT TO {roles.agents_group} WITH CHECK ({NOT_AHEAD})"
+        for spec in MEMORY_TABLES
+    ]
+    out.append(
+        f"CREATE POLICY ethos_agent ON retrieval_queue FOR INSERT TO {roles.agents_group}"
+        f" WITH CHECK ({QUEUE_CHECK})"
+    )
+    return out
+
+
+def _no_row_level() -> list[str]:
+    return [
+        statement
+        for table in (*ROW_LEVEL, "retrieval_queue")
+        for statement in (
+            f"DROP POLICY IF EXISTS ethos_service ON {table}",
+            f"DROP POLICY IF EXISTS ethos_agent ON {table}",
+            f"DROP POLICY IF EXISTS ethos_agent_memory_starts_when_written ON {table}",
+            f"ALTER TABLE {table} DISABLE ROW LEVEL SECURITY",
+        )
+    ]
+
+
+def _quoted(identifier: str) -> str:
+    return '"' + identifier.replace('"', '""') + '"'

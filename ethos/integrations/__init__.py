@@ -1,1 +1,0 @@
-"""Integrations with other projects, each behind an optional extra."""

@@ -1,0 +1,320 @@
+"""Consolidation beyond decay: merging duplicates, forgetting on request, purging old
+tombstones, erasing an agent. Each of these loses information, so each is explicit,
+audited in consolidation_runs (counts only, never content), previewable with a dry run,
+and done in set-based batches, each its own transaction (an interrupted erase or purge
+resumes where it stopped when run again)."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections import defaultdict
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+import structlog
+
+from ethos.db.store import Store
+from ethos.domain.errors import DatabaseError, InputError
+from ethos.domain.tables import MEMORY_TABLES, PRUNE_REASONS, VECTORS, TableSpec, table_spec
+from ethos.settings import Settings
+
+log = structlog.get_logger("ethos.services.consolidation")
+
+# Groups of duplicates merged per statement.
+MERGE_BATCH = 500
+# Vectors looked at per near-duplicate statement (each through the HNSW index).
+NEAR_BATCH = 200
+
+
+@dataclass
+class ConsolidationReport:
+    kind: str
+    now: datetime
+    dry_run: bool
+    counts: dict[str, Any] = field(default_factory=dict)
+    run_id: int | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "now": self.now.isoformat(),
+            "dry_run": self.dry_run,
+            "counts": self.counts,
+            "run_id": self.run_id,
+        }
+
+
+@asynccontextmanager
+async def audited(
+    store: Store, report: ConsolidationReport, trigger: str, selector: dict[str, Any]
+) -> AsyncIterator[None]:
+    """An audit row for a run that changes something: written before it starts and
+    finished whatever happens (shielded, so a cancelled run is recorded too)."""
+    if report.dry_run:
+        yield
+        return
+    report.run_id = await store.start_consolidation_run(report.kind, trigger, report.now, selector)
+    status, error = "completed", None
+    try:
+        yield
+    except BaseException as exc:
+        status = "interrupted" if isinstance(exc, asyncio.CancelledError) else "failed"
+        error = f"{type(exc).__name__}: {exc}"
+        raise
+    finally:
+        await asyncio.shield(
+            store.finish_consolidation_run(
+                report.run_id, status=status, counts=report.counts, error=error
+            )
+        )
+        log.info(f"consolidation_{report.kind}", status=status, run_id=report.run_id,
+                 counts=report.counts)  # fmt: skip
+
+
+async def merge_duplicates(
+    store: Store,
+    settings: Settings,
+    *,
+    now: datetime,
+    tables: Sequence[TableSpec] = MEMORY_TABLES,
+    agent: str | None = None,
+    near: bool = False,
+    dry_run: bool = False,
+    trigger: str,
+) -> ConsolidationReport:
+    """Exact duplicates (one agent, one normalised content; vectors: one embedding) in
+    every table given that [dedup] tables names (in the others one event may happen
+    twice), then (near) near-duplicate vectors: each group merged into its earliest
+    member."""
+    tables = [spec for spec in tables if spec.alias in settings.dedup.tables]
+    report = ConsolidationReport("merge", now, dry_run)
+    selector = {"tables": [s.name for s in tables], "agent": agent, "near": near}
+    async with audited(store, report, trigger, selector):
+        for spec in tables:
+            report.counts[spec.name] = await _merge_exact(store, spec, agent, now, dry_run)
+        if near and VECTORS in tables:
+            report.counts["near"] = await _merge_near(store, settings, agent, now, dry_run)
+    return report
+
+
+async def _merge_exact(
+    store: Store, spec: TableSpec, agent: str | None, now: datetime, dry_run: bool
+) -> dict[str, int]:
+    counts = {"scanned_groups": 0, "groups": 0, "merged": 0, "links_moved": 0}
+    after = ("", uuid.UUID(int=0))
+    while True:
+        groups = await store.duplicate_groups(spec, agent, after, MERGE_BATCH)
+        if not groups:
+            return counts
+        after = (groups[-1]["agent_id"], groups[-1]["content_key"])
+        counts["scanned_groups"] += len(groups)
+        if dry_run:
+            counts["groups"] += len(groups)
+            counts["merged"] += sum(g["n"] - 1 for g in groups)
+        else:
+            await _merge_groups(store, spec, [g["ids"] for g in groups], now, counts)
+        if len(groups) < MERGE_BATCH:
+            return counts
+
+
+async def _merge_groups(
+    store: Store,
+    spec: TableSpec,
+    groups: Sequence[Sequence[uuid.UUID]],
+    now: datetime,
+    counts: dict[str, int],
+) -> None:
+    ids = [memory_id for group in groups for memory_id in group]
+    numbers = [n for n, group in enumerate(groups) for _ in group]
+    done = await store.merge(spec, ids, numbers, now)
+    counts["groups"] += done["groups"]
+    counts["merged"] += done["merged"]
+    counts["links_moved"] += done["links_moved"]
+
+
+async def _merge_near(
+    store: Store, settings: Settings, agent: str | None, now: datetime, dry_run: bool
+) -> dict[str, int]:
+    """Near-duplicate vectors (cosine >= dedup.near_threshold), found batch by batch
+    through the HNSW index, grouped (a chain of near pairs is one group) and merged;
+    where a group's vectors embed rows of one table, those rows merge too."""
+    threshold = settings.dedup.near_threshold
+    parent: dict[uuid.UUID, uuid.UUID] = {}
+
+    def root(x: uuid.UUID) -> uuid.UUID:
+        while parent.get(x, x) != x:
+            parent[x] = parent.get(parent[x], parent[x])
+            x = parent[x]
+        return x
+
+    after = uuid.UUID(int=0)
+    while True:
+        rows = await store.near_duplicates(agent, after, NEAR_BATCH, threshold)
+        if not rows:
+            break
+        for row in rows:
+            if row["other"] is not None:
+                a, b = root(row["id"]), root(row["other"])
+                parent.setdefault(a, a)
+                parent.setdefault(b, b)
+                if a != b:
+                    parent[max(a, b)] = min(a, b)
+        after = rows[0]["last_id"]
+    groups: dict[uuid.UUID, list[uuid.UUID]] = defaultdict(list)
+    for member in parent:
+        groups[root(member)].append(member)
+    found = [sorted(g) for g in groups.values() if len(g) > 1]
+    counts = {"groups": len(found), "merged": sum(len(g) - 1 for g in found)}
+    if dry_run or not found:
+        return counts
+    counts = {"groups": 0, "merged": 0, "links_moved": 0}
+    for start in range(0, len(found), MERGE_BATCH):
+        await _merge_groups(store, VECTORS, found[start : start + MERGE_BATCH], now, counts)
+    # The rows the merged vectors embedded: one group per group of vectors and table.
+    sources = {
+        row["id"]: (row["source_type"], row["source_id"])
+        for row in await store.vector_sources([m for g in found for m in g])
+    }
+    by_table: dict[str, list[list[uuid.UUID]]] = defaultdict(list)
+    for group in found:
+        embedded: dict[str, set[uuid.UUID]] = defaultdict(set)
+        for member in group:
+            if member in sources:
+                table, source_id = sources[member]
+                embedded[table].add(source_id)
+        for table, ids in embedded.items():
+            if len(ids) > 1:
+                by_table[table].append(sorted(ids))
+    for table, source_groups in by_table.items():
+        source_counts = {"groups": 0, "merged": 0, "links_moved": 0}
+        await _merge_groups(store, table_spec(table), source_groups, now, source_counts)
+        counts[f"{table}_merged"] = source_counts["merged"]
+    return counts
+
+
+async def forget(
+    store: Store,
+    spec: TableSpec,
+    ids: Sequence[uuid.UUID],
+    *,
+    now: datetime,
+    trigger: str,
+) -> ConsolidationReport:
+    """Soft-delete on request: reason 'manual', recoverable. Every id must be a live
+    memory of the table, or nothing changes."""
+    states = await store.id_states(spec, list(ids))
+    unknown = [str(i) for i in ids if i not in states]
+    if unknown:
+        raise InputError(f"no {spec.name} row with id {', '.join(unknown)}")
+    gone = [str(i) for i in ids if states[i]]
+    if gone:
+        raise InputError(f"already pruned: {', '.join(gone)}")
+    report = ConsolidationReport("forget", now, False)
+    async with audited(store, report, trigger, {"table": spec.name, "count": len(ids)}):
+        forgotten = await store.forget(spec, list(ids), now)
+        report.counts[spec.name] = {"manual": len(forgotten)}
+    return report
+
+
+async def forget_agent(
+    store: Store, agent: str, *, now: datetime, trigger: str
+) -> ConsolidationReport:
+    """Soft-delete every live memory of one agent on request: reason 'manual',
+    recoverable (`recover --agent`). An agent with none forgets nothing."""
+    report = ConsolidationReport("forget", now, False)
+    async with audited(store, report, trigger, {"agent": agent}):
+        for spec in MEMORY_TABLES:
+            report.counts[spec.name] = {"manual": await store.forget_agent(spec, agent, now)}
+    return report
+
+
+async def purge(
+    store: Store,
+    settings: Settings,
+    *,
+    pruned_before: datetime,
+    now: datetime,
+    tables: Sequence[TableSpec] = MEMORY_TABLES,
+    agent: str | None = None,
+    reason: str | None = None,
+    dry_run: bool = False,
+    trigger: str,
+) -> ConsolidationReport:
+    """Hard-delete memories pruned before `pruned_before` (of one agent, for one reason,
+    if given), with their links and hints; counts per table and reason."""
+    if pruned_before > now:
+        raise InputError("`pruned_before` must not be after now")
+    if reason is not None and reason not in PRUNE_REASONS:
+        raise InputError(f"`reason` must be one of {', '.join(PRUNE_REASONS)} (got {reason!r})")
+    report = ConsolidationReport("purge", now, dry_run)
+    selector = {"pruned_before": pruned_before.isoformat(), "agent": agent, "reason": reason,
+                "tables": [s.name for s in tables]}  # fmt: skip
+    binds = {"before": pruned_before, "agent": agent, "reason": reason}
+    limit = settings.decay.batch_size
+    async with audited(store, report, trigger, selector):
+        for spec in tables:
+            counts: dict[str, int] = defaultdict(int)
+            report.counts[spec.name] = counts
+            while True:
+                batch = await store.purge(spec, binds, limit=limit, dry_run=dry_run)
+                for why, n in batch.items():
+                    counts[why] += n
+                if dry_run or sum(batch.values()) < limit:
+                    break
+            report.counts[spec.name] = dict(counts)
+    return report
+
+
+async def erase(
+    store: Store,
+    settings: Settings,
+    agent: str,
+    *,
+    now: datetime,
+    dry_run: bool,
+    trigger: str,
+) -> ConsolidationReport:
+    """Hard-delete everything of one agent: its memories in every table (live or
+    pruned), their hints and links, its policy assignment. In batches: interrupted, it
+    resumes when run again, and each batch is counted in the audit row as it commits.
+    A role that may not delete from every table it would touch is refused before
+    anything is deleted (the audit row: failed, nothing counted)."""
+    if not isinstance(agent, str) or not agent.strip():
+        raise InputError("say which agent to erase: `agent`")
+    report = ConsolidationReport("erase", now, dry_run)
+    limit = settings.decay.batch_size
+    touched = ["memory_links", "agent_policies", *(spec.name for spec in MEMORY_TABLES)]
+    async with audited(store, report, trigger, {"agent": agent}):
+        report.counts.update(dict.fromkeys(touched, 0))
+        refused = await store.undeletable(touched)
+        if refused:
+            raise DatabaseError(
+                f"erase needs DELETE on {', '.join(refused)}: run it as the eraser role"
+                " (runbooks/operations.md); nothing was deleted"
+            )
+        # Links and the policy assignment first: then the links counted are the agent's.
+        report.counts.update(await store.erase_agent_rest(agent, report.run_id))
+        for spec in MEMORY_TABLES:
+            if dry_run:
+                report.counts[spec.name] = await store.erase_count(spec, agent)
+                continue
+            assert report.run_id is not None
+            erased, after = 0, uuid.UUID(int=0)
+            while True:
+                batch, last = await store.erase_batch(spec, agent, after, limit, report.run_id)
+                erased += batch
+                report.counts[spec.name] = erased
+                if last is None or batch < limit:
+                    break
+                after = last
+    return report
+
+
+def purge_cutoff(settings: Settings, now: datetime) -> datetime | None:
+    """retention.purge_after_days ago, or None if the daemon does not purge."""
+    days = settings.retention.purge_after_days
+    return None if days is None else now - timedelta(days=days)

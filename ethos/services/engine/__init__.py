@@ -1,0 +1,32 @@
+"""The Python API: an Engine opened from settings, used as an async context manager.
+
+async with Engine(load_settings()) as engine:
+    memory_id = await engine.add("episode", agent_id="a1", content="met Ada", emotional_tone=0.8)
+    report = await engine.sweep()
+    print(await engine.explain("episode", memory_id))
+
+Engine is one class made of a mixin per concern on a core, as the store is:
+
+- core: opening and closing (the store, the LTP buffer), the clock, embedding, ids
+- memories: add (dedup, add with recall), missing vectors, explain
+- retrieval: search, recall, record_retrieval, feedback, links
+- policies: the policies, assignment, move
+- operations: sweep, recover, consolidate, forget, purge, erase, roles, status, stats
+- items: memories a client names by key (the LangGraph store)
+- listing: what front ends list and change by id (the HTTP API, the dashboard)
+"""
+
+from ethos.services.engine.items import ItemEngine, StoredItem
+from ethos.services.engine.listing import MAX_LIST, ListingEngine, describe
+from ethos.services.engine.memories import Added, MemoryEngine
+from ethos.services.engine.operations import OperationsEngine
+from ethos.services.engine.policies import PolicyEngine
+
+__all__ = ["MAX_LIST", "Added", "Engine", "StoredItem", "describe"]
+
+
+class Engine(MemoryEngine, PolicyEngine, OperationsEngine, ItemEngine, ListingEngine):
+    """Connects on enter, closes on exit. One engine serves many concurrent tasks.
+
+    `store`: an open Store to work through (the daemon shares its own); the engine then
+    leaves closing it to its owner. See the concern modules for what each part does."""

@@ -1,0 +1,155 @@
+"""The engine's core: it opens the store (or shares the daemon's) and the LTP buffer,
+closes them, reads the clock, embeds a text, and finds memories by id. The concern
+mixins (memories, retrieval, policies, operations, items, listing) stand on it."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+from datetime import datetime
+from types import TracebackType
+from typing import Self
+
+import structlog
+
+from ethos import db, logs
+from ethos.db.store import Store
+from ethos.domain.errors import NotFoundError
+from ethos.domain.inputs import aware, id_list, some
+from ethos.domain.tables import MEMORY_TABLES, TableSpec, table_spec
+from ethos.services.embedding import Embedder, ProviderUnavailable, configured, embed
+from ethos.services.ltp import LtpBuffer
+from ethos.settings import Settings, load_settings
+
+log = structlog.get_logger("ethos.services.engine")
+
+# Who asked, as the audit rows (sweep_runs, consolidation_runs) say, when a caller does
+# not: the API. The CLI says "manual", the daemon "daemon".
+TRIGGER = "api"
+
+
+class EngineCore:
+    """Connects on enter, closes on exit. One engine serves many concurrent tasks.
+
+    `store`: an open Store to work through (the daemon shares its own); the engine then
+    leaves closing it to its owner."""
+
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        url: str | None = None,
+        store: Store | None = None,
+        embedder: Embedder | None = None,
+        drains_queue: bool = False,
+    ) -> None:
+        logs.library_default()
+        self.settings = settings or load_settings()
+        # Texts to vectors: the one given, else the provider the settings name, else none.
+        self.embedder = embedder or configured(self.settings.embedding)
+        self._drains_queue = drains_queue  # apply the durable retrieval queue (the daemon)
+        self._url = url
+        self._store = store
+        self._owns_store = store is None
+        self._open = False
+
+    async def __aenter__(self) -> Self:
+        if self._store is None:
+            url = self._url or await db.resolve_url(self.settings)
+            self._store = await Store.open(self.settings, url)
+        self._open = True
+        await self.store.sync_settings()
+        self.ltp = LtpBuffer(self.store, self.settings, drains_queue=self._drains_queue)
+        self.ltp.start()
+        return self
+
+    async def _moment(self, now: datetime | None) -> datetime:
+        """`now` as given (with a time zone), else the database's clock."""
+        return aware(now, "now") if now else await self.store.now()
+
+    @property
+    def store(self) -> Store:
+        if self._store is None:
+            raise RuntimeError("the engine is not open: use `async with Engine(...)`")
+        return self._store
+
+    @property
+    def url(self) -> str:
+        return self.store.url
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Apply the buffered LTP, then close the connections (if the engine opened them)."""
+        if not self._open:
+            return
+        self._open = False
+        await self.ltp.close()
+        if self._owns_store and self._store is not None:
+            await self._store.close()
+            self._store = None
+
+    async def now(self) -> datetime:
+        """The database's clock."""
+        return await self.store.now()
+
+    async def _embed(self, content: str, spec: TableSpec, *, required: bool) -> list[float] | None:
+        """The content's vector. A provider that is down fails the add of a vector
+        (required) and leaves an episode or fact without one (logged; `ethos embed
+        --missing` fills it in later); any other provider error fails the add."""
+        assert self.embedder is not None
+        try:
+            [vector] = await embed(
+                self.embedder, [content], self.settings.embedding, role="document"
+            )
+        except ProviderUnavailable as exc:
+            if required:
+                raise
+            log.warning("embedding_missing", table=spec.name, reason=str(exc))
+            return None
+        return vector
+
+    async def check_ids(self, table: str | TableSpec, ids: Iterable[str | uuid.UUID]) -> None:
+        """Each id names a row of `table` (live or pruned), else NotFoundError names the
+        others. record_retrieval and feedback skip unknown ids instead (they must not need
+        the database when called: a blip delays them, it does not refuse them)."""
+        spec = table_spec(table)
+        parsed = self._ids(ids)
+        tables = {row["id"]: row["table_name"] for row in await self.store.locate(parsed)}
+        unknown = list(dict.fromkeys(str(i) for i in parsed if tables.get(i) != spec.name))
+        if unknown:
+            raise NotFoundError(f"no {spec.name} row with id {some(unknown)}", unknown)
+
+    def _ids(self, ids: Iterable[str | uuid.UUID]) -> list[uuid.UUID]:
+        """The ids of one call: at least one, at most limits.ids."""
+        return id_list(ids, self.settings.limits.ids)
+
+    async def locate(
+        self, ids: Iterable[str | uuid.UUID], *, agent: str | None = None
+    ) -> dict[TableSpec, list[uuid.UUID]]:
+        """The memories by table, for callers that know only ids (ids are unique across
+        tables). An unknown id, or one of another agent than `agent`, is an error."""
+        parsed = self._ids(ids)
+        rows = {row["id"]: row for row in await self.store.locate(parsed)}
+        unknown = [
+            str(i) for i in parsed if i not in rows or agent not in (None, rows[i]["agent_id"])
+        ]
+        if unknown:
+            whose = f" of agent {agent}" if agent else ""
+            raise NotFoundError(f"no memory{whose} with id {some(unknown)}")
+        found: dict[TableSpec, list[uuid.UUID]] = {}
+        for memory_id in parsed:
+            found.setdefault(table_spec(rows[memory_id]["table_name"]), []).append(memory_id)
+        return found
+
+
+def specs(tables: Iterable[str | TableSpec] | None) -> tuple[TableSpec, ...]:
+    if tables is None:
+        return MEMORY_TABLES
+    return tuple(table_spec(t) for t in tables)

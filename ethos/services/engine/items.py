@@ -1,0 +1,145 @@
+"""Memories a client names by key (the LangGraph store keeps items as facts)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from ethos.db.store import Row
+from ethos.domain.errors import InputError
+from ethos.domain.inputs import at_most, content_text, metadata_json, query_text
+from ethos.domain.tables import FACTS
+from ethos.services.embedding import check_dimension
+from ethos.services.engine.core import EngineCore
+from ethos.services.retrieval import json_object
+
+# An item's ttl (minutes), kept in its value's JSON (no column holds it) so that a read
+# can move its expiry (LangGraph's refresh_ttl); the value is given back without it.
+TTL_KEY = "ethos:ttl_minutes"
+
+
+@dataclass(frozen=True)
+class StoredItem:
+    """An item as the engine gives it: whose it is, its key, the value put (a JSON
+    object), when it was made and last replaced; `score`: its rank in a search (None
+    when read by key)."""
+
+    agent: str
+    key: str
+    value: dict[str, Any]
+    created_at: datetime
+    updated_at: datetime
+    score: float | None = None
+
+    @classmethod
+    def from_row(cls, row: Row) -> StoredItem:
+        value = json_object(row["metadata"])
+        value.pop(TTL_KEY, None)
+        return cls(
+            agent=row["agent_id"],
+            key=row["client_key"],
+            value=value,
+            created_at=row["created_at"],
+            updated_at=row["updated_at"],
+            score=row.get("score"),
+        )
+
+
+class ItemEngine(EngineCore):
+    """Get, put, delete and search items; the agents that hold them."""
+
+    async def get_item(self, agent: str, key: str, *, record: bool = True) -> StoredItem | None:
+        """The live, unexpired fact of `agent` with this client key; with `record`,
+        retrieved (LTP, in the background) and its expiry moved to now + its ttl."""
+        now = await self._moment(None)
+        row = await self.store.get_item(agent, key, now)
+        if row is None:
+            return None
+        if record:
+            await self.store.refresh_item_ttls([row["id"]], TTL_KEY, now)
+            await self.ltp.record(FACTS, [row["id"]], now)
+        return StoredItem.from_row(row)
+
+    async def put_item(
+        self,
+        agent: str,
+        key: str,
+        value: Mapping[str, Any],
+        *,
+        content: str,
+        embedding: list[float] | None = None,
+        ttl_minutes: float | None = None,
+        policy: str | None = None,
+    ) -> bool:
+        """Store `value` as the fact of `agent` under `key` (its text: `content`), or
+        replace the value of the one there, which keeps its history. True if new. With
+        `ttl_minutes`, it expires that long after the put or the last read that refreshes.
+        `policy` names its decay policy (a replaced item takes it too); without it, a new
+        item's is chosen as for any memory (its agent's, automatic importance, default)."""
+        if TTL_KEY in value:
+            raise InputError(
+                f"an item's value must not hold the key {TTL_KEY!r} (ethos keeps its ttl there)"
+            )
+        kept = value if ttl_minutes is None else {**value, TTL_KEY: ttl_minutes}
+        stored = metadata_json(kept, self.settings.limits.metadata_bytes, "an item's value")
+        content = content_text(content)
+        if embedding is not None:
+            check_dimension([embedding], self.settings.embedding.dimension)
+        if policy is not None:
+            self.settings.policy(policy)
+        now = await self._moment(None)
+        expires_at = None if ttl_minutes is None else now + timedelta(minutes=ttl_minutes)
+        row = await self.store.put_item(
+            agent, key, content=content, value=stored, expires_at=expires_at,
+            policy=policy, now=now, embedding=embedding,
+        )  # fmt: skip
+        created: bool = row["created"]
+        return created
+
+    async def delete_item(self, agent: str, key: str) -> bool:
+        """Forget the item (a soft delete, reason manual: `ethos recover` brings it back)."""
+        return await self.store.delete_item(agent, key, await self._moment(None))
+
+    async def search_items(
+        self,
+        prefix: str,
+        *,
+        text: str | None = None,
+        embedding: list[float] | None = None,
+        contains: Mapping[str, Any] | None = None,
+        path: str = "true",
+        variables: Mapping[str, Any] | None = None,
+        limit: int = 10,
+        offset: int = 0,
+        record: bool = True,
+    ) -> list[StoredItem]:
+        """Items of the agent `prefix` and of agents under it ("prefix.*"), passing the
+        filter (containment, and a jsonpath predicate over `variables`): by similarity
+        to `embedding` × salience, else by text rank of `text` × salience, else newest
+        first; ranked, the unmatched come last, newest first, score None. With `record`,
+        the results are surfaced (LTP), as search does, and their expiry moved to now +
+        their ttl."""
+        limits = self.settings.limits
+        if text:
+            query_text(text, limits.query_words)
+        at_most("limit", limit, limits.k, "limits.k")
+        at_most("offset", offset, limits.offset, "limits.offset")
+        now = await self._moment(None)
+        ranked_by = "vector" if embedding is not None else "text" if text else None
+        rows = await self.store.search_items(
+            ranked_by, prefix=prefix, text=text, embedding=embedding,
+            contains=json.dumps(dict(contains or {})), path=path,
+            vars=json.dumps(dict(variables or {})), limit=limit, offset=offset, now=now,
+        )  # fmt: skip
+        if rows and record:
+            ids = [row["id"] for row in rows]
+            await self.store.refresh_item_ttls(ids, TTL_KEY, now)
+            await self.ltp.record(FACTS, ids, now, "surfaced")
+        return [StoredItem.from_row(row) for row in rows]
+
+    async def item_namespaces(self) -> list[str]:
+        """The agents that hold live, unexpired items."""
+        return await self.store.item_namespaces(await self._moment(None))

@@ -1,0 +1,216 @@
+"""What front ends list and change by id (the HTTP API, the dashboard): agents,
+memories described as `explain` does, one memory, updates, a memory's history."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any, Literal
+
+from ethos.db.store import Row
+from ethos.domain.errors import InputError
+from ethos.domain.explain import explain, forecast
+from ethos.domain.inputs import (
+    agent_id,
+    at_most,
+    aware,
+    content_text,
+    metadata_json,
+    parse_id,
+    vector_literal,
+)
+from ethos.domain.policies import Policy
+from ethos.domain.tables import SOURCE_TABLES, TableSpec, table_spec
+from ethos.services.engine.core import EngineCore, specs
+from ethos.services.retrieval import json_object
+
+MAX_LIST = 1000  # memories one listing returns at most
+
+
+class ListingEngine(EngineCore):
+    """Agents, listings, one memory, updates, history, pruned counts."""
+
+    async def agents(self) -> list[dict[str, Any]]:
+        """Every agent with its memories counted: live, pruned and pinned, per table."""
+        agents: dict[str, dict[str, Any]] = {}
+        for row in await self.store.agent_counts():
+            entry = agents.setdefault(
+                row["agent_id"], {"agent_id": row["agent_id"], "live": 0, "pruned": 0, "tables": {}}
+            )
+            entry["live"] += row["live"]
+            entry["pruned"] += row["pruned"]
+            entry["tables"][row["table_name"]] = {
+                name: row[name] for name in ("live", "pruned", "pinned")
+            }
+        return list(agents.values())
+
+    async def memories(
+        self,
+        agent: str | None = None,
+        *,
+        tables: Iterable[str | TableSpec] | None = None,
+        pruned: bool = False,
+        limit: int = 50,
+        offset: int = 0,
+        now: datetime | None = None,
+        matching: Sequence[Mapping[str, Any]] | None = None,
+    ) -> list[dict[str, Any]]:
+        """Memories of one agent (or all), each described as `explain` does, with its
+        content and metadata: live ones newest first, or (pruned) the most recently
+        pruned first. With `matching` (mem0's filters), only those holding the mem0
+        owners and the metadata of one of them ({"owners": {...}, "metadata": {...}}).
+        Listing retrieves nothing."""
+        if not 1 <= limit <= MAX_LIST or offset < 0:
+            raise InputError(f"limit is 1..{MAX_LIST} and offset at least 0")
+        at_most("offset", offset, self.settings.limits.offset, "limits.offset")
+        if agent is not None:
+            agent_id(agent, "agent")
+        at = await self._moment(now)
+        found: list[tuple[TableSpec, Row]] = []
+        for spec in specs(tables):
+            rows = await self.store.list_memories(
+                spec, agent, pruned=pruned, limit=limit + offset, offset=0, matching=matching
+            )
+            found += [(spec, row) for row in rows]
+        order = "pruned_at" if pruned else "created_at"
+        found.sort(key=lambda pair: (pair[1][order], pair[1]["id"]), reverse=True)
+        policies = {p.name: p for p in await self.store.policies()}
+        return [
+            describe(spec, row, at, policies[row["policy"]])
+            for spec, row in found[offset : offset + limit]
+        ]
+
+    async def count_memories(
+        self,
+        agent: str | None = None,
+        *,
+        tables: Iterable[str | TableSpec] | None = None,
+        pruned: bool = False,
+        matching: Sequence[Mapping[str, Any]] | None = None,
+    ) -> int:
+        """How many memories `memories` lists with these arguments, over all its pages."""
+        if agent is not None:
+            agent_id(agent, "agent")
+        counts = [
+            await self.store.count_memories(spec, agent, pruned=pruned, matching=matching)
+            for spec in specs(tables)
+        ]
+        return sum(counts)
+
+    async def memory(
+        self,
+        memory_id: str | uuid.UUID,
+        *,
+        agent: str | None = None,
+        record: bool = False,
+        now: datetime | None = None,
+    ) -> dict[str, Any]:
+        """One memory by id (of `agent`, when given), described as `memories` does; with
+        `record`, a live one is retrieved (LTP), as an agent reading it."""
+        [(spec, [found])] = (await self.locate([memory_id], agent=agent)).items()
+        row = await self.store.fetch(spec, found)
+        at = await self._moment(now)
+        if record and not row["pruned"]:
+            await self.ltp.record(spec, [found], at)
+        return describe(spec, row, at, await self.store.policy(row["policy"]))
+
+    async def update(
+        self,
+        table: str | TableSpec,
+        memory_id: str | uuid.UUID,
+        *,
+        content: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        expires_at: datetime | Literal["keep"] | None = "keep",
+        now: datetime | None = None,
+    ) -> None:
+        """Replace a live memory's text, metadata and/or expiry (None: it never expires;
+        a table with expires_at only); its curve, retrievals and links stay. A new text
+        is embedded again where the memory has a vector (a provider)."""
+        spec = table_spec(table)
+        if content is None and metadata is None and expires_at == "keep":
+            raise InputError("give the new text, metadata or expiry")
+        if isinstance(expires_at, datetime):
+            if not spec.has_expiry:
+                raise InputError(f"{spec.name} has no expiry: its memories fade, not expire")
+            aware(expires_at, "expires_at")
+        if content is not None:
+            content = content_text(content)
+        most = self.settings.limits.metadata_bytes
+        stored = None if metadata is None else metadata_json(metadata, most)
+        embedding = None
+        if content is not None and (spec.has_embedding or spec in SOURCE_TABLES):
+            if self.embedder is not None:
+                vector = await self._embed(content, spec, required=spec.has_embedding)
+                embedding = vector_literal(vector) if vector is not None else None
+            elif spec.has_embedding:
+                raise InputError("a vector's text changes with its embedding: set a provider")
+        await self.store.update_memory(
+            spec, parse_id(memory_id), content=content,
+            metadata=stored,
+            embedding=embedding, now=await self._moment(now), expires_at=expires_at,
+        )  # fmt: skip
+
+    async def history(
+        self, table: str | TableSpec, memory_id: str | uuid.UUID
+    ) -> list[dict[str, Any]]:
+        """What happened to a memory, oldest first: added (with its first text), updated
+        (each replaced text with the one before it, `old`, and replaced metadata with
+        the metadata before it, `old_metadata`), pruned (with the reason) and recovered
+        by id, each time."""
+        spec = table_spec(table)
+        row = await self.store.fetch(spec, parse_id(memory_id))
+        revisions = await self.store.revisions_of(spec, row["id"])
+        texts = [r["content"] for r in revisions] + [row["content"]]
+        metadata = [
+            None if r["metadata"] is None else json_object(r["metadata"])  # before 0038: none
+            for r in revisions
+        ] + [json_object(row["metadata"])]
+        events: list[dict[str, Any]] = [
+            {"event": "add", "at": row["created_at"], "content": texts[0]}
+        ]
+        for i, revision in enumerate(revisions):
+            event = {"event": "update", "at": revision["revised_at"], "content": texts[i + 1]}
+            if texts[i] != texts[i + 1]:
+                event["old"] = texts[i]
+            if metadata[i] is not None and metadata[i] != metadata[i + 1]:
+                event["old_metadata"] = metadata[i]
+            events.append(event)
+        if not revisions and row["updated_at"] is not None:
+            events.append({"event": "update", "at": row["updated_at"], "content": texts[0]})
+        for recovery in await self.store.recoveries_of(spec, row["id"]):
+            if recovery["pruned"] is not None:  # the prune this recovery undid
+                pruned = json.loads(recovery["pruned"])
+                events.append({"event": "prune", "at": datetime.fromisoformat(pruned["pruned_at"]),
+                               "reason": pruned["prune_reason"]})  # fmt: skip
+            events.append({"event": "recover", "at": recovery["recovered_as_of"],
+                           "command": recovery["command"]})  # fmt: skip
+        if row["pruned"]:
+            events.append({"event": "prune", "at": row["pruned_at"], "reason": row["prune_reason"]})
+        return sorted(events, key=lambda event: event["at"])
+
+    async def pruned_by_reason(
+        self, agent: str | None = None, *, since: datetime | None = None
+    ) -> list[dict[str, Any]]:
+        """Pruned memories counted by table and reason (since a moment, or ever)."""
+        at = aware(since, "since") if since else None
+        if agent is not None:
+            agent_id(agent, "agent")
+        return [dict(row) for row in await self.store.pruned_by_reason(agent, at)]
+
+
+def describe(spec: TableSpec, row: Row, at: datetime, policy: Policy) -> dict[str, Any]:
+    """A memory as front ends show it: `explain`'s account, its text and metadata."""
+    metadata = row["metadata"]
+    account = explain(spec, row, at, policy)
+    until = datetime.fromisoformat(account["prunes_at"]) if account["prunes_at"] else None
+    return {
+        **account,
+        "forecast": [] if row["pruned"] else forecast(spec, row, at, policy, until),
+        "content": row["content"],
+        "metadata": json_object(metadata),
+        "created_at": row["created_at"].isoformat(),
+        "updated_at": row["updated_at"].isoformat() if row["updated_at"] else None,
+    }

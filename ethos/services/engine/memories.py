@@ -1,0 +1,240 @@
+"""Adding memories (dedup, the raise of a repeat, add with recall), the vectors they
+lack, and why a memory has its salience."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from ethos.domain.errors import InputError
+from ethos.domain.explain import explain
+from ethos.domain.inputs import (
+    MemoryInput,
+    at_most,
+    content_text,
+    first_words,
+    metadata_json,
+    parse_id,
+)
+from ethos.domain.policies import Policy
+from ethos.domain.tables import SOURCE_TABLES, TableSpec, table_spec
+from ethos.services.embedding import embed
+from ethos.services.engine.retrieval import RetrievalEngine
+from ethos.services.retrieval import Hit
+
+
+@dataclass(frozen=True)
+class Added:
+    """What an add did: the memory's id, whether it is new, and, for a repeat of a live
+    memory, what the repeat raised on it (pinned, metadata, importance, policy)."""
+
+    id: uuid.UUID
+    created: bool
+    raised: tuple[str, ...] = ()
+    recalled: tuple[Hit, ...] = ()  # add with recall: what the new text recalled first
+
+
+def _lives_longer(asked: Policy, current: Policy | None) -> bool:
+    """`asked` keeps a plain memory longer than `current` (None: a policy no longer
+    configured, left as it is); never decaying is longest."""
+    if current is None:
+        return False
+    mine, theirs = asked.lifetime_days, current.lifetime_days
+    return theirs is not None and (mine is None or mine > theirs)
+
+
+class MemoryEngine(RetrievalEngine):
+    """Add (recalling first, with `recall`), embed what lacks a vector, explain."""
+
+    async def add(
+        self, table: str | TableSpec, *, agent_id: str, content: str, **fields: Any
+    ) -> uuid.UUID:
+        """Insert one memory and return its id (an existing one's if it is a duplicate,
+        see add_memory)."""
+        memory_id, _ = await self.add_memory(table, agent_id=agent_id, content=content, **fields)
+        return memory_id
+
+    async def add_memory(
+        self, table: str | TableSpec, *, agent_id: str, content: str, **fields: Any
+    ) -> tuple[uuid.UUID, bool]:
+        """(its id, whether it was created): see add_detailed."""
+        added = await self.add_detailed(table, agent_id=agent_id, content=content, **fields)
+        return added.id, added.created
+
+    async def add_detailed(
+        self,
+        table: str | TableSpec,
+        *,
+        agent_id: str,
+        content: str,
+        recall: int = 0,
+        **fields: Any,
+    ) -> Added:
+        """Insert one memory. See MemoryInput for the fields each table accepts.
+        `policy` names its decay policy; without it, `importance` (0..1) picks one, else
+        the agent's policy applies, else decay.default_policy.
+
+        Where dedup is on for the table, a memory of the agent with the same normalised
+        content (a vector: and an embedding at least dedup.near_threshold similar) that
+        is still live (not pruned, expired or below its threshold) is found instead: it
+        gets one retrieval (at created_at, if given), and what the repeat asks beyond it
+        (a pin, a longer-lived policy, a higher importance, metadata keys it lacks) is
+        given to it and named in `raised`.
+
+        With `recall` = k > 0 the new text first recalls the agent's k best memories at
+        the memory's moment, which are reinforced as any recall's hits are (what the
+        conversation returns to lives longer), then it is stored: `recalled`."""
+        if not isinstance(recall, int) or isinstance(recall, bool) or not 0 <= recall <= 100:
+            raise InputError(f"recall must be a whole number from 0 to 100, not {recall!r}")
+        spec = table_spec(table)
+        memory, embedded = await self._input(spec, agent_id, content, fields)
+        recalled: list[Hit] = []
+        if recall:  # a long text recalls by its first words, as a query may have no more
+            query = first_words(memory.content, self.settings.limits.query_words)
+            recalled = await self.recall(agent_id, query, recall, now=memory.created_at)
+        [(memory_id, created)] = await self.store.insert_many(
+            [memory], **self._dedup(spec), embedded=[embedded]
+        )
+        return await self._added(memory, memory_id, created, tuple(recalled))
+
+    async def add_many(
+        self,
+        table: str | TableSpec,
+        *,
+        agent_id: str,
+        contents: Sequence[str],
+        owners: Mapping[str, str] | None = None,
+        metadata_each: Sequence[Mapping[str, Any]] | None = None,
+        **fields: Any,
+    ) -> list[Added]:
+        """Insert one memory per content, each with the same fields, as add_detailed
+        does each (without recall): every content is checked first, then all are written
+        in one transaction, so an error stores none of them. `owners`: the mem0 owners
+        the memories are added for (in metadata.mem0), whose memories alone are their
+        duplicates. `metadata_each`: each content's own metadata, instead of `metadata`."""
+        spec = table_spec(table)
+        if not contents:
+            raise InputError("give at least one content")
+        at_most("the number of memories", len(contents), self.settings.limits.ids, "limits.ids")
+        each = [{"metadata": m} for m in metadata_each] if metadata_each else [{}] * len(contents)
+        built = [
+            await self._input(spec, agent_id, content, {**fields, **own})
+            for content, own in zip(contents, each, strict=True)
+        ]
+        found = await self.store.insert_many(
+            [memory for memory, _ in built], **self._dedup(spec),
+            embedded=[vector for _, vector in built], owners=owners,
+        )  # fmt: skip
+        return [
+            await self._added(memory, memory_id, created)
+            for (memory, _), (memory_id, created) in zip(built, found, strict=True)
+        ]
+
+    async def _input(
+        self, spec: TableSpec, agent_id: str, content: str, fields: dict[str, Any]
+    ) -> tuple[MemoryInput, list[float] | None]:
+        """The memory checked (with its embedding), and the vector of an episode or fact
+        to write with it."""
+        if fields.get("policy") is not None:
+            self.settings.policy(fields["policy"])
+        if fields.get("metadata") is not None:
+            metadata_json(fields["metadata"], self.settings.limits.metadata_bytes)
+        content = content_text(content)  # before a provider is asked to embed it
+        embedded = None
+        if self.embedder is not None:
+            if spec.has_embedding and fields.get("embedding") is None:
+                fields["embedding"] = await self._embed(content, spec, required=True)
+            elif spec in SOURCE_TABLES:
+                embedded = await self._embed(content, spec, required=False)
+        memory = MemoryInput.build(
+            spec, self.settings.embedding.dimension, agent_id=agent_id, content=content, **fields
+        )
+        return memory, embedded
+
+    def _dedup(self, spec: TableSpec) -> dict[str, Any]:
+        return {
+            "dedup": spec.alias in self.settings.dedup.tables,
+            "near": self.settings.dedup.near_threshold,
+        }
+
+    async def _added(
+        self,
+        memory: MemoryInput,
+        memory_id: uuid.UUID,
+        created: bool,
+        recalled: tuple[Hit, ...] = (),
+    ) -> Added:
+        """What an add did; a repeat gets what it asks beyond the memory, and a retrieval."""
+        if created:
+            return Added(memory_id, True, recalled=recalled)
+        raised = await self._raise_repeat(memory, memory_id)
+        await self.ltp.record(memory.table, [memory_id], await self._moment(memory.created_at))
+        return Added(memory_id, False, raised, recalled)
+
+    async def _raise_repeat(self, memory: MemoryInput, memory_id: uuid.UUID) -> tuple[str, ...]:
+        row = await self.store.raise_repeat(memory, memory_id)
+        raised = [name for name in ("pinned", "metadata", "importance") if row[name]]
+        asked = memory.policy or (
+            self.settings.importance.pick(memory.importance)
+            if memory.importance is not None
+            else None
+        )
+        if asked is not None and _lives_longer(
+            self.settings.policy(asked), self.settings.policy_table.get(row["policy"])
+        ):
+            await self.store.move(memory.table, memory_id, asked, await self._moment(None))
+            raised.append("policy")
+        return tuple(raised)
+
+    async def embed_missing(self, agent: str | None = None) -> dict[str, int]:
+        """Vectors for the live episodes and facts (of one agent, or all) that have none,
+        in batches of embedding.batch_size: how many were made per table."""
+        if self.embedder is None:
+            raise InputError('no embedding provider: set [embedding] provider = "openai"')
+        made: dict[str, int] = {}
+        for spec in SOURCE_TABLES:
+            made[spec.name], after = 0, uuid.UUID(int=0)
+            limit = self.settings.embedding.batch_size
+            while rows := await self.store.missing_vectors(spec, agent, after, limit):
+                texts = [row["content"] for row in rows]
+                vectors = await embed(
+                    self.embedder, texts, self.settings.embedding, role="document"
+                )
+                ids = [row["id"] for row in rows]
+                made[spec.name] += await self.store.insert_source_vectors(spec, ids, vectors)
+                after = ids[-1]
+        return made
+
+    async def explain(
+        self, table: str | TableSpec, memory_id: str | uuid.UUID, *, now: datetime | None = None
+    ) -> dict[str, Any]:
+        spec = table_spec(table)
+        row = await self.store.fetch(spec, parse_id(memory_id))
+        at = await self._moment(now)
+        account = explain(spec, row, at, await self.store.policy(row["policy"]))
+        if row["auto_importance"] is not None:  # which of its words made it (as they stand)
+            words = await self.store.rare_words(row["agent_id"], row["content_tsv"])
+            account["importance"] = round(row["auto_importance"], 4)
+            account["importance_from"] = "automatic: " + ", ".join(
+                "a number " + repr(w) if w[0].isdigit() else repr(w) for w in words
+            )
+            if row["auto_particularity"] is not None:
+                account["importance_from"] += (
+                    f"; its vector {row['auto_particularity']:.2f}x as particular as the"
+                    " agent's average"
+                )
+            if row["auto_answer"] is not None:
+                account["importance_from"] += (
+                    f"; it answers a question (its words count {row['auto_answer']:g}x)"
+                )
+            # (the half as it stands: the agent's average has moved since, if a little)
+            scale = await self.store.auto_half(row["agent_id"])
+            account["importance_from"] += f"; {scale['half']:.1f} such words make 0.5 now" + (
+                f" (the agent's memories hold {scale['average']:.1f} words on average)"
+                if scale["average"] is not None
+                else ""
+            )
+        return account

@@ -1,0 +1,212 @@
+"""The operator's calls: sweeps, the lifecycle (recover, consolidate, forget, purge,
+erase), roles, status and the monitoring views, and the counts a progress bar needs."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+from ethos.db.store import Row
+from ethos.domain.errors import InputError
+from ethos.domain.inputs import agent_id, aware, parse_id
+from ethos.domain.roles import Roles
+from ethos.domain.tables import TableSpec, table_spec
+from ethos.services import consolidation
+from ethos.services.consolidation import ConsolidationReport
+from ethos.services.engine.core import TRIGGER, EngineCore, specs
+from ethos.services.recovery import RecoveryReport, Selector, recover
+from ethos.services.sweep import MODES, Mode, Progress, SweepReport, run_sweep
+
+
+class OperationsEngine(EngineCore):
+    """Sweep, recover, merge, forget, purge, erase; roles, status, stats."""
+
+    async def sweep(
+        self,
+        *,
+        now: datetime | None = None,
+        tables: Iterable[str | TableSpec] | None = None,
+        agent: str | None = None,
+        dry_run: bool = False,
+        mode: Mode = "due",
+        trigger: str = TRIGGER,
+        daemon_id: str | None = None,
+        stop: asyncio.Event | None = None,
+        progress: Progress | None = None,
+    ) -> SweepReport:
+        """Decay and prune at `now` (the database's clock by default): the rows that are
+        due (mode "due"), only those due to be pruned ("prune"), or every live row
+        ("full"). A set `stop` ends the sweep at the next batch boundary."""
+        if mode not in MODES:
+            raise InputError(f"unknown sweep mode {mode!r}: use one of {', '.join(MODES)}")
+        return await run_sweep(
+            self.store,
+            self.settings,
+            now=aware(now, "now") if now else None,
+            tables=specs(tables),
+            agent=agent,
+            dry_run=dry_run,
+            mode=mode,
+            trigger=trigger,
+            daemon_id=daemon_id,
+            stop=stop,
+            progress=progress,
+        )
+
+    async def stats(self, agent: str | None = None) -> dict[str, list[dict[str, Any]]]:
+        """What the monitoring views say, for one agent or all."""
+        return await self.store.stats(None if agent is None else agent_id(agent, "agent"))
+
+    async def recover(
+        self,
+        table: str | TableSpec,
+        selector: Selector,
+        *,
+        now: datetime | None = None,
+        dry_run: bool = False,
+        command: str = "api",
+    ) -> RecoveryReport:
+        """Bring pruned memories back with a fresh start (recovery.strength, anchored
+        at now); dry_run lists them and changes nothing."""
+        spec = table_spec(table)
+        return await recover(
+            self.store,
+            self.settings,
+            spec,
+            selector,
+            now=await self._moment(now),
+            dry_run=dry_run,
+            command=command,
+        )
+
+    async def consolidate(
+        self,
+        tables: Iterable[str | TableSpec] | None = None,
+        *,
+        agent: str | None = None,
+        near: bool = False,
+        now: datetime | None = None,
+        dry_run: bool = False,
+        trigger: str = TRIGGER,
+    ) -> ConsolidationReport:
+        """Merge duplicates already in the tables (exact; with `near`, near-duplicate
+        vectors too); dry_run counts what would merge and changes nothing."""
+        return await consolidation.merge_duplicates(
+            self.store,
+            self.settings,
+            now=await self._moment(now),
+            tables=specs(tables),
+            agent=agent,
+            near=near,
+            dry_run=dry_run,
+            trigger=trigger,
+        )
+
+    async def forget(
+        self,
+        table: str | TableSpec,
+        ids: Iterable[str | uuid.UUID],
+        *,
+        now: datetime | None = None,
+        trigger: str = TRIGGER,
+    ) -> ConsolidationReport:
+        """Soft-delete memories on request (reason manual; `recover` brings them back)."""
+        parsed = [parse_id(i) for i in ids]
+        if not parsed:
+            raise InputError("forget needs at least one id")
+        return await consolidation.forget(
+            self.store,
+            table_spec(table),
+            parsed,
+            now=await self._moment(now),
+            trigger=trigger,
+        )
+
+    async def forget_agent(
+        self, agent: str, *, now: datetime | None = None, trigger: str = TRIGGER
+    ) -> ConsolidationReport:
+        """Soft-delete every live memory of one agent (reason manual; `recover` with the
+        agent brings them back)."""
+        if not isinstance(agent, str) or not agent.strip():
+            raise InputError("agent is required")
+        return await consolidation.forget_agent(
+            self.store, agent, now=await self._moment(now), trigger=trigger
+        )
+
+    async def purge(
+        self,
+        pruned_before: datetime,
+        *,
+        tables: Iterable[str | TableSpec] | None = None,
+        agent: str | None = None,
+        reason: str | None = None,
+        now: datetime | None = None,
+        dry_run: bool = False,
+        trigger: str = TRIGGER,
+    ) -> ConsolidationReport:
+        """Hard-delete memories pruned before `pruned_before`, with their links: not
+        recoverable. dry_run counts them and changes nothing."""
+        return await consolidation.purge(
+            self.store,
+            self.settings,
+            pruned_before=aware(pruned_before, "pruned_before"),
+            now=await self._moment(now),
+            tables=specs(tables),
+            agent=agent,
+            reason=reason,
+            dry_run=dry_run,
+            trigger=trigger,
+        )
+
+    async def erase(
+        self, agent: str, *, dry_run: bool, trigger: str = TRIGGER
+    ) -> ConsolidationReport:
+        """Hard-delete everything of one agent (every table, links, policy assignment,
+        its retrievals still buffered here): not recoverable. dry_run counts it."""
+        if not dry_run:
+            await self.ltp.drain(self.settings.ltp.close_timeout_seconds)
+        return await consolidation.erase(
+            self.store, self.settings, agent, now=await self.store.now(), dry_run=dry_run,
+            trigger=trigger,
+        )  # fmt: skip
+
+    async def make_roles(
+        self,
+        app: str,
+        eraser: str,
+        agents: Iterable[tuple[str, str]] = (),
+        *,
+        dry_run: bool = False,
+    ) -> list[str]:
+        """Create or update the app, eraser and agent roles (ethos.domain.roles) with exactly
+        their rights; run as the schema's owner. The statements (a dry run changes
+        nothing)."""
+        roles = Roles(app, eraser, tuple(agents))
+        return await self.store.make_roles(roles, dry_run=dry_run)
+
+    async def status(self, alive_seconds: float) -> dict[str, Any]:
+        """Daemons with a heartbeat in the last alive_seconds, who holds the sweep lock,
+        the last sweep; and this engine's own LTP counters."""
+        status = await self.store.status(alive_seconds)
+        status["ltp"] = {
+            "backlog": self.ltp.backlog,
+            "queue_backlog": await self.store.queue_backlog(),
+            **self.ltp.stats.as_dict(),
+        }
+        return status
+
+    async def count_live(self, table: str | TableSpec, agent: str | None = None) -> int:
+        """Live memories in a table, of one agent or all."""
+        return await self.store.count_live(table_spec(table), agent)
+
+    async def count_due(self, table: str | TableSpec, now: datetime, *, prune: bool = False) -> int:
+        """Hints of work due by `now` in a table (an upper bound on the rows a due
+        sweep, or with prune a prune pass, would look at)."""
+        return await self.store.count_due(table_spec(table), aware(now, "now"), prune=prune)
+
+    async def pruned_at(self, agent: str, at: datetime) -> list[Row]:
+        """The memories of an agent that a sweep at exactly `at` pruned."""
+        return await self.store.pruned_at(agent, aware(at, "at"))

@@ -1,0 +1,61 @@
+"""Decay policies: those in the database, agents' assignments, moves."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from ethos.domain.errors import InputError
+from ethos.domain.inputs import parse_id
+from ethos.domain.policies import Policy
+from ethos.domain.tables import TableSpec, table_spec
+from ethos.services.engine.core import EngineCore
+
+
+class PolicyEngine(EngineCore):
+    """Policies, assignment and moving a memory to another."""
+
+    async def move(
+        self,
+        table: str | TableSpec,
+        memory_id: str | uuid.UUID,
+        policy: str,
+        *,
+        now: datetime | None = None,
+    ) -> dict[str, Any]:
+        """Move a live memory to another policy. Its curve is re-anchored at `now` (its
+        strength then on the old curve), so its salience goes on from there."""
+        self.settings.policy(policy)
+        spec = table_spec(table)
+        at = await self._moment(now)
+        row = await self.store.move(spec, parse_id(memory_id), policy, at)
+        return {
+            "table": spec.name,
+            "id": str(row["id"]),
+            "policy": row["policy"],
+            "old_policy": row["old_policy"],
+            "salience": row["salience"],
+            "now": at.isoformat(),
+        }
+
+    async def policies(self) -> list[Policy]:
+        """The policies in the database: the settings' (written when the engine opened),
+        and any no longer configured that memories may still have."""
+        return await self.store.policies()
+
+    async def policy_agents(self, name: str) -> list[str]:
+        """The agents whose new memories get this policy."""
+        return [row["agent_id"] for row in await self.store.policy_agents(name)]
+
+    async def assign_policy(self, agent_id: str, policy: str) -> None:
+        """From now on, memories of this agent that name no policy (nor importance) get
+        this one."""
+        if not isinstance(agent_id, str) or not agent_id.strip():
+            raise InputError("agent is required")
+        self.settings.policy(policy)
+        await self.store.assign_policy(agent_id, policy)
+
+    async def unassign_policy(self, agent_id: str) -> str | None:
+        """Back to the default; returns the policy the agent had (None: it had none)."""
+        return await self.store.unassign_policy(agent_id)

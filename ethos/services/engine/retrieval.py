@@ -1,0 +1,130 @@
+"""What an agent reads: vector search and text recall, retrievals recorded by other
+means, feedback on what was used or wrong, and a memory's links."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import Any
+
+from ethos.domain.errors import InputError
+from ethos.domain.inputs import parse_id
+from ethos.domain.tables import TableSpec, table_spec
+from ethos.services.engine.core import EngineCore, specs
+from ethos.services.retrieval import Hit, recall, search, surface
+
+
+class RetrievalEngine(EngineCore):
+    """Search, recall, LTP from outside, feedback, links."""
+
+    async def search(
+        self,
+        agent_id: str,
+        embedding: Sequence[float],
+        k: int = 10,
+        *,
+        now: datetime | None = None,
+        record: bool = True,
+        expand: bool = False,
+    ) -> list[Hit]:
+        """Nearest live vectors of agent_id, ranked by similarity × the salience prior; with
+        `expand` (or search.link_weight > 0) their linked memories join the results.
+
+        Returns at once; the hits are recorded as surfaced (record=False: not at all).
+        """
+        return await search(
+            self.store,
+            self.ltp if record else None,
+            self.settings,
+            agent=agent_id,
+            embedding=embedding,
+            k=k,
+            now=await self._moment(now),
+            expand=expand,
+        )
+
+    async def recall(
+        self,
+        agent_id: str,
+        query: str,
+        k: int = 10,
+        *,
+        tables: Iterable[str | TableSpec] | None = None,
+        now: datetime | None = None,
+        record: bool = True,
+    ) -> list[Hit]:
+        """The agent's live memories (in every table, or those named) that best answer
+        `query`: by BM25 × the salience prior, or, with an embedding provider, text and
+        vector scores normalised and fused, × the prior. Returns at once; the
+        hits are recorded as surfaced, as search does (record=False: not at all)."""
+        return await recall(
+            self.store,
+            self.ltp if record else None,
+            self.settings,
+            self.embedder,
+            agent=agent_id,
+            query=query,
+            k=k,
+            tables=specs(tables),
+            now=await self._moment(now),
+        )
+
+    async def surfaced(self, hits: Sequence[Hit], *, now: datetime | None = None) -> None:
+        """Record hits as recall records its own (surfaced): for a caller that recalled
+        with record=False and keeps only some of them."""
+        await surface(self.ltp, hits, await self._moment(now))
+
+    async def record_retrieval(
+        self,
+        table: str | TableSpec,
+        ids: Iterable[str | uuid.UUID],
+        *,
+        now: datetime | None = None,
+    ) -> None:
+        """Schedule LTP for memories an agent read by other means; a repeated id counts
+        as repeated retrievals. Applied in the background, and at the latest on close."""
+        spec = table_spec(table)
+        parsed = [parse_id(i) for i in ids]
+        await self.ltp.record(spec, parsed, await self._moment(now))
+
+    async def feedback(
+        self,
+        table: str | TableSpec,
+        ids: Iterable[str | uuid.UUID],
+        kind: str,
+        *,
+        now: datetime | None = None,
+    ) -> None:
+        """The agent used these memories ("useful": a retrieval, counted as useful) or
+        they were wrong ("wrong": strength, and a fact's confidence, times
+        feedback.wrong_factor; pruned with reason feedback below the threshold). Several
+        ids in one call: their links learn too. Applied like LTP, exactly once."""
+        if kind not in ("useful", "wrong"):
+            raise InputError(f"feedback is 'useful' or 'wrong' (got {kind!r})")
+        spec = table_spec(table)
+        parsed = self._ids(ids)
+        moment = await self._moment(now)
+        await self.ltp.record(spec, parsed, moment, "useful" if kind == "useful" else "wrong")
+
+    async def links(
+        self, table: str | TableSpec, memory_id: str | uuid.UUID, *, now: datetime | None = None
+    ) -> list[dict[str, Any]]:
+        """A memory's associations, strongest first: the other memory's table and id, and
+        the link's weight at `now`."""
+        spec = table_spec(table)
+        memory = parse_id(memory_id)
+        await self.store.fetch(spec, memory)  # one line if it does not exist
+        at = await self._moment(now)
+        return [
+            {
+                "table": row["table_name"],
+                "id": str(row["id"]),
+                "weight": row["weight"],
+                "weighted_at": row["weighted_at"].isoformat(),
+                "co_retrievals": row["co_retrievals"],
+                "useful": row["useful_count"],
+                "wrong": row["wrong_count"],
+            }
+            for row in await self.store.links(spec, memory, at)
+        ]

@@ -1,0 +1,324 @@
+"""Search: the nearest live vectors of an agent, ranked by similarity × the salience
+prior, and (link-aware) the memories linked to them. Recall: the same by text (BM25 over
+PostgreSQL's own lexemes, no model needed), or hybrid when an embedding provider is
+configured: text and vector scores, each normalised over its candidates, fused, then ×
+the salience prior. Relevance leads: the prior 1 + w × salience moves a score by a
+factor of at most 1 + w (runbooks/recall.md).
+
+Memories below their prune threshold at the query moment are never returned (a sweep
+would prune them; until it runs they count as pruned).
+
+Results return before any write: the hits are recorded in the LTP buffer as surfaced
+(reinforced or only counted, per ltp.on_search; their links learn from being recalled
+together), not awaited.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections.abc import Awaitable, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any, TypeVar
+
+import structlog
+
+from ethos.db.store import Row, Store
+from ethos.domain import inputs
+from ethos.domain.errors import InputError
+from ethos.domain.tables import VECTORS, TableSpec, table_spec
+from ethos.services.embedding import Embedder, ProviderUnavailable, embed
+from ethos.services.ltp import LtpBuffer
+from ethos.settings import Settings
+
+log = structlog.get_logger("ethos.services.retrieval")
+
+A = TypeVar("A")
+B = TypeVar("B")
+
+
+@dataclass(frozen=True)
+class Hit:
+    id: uuid.UUID
+    content: str
+    similarity: float | None  # None for a linked neighbour
+    salience: float
+    score: float
+    metadata: dict[str, Any]
+    source_type: str | None = None
+    source_id: uuid.UUID | None = None
+    source_content: str | None = None
+    table: str = VECTORS.name
+    via: uuid.UUID | None = None  # a neighbour: the hit it is linked to
+    link_weight: float | None = None
+    text_rank: float | None = None  # recall: BM25 of the words
+    relevance: float | None = None  # what the prior multiplies (None: a linked neighbour)
+    created_at: datetime | None = None
+    updated_at: datetime | None = None  # None: never updated
+
+    def as_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "id": str(self.id),
+            "table": self.table,
+            "content": self.content,
+            "similarity": self.similarity,
+            "relevance": self.relevance,
+            "salience": self.salience,
+            "score": self.score,
+            "metadata": self.metadata,
+            "source": None
+            if self.source_id is None
+            else {
+                "table": self.source_type,
+                "id": str(self.source_id),
+                "content": self.source_content,
+            },
+        }
+        if self.via is not None:
+            data["via"] = str(self.via)
+            data["link_weight"] = self.link_weight
+        if self.text_rank is not None:
+            data["text_rank"] = self.text_rank
+        return data
+
+
+async def search(
+    store: Store,
+    ltp: LtpBuffer | None,
+    settings: Settings,
+    *,
+    agent: str,
+    embedding: Any,
+    k: int,
+    now: datetime,
+    expand: bool = False,
+) -> list[Hit]:
+    """The top k hits at `now`, and with `expand` (or search.link_weight > 0) the live
+    memories linked to them; all recorded in `ltp` as surfaced (None: not recorded)."""
+    _check_k(k, settings)
+    inputs.agent_id(agent, "agent")
+    vector = inputs.embedding(embedding, settings.embedding.dimension)
+    rows = await store.search(agent=agent, embedding=vector, k=k, now=now)
+    hits = [
+        Hit(
+            id=row["id"],
+            content=row["content"],
+            similarity=row["similarity"],
+            salience=row["salience"],
+            score=row["score"],
+            metadata=json_object(row["metadata"]),
+            source_type=row["source_type"],
+            source_id=row["source_id"],
+            source_content=row["source_content"],
+            relevance=row["relevance"],
+            created_at=row["created_at"],
+            updated_at=row["updated_at"],
+        )
+        for row in rows
+    ]
+    weight = settings.search.link_weight or (1.0 if expand else 0.0)
+    neighbours = await _neighbours(store, hits, agent, now, weight) if weight and hits else []
+    if ltp is not None and hits:
+        await ltp.record(VECTORS, [hit.id for hit in hits], now, "surfaced")
+        for table in {n.table for n in neighbours}:
+            found = [n.id for n in neighbours if n.table == table]
+            await ltp.record(table_spec(table), found, now, "surfaced")
+    return sorted(hits + neighbours, key=_rank)
+
+
+async def _neighbours(
+    store: Store, hits: list[Hit], agent: str, now: datetime, weight: float
+) -> list[Hit]:
+    """Memories linked to the hits (not hits themselves): spreading activation, scored
+    hit score × link weight × their salience × search.link_weight. A memory linked to
+    several hits comes through the strongest."""
+    by_id = {hit.id: hit for hit in hits}
+    best: dict[tuple[str, uuid.UUID], tuple[float, uuid.UUID, float]] = {}
+    for link in await store.neighbours(VECTORS, list(by_id), agent, now):
+        key = (link["table_name"], link["id"])
+        if link["id"] in by_id:
+            continue
+        through = by_id[link["via"]].score * link["weight"]
+        if key not in best or through > best[key][0]:
+            best[key] = (through, link["via"], link["weight"])
+    found: list[Hit] = []
+    for table in {t for t, _ in best}:
+        ids = [i for t, i in best if t == table]
+        for row in await store.neighbour_rows(table_spec(table), ids, agent, now):
+            through, via, link_weight = best[(table, row["id"])]
+            found.append(
+                Hit(
+                    id=row["id"],
+                    content=row["content"],
+                    similarity=None,
+                    salience=row["salience"],
+                    score=through * row["salience"] * weight,
+                    metadata=json_object(row["metadata"]),
+                    table=table,
+                    via=via,
+                    link_weight=link_weight,
+                    created_at=row["created_at"],
+                    updated_at=row["updated_at"],
+                )
+            )
+    return found
+
+
+async def recall(
+    store: Store,
+    ltp: LtpBuffer | None,
+    settings: Settings,
+    embedder: Embedder | None,
+    *,
+    agent: str,
+    query: str,
+    k: int,
+    tables: tuple[TableSpec, ...],
+    now: datetime,
+) -> list[Hit]:
+    """The agent's k live memories (of `tables`) that best answer `query`: by BM25 × the
+    salience prior; with an embedder, by the fused text and vector relevance × the
+    prior. Recorded in `ltp` as surfaced, as search is. A provider that is down leaves
+    the text ranking (logged)."""
+    _check_k(k, settings)
+    inputs.agent_id(agent, "agent")
+    inputs.query_text(query, settings.limits.query_words)
+    if not tables:
+        raise InputError("tables is empty: name at least one, or none for every table")
+    vector = None
+    if embedder is not None:
+        try:
+            [vector] = await embed(embedder, [query], settings.embedding, role="query")
+        except ProviderUnavailable as exc:
+            log.warning("recall_text_only", reason=str(exc))
+    depth = max(settings.search.candidates, k)
+    text = store.recall(
+        agent=agent, query=query, tables=tables, k=k if vector is None else depth, now=now
+    )
+    similar: list[Row] = []
+    if vector is None:
+        rows = await text
+    else:  # the two halves at once, each on its own connection
+        rows, similar = await _both(
+            text, store.search(agent=agent, embedding=vector, k=depth, now=now)
+        )
+    hits = [
+        Hit(id=row["id"], content=row["content"], similarity=None, salience=row["salience"],
+            score=row["score"], metadata=json_object(row["metadata"]), table=row["table_name"],
+            text_rank=row["text_rank"], relevance=row["text_rank"],
+            created_at=row["created_at"], updated_at=row["updated_at"])
+        for row in rows
+    ]  # fmt: skip
+    if vector is not None:
+        hits = await _fuse(store, settings, hits, similar, agent, tables, now)
+    hits = sorted(hits, key=_rank)[:k]
+    if ltp is not None:
+        await surface(ltp, hits, now)
+    return hits
+
+
+async def surface(ltp: LtpBuffer, hits: Sequence[Hit], now: datetime) -> None:
+    """Record recall's hits as surfaced at `now`, those of one table together (they
+    learn their links)."""
+    for table in {h.table for h in hits}:
+        await ltp.record(table_spec(table), [h.id for h in hits if h.table == table], now,
+                         "surfaced")  # fmt: skip
+
+
+def _rank(hit: Hit) -> tuple[float, float, float, str]:
+    """Best first: score, then the more salient, then the newer, then by id."""
+    newer = -hit.created_at.timestamp() if hit.created_at else 0.0
+    return (-hit.score, -hit.salience, newer, str(hit.id))
+
+
+def _normalised(scores: dict[tuple[str, uuid.UUID], float]) -> dict[tuple[str, uuid.UUID], float]:
+    """Scores mapped onto [0, 1] by the span of the candidates' (min-max): one scale
+    for BM25 (unbounded) and cosine similarity (a narrow band near its top for most
+    models), so that neither swamps the other."""
+    if not scores:
+        return {}
+    low, high = min(scores.values()), max(scores.values())
+    span = high - low
+    return {key: (value - low) / span if span > 0 else 1.0 for key, value in scores.items()}
+
+
+async def _fuse(
+    store: Store,
+    settings: Settings,
+    text_hits: list[Hit],
+    rows: list[Row],
+    agent: str,
+    tables: tuple[TableSpec, ...],
+    now: datetime,
+) -> list[Hit]:
+    """Text and vector candidates, each score normalised over its candidates, fused as
+    (1 − v) × text + v × vector (v: search.vector_weight; a candidate of one side only
+    has 0 on the other), × the salience prior. A vector that embeds an episode or fact
+    stands for it. `rows`: the vector candidates (store.search)."""
+    names = {spec.name for spec in tables}
+    text = _normalised({(hit.table, hit.id): hit.text_rank or 0.0 for hit in text_hits})
+    found = {(hit.table, hit.id): hit for hit in text_hits}
+    similar: dict[tuple[str, uuid.UUID], float] = {}  # relevance: cosine to the centred query
+    cosine: dict[tuple[str, uuid.UUID], float] = {}  # to the query itself, shown
+    sources: dict[str, list[uuid.UUID]] = {}
+    for row in rows:
+        key = (
+            (row["source_type"], row["source_id"])
+            if row["source_id"]
+            else (VECTORS.name, row["id"])
+        )
+        if key[0] not in names or key in similar:
+            continue
+        similar[key], cosine[key] = row["relevance"], row["similarity"]
+        if key not in found:
+            if row["source_id"]:
+                sources.setdefault(key[0], []).append(key[1])
+            else:
+                found[key] = Hit(id=row["id"], content=row["content"], similarity=None,
+                                 salience=row["salience"], score=0.0,
+                                 metadata=json_object(row["metadata"]),
+                                 created_at=row["created_at"],
+                                 updated_at=row["updated_at"])  # fmt: skip
+    for table, ids in sources.items():
+        for row in await store.neighbour_rows(table_spec(table), ids, agent, now):
+            found[(table, row["id"])] = Hit(
+                id=row["id"], content=row["content"], similarity=None, salience=row["salience"],
+                score=0.0, metadata=json_object(row["metadata"]), table=table,
+                created_at=row["created_at"], updated_at=row["updated_at"],
+            )  # fmt: skip
+    vectors = _normalised(similar)
+    v, w = settings.search.vector_weight, settings.search.salience_weight
+    fused = []
+    for key, hit in found.items():
+        relevance = (1 - v) * text.get(key, 0.0) + v * vectors.get(key, 0.0)
+        fused.append(
+            replace(hit, similarity=cosine.get(key), relevance=relevance,
+                    score=relevance * (1 + w * hit.salience))
+        )  # fmt: skip
+    return fused
+
+
+async def _both(first: Awaitable[A], second: Awaitable[B]) -> tuple[A, B]:
+    """Both results, awaited at once; when one fails the other is cancelled (and
+    awaited) before the error goes on, so no query is left running unowned."""
+    one, two = asyncio.ensure_future(first), asyncio.ensure_future(second)
+    try:
+        return await one, await two
+    except BaseException:
+        for task in (one, two):
+            task.cancel()
+        await asyncio.gather(one, two, return_exceptions=True)
+        raise
+
+
+def _check_k(k: object, settings: Settings) -> None:
+    if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
+        raise InputError(f"k must be a positive integer (got {inputs.shown(k)})")
+    inputs.at_most("k", k, settings.limits.k, "limits.k")
+
+
+def json_object(value: Any) -> dict[str, Any]:
+    """A jsonb object as asyncpg hands it over (text), decoded."""
+    return json.loads(value) if isinstance(value, str) else dict(value or {})

@@ -1,2 +1,0 @@
-"""The named statements of the store, one module per concern (fragments: the pieces
-several share). Only ethos.store imports them."""
