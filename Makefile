@@ -58,7 +58,9 @@ lifecycle-bench: install  ## LoCoMo replayed as an agent would: what forgetting 
 browser:  ## Debian's Chromium and its driver, for the dashboard's browser test (root)
 	apt-get update && apt-get install -y chromium chromium-driver
 
-citus: citus-install citus-up  ## Citus + pgvector for Debian's PostgreSQL 15, and a coordinator with two workers (root; issue 40)
+citus:  ## Citus + pgvector for Debian's PostgreSQL 15, and a coordinator with two workers (root; issue 40)
+	scripts/citus.sh install
+	scripts/citus.sh up
 
 citus-install:  ## apt packages if missing; Citus and pgvector built from ../shared/vendor if not installed
 	scripts/citus.sh install

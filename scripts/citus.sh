@@ -8,6 +8,7 @@
 #   scripts/citus.sh up          init, start and join the three nodes (nothing if running);
 #                                prints the coordinator's URL and writes it to $CITUS_DIR/url
 #   scripts/citus.sh db NAME     database NAME on every node, with citus and vector, joined
+#   scripts/citus.sh dropdb NAME database NAME dropped on every node
 #   scripts/citus.sh down        stop the three nodes (their data stays)
 #   scripts/citus.sh destroy     stop them and remove $CITUS_DIR
 #   scripts/citus.sh status      the nodes and the workers the coordinator sees
@@ -180,9 +181,8 @@ ensure_user() {
         --shell /usr/sbin/nologin "$CITUS_USER"
 }
 
-running() {  # running NODE: its postmaster answers
-    [ -f "$CITUS_DIR/$1/PG_VERSION" ] && as_user "$PGBIN/pg_ctl" -D "$CITUS_DIR/$1" status >/dev/null 2>&1 \
-        && "$PGBIN/pg_isready" -q -h "$HOST" -p "$(port_of "$1")" -U postgres -d postgres
+running() {  # running NODE: a server answers on its port
+    "$PGBIN/pg_isready" -q -h "$HOST" -p "$(port_of "$1")" -U postgres -d postgres
 }
 
 init_node() {
@@ -242,8 +242,16 @@ cmd_db() {  # a database on every node with both extensions, its workers joined
     done
 }
 
+cmd_dropdb() {  # the database on every node, gone
+    local db="$1" node
+    for node in "${NODES[@]}"; do
+        running "$node" && sql "$(port_of "$node")" postgres "DROP DATABASE IF EXISTS \"$db\" WITH (FORCE)"
+    done
+    return 0
+}
+
 workers_active() {  # the number of workers the coordinator's database sees
-    sql "$(port_of coordinator)" "${1:-$CITUS_DB}" "SELECT count(*) FROM citus_get_active_worker_nodes()" 2>/dev/null || echo 0
+    sql "$(port_of coordinator)" "$CITUS_DB" "SELECT count(*) FROM citus_get_active_worker_nodes()" 2>/dev/null || echo 0
 }
 
 cmd_up() {
@@ -302,6 +310,7 @@ case "${1:-}" in
     install) cmd_install ;;
     up) cmd_up ;;
     db) [ -n "${2:-}" ] || die "usage: $0 db NAME"; cmd_db "$2"; url_of "$2" ;;
+    dropdb) [ -n "${2:-}" ] || die "usage: $0 dropdb NAME"; cmd_dropdb "$2" ;;
     down) cmd_down ;;
     destroy) cmd_down; rm -rf "$CITUS_DIR" ;;
     status) cmd_status ;;
