@@ -5,7 +5,8 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: install run demo test unit lint format typecheck bench recall-bench lifecycle-bench browser serve all clean
+.PHONY: install run demo test unit lint format typecheck bench recall-bench lifecycle-bench browser serve all clean \
+	citus citus-install citus-up citus-down citus-test
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -53,6 +54,22 @@ lifecycle-bench: install  ## LoCoMo replayed as an agent would: what forgetting 
 
 browser:  ## Debian's Chromium and its driver, for the dashboard's browser test (root)
 	apt-get update && apt-get install -y chromium chromium-driver
+
+citus:  ## Citus + pgvector for Debian's PostgreSQL 15, and a coordinator with two workers (root; issue 40)
+	scripts/citus.sh install
+	scripts/citus.sh up
+
+citus-install:  ## apt packages if missing; Citus and pgvector built from ../shared/vendor if not installed
+	scripts/citus.sh install
+
+citus-up:  ## coordinator :9700, workers :9701-9702 in /tmp/ethos-citus (CITUS_DIR, CITUS_PORT); prints its URL
+	scripts/citus.sh up
+
+citus-down:  ## stop the three nodes (their data stays; scripts/citus.sh destroy removes it)
+	scripts/citus.sh down
+
+citus-test: install  ## the Citus tests, against the cluster make citus started
+	$(BIN)/pytest -q tests/citus
 
 serve: install  ## the HTTP API and the dashboard at http://127.0.0.1:8750 on the embedded database
 	$(BIN)/ethos migrate

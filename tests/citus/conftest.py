@@ -1,0 +1,127 @@
+"""The Citus cluster the Citus tests run on (issue 40): `make citus` installs Citus and
+pgvector for Debian's PostgreSQL 15 and starts a coordinator and two workers on localhost
+(scripts/citus.sh), writing the coordinator's URL to /tmp/ethos-citus/url.
+
+`citus_url` is that URL: CITUS_URL if set, else the file (CITUS_DIR/url, CITUS_DIR
+being /tmp/ethos-citus unless set). The tests using it are skipped, saying why, when no
+cluster answers there. `citus_database` is a fresh database of its own on every node
+(both extensions, the workers joined), dropped after the test."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+from collections.abc import AsyncIterator
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import asyncpg
+import pytest
+
+CITUS_DIR = Path(os.environ.get("CITUS_DIR", "/tmp/ethos-citus"))
+_counter = itertools.count()
+
+
+def configured_url() -> tuple[str | None, str]:
+    """The coordinator's URL and where it came from (for the skip's reason)."""
+    # (not an ETHOS_ variable: tests/conftest.py removes those, settings of a developer's)
+    if os.environ.get("CITUS_URL"):
+        return os.environ["CITUS_URL"], "CITUS_URL"
+    path = CITUS_DIR / "url"
+    if path.is_file():
+        return path.read_text().strip(), str(path)
+    return None, f"CITUS_URL is not set and {path} does not exist"
+
+
+async def _active_workers(url: str) -> int:
+    conn = await asyncpg.connect(url, timeout=5)
+    try:
+        return int(await conn.fetchval("SELECT count(*) FROM citus_get_active_worker_nodes()"))
+    finally:
+        await conn.close()
+
+
+def with_database(url: str, name: str) -> str:
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(path=f"/{name}"))
+
+
+@pytest.fixture(scope="session")
+def citus_url() -> str:
+    url, source = configured_url()
+    if url is None:
+        pytest.skip(f"no Citus cluster: {source} (`make citus` starts one, as root)")
+    try:
+        workers = asyncio.run(_active_workers(url))
+    except (OSError, asyncpg.PostgresError, TimeoutError) as exc:
+        pytest.skip(f"no Citus cluster answers at {url} (from {source}): {exc!r}; `make citus`")
+    if workers < 1:
+        pytest.skip(f"the Citus coordinator at {url} has no active worker; `make citus`")
+    return url
+
+
+async def create_cluster_database(url: str, name: str) -> str:
+    """Database `name` on the coordinator and every worker, with citus and vector, the
+    coordinator registered and the workers added: what scripts/citus.sh db does."""
+    coordinator = await asyncpg.connect(url)
+    try:
+        workers = await coordinator.fetch(
+            "SELECT node_name, node_port FROM citus_get_active_worker_nodes() ORDER BY 2"
+        )
+    finally:
+        await coordinator.close()
+    parts = urlsplit(url)
+    user = parts.username or "postgres"
+    nodes = [(parts.hostname or "127.0.0.1", parts.port or 5432)]
+    nodes += [(w["node_name"], w["node_port"]) for w in workers]
+    for host, port in nodes:
+        admin = await asyncpg.connect(host=host, port=port, user=user, database="postgres")
+        try:
+            await admin.execute(f'CREATE DATABASE "{name}"')
+        finally:
+            await admin.close()
+        conn = await asyncpg.connect(host=host, port=port, user=user, database=name)
+        try:
+            await conn.execute("CREATE EXTENSION citus; CREATE EXTENSION vector")
+        finally:
+            await conn.close()
+    conn = await asyncpg.connect(with_database(url, name))
+    try:
+        await conn.execute("SELECT citus_set_coordinator_host($1, $2)", nodes[0][0], nodes[0][1])
+        for host, port in nodes[1:]:
+            await conn.execute("SELECT citus_add_node($1, $2)", host, port)
+    finally:
+        await conn.close()
+    return with_database(url, name)
+
+
+async def drop_cluster_database(url: str, name: str) -> None:
+    coordinator = await asyncpg.connect(url)
+    try:
+        workers = await coordinator.fetch(
+            "SELECT node_name, node_port FROM citus_get_active_worker_nodes()"
+        )
+        await coordinator.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    finally:
+        await coordinator.close()
+    user = urlsplit(url).username or "postgres"
+    for w in workers:
+        conn = await asyncpg.connect(
+            host=w["node_name"], port=w["node_port"], user=user, database="postgres"
+        )
+        try:
+            await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        finally:
+            await conn.close()
+
+
+@pytest.fixture
+async def citus_database(citus_url: str) -> AsyncIterator[str]:
+    """A fresh Citus database of the test's own; its URL."""
+    name = f"citus_test_{os.getpid()}_{next(_counter)}"
+    url = await create_cluster_database(citus_url, name)
+    try:
+        yield url
+    finally:
+        await drop_cluster_database(citus_url, name)
