@@ -1,5 +1,5 @@
 -- ethos's tables, as they are today. Read with the rest of this folder in the order
--- ethos/schema/__init__.py gives; `ethos migrate` runs the whole of it on a fresh database
+-- ethos/db/schema/__init__.py gives; `ethos migrate` runs the whole of it on a fresh database
 -- (in one transaction) and records the newest migration as applied.
 --
 -- Every memory table carries the same decay state: salience (what recall and the views
@@ -32,9 +32,13 @@ END
 $$;
 
 -- ========================================================================================
--- Policies: how memories decay, which policy an agent or an importance gets, and the settings the database keeps
+-- Policies: how memories decay, which policy an agent or an importance gets, and the
+-- settings the database keeps
 -- ========================================================================================
 
+-- Each policy's curve (the [policies] of the settings, written by `ethos migrate` or
+-- `ethos settings apply`; one gone from the settings is kept, no longer configured, while
+-- memories still follow it).
 CREATE TABLE decay_policies (
     name text NOT NULL,
     curve text NOT NULL,
@@ -50,9 +54,9 @@ CREATE TABLE decay_policies (
     promote_to text,
     promotion_counts integer[] DEFAULT '{}'::integer[] NOT NULL,
     promotion_targets text[] DEFAULT '{}'::text[] NOT NULL,
-    lifetime_days double precision,
-    configured boolean DEFAULT true NOT NULL,
-    changed_at timestamp with time zone DEFAULT now() NOT NULL,
+    lifetime_days double precision,  -- a plain memory's age at pruning (NULL: never)
+    configured boolean DEFAULT true NOT NULL,  -- false: gone from the settings
+    changed_at timestamp with time zone DEFAULT now() NOT NULL,  -- when its parameters last changed
     CONSTRAINT decay_policies_base_tau_days_check CHECK ((base_tau_days > (0)::double precision)),
     CONSTRAINT decay_policies_check CHECK ((max_tau_days >= base_tau_days)),
     CONSTRAINT decay_policies_check1 CHECK (((promote_after IS NULL) = (promote_to IS NULL))),
@@ -70,6 +74,7 @@ ALTER TABLE ONLY decay_policies
 ALTER TABLE ONLY decay_policies
     ADD CONSTRAINT decay_policies_promote_to_fkey FOREIGN KEY (promote_to) REFERENCES decay_policies(name) DEFERRABLE INITIALLY DEFERRED;
 
+-- The policy an agent's memories get when they name none (`ethos policy assign`).
 CREATE TABLE agent_policies (
     agent_id text NOT NULL,
     policy text NOT NULL,
@@ -80,6 +85,7 @@ ALTER TABLE ONLY agent_policies
 ALTER TABLE ONLY agent_policies
     ADD CONSTRAINT agent_policies_policy_fkey FOREIGN KEY (policy) REFERENCES decay_policies(name);
 
+-- An importance picks the policy of the highest tier it reaches ([importance] tiers).
 CREATE TABLE importance_tiers (
     policy text NOT NULL,
     min_importance double precision NOT NULL,
@@ -90,6 +96,7 @@ ALTER TABLE ONLY importance_tiers
 ALTER TABLE ONLY importance_tiers
     ADD CONSTRAINT importance_tiers_policy_fkey FOREIGN KEY (policy) REFERENCES decay_policies(name);
 
+-- The settings the write path and the views read: one row.
 CREATE TABLE ethos_settings (
     id boolean DEFAULT true NOT NULL,
     default_policy text NOT NULL,
@@ -118,6 +125,7 @@ ALTER TABLE ONLY ethos_settings
 -- The memory tables
 -- ========================================================================================
 
+-- What happened, with its emotional tone (E in the formula).
 CREATE TABLE episodic_traces (
     id uuid DEFAULT ethos_uuid_v7() NOT NULL,
     agent_id text NOT NULL,
@@ -181,6 +189,8 @@ CREATE INDEX episodic_traces_content_tsv_idx ON episodic_traces USING gin (conte
 CREATE INDEX episodic_traces_live_id_idx ON episodic_traces USING btree (id) WHERE (NOT pruned);
 CREATE INDEX episodic_traces_pruned_at_idx ON episodic_traces USING btree (pruned_at) WHERE pruned;
 
+-- Durable knowledge, with a confidence that decays on a curve of its own; a fact may
+-- expire (expires_at) whatever its salience.
 CREATE TABLE semantic_facts (
     id uuid DEFAULT ethos_uuid_v7() NOT NULL,
     agent_id text NOT NULL,
@@ -248,6 +258,8 @@ CREATE INDEX semantic_facts_content_tsv_idx ON semantic_facts USING gin (content
 CREATE INDEX semantic_facts_live_id_idx ON semantic_facts USING btree (id) WHERE (NOT pruned);
 CREATE INDEX semantic_facts_pruned_at_idx ON semantic_facts USING btree (pruned_at) WHERE pruned;
 
+-- A content and its embedding, searched by similarity; a vector of an episode or fact
+-- (source_type, source_id) lives with that memory.
 CREATE TABLE memory_vectors (
     id uuid DEFAULT ethos_uuid_v7() NOT NULL,
     agent_id text NOT NULL,
@@ -322,6 +334,8 @@ CREATE INDEX memory_vectors_source_idx ON memory_vectors USING btree (source_typ
 -- What hangs off a memory: links between memories, earlier contents
 -- ========================================================================================
 
+-- Memories recalled together: a weight that grows with co-retrieval and decays from
+-- weighted_at; one link per pair (a_id < b_id).
 CREATE TABLE memory_links (
     agent_id text NOT NULL,
     a_table text NOT NULL,
@@ -329,11 +343,11 @@ CREATE TABLE memory_links (
     b_table text NOT NULL,
     b_id uuid NOT NULL,
     weight double precision NOT NULL,
-    weighted_at timestamp with time zone NOT NULL,
+    weighted_at timestamp with time zone NOT NULL,  -- when the weight was set: it decays from there
     co_retrievals integer DEFAULT 0 NOT NULL,
     useful_count integer DEFAULT 0 NOT NULL,
     wrong_count integer DEFAULT 0 NOT NULL,
-    fades_at timestamp with time zone NOT NULL,
+    fades_at timestamp with time zone NOT NULL,  -- when it falls below links.prune_weight
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     CONSTRAINT memory_links_check CHECK ((a_id < b_id)),
     CONSTRAINT memory_links_weight_check CHECK (((weight > (0)::double precision) AND (weight <= (1)::double precision)))
@@ -343,12 +357,13 @@ ALTER TABLE ONLY memory_links
 CREATE INDEX memory_links_b_idx ON memory_links USING btree (b_id);
 CREATE INDEX memory_links_fades_at_idx ON memory_links USING btree (fades_at);
 
+-- A content or metadata as it was before an UPDATE replaced it (the write path keeps it).
 CREATE TABLE memory_revisions (
     id bigint NOT NULL,
     table_name text NOT NULL,
     memory_id uuid NOT NULL,
     agent_id text NOT NULL,
-    content text NOT NULL,
+    content text NOT NULL,  -- the text as it was before revised_at
     revised_at timestamp with time zone DEFAULT now() NOT NULL,
     revised_by text DEFAULT CURRENT_USER NOT NULL,
     metadata jsonb
@@ -370,6 +385,9 @@ CREATE INDEX memory_revisions_memory_idx ON memory_revisions USING btree (table_
 -- Sweep schedules: hints of when rows fall due, a table per memory table
 -- ========================================================================================
 
+-- Hints of when rows fall due (prune = false: a write of salience; true: a prune), in
+-- groups of rows of one slice of the table with their physical places: a sweep reads
+-- the earliest groups and nothing else.
 CREATE TABLE episodic_traces_due (
     prune boolean NOT NULL,
     at timestamp with time zone NOT NULL,
@@ -410,6 +428,7 @@ CREATE INDEX memory_vectors_due_idx ON memory_vectors_due USING btree (prune, sl
 -- Text and vector statistics per agent, for recall's weights and automatic importance
 -- ========================================================================================
 
+-- Per agent: how many memories the text statistics count, and their words in all.
 CREATE TABLE agent_text_stats (
     agent_id text NOT NULL,
     docs bigint NOT NULL,
@@ -418,6 +437,8 @@ CREATE TABLE agent_text_stats (
 ALTER TABLE ONLY agent_text_stats
     ADD CONSTRAINT agent_text_stats_pkey PRIMARY KEY (agent_id);
 
+-- Per agent and word: in how many memories it appears, and the bounds of its BM25
+-- share (max_tf, min_length).
 CREATE TABLE lexeme_stats (
     agent_id text NOT NULL,
     lexeme text NOT NULL,
@@ -428,6 +449,8 @@ CREATE TABLE lexeme_stats (
 ALTER TABLE ONLY lexeme_stats
     ADD CONSTRAINT lexeme_stats_pkey PRIMARY KEY (agent_id, lexeme);
 
+-- Per agent: the sum of its unit vectors (its centre; a vector's particularity is its
+-- distance from it).
 CREATE TABLE agent_vector_stats (
     agent_id text NOT NULL,
     vectors bigint NOT NULL,
@@ -440,6 +463,8 @@ ALTER TABLE ONLY agent_vector_stats
 -- Retrievals on their way to LTP
 -- ========================================================================================
 
+-- Retrievals recorded from SQL (`ethos_record_retrieval`) and feedback, drained into
+-- LTP by the daemon exactly once.
 CREATE TABLE retrieval_queue (
     id bigint NOT NULL,
     table_name text NOT NULL,
@@ -463,6 +488,7 @@ ALTER TABLE retrieval_queue ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
 ALTER TABLE ONLY retrieval_queue
     ADD CONSTRAINT retrieval_queue_pkey PRIMARY KEY (id);
 
+-- Queued events the database refused for good, with the reason and how many.
 CREATE TABLE retrieval_dead_letters (
     id bigint NOT NULL,
     table_name text NOT NULL,
@@ -479,6 +505,7 @@ CREATE TABLE retrieval_dead_letters (
 ALTER TABLE ONLY retrieval_dead_letters
     ADD CONSTRAINT retrieval_dead_letters_pkey PRIMARY KEY (id);
 
+-- When a retrieval last happened: the daemon defers sweeps while agents are busy.
 CREATE TABLE retrieval_activity (
     id boolean DEFAULT true NOT NULL,
     last_retrieval_at timestamp with time zone NOT NULL,
@@ -487,6 +514,8 @@ CREATE TABLE retrieval_activity (
 ALTER TABLE ONLY retrieval_activity
     ADD CONSTRAINT retrieval_activity_pkey PRIMARY KEY (id);
 
+-- Receipts of applied LTP flushes: a flush retried after an in-doubt commit is applied
+-- once.
 CREATE TABLE ltp_flushes (
     id uuid NOT NULL,
     applied_at timestamp with time zone DEFAULT now() NOT NULL
@@ -499,6 +528,7 @@ CREATE INDEX ltp_flushes_applied_at_idx ON ltp_flushes USING btree (applied_at);
 -- Runs and audit: sweeps, consolidations, recoveries, daemons
 -- ========================================================================================
 
+-- Audit: every sweep, its trigger, mode and counts; a finished run is final.
 CREATE TABLE sweep_runs (
     id bigint NOT NULL,
     trigger text NOT NULL,
@@ -532,6 +562,7 @@ ALTER TABLE ONLY sweep_runs
 CREATE INDEX sweep_runs_running_idx ON sweep_runs USING btree (id) WHERE (status = 'running'::text);
 CREATE INDEX sweep_runs_started_at_idx ON sweep_runs USING btree (started_at);
 
+-- Audit: merges, forgets, purges and erasures, their selector and counts.
 CREATE TABLE consolidation_runs (
     id bigint NOT NULL,
     kind text NOT NULL,
@@ -540,8 +571,8 @@ CREATE TABLE consolidation_runs (
     started_at timestamp with time zone DEFAULT now() NOT NULL,
     finished_at timestamp with time zone,
     as_of timestamp with time zone NOT NULL,
-    selector jsonb DEFAULT '{}'::jsonb NOT NULL,
-    counts jsonb DEFAULT '{}'::jsonb NOT NULL,
+    selector jsonb DEFAULT '{}'::jsonb NOT NULL,  -- what was asked: tables, agent, ...
+    counts jsonb DEFAULT '{}'::jsonb NOT NULL,  -- per table (and reason): numbers only
     error text,
     owner text,
     CONSTRAINT consolidation_runs_kind_check CHECK ((kind = ANY (ARRAY['merge'::text, 'forget'::text, 'purge'::text, 'erase'::text]))),
@@ -561,6 +592,7 @@ ALTER TABLE ONLY consolidation_runs
 CREATE INDEX consolidation_runs_running_idx ON consolidation_runs USING btree (id) WHERE (status = 'running'::text);
 CREATE INDEX consolidation_runs_started_at_idx ON consolidation_runs USING btree (started_at);
 
+-- Audit: pruned memories brought back, by which command and selector.
 CREATE TABLE recoveries (
     id bigint NOT NULL,
     recovered_at timestamp with time zone DEFAULT now() NOT NULL,
@@ -582,6 +614,7 @@ ALTER TABLE recoveries ALTER COLUMN id ADD GENERATED BY DEFAULT AS IDENTITY (
 ALTER TABLE ONLY recoveries
     ADD CONSTRAINT recoveries_pkey PRIMARY KEY (id);
 
+-- Daemons alive (heartbeats), which one leads, and what each holds back.
 CREATE TABLE daemons (
     id text NOT NULL,
     host text NOT NULL,
@@ -604,6 +637,7 @@ CREATE INDEX daemons_heartbeat_at_idx ON daemons USING btree (heartbeat_at);
 -- Agent roles: which PostgreSQL roles act for which agents
 -- ========================================================================================
 
+-- Which database roles speak for which agents (`ethos roles`); row security reads it.
 CREATE TABLE ethos_agent_roles (
     role_name text NOT NULL,
     agent_id text NOT NULL
