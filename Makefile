@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: install run demo test unit lint format typecheck bench recall-bench lifecycle-bench browser serve all clean \
+.PHONY: install run demo test unit lint format typecheck bench bench-peer recall-bench lifecycle-bench browser serve all clean \
 	citus citus-install citus-up citus-down citus-test
 
 $(STAMP): pyproject.toml
@@ -44,6 +44,10 @@ typecheck: install
 
 bench: install  ## ROWS=1000000 VECTORS=100000 by default; smaller: make bench ROWS=100000
 	$(BIN)/python bench/bench.py --rows $(or $(ROWS),1000000) --vectors $(or $(VECTORS),100000)
+
+bench-peer: install  ## ethos's LangGraph store vs LangGraph's PostgresStore, one run (ITEMS=100000; QUICK=1)
+	$(BIN)/pip install --quiet -e '.[bench]'
+	$(BIN)/python bench/peer.py --items $(or $(ITEMS),100000) $(if $(QUICK),--quick)
 
 recall-bench: install  ## LoCoMo recall@k: ethos text/hybrid, BM25, dense (DATA=../shared/data/locomo)
 	$(BIN)/pip install --quiet -e '.[bench]'
