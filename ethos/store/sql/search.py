@@ -327,13 +327,14 @@ def _beside(spec: TableSpec, hit: str, *, before: bool) -> str:
 
 
 def _in_context(tables: tuple[TableSpec, ...]) -> str:
-    """The CTEs `pool` and `relevance` over the candidates `found`: the %(k)s best by
-    BM25 of a timeline table with the rows just before and after each (`beside`: two
-    index probes a hit, so the cost follows k, not the candidates), and the relevance
-    of every row of the pool: its BM25 + %(context_weight)s × the mean BM25 of its two
-    neighbours (a row of the pool adjacent to it; a neighbour outside the pool counts
-    0). An answer often sits a turn away from the words of its question (the reply to
-    it, or the turn that says "it" for the thing the question names)."""
+    """The CTEs over the candidates `found`: `beside`, the rows just before and after
+    each of the %(k)s best by BM25 of a timeline table (two index probes a hit, so the
+    cost follows k, not the candidates); `pool`, the candidates and those rows; `pairs`,
+    the adjacent ones; and `relevance`, of every row of the pool: its BM25 +
+    %(context_weight)s × the mean BM25 of its two neighbours (a row of the pool adjacent
+    to it; a neighbour outside the pool counts 0). An answer often sits a turn away from
+    the words of its question (the reply to it, or the turn that says "it" for the thing
+    the question names)."""
     beside = "\n        UNION ALL\n        ".join(
         f"""SELECT '{spec.name}' AS table_name, f.id AS hit, n.*
         FROM (SELECT * FROM found WHERE table_name = '{spec.name}'
