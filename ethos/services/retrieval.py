@@ -28,6 +28,7 @@ import structlog
 from ethos.db.store import Row, Store
 from ethos.domain import inputs
 from ethos.domain.errors import InputError
+from ethos.domain.moments import named_moment
 from ethos.domain.tables import VECTORS, TableSpec, table_spec
 from ethos.services.embedding import Embedder, ProviderUnavailable, embed
 from ethos.services.ltp import LtpBuffer
@@ -195,8 +196,9 @@ async def recall(
             log.warning("recall_text_only", reason=str(exc))
     depth = max(settings.search.candidates, k)
     text = store.recall(
-        agent=agent, query=query, tables=tables, k=k if vector is None else depth, now=now
-    )
+        agent=agent, query=query, tables=tables, k=k if vector is None else depth, now=now,
+        moment=named_moment(query),
+    )  # fmt: skip
     similar: list[Row] = []
     if vector is None:
         rows = await text
@@ -207,7 +209,7 @@ async def recall(
     hits = [
         Hit(id=row["id"], content=row["content"], similarity=None, salience=row["salience"],
             score=row["score"], metadata=json_object(row["metadata"]), table=row["table_name"],
-            text_rank=row["text_rank"], relevance=row["text_rank"],
+            text_rank=row["text_rank"], relevance=row["relevance"],
             created_at=row["created_at"], updated_at=row["updated_at"])
         for row in rows
     ]  # fmt: skip
@@ -258,7 +260,7 @@ async def _fuse(
     has 0 on the other), × the salience prior. A vector that embeds an episode or fact
     stands for it. `rows`: the vector candidates (store.search)."""
     names = {spec.name for spec in tables}
-    text = _normalised({(hit.table, hit.id): hit.text_rank or 0.0 for hit in text_hits})
+    text = _normalised({(hit.table, hit.id): hit.relevance or 0.0 for hit in text_hits})
     found = {(hit.table, hit.id): hit for hit in text_hits}
     similar: dict[tuple[str, uuid.UUID], float] = {}  # relevance: cosine to the centred query
     cosine: dict[tuple[str, uuid.UUID], float] = {}  # to the query itself, shown

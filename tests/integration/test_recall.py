@@ -22,8 +22,13 @@ if TYPE_CHECKING:
 
 @pytest.fixture
 def settings(database_url: str) -> Settings:
-    """Plain memories on the standard curve: their words do not tier them."""
-    return Settings(database=DatabaseSettings(url=database_url), importance=WORDS_IGNORED)
+    """Plain memories on the standard curve: their words do not tier them; ranked by
+    their own words (recall in context is test_recall_context's)."""
+    return Settings(
+        database=DatabaseSettings(url=database_url),
+        importance=WORDS_IGNORED,
+        search=SearchSettings(context_weight=0),
+    )
 
 
 def with_provider(database_url: str, url: str, **embedding: object) -> Settings:

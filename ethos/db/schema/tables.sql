@@ -183,6 +183,8 @@ ALTER TABLE ONLY episodic_traces
 ALTER TABLE ONLY episodic_traces
     ADD CONSTRAINT episodic_traces_policy_fkey FOREIGN KEY (policy) REFERENCES decay_policies(name);
 CREATE INDEX episodic_traces_agent_live_idx ON episodic_traces USING btree (agent_id, id) WHERE (NOT pruned);
+-- an agent's live episodes in time: the turns around a hit, for recall in context
+CREATE INDEX episodic_traces_agent_time_idx ON episodic_traces USING btree (agent_id, created_at, id) WHERE (NOT pruned);
 CREATE UNIQUE INDEX episodic_traces_client_key_idx ON episodic_traces USING btree (agent_id, client_key) WHERE ((client_key IS NOT NULL) AND (NOT pruned));
 CREATE INDEX episodic_traces_content_key_idx ON episodic_traces USING btree (agent_id, content_key) WHERE (NOT pruned);
 CREATE INDEX episodic_traces_content_tsv_idx ON episodic_traces USING gin (content_tsv) WHERE (NOT pruned);
@@ -324,7 +326,8 @@ ALTER TABLE ONLY memory_vectors
 CREATE INDEX memory_vectors_agent_live_idx ON memory_vectors USING btree (agent_id, id) WHERE (NOT pruned);
 CREATE UNIQUE INDEX memory_vectors_client_key_idx ON memory_vectors USING btree (agent_id, client_key) WHERE ((client_key IS NOT NULL) AND (NOT pruned));
 CREATE INDEX memory_vectors_content_key_idx ON memory_vectors USING btree (agent_id, content_key) WHERE (NOT pruned);
-CREATE INDEX memory_vectors_content_tsv_idx ON memory_vectors USING gin (content_tsv) WHERE (NOT pruned);
+-- (text recall skips a vector of an episode or fact: its source is found in its own table)
+CREATE INDEX memory_vectors_content_tsv_idx ON memory_vectors USING gin (content_tsv) WHERE ((NOT pruned) AND (source_id IS NULL));
 CREATE INDEX memory_vectors_embedding_hnsw ON memory_vectors USING hnsw (embedding vector_cosine_ops) WHERE (NOT pruned);
 CREATE INDEX memory_vectors_live_id_idx ON memory_vectors USING btree (id) WHERE (NOT pruned);
 CREATE INDEX memory_vectors_pruned_at_idx ON memory_vectors USING btree (pruned_at) WHERE pruned;

@@ -28,6 +28,7 @@ from ethos.db.store.sql.search import (
     build_missing_vectors_query,
     build_recall_query,
 )
+from ethos.domain.moments import Moment
 from ethos.domain.tables import TableSpec
 
 
@@ -58,19 +59,34 @@ class SearchStore(StoreCore):
         return rows
 
     async def recall(
-        self, *, agent: str, query: str, tables: tuple[TableSpec, ...], k: int, now: datetime
+        self,
+        *,
+        agent: str,
+        query: str,
+        tables: tuple[TableSpec, ...],
+        k: int,
+        now: datetime,
+        moment: Moment | None = None,
     ) -> list[Row]:
-        """Live memories of the agent matching any word of `query`, best first."""
+        """Live memories of the agent matching any word of `query`, best first; those
+        written in `moment` (the one the query names) weigh more."""
         for spec in tables:
             await self.check_table(spec)
+        search = self.settings.search
+        weighed = moment is not None and search.moment_weight > 0
         return await self._fetch(
-            build_recall_query(tables),
+            build_recall_query(tables, context=search.context_weight > 0, moment=weighed),
             agent=agent,
             text=query,
             now=now,
             k=k,
-            candidates=max(self.settings.search.candidates, k),
-            salience_weight=self.settings.search.salience_weight,
+            candidates=max(search.candidates, k),
+            salience_weight=search.salience_weight,
+            context_weight=search.context_weight,
+            moment_weight=search.moment_weight,
+            moment_year=moment and moment.year,
+            moment_month=moment and moment.month,
+            moment_day=moment and moment.day,
         )
 
     async def locate(self, ids: list[uuid.UUID]) -> list[Row]:

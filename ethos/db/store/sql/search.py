@@ -310,8 +310,84 @@ def _best(spec: TableSpec, ranked: str) -> str:
          LIMIT %(candidates)s"""
 
 
+def _beside(spec: TableSpec, hit: str, *, before: bool) -> str:
+    """The live row of the agent in `spec`'s timeline just before (or after) the row
+    `hit` (by creation, then id), not below its prune threshold, with its BM25 and
+    salience: what the turn next to a hit says."""
+    side, order = ("<", "DESC") if before else (">", "ASC")
+    live = f" AND {UNEXPIRED}" if spec.has_expiry else ""
+    return f"""(SELECT m.id, m.content, m.metadata, m.created_at, m.updated_at,
+                {bm25("m.content_tsv")} AS text_rank, {salience_expr(spec)} AS salience
+         FROM {spec.name} AS m JOIN decay_policies AS p ON p.name = m.policy
+         WHERE m.agent_id = %(agent)s AND NOT m.pruned{live}
+           AND (m.created_at, m.id) {side} ({hit}.created_at, {hit}.id)
+           AND {above_threshold(spec)}
+         ORDER BY m.created_at {order}, m.id {order}
+         LIMIT 1)"""
+
+
+def _in_context(tables: tuple[TableSpec, ...]) -> str:
+    """The CTEs over the candidates `found`: `beside`, the rows just before and after
+    each of the %(k)s best by BM25 of a timeline table (two index probes a hit, so the
+    cost follows k, not the candidates); `pool`, the candidates and those rows; `pairs`,
+    the adjacent ones; and `relevance`, of every row of the pool: its BM25 +
+    %(context_weight)s × the mean BM25 of its two neighbours (a row of the pool adjacent
+    to it; a neighbour outside the pool counts 0). An answer often sits a turn away from
+    the words of its question (the reply to it, or the turn that says "it" for the thing
+    the question names)."""
+    beside = "\n        UNION ALL\n        ".join(
+        f"""SELECT '{spec.name}' AS table_name, f.id AS hit, n.*
+        FROM (SELECT * FROM found WHERE table_name = '{spec.name}'
+              ORDER BY {_ORDER} LIMIT %(k)s) AS f,
+             q, LATERAL ({_beside(spec, "f", before=True)}
+                         UNION ALL {_beside(spec, "f", before=False)}) AS n"""
+        for spec in tables
+        if spec.is_timeline
+    )
+    return f"""beside AS MATERIALIZED (
+        {beside}
+    ),
+    pool AS (
+        SELECT DISTINCT ON (p.id) p.*
+        FROM (SELECT * FROM found
+              UNION ALL
+              SELECT {_FOUND_COLUMNS} FROM beside) AS p
+        ORDER BY p.id
+    ),
+    pairs AS (  -- each adjacent pair once, whichever of the two found it
+        SELECT DISTINCT least(b.hit, b.id) AS one, greatest(b.hit, b.id) AS other
+        FROM beside AS b
+    ),
+    relevance AS (
+        SELECT p.*, p.text_rank + %(context_weight)s::float8 / 2 * coalesce(
+                   (SELECT sum(n.text_rank)
+                    FROM pairs AS e JOIN pool AS n ON n.id = CASE WHEN e.one = p.id
+                                                             THEN e.other ELSE e.one END
+                    WHERE p.id IN (e.one, e.other)), 0) AS relevance
+        FROM pool AS p
+    )"""
+
+
+# A row written in the moment the question names (%(moment_year)s, %(moment_month)s,
+# %(moment_day)s: NULL matches any) weighs 1 + %(moment_weight)s times as much (UTC).
+_IN_MOMENT = """(1 + %(moment_weight)s::float8 * (
+        coalesce(extract(year FROM r.created_at AT TIME ZONE 'UTC') = %(moment_year)s::int, true)
+        AND coalesce(extract(month FROM r.created_at AT TIME ZONE 'UTC') = %(moment_month)s::int,
+                     true)
+        AND coalesce(extract(day FROM r.created_at AT TIME ZONE 'UTC') = %(moment_day)s::int, true)
+    )::int)"""
+
+_FOUND_COLUMNS = "table_name, id, content, metadata, created_at, updated_at, text_rank, salience"
+
+
 @cache
-def build_recall_query(tables: tuple[TableSpec, ...], *, split: bool = True) -> Query:
+def build_recall_query(
+    tables: tuple[TableSpec, ...],
+    *,
+    split: bool = True,
+    context: bool = False,
+    moment: bool = False,
+) -> Query:
     """Live memories of one agent in `tables` with any word of %(text)s (in the
     database's text configuration), none below its prune threshold at %(now)s, ranked
     by BM25 × the salience prior.
@@ -322,7 +398,13 @@ def build_recall_query(tables: tuple[TableSpec, ...], *, split: bool = True) -> 
     the rows of each level are scored only when they could be among a table's
     candidates, and a row's salience is computed only for the best by BM25
     (`_best`); without it, every matching row is scored in full (the same result,
-    slower: the tests' reference)."""
+    slower: the tests' reference).
+
+    With `context` (and a timeline among `tables`), the candidates' neighbours in time
+    join them and each is ranked by its relevance in context (`_in_context`) × the
+    prior; without it, relevance is the BM25. With `moment`, a row written in the
+    moment the question names weighs more (`_IN_MOMENT`)."""
+    context = context and any(spec.is_timeline for spec in tables)
     ctes, parts = [], []
     for i, spec in enumerate(tables):
         if not split:
@@ -357,13 +439,20 @@ def build_recall_query(tables: tuple[TableSpec, ...], *, split: bool = True) -> 
         parts.append(f"(SELECT * FROM best_{i}_{LEVELS[-1]})")
     union = "\n        UNION ALL\n        ".join(parts)
     more = "".join(f",\n    {cte}" for cte in ([_SPLIT, *ctes] if split else []))
+    ranked, relevance, in_context = "found", "r.text_rank", ""
+    if context:
+        ranked, relevance, in_context = "relevance", "r.relevance", f",\n    {_in_context(tables)}"
+    if moment:
+        relevance = f"{relevance} * {_IN_MOMENT}"
     return sql(f"""
     WITH {_TEXT_QUERY}{more},
     found AS (
         {union}
-    )
-    SELECT f.*, f.text_rank * {prior("f.salience")} AS score
-    FROM found AS f
+    ){in_context}
+    SELECT f.*, f.relevance * {prior("f.salience")} AS score
+    FROM (SELECT {", ".join(f"r.{c}" for c in _FOUND_COLUMNS.split(", "))},
+                 {relevance} AS relevance
+          FROM {ranked} AS r) AS f
     ORDER BY score DESC, {TIE_BREAK}
     LIMIT %(k)s
     """)
