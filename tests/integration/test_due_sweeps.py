@@ -20,6 +20,7 @@ from ethos.explain import memory_state
 from ethos.settings import DatabaseSettings, PolicySettings, Settings
 from ethos.sweep import Mode
 from ethos.tables import MEMORY_TABLES, table_spec
+from tests import reference_decay
 from tests.conftest import TEMPLATE, database_uri, near
 
 if TYPE_CHECKING:
@@ -70,12 +71,14 @@ async def check_schedules(
             deciding = memory_state(spec, row, confidence=True) if spec.has_confidence else state
             stored = row["confidence"] if spec.has_confidence else row["salience"]
             expires = row.get("expires_at")
-            prune = decay.prune_due(deciding, reference, p, expires)
+            prune = reference_decay.prune_due(deciding, reference, p, expires)
             assert near(row["prune_at"], prune, timedelta(seconds=1))
             floor = 0 if spec.has_confidence else p.prune_threshold
             dues = [
-                decay.value_due(state, row["salience"], floor, reference, tolerance, p),
-                decay.value_due(deciding, stored, p.prune_threshold, reference, tolerance, p),
+                reference_decay.value_due(state, row["salience"], floor, reference, tolerance, p),
+                reference_decay.value_due(
+                    deciding, stored, p.prune_threshold, reference, tolerance, p
+                ),
                 expires,
             ]
             due = min(d for d in dues if d is not None)

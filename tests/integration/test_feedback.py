@@ -18,6 +18,7 @@ from ethos import decay
 from ethos.engine import Engine
 from ethos.recovery import Selector
 from ethos.settings import DatabaseSettings, LtpSettings, Settings
+from tests import reference_decay
 from tests.conftest import WORDS_IGNORED
 from tests.vectors import unit
 
@@ -233,8 +234,8 @@ async def test_mixed_retrievals_and_feedback_from_20_tasks_during_sweeps(
                 strength = decay.strength_at(state, at, p) * 0.5
                 counts["wrong"] += 1
             else:
-                strength = decay.ltp_strength(state, at, p, 1.1, 1)
-                n += decay.spaced_gains(state, at, p, 1)
+                strength = reference_decay.ltp_strength(state, at, p, 1.1, 1)
+                n += reference_decay.spaced_gains(state, at, p, 1)
                 counts[kind] += 1
             state = decay.MemoryState(strength=strength, anchor_at=at, created_at=days(0),
                                       reinforcement=n)  # fmt: skip

@@ -26,6 +26,7 @@ from ethos.store import LtpFlush, Store
 from ethos.store.core import search_server_settings
 from ethos.store.sql.search import SEARCH_VECTORS
 from ethos.tables import EPISODES
+from tests import reference_decay
 from tests.conftest import WORDS_IGNORED
 from tests.vectors import at_cosine, mix, unit
 
@@ -66,13 +67,13 @@ async def test_ltp_rules_per_table(
     # the episode: its own retrieval at day 2 (the first: it gives back what the memory
     # lost), then again through its vector at day 3 (a day after: it gives back a share)
     own = decay.MemoryState(
-        strength=decay.ltp_strength(created, days(2), p, 1.1, 1), anchor_at=days(2),
-        created_at=t0, reinforcement=decay.spaced_gains(created, days(2), p, 1),
+        strength=reference_decay.ltp_strength(created, days(2), p, 1.1, 1), anchor_at=days(2),
+        created_at=t0, reinforcement=reference_decay.spaced_gains(created, days(2), p, 1),
     )  # fmt: skip
-    through_vector = decay.ltp_strength(own, days(3), p, 1.1, 1)
+    through_vector = reference_decay.ltp_strength(own, days(3), p, 1.1, 1)
     assert own.strength == pytest.approx(0.55) and through_vector < own.strength * 1.1
     assert e["strength"] == pytest.approx(through_vector, rel=1e-9)
-    n = own.reinforcement + decay.spaced_gains(own, days(3), p, 1)
+    n = own.reinforcement + reference_decay.spaced_gains(own, days(3), p, 1)
     assert e["reinforcement"] == pytest.approx(n, rel=1e-9) and 1.1 < n < 2
     assert (e["retrieval_count"], e["anchor_at"], e["last_retrieved_at"]) == (2, days(3), days(3))
     f = await fetch(conn, "semantic_facts", fact)
@@ -103,10 +104,10 @@ async def test_coalesced_moments_equal_sequential_retrievals(
     row = await fetch(conn, "episodic_traces", memory)
     state = decay.MemoryState(strength=0.4, anchor_at=t0, created_at=t0)
     for at in sorted(moments):
-        strength = decay.ltp_strength(state, at, p, 1.1, 1)
+        strength = reference_decay.ltp_strength(state, at, p, 1.1, 1)
         state = decay.MemoryState(
             strength=strength, anchor_at=at, created_at=t0,
-            reinforcement=state.reinforcement + decay.spaced_gains(state, at, p, 1),
+            reinforcement=state.reinforcement + reference_decay.spaced_gains(state, at, p, 1),
         )  # fmt: skip
     assert row["retrieval_count"] == 6
     assert row["strength"] == pytest.approx(state.strength, rel=1e-9)
@@ -195,7 +196,7 @@ async def test_concurrent_retrievals_during_sweeps_are_all_applied(
         state = memory_state(EPISODES, before[memory_id])
         assert after[memory_id]["retrieval_count"] == n
         assert after[memory_id]["strength"] == pytest.approx(
-            decay.ltp_strength(state, at, p, 1.1, n), rel=1e-9
+            reference_decay.ltp_strength(state, at, p, 1.1, n), rel=1e-9
         )
 
 

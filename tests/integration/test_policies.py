@@ -15,6 +15,7 @@ from ethos.errors import InputError, NotFoundError
 from ethos.explain import memory_state
 from ethos.settings import DatabaseSettings, PolicySettings, Settings
 from ethos.tables import EPISODES
+from tests import reference_decay
 from tests.conftest import near
 
 if TYPE_CHECKING:
@@ -76,8 +77,8 @@ async def test_the_third_retrieval_promotes_a_working_memory_continuously(
     row = await fetch(conn, "episodic_traces", memory)
     working = engine.settings.policy("working").params
     state = memory_state(EPISODES, row)
-    strength = decay.ltp_strength(state, moments[2], working, 1.1, 1)
-    n = state.reinforcement + decay.spaced_gains(state, moments[2], working, 1)
+    strength = reference_decay.ltp_strength(state, moments[2], working, 1.1, 1)
+    n = state.reinforcement + reference_decay.spaced_gains(state, moments[2], working, 1)
     after = decay.MemoryState(
         strength=strength, anchor_at=moments[2], created_at=t0, reinforcement=n, emotion=0.5
     )
