@@ -27,7 +27,7 @@ from ethos.embedding import Role, openai_embedder
 from ethos.engine import Engine
 from ethos.errors import TransientDatabaseError
 from ethos.explain import memory_state
-from ethos.ltp import Events, apply_retrievals
+from ethos.ltp_flush import Events, apply_retrievals
 from ethos.settings import (
     DatabaseSettings,
     EmbeddingSettings,

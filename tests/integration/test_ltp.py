@@ -20,7 +20,8 @@ from ethos.engine import Engine
 from ethos.errors import DatabaseError, InputError
 from ethos.explain import memory_state
 from ethos.inputs import vector_literal
-from ethos.ltp import Events, LtpBuffer, Pending, apply_retrievals
+from ethos.ltp import LtpBuffer
+from ethos.ltp_flush import Events, Pending, apply_retrievals
 from ethos.settings import DatabaseSettings, LtpSettings, SearchSettings, Settings
 from ethos.store import LtpFlush, Store
 from ethos.store.core import search_server_settings
