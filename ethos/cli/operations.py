@@ -29,8 +29,9 @@ async def cmd_migrate(args: argparse.Namespace, settings: Settings) -> int:
     url = await db.checked_url(settings)
     # Alembic runs its own event loop: give it a thread.
     await asyncio.to_thread(db.migrate, settings, url)
-    async with Engine(settings, url=url):  # opening writes the policies of the settings
-        pass
+    # A database as migrated holds these settings: a fresh one is ready to use.
+    async with Engine(settings, url=url, check_settings=False) as engine:
+        await engine.apply_settings()
     print("database is at the latest schema")
     return 0
 

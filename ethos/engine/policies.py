@@ -10,11 +10,18 @@ from ethos.engine.core import EngineCore
 from ethos.errors import InputError
 from ethos.inputs import parse_id
 from ethos.policies import Policy
+from ethos.store import SettingDifference
 from ethos.tables import TableSpec, table_spec
 
 
 class PolicyEngine(EngineCore):
     """Policies, assignment and moving a memory to another."""
+
+    async def apply_settings(self, *, dry_run: bool = False) -> list[SettingDifference]:
+        """Write this engine's policies, tiers and defaults to the database, where they
+        differ from what it holds (`dry_run`: only say where). Every process then works
+        with them: the sweep, the insert trigger and the views read them there."""
+        return await self.store.apply_settings(dry_run=dry_run)
 
     async def move(
         self,

@@ -21,7 +21,7 @@ from ethos.store.daemon import DaemonStore
 from ethos.store.lifecycle import LifecycleStore
 from ethos.store.ltp import LinkRound, LtpFlush, LtpStore
 from ethos.store.memories import MemoryStore
-from ethos.store.policies import PolicyStore
+from ethos.store.policies import PolicyStore, SettingDifference
 from ethos.store.search import SearchStore
 from ethos.store.sweep import BatchResult, SweepStore, SweepWorker
 
@@ -30,6 +30,7 @@ __all__ = [
     "LinkRound",
     "LtpFlush",
     "Row",
+    "SettingDifference",
     "Store",
     "SweepWorker",
     "check_server",

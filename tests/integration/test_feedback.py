@@ -19,7 +19,7 @@ from ethos.engine import Engine
 from ethos.recovery import Selector
 from ethos.settings import DatabaseSettings, LtpSettings, Settings
 from tests import reference_decay
-from tests.conftest import WORDS_IGNORED
+from tests.conftest import WORDS_IGNORED, ConfiguredEngine
 from tests.vectors import unit
 
 if TYPE_CHECKING:
@@ -75,7 +75,7 @@ async def test_on_search_count_only_counts_and_useful_reinforces(
         importance=WORDS_IGNORED,
         ltp=LtpSettings(on_search="count"),
     )
-    async with Engine(settings) as engine:
+    async with ConfiguredEngine(settings) as engine:
         vector = await engine.add("vector", agent_id="a", content="v", embedding=unit(1),
                                   created_at=days(0), salience=0.5)  # fmt: skip
         before = await row(conn, "memory_vectors", vector)
@@ -192,7 +192,7 @@ async def test_mixed_retrievals_and_feedback_from_20_tasks_during_sweeps(
             plan.append((kind, picks, days(1) + timedelta(minutes=step * 20 + task)))
         plans.append(plan)
 
-    async with Engine(settings) as engine:
+    async with ConfiguredEngine(settings) as engine:
         sweeping = True
 
         async def sweeps() -> int:

@@ -28,7 +28,7 @@ from ethos.store.core import search_server_settings
 from ethos.store.sql.search import SEARCH_VECTORS
 from ethos.tables import EPISODES
 from tests import reference_decay
-from tests.conftest import WORDS_IGNORED
+from tests.conftest import WORDS_IGNORED, ConfiguredEngine
 from tests.vectors import at_cosine, mix, unit
 
 if TYPE_CHECKING:
@@ -167,7 +167,7 @@ async def test_concurrent_retrievals_during_sweeps_are_all_applied(
     at = days(2)
     rng = random.Random(7)
     plan = [[rng.choice(ids) for _ in range(500)] for _ in range(20)]  # 20 × 500 = 10,000
-    async with Engine(settings) as engine:
+    async with ConfiguredEngine(settings) as engine:
         sweeping = True
 
         async def sweeps() -> int:
@@ -240,7 +240,7 @@ async def test_search_with_salience_weight_zero_is_pure_similarity(
         importance=WORDS_IGNORED,
         search=SearchSettings(salience_weight=0),
     )
-    async with Engine(settings) as engine:
+    async with ConfiguredEngine(settings) as engine:
         query = unit(20)
         close = await engine.add(
             "vector", agent_id="a", content="close", embedding=query, created_at=t0, salience=0.06
@@ -327,7 +327,7 @@ async def test_full_buffer_waits_then_drops_and_counts(database_url: str, t0: da
         database=DatabaseSettings(url=database_url),
         ltp=LtpSettings(buffer_capacity=3, full_wait_seconds=0, flush_interval_seconds=60),
     )
-    async with Engine(settings) as engine:
+    async with ConfiguredEngine(settings) as engine:
         await engine.record_retrieval("episode", [uuid.uuid4()] * 3, now=t0)
         await engine.record_retrieval("episode", [uuid.uuid4()], now=t0)
         assert engine.ltp.stats.dropped == 1 and engine.ltp.backlog == 3
@@ -346,7 +346,7 @@ async def test_ltp_survives_the_database_going_away(
     )
     await asyncio.to_thread(db.migrate, settings, url)
     try:
-        async with Engine(settings) as engine:
+        async with ConfiguredEngine(settings) as engine:
             memory = await engine.add("episode", agent_id="a", content="e", created_at=t0)
             db.stop_embedded(data_dir)
             await engine.record_retrieval("episode", [memory, memory], now=days(1))
@@ -386,7 +386,7 @@ async def test_an_agent_with_few_memories_still_gets_all_of_them(
     settings = Settings(
         database=DatabaseSettings(url=database_url), search=SearchSettings(max_scan_tuples=100)
     )
-    async with Engine(settings) as engine:
+    async with ConfiguredEngine(settings) as engine:
         mine = {
             await engine.add("vector", agent_id="loner", content=f"m{i}", embedding=unit(50 + i))
             for i in range(3)

@@ -23,7 +23,7 @@ from ethos.recovery import Selector
 from ethos.settings import Settings
 
 if TYPE_CHECKING:
-    from tests.conftest import Days, Psql
+    from tests.conftest import ConfiguredEngine, Days, Psql
 
 # The earlier engine's runbook monitoring queries, copied verbatim.
 RUNBOOK = Path(__file__).parent / "runbook"
@@ -192,7 +192,7 @@ async def test_large_recoveries_run_in_batches(
     settings = Settings(
         database=DatabaseSettings(url=database_url), decay=DecaySettings(batch_size=5)
     )
-    async with Engine(settings) as engine:
+    async with ConfiguredEngine(settings) as engine:
         now = t0 + timedelta(days=1)
         report = await engine.recover("vector", Selector(agent="a"), now=now)
         assert len(report.rows) == 23

@@ -8,15 +8,22 @@ from typing import TYPE_CHECKING
 
 import asyncpg
 import pytest
+from structlog.testing import capture_logs
 
 from ethos import decay
 from ethos.engine import Engine
 from ethos.errors import InputError, NotFoundError
 from ethos.explain import memory_state
-from ethos.settings import DatabaseSettings, PolicySettings, Settings
+from ethos.settings import (
+    DatabaseSettings,
+    ImportanceSettings,
+    PolicySettings,
+    SearchSettings,
+    Settings,
+)
 from ethos.tables import EPISODES
 from tests import reference_decay
-from tests.conftest import near
+from tests.conftest import ConfiguredEngine, near
 
 if TYPE_CHECKING:
     from tests.conftest import Days
@@ -123,7 +130,7 @@ async def test_promotion_follows_a_chain(database_url: str, conn: asyncpg.Connec
         database=DatabaseSettings(url=database_url),
         policies={"standard": PolicySettings(promote_after=5, promote_to="long_term")},
     )
-    async with Engine(settings) as engine:
+    async with ConfiguredEngine(settings) as engine:
         memory = await engine.add("episode", agent_id="a", content="x", policy="working")
         await engine.record_retrieval("episode", [memory] * 6)
         await engine.ltp.drain(5)
@@ -212,17 +219,15 @@ async def test_bad_input_changes_nothing(engine: Engine, conn: asyncpg.Connectio
     assert await conn.fetchval("SELECT count(*) FROM agent_policies") == 0
 
 
-async def test_policies_are_written_when_ethos_opens_and_edits_apply(
+async def test_applied_policies_are_written_and_edits_apply(
     database_url: str, conn: asyncpg.Connection, t0: datetime
 ) -> None:
-    rows = {r["name"]: r for r in await conn.fetch("SELECT * FROM decay_policies")}
-    # the migrations': the default, and the curve a source's vector is on; nothing opened yet
-    assert set(rows) == {"standard", "permanent"}
-    async with Engine(Settings(database=DatabaseSettings(url=database_url))) as engine:
+    async with ConfiguredEngine(Settings(database=DatabaseSettings(url=database_url))) as engine:
         memory = await engine.add("episode", agent_id="a", content="x", created_at=t0,
                                   policy="working")  # fmt: skip
         first = await engine.explain("episode", memory, now=t0)
     rows = {r["name"]: r for r in await conn.fetch("SELECT * FROM decay_policies")}
+    # the shipped policies, as `ethos migrate` applied them to the template
     assert set(rows) == {"standard", "working", "long_term", "permanent"}
     assert rows["working"]["lifetime_days"] == pytest.approx(1 / 3)
     assert (rows["working"]["promotion_counts"], rows["working"]["promotion_targets"]) == (
@@ -237,7 +242,7 @@ async def test_policies_are_written_when_ethos_opens_and_edits_apply(
             "scratch": PolicySettings(lifetime="1h"),
         },
     )
-    async with Engine(edited) as engine:
+    async with ConfiguredEngine(edited) as engine:
         second = await engine.explain("episode", memory, now=t0)
         policies = {p.name for p in await engine.policies()}
     assert near(datetime.fromisoformat(second["prunes_at"]) - t0, timedelta(hours=4), SECOND)
@@ -247,10 +252,43 @@ async def test_policies_are_written_when_ethos_opens_and_edits_apply(
     assert rows["working"]["changed_at"] > changed_at
     assert rows["long_term"]["changed_at"] < rows["working"]["changed_at"]  # untouched
     # Back to the settings without `scratch`: kept, marked as gone from the settings.
-    async with Engine(Settings(database=DatabaseSettings(url=database_url))):
+    async with ConfiguredEngine(Settings(database=DatabaseSettings(url=database_url))):
         pass
     configured = dict(await conn.fetch("SELECT name, configured FROM decay_policies"))
     assert configured["scratch"] is False and configured["working"] is True
+
+
+async def test_an_engine_of_other_settings_says_so_and_writes_nothing(
+    database_url: str, conn: asyncpg.Connection
+) -> None:
+    """The database is shared: a process with another file must not undo the settings
+    it holds (a text_config would re-stem every memory). It names the keys that differ
+    and the command that writes them, in one line."""
+    first = Settings(
+        database=DatabaseSettings(url=database_url),
+        policies={"working": PolicySettings(lifetime="4h")},
+        importance=ImportanceSettings(auto=False),
+        search=SearchSettings(text_config="simple"),
+    )
+    async with ConfiguredEngine(first):
+        pass
+    held = await conn.fetchrow("SELECT * FROM ethos_settings")
+    lifetime = "SELECT lifetime_days FROM decay_policies WHERE name = 'working'"
+    working = await conn.fetchval(lifetime)
+    with capture_logs() as logs:
+        async with Engine(Settings(database=DatabaseSettings(url=database_url))) as engine:
+            differences = await engine.apply_settings(dry_run=True)
+    warned = [event for event in logs if event["event"] == "settings_not_applied"]
+    assert len(warned) == 1
+    keys = ["search.text_config", "importance.auto", "policies.working"]
+    assert warned[0]["keys"] == keys and warned[0]["apply"] == "ethos settings apply"
+    assert [d.key for d in differences] == keys
+    assert differences[1].database is False and differences[1].settings is True
+    assert await conn.fetchrow("SELECT * FROM ethos_settings") == held
+    assert held["text_config"] == "simple" and held["auto_importance"] is False
+    assert await conn.fetchval(lifetime) == working == pytest.approx(4 / 24)
+    async with Engine(first) as engine:  # the same settings: nothing to say
+        assert await engine.apply_settings(dry_run=True) == []
 
 
 async def test_stats_and_views_by_policy(engine: Engine, conn: asyncpg.Connection, t0: datetime,
