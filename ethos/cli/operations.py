@@ -9,13 +9,12 @@ import os
 import sys
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any
 
 from ethos import db
 from ethos.cli.moments import refuse_future
 from ethos.cli.output import emit, table_text
 from ethos.daemon import Daemon, DaemonStopTimeout
-from ethos.engine import Engine
+from ethos.engine import Engine, Stats, Status
 from ethos.errors import InputError
 from ethos.inputs import host_port
 from ethos.roles import parse_agent_role
@@ -117,13 +116,13 @@ async def cmd_daemon(args: argparse.Namespace, settings: Settings) -> int:
 async def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
     async with Engine(settings) as engine:
         status = await engine.status(settings.daemon.alive_seconds)
-    emit(args, status, _status_text(status))
+    emit(args, status.as_dict(), _status_text(status))
     return 0
 
 
-def _status_text(status: dict[str, Any]) -> str:
-    lines = [f"daemons: {len(status['daemons'])}"]
-    for d in status["daemons"]:
+def _status_text(status: Status) -> str:
+    lines = [f"daemons: {len(status.daemons)}"]
+    for d in status.daemons:
         lock = ", holds the sweep lock" if d["holds_sweep_lock"] else ""
         due = (
             f", next sweep due {d['next_sweep_due']:%Y-%m-%d %H:%M:%S%z}"
@@ -134,7 +133,7 @@ def _status_text(status: dict[str, Any]) -> str:
             f"  {d['id']} ({d['role']}{lock}), heartbeat {d['heartbeat_at']:%H:%M:%S%z}{due},"
             f" LTP backlog {d['ltp_backlog']}, dropped {d['ltp_dropped']}"
         )
-    last = status["last_sweep"]
+    last = status.last_sweep
     if last:
         lines.append(
             f"last sweep: #{last['id']} {last['status']} ({last['trigger']}) started"
@@ -149,27 +148,27 @@ def _status_text(status: dict[str, Any]) -> str:
 async def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
     async with Engine(settings) as engine:
         stats = await engine.stats(args.agent)
-    emit(args, stats, _stats_text(stats))
+    emit(args, stats.as_dict(), _stats_text(stats))
     return 0
 
 
-def _stats_text(stats: dict[str, list[dict[str, Any]]]) -> str:
+def _stats_text(stats: Stats) -> str:
     sections = [
-        ("memories", stats["counts"], ["table_name", "live", "pruned", "pinned"]),
+        ("memories", stats.counts, ["table_name", "live", "pruned", "pinned"]),
         (
             "average salience by age (live)",
-            stats["salience_by_age"],
+            stats.salience_by_age,
             ["table_name", "age_bucket", "avg_salience", "count"],
         ),
-        ("at risk (near the prune threshold)", stats["at_risk"], ["table_name", "count"]),
+        ("at risk (near the prune threshold)", stats.at_risk, ["table_name", "count"]),
         (
             "most retrieved",
-            stats["most_retrieved"],
+            stats.most_retrieved,
             ["table_name", "content", "retrieval_count", "salience"],
         ),
         (
             "recent sweeps",
-            stats["recent_sweeps"],
+            stats.recent_sweeps,
             [
                 "id",
                 "trigger",
@@ -181,10 +180,10 @@ def _stats_text(stats: dict[str, list[dict[str, Any]]]) -> str:
                 "rows_per_second",
             ],
         ),
-        ("LTP in daemons", stats["ltp"], ["daemon_id", "role", "ltp_backlog", "ltp_dropped"]),
+        ("LTP in daemons", stats.ltp, ["daemon_id", "role", "ltp_backlog", "ltp_dropped"]),
         (
             "by policy",
-            stats["policies"],
+            stats.policies,
             ["table_name", "policy", "live", "pruned", "avg_salience"],
         ),
     ]

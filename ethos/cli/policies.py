@@ -112,10 +112,10 @@ async def cmd_move(args: argparse.Namespace, settings: Settings) -> int:
     async with Engine(settings) as engine:
         moved = await engine.move(args.table, args.id, args.policy, now=args.now)
     text = (
-        f"moved {moved['id']} from {moved['old_policy']} to {moved['policy']}"
-        f" (salience {moved['salience']:.4f} at {moved['now']})"
+        f"moved {moved.id} from {moved.old_policy} to {moved.policy}"
+        f" (salience {moved.salience:.4f} at {moved.now.isoformat()})"
     )
-    emit(args, moved, text)
+    emit(args, moved.as_dict(), text)
     return 0
 
 

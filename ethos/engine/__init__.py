@@ -17,12 +17,35 @@ Engine is one class made of a mixin per concern on a core, as the store is:
 """
 
 from ethos.engine.items import ItemEngine, StoredItem
-from ethos.engine.listing import MAX_LIST, ListingEngine, describe
-from ethos.engine.memories import Added, MemoryEngine
-from ethos.engine.operations import OperationsEngine
-from ethos.engine.policies import PolicyEngine
+from ethos.engine.listing import (
+    MAX_LIST,
+    AgentCounts,
+    ListingEngine,
+    PrunedCount,
+    TableCount,
+    describe,
+)
+from ethos.engine.memories import Added, MemoryEngine, VectorsMade
+from ethos.engine.operations import LtpStatus, OperationsEngine, Stats, Status
+from ethos.engine.policies import Moved, PolicyEngine
+from ethos.engine.retrieval import Link
 
-__all__ = ["MAX_LIST", "Added", "Engine", "StoredItem", "describe"]
+__all__ = [
+    "MAX_LIST",
+    "Added",
+    "AgentCounts",
+    "Engine",
+    "Link",
+    "LtpStatus",
+    "Moved",
+    "PrunedCount",
+    "Stats",
+    "Status",
+    "StoredItem",
+    "TableCount",
+    "VectorsMade",
+    "describe",
+]
 
 
 class Engine(MemoryEngine, PolicyEngine, OperationsEngine, ItemEngine, ListingEngine):

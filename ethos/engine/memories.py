@@ -37,6 +37,16 @@ class Added:
     recalled: tuple[Hit, ...] = ()  # add with recall: what the new text recalled first
 
 
+@dataclass(frozen=True)
+class VectorsMade:
+    """The vectors embed_missing wrote, by source table (each table, 0 included)."""
+
+    by_table: dict[str, int]
+
+    def as_dict(self) -> dict[str, int]:
+        return dict(self.by_table)
+
+
 def _lives_longer(asked: Policy, current: Policy | None) -> bool:
     """`asked` keeps a plain memory longer than `current` (None: a policy no longer
     configured, left as it is); never decaying is longest."""
@@ -189,7 +199,7 @@ class MemoryEngine(RetrievalEngine):
             raised.append("policy")
         return tuple(raised)
 
-    async def embed_missing(self, agent: str | None = None) -> dict[str, int]:
+    async def embed_missing(self, agent: str | None = None) -> VectorsMade:
         """Vectors for the live episodes and facts (of one agent, or all) that have none,
         in batches of embedding.batch_size: how many were made per table."""
         if self.embedder is None:
@@ -206,7 +216,7 @@ class MemoryEngine(RetrievalEngine):
                 ids = [row["id"] for row in rows]
                 made[spec.name] += await self.store.insert_source_vectors(spec, ids, vectors)
                 after = ids[-1]
-        return made
+        return VectorsMade(made)
 
     async def explain(
         self, table: str | TableSpec, memory_id: str | uuid.UUID, *, now: datetime | None = None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
@@ -12,6 +13,21 @@ from ethos.inputs import parse_id
 from ethos.policies import Policy
 from ethos.store import SettingDifference
 from ethos.tables import TableSpec, table_spec
+
+
+@dataclass(frozen=True)
+class Moved:
+    """A memory moved to another policy at `now`, with its salience there."""
+
+    table: str
+    id: uuid.UUID
+    policy: str
+    old_policy: str
+    salience: float
+    now: datetime
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self) | {"id": str(self.id), "now": self.now.isoformat()}
 
 
 class PolicyEngine(EngineCore):
@@ -30,21 +46,14 @@ class PolicyEngine(EngineCore):
         policy: str,
         *,
         now: datetime | None = None,
-    ) -> dict[str, Any]:
+    ) -> Moved:
         """Move a live memory to another policy. Its curve is re-anchored at `now` (its
         strength then on the old curve), so its salience goes on from there."""
         self.settings.policy(policy)
         spec = table_spec(table)
         at = await self._moment(now)
         row = await self.store.move(spec, parse_id(memory_id), policy, at)
-        return {
-            "table": spec.name,
-            "id": str(row["id"]),
-            "policy": row["policy"],
-            "old_policy": row["old_policy"],
-            "salience": row["salience"],
-            "now": at.isoformat(),
-        }
+        return Moved(spec.name, row["id"], row["policy"], row["old_policy"], row["salience"], at)
 
     async def policies(self) -> list[Policy]:
         """The policies in the database: the settings' (written when the engine opened),

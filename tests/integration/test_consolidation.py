@@ -226,7 +226,7 @@ async def test_the_survivor_takes_the_strongest_curve_and_the_links(
     assert survivor["salience"] == pytest.approx(after["salience"])
     assert survivor["confidence"] == pytest.approx(after["confidence"])
     links = await engine.links("fact", weak, now=days(2))
-    assert [link["id"] for link in links] == [str(other)]
+    assert [link.id for link in links] == [other]
     assert await engine.links("fact", strong, now=days(2)) == []
     # A merged memory recovered is its own memory again; the survivor keeps the sum.
     await engine.recover("fact", Selector(ids=(strong,)), now=days(3))

@@ -106,11 +106,11 @@ async def test_recalled_together_three_times_then_a_week_later(
         assert {h.id for h in hits} == {a, b}
     await engine.ltp.drain(5)
     [link] = await engine.links("vector", a, now=days(1))
-    assert (link["id"], link["co_retrievals"]) == (str(b), 3)
-    assert link["weight"] == pytest.approx(1 - 0.9**3)
+    assert (link.id, link.co_retrievals) == (b, 3)
+    assert link.weight == pytest.approx(1 - 0.9**3)
     [later] = await engine.links("vector", b, now=days(8))
-    assert later["id"] == str(a)
-    assert later["weight"] == pytest.approx((1 - 0.9**3) * math.exp(-7 / 30))
+    assert later.id == a
+    assert later.weight == pytest.approx((1 - 0.9**3) * math.exp(-7 / 30))
     # The view speaks of now: recalled together a moment ago, the link is there.
     await engine.search("a", unit(1), k=2)
     await engine.ltp.drain(5)

@@ -74,4 +74,4 @@ async def test_queued_retrievals_outside_the_window_move_to_dead_letters(
     assert dead["reason"] == "moment outside 1900..2199"
     async with Engine(Settings(database=DatabaseSettings(url=database_url))) as engine:
         status = await engine.status(alive_seconds=30)
-    assert status["retrieval_dead_letters"] == 1
+    assert status.retrieval_dead_letters == 1

@@ -118,7 +118,7 @@ async def test_sweep_history_most_retrieved_at_risk_and_ltp(
     )
     assert await conn.fetchrow("SELECT ltp_backlog, ltp_dropped FROM ethos_ltp") == (12, 3)
     stats = await engine.stats("a")
-    assert {r["table_name"]: r["live"] for r in stats["counts"]} == {
+    assert {r["table_name"]: r["live"] for r in stats.counts} == {
         "episodic_traces": 2,  # 'month' was pruned
         "semantic_facts": 1,
     }
@@ -250,7 +250,7 @@ async def test_one_agents_stats_show_no_other_agents_sweeps_nor_daemons(
     await engine.sweep(now=days(1))
     await engine.sweep(now=days(1), agent="bo")
     everyone = await engine.stats()
-    assert len(everyone["recent_sweeps"]) == 2 and everyone["ltp"]
+    assert len(everyone.recent_sweeps) == 2 and everyone.ltp
     ada = await engine.stats("ada")
-    assert ada["recent_sweeps"] == [] and ada["ltp"] == []
+    assert ada.recent_sweeps == [] and ada.ltp == []
     assert "secret-host" not in str(ada)

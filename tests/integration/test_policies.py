@@ -192,7 +192,7 @@ async def test_moving_a_memory_reanchors_its_curve(
                             policy="standard")  # fmt: skip
     before = await engine.explain("fact", fact, now=days(5))
     moved = await engine.move("fact", fact, "long_term", now=days(5))
-    assert (moved["old_policy"], moved["policy"]) == ("standard", "long_term")
+    assert (moved.old_policy, moved.policy) == ("standard", "long_term")
     after = await engine.explain("fact", fact, now=days(5))
     assert after["policy"] == "long_term" and after["anchor_at"] == days(5).isoformat()
     assert after["salience"] == pytest.approx(before["salience"], rel=1e-12)
@@ -307,7 +307,7 @@ async def test_stats_and_views_by_policy(engine: Engine, conn: asyncpg.Connectio
         ("semantic_facts", "permanent"): (1, 0),
     }
     stats = await engine.stats("a")
-    assert [(r["table_name"], r["policy"], r["live"], r["pruned"]) for r in stats["policies"]] == [
+    assert [(r["table_name"], r["policy"], r["live"], r["pruned"]) for r in stats.policies] == [
         ("episodic_traces", "long_term", 1, 0),
         ("episodic_traces", "working", 0, 2),
     ]
@@ -315,7 +315,7 @@ async def test_stats_and_views_by_policy(engine: Engine, conn: asyncpg.Connectio
     expected = decay.salience(
         decay.MemoryState(strength=1.0, anchor_at=t0, created_at=t0), days(1), long_term
     )
-    assert stats["policies"][0]["avg_salience"] == pytest.approx(expected, rel=0.01)
+    assert stats.policies[0]["avg_salience"] == pytest.approx(expected, rel=0.01)
 
 
 async def test_recovered_memory_keeps_its_policy(

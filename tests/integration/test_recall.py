@@ -144,8 +144,10 @@ async def test_provider_failures_are_one_line_and_write_nothing_half(
             with pytest.raises(ProviderUnavailable, match="unavailable \\(HTTP 500\\)"):
                 await engine.embed_missing()
             server.status = 200
-            assert await engine.embed_missing() == {"episodic_traces": 0, "semantic_facts": 1}
-            assert await engine.embed_missing() == {"episodic_traces": 0, "semantic_facts": 0}
+            made = await engine.embed_missing()
+            assert made.by_table == {"episodic_traces": 0, "semantic_facts": 1}
+            made = await engine.embed_missing()
+            assert made.by_table == {"episodic_traces": 0, "semantic_facts": 0}
         assert await count(conn, "memory_vectors") == 2  # the CLI's fact, and this one
 
 
