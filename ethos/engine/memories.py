@@ -106,7 +106,7 @@ class MemoryEngine(RetrievalEngine):
             query = first_words(memory.content, self.settings.limits.query_words)
             recalled = await self.recall(agent_id, query, recall, now=memory.created_at)
         [(memory_id, created)] = await self.store.insert_many(
-            [memory], **self._dedup(spec), embedded=[embedded]
+            [memory], dedup_near=self._dedup_near(spec), embedded=[embedded]
         )
         return await self._added(memory, memory_id, created, tuple(recalled))
 
@@ -135,7 +135,7 @@ class MemoryEngine(RetrievalEngine):
             for content, own in zip(contents, each, strict=True)
         ]
         found = await self.store.insert_many(
-            [memory for memory, _ in built], **self._dedup(spec),
+            [memory for memory, _ in built], dedup_near=self._dedup_near(spec),
             embedded=[vector for _, vector in built], owners=owners,
         )  # fmt: skip
         return [
@@ -164,11 +164,11 @@ class MemoryEngine(RetrievalEngine):
         )
         return memory, embedded
 
-    def _dedup(self, spec: TableSpec) -> dict[str, Any]:
-        return {
-            "dedup": spec.alias in self.settings.dedup.tables,
-            "near": self.settings.dedup.near_threshold,
-        }
+    def _dedup_near(self, spec: TableSpec) -> float | None:
+        """The similarity a vector's duplicate needs in `spec` (its content must be the
+        same too); None: adds to `spec` are not deduplicated."""
+        dedup = self.settings.dedup
+        return dedup.near_threshold if spec.alias in dedup.tables else None
 
     async def _added(
         self,
