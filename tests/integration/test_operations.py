@@ -21,6 +21,7 @@ from ethos.inputs import MAX_CONTENT_BYTES
 from ethos.lifetimes import curve_table, days_until_pruned, plot, policy_curves
 from ethos.recovery import Selector
 from ethos.settings import Settings
+from tests.conftest import ConfiguredEngine
 
 if TYPE_CHECKING:
     from tests.conftest import ConfiguredEngine, Days, Psql
