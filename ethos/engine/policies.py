@@ -56,8 +56,8 @@ class PolicyEngine(EngineCore):
         return Moved(spec.name, row["id"], row["policy"], row["old_policy"], row["salience"], at)
 
     async def policies(self) -> list[Policy]:
-        """The policies in the database: the settings' (written when the engine opened),
-        and any no longer configured that memories may still have."""
+        """The policies in the database: the settings' (as `ethos settings apply` wrote
+        them), and any no longer configured that memories may still have."""
         return await self.store.policies()
 
     async def policy_agents(self, name: str) -> list[str]:
