@@ -31,7 +31,7 @@ from ethos.domain.explain import memory_state
 from ethos.domain.tables import EPISODES, FACTS, MEMORY_TABLES
 from ethos.services.embedding import Role, openai_embedder
 from ethos.services.engine import Engine
-from ethos.services.ltp import Events, apply_retrievals
+from ethos.services.ltp_flush import Events, apply_retrievals
 from ethos.services.sweep import Mode
 from ethos.settings import (
     DatabaseSettings,

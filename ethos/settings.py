@@ -5,11 +5,7 @@ Every key is documented with its default in the repository's ethos.toml.
 
 from __future__ import annotations
 
-import os
 import re
-import tomllib
-import warnings
-from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Literal
 
@@ -29,59 +25,14 @@ from pydantic_settings import (
     SettingsError,
 )
 
-from ethos.domain.decay import Curve, DecayParams, tau_for_lifetime
+from ethos.domain.decay import Curve, DecayParams
 from ethos.domain.errors import ConfigError, InputError
 from ethos.domain.inputs import shown
-from ethos.domain.policies import NAME, STANDARD, Policy, check_promotions, parse_duration
+from ethos.domain.policies import STANDARD, Policy, parse_duration
 from ethos.domain.tables import TableSpec
-
-ENV_PREFIX = "ETHOS_"
-FORMER_DAEMON_SECTION = "consolidation"  # [daemon] in 0.1.0: still read, with a warning
-CONFIG_ENV = "ETHOS_CONFIG"
-DEFAULT_CONFIG_NAME = "ethos.toml"
-
-# The config file's values while load_settings builds a Settings: the lowest source.
-_FILE_VALUES: ContextVar[dict[str, Any] | None] = ContextVar("ethos_file_values", default=None)
-
-
-class _Source(PydanticBaseSettingsSource):
-    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
-        return None, field_name, False  # unused: __call__ gives every value at once
-
-
-class _FileSource(_Source):
-    def __call__(self) -> dict[str, Any]:
-        values = _FILE_VALUES.get() or {}
-        former = values.get(FORMER_DAEMON_SECTION)
-        current = values.get("daemon", {})
-        if not isinstance(former, dict) or not isinstance(current, dict):
-            return values  # none, or not a table: validation names the key
-        _warn_former_daemon_section()
-        rest = {k: v for k, v in values.items() if k != FORMER_DAEMON_SECTION}
-        return rest | {"daemon": former | current}  # the new name wins where both say a key
-
-
-class _FormerEnvSource(_Source):
-    """ETHOS_CONSOLIDATION__*, read as [daemon]: between the environment and the file,
-    so that a variable beats the file whatever its section's name."""
-
-    def __call__(self) -> dict[str, Any]:
-        prefix = f"{ENV_PREFIX}{FORMER_DAEMON_SECTION.upper()}__"
-        former = {
-            k[len(prefix) :].lower(): v for k, v in os.environ.items() if k.startswith(prefix)
-        }
-        if not former:
-            return {}
-        _warn_former_daemon_section()
-        return {"daemon": former}
-
-
-def _warn_former_daemon_section() -> None:
-    warnings.warn(
-        "[consolidation] is now [daemon] (ETHOS_DAEMON__...): rename it",
-        FutureWarning,
-        stacklevel=2,
-    )
+from ethos.settings_errors import check_env_sections, describe, unparsed_env
+from ethos.settings_policies import DEFAULT_POLICIES, resolve_policies
+from ethos.settings_sources import ENV_PREFIX, FileSource, file_values, find_config, read_config
 
 
 class _Section(BaseModel):
@@ -124,13 +75,6 @@ def with_statement_timeout(settings: Settings, request_timeout_seconds: float) -
     seconds = request_timeout_seconds + STATEMENT_TIMEOUT_MARGIN_SECONDS
     database = settings.database.model_copy(update={"statement_timeout_seconds": seconds})
     return settings.model_copy(update={"database": database})
-
-
-# The curve keys [decay] gives the `standard` policy (the first wave's settings).
-DECAY_CURVE_KEYS = (
-    "base_tau_days", "ltp_multiplier", "max_tau_days", "frequency_weight", "emotional_weight",
-    "prune_threshold",
-)  # fmt: skip
 
 
 class DecaySettings(_Section):
@@ -184,14 +128,6 @@ class PolicySettings(_Section):
         if (self.promote_after is None) != (self.promote_to is None):
             raise ValueError("promote_after and promote_to go together")
         return self
-
-
-DEFAULT_POLICIES: dict[str, dict[str, Any]] = {
-    STANDARD: {},
-    "working": {"lifetime": "8h", "promote_after": 3, "promote_to": STANDARD},
-    "long_term": {"lifetime": "365d"},
-    "permanent": {"never_decays": True},
-}
 
 
 class ImportanceSettings(_Section):
@@ -315,7 +251,7 @@ class SearchSettings(_Section):
 
 class DaemonSettings(_Section):
     """The consolidation daemon's timing: its cycle, idleness, prune passes, standby,
-    heartbeat, shutdown and retries (the section was called [consolidation])."""
+    heartbeat, shutdown and retries."""
 
     interval_seconds: float = Field(default=900.0, gt=0)
     jitter: float = Field(default=0.1, ge=0, lt=1)
@@ -364,24 +300,6 @@ class RecoverySettings(_Section):
     # The strength a recovered memory starts again from (its curve's start, anchored at
     # the recovery; not a salience: emotion and confidence still weigh on it).
     strength: float = Field(default=0.1, gt=0, le=1)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _former_name(cls, data: Any) -> Any:
-        """`salience` was this setting's name: still read, with a warning, until removed."""
-        if isinstance(data, dict) and "salience" in data:
-            if "strength" in data:
-                raise ValueError(
-                    "strength and its former name salience are both set (in the file or"
-                    " the environment): keep strength"
-                )
-            warnings.warn(
-                "[recovery] salience is deprecated: it is a strength, call it strength",
-                FutureWarning,
-                stacklevel=2,
-            )
-            data = {("strength" if k == "salience" else k): v for k, v in data.items()}
-        return data
 
 
 class MonitoringSettings(_Section):
@@ -476,8 +394,7 @@ class Settings(BaseSettings):
         return (
             init_settings,
             env_settings,
-            _FormerEnvSource(settings_cls),
-            _FileSource(settings_cls),
+            FileSource(settings_cls),
         )
 
     @field_validator("policies", mode="before")
@@ -544,150 +461,18 @@ class Settings(BaseSettings):
         return path if path.is_absolute() else (self.base_dir / path).resolve()
 
 
-def resolve_policies(decay: DecaySettings, given: dict[str, PolicySettings]) -> dict[str, Policy]:
-    """`standard` from [decay] and [policies.standard]; every other policy from its own
-    keys, then standard's values; lifetimes turned into τ on the policy's own curve."""
-    for name in given:
-        if not NAME.match(name):
-            raise ValueError(f"policies.{name}: a policy name is lower case letters, digits, _")
-    standard_keys = given.get(STANDARD, PolicySettings())
-    for key in DECAY_CURVE_KEYS:
-        if key in decay.model_fields_set and key in standard_keys.model_fields_set:
-            raise ValueError(f"policies.standard.{key}: given twice, as decay.{key} too: keep one")
-    if "lifetime" in standard_keys.model_fields_set and "base_tau_days" in decay.model_fields_set:
-        raise ValueError(
-            "policies.standard.lifetime: decay.base_tau_days gives standard's τ too: keep one"
-        )
-    base = DecayParams(**{key: getattr(decay, key) for key in DECAY_CURVE_KEYS})
-    standard = _policy(STANDARD, standard_keys, base)
-    policies = {STANDARD: standard}
-    for name, keys in given.items():
-        if name != STANDARD:
-            policies[name] = _policy(name, keys, standard.params)
-    check_promotions(policies)
-    return policies
-
-
-def _policy(name: str, keys: PolicySettings, inherited: DecayParams) -> Policy:
-    given = keys.model_dump(exclude_none=True, exclude={"lifetime", "promote_after", "promote_to"})
-    params = DecayParams(**{**_params(inherited), **given})
-    if keys.lifetime is not None:
-        tau = tau_for_lifetime(parse_duration(keys.lifetime), params)
-        params = DecayParams(**{**_params(params), "base_tau_days": tau})
-    if params.base_tau_days > params.max_tau_days:
-        what = "lifetime" if keys.lifetime is not None else "base_tau_days"
-        # standard's τ given as decay.base_tau_days is named as it was given.
-        given_as = "decay" if what not in keys.model_fields_set else f"policies.{name}"
-        raise ValueError(
-            f"{given_as}.{what}: τ of {params.base_tau_days:.6g} days is above"
-            f" max_tau_days ({params.max_tau_days:g})"
-        )
-    return Policy(name, params, keys.promote_after, keys.promote_to)
-
-
-def _params(p: DecayParams) -> dict[str, Any]:
-    return {field: getattr(p, field) for field in DecayParams.__dataclass_fields__}
-
-
-def find_config(explicit: str | Path | None = None) -> Path | None:
-    """--config, then $ETHOS_CONFIG, then ./ethos.toml if it exists."""
-    if explicit:
-        return Path(explicit)
-    if os.environ.get(CONFIG_ENV):
-        return Path(os.environ[CONFIG_ENV])
-    local = Path.cwd() / DEFAULT_CONFIG_NAME
-    return local if local.is_file() else None
-
-
 def load_settings(config: str | Path | None = None, **overrides: Any) -> Settings:
     """Load and validate settings; a bad value raises ConfigError naming key and source.
 
     overrides (section=dict) win over ETHOS_* variables, which win over the file."""
     path = find_config(config)
-    data: dict[str, Any] = {}
-    if path is not None:
-        path = path.resolve()
+    path = path.resolve() if path is not None else None
+    data = read_config(path) if path is not None else {}
+    check_env_sections(set(Settings.model_fields) - {"config_path"})
+    with file_values(data):
         try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise ConfigError(f"{path}: config file not found") from None
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"{path}: invalid TOML: {exc}") from None
-    _check_env_sections()
-    token = _FILE_VALUES.set(data)
-    try:
-        return Settings(**overrides, config_path=path)
-    except ValidationError as exc:
-        raise ConfigError(_describe(exc, path, overrides)) from None
-    except SettingsError as exc:
-        # A list or table given in the environment must be JSON; pydantic-settings says
-        # only which section failed, so the variables of that section are named.
-        raise ConfigError(_unparsed_env(str(exc))) from None
-    finally:
-        _FILE_VALUES.reset(token)
-
-
-def _unparsed_env(error: str) -> str:
-    section = error.split('"')[1] if error.count('"') >= 2 else ""
-    prefix = f"{ENV_PREFIX}{section.upper()}"
-    shown = ", ".join(n for n in sorted(os.environ) if n.startswith(prefix)) or prefix
-    return (
-        f"environment variable {shown}: a list or table value must be JSON"
-        """ (e.g. ETHOS_DEDUP__TABLES='["fact", "vector"]')"""
-    )
-
-
-def _given(values: Any, parts: list[str]) -> bool:
-    for part in parts:
-        if not isinstance(values, dict) or part not in values:
-            return False
-        values = values[part]
-    return True
-
-
-def _check_env_sections() -> None:
-    """pydantic-settings ignores a variable naming no section: ETHOS_<SECTION>__<KEY>
-    with an unknown section is a typo (an error); any other, such as ETHOS_VENV in a
-    user's own scripts, is only named (warned once: Python shows a warning once)."""
-    sections = set(Settings.model_fields) - {"config_path"} | {FORMER_DAEMON_SECTION}
-    for name in sorted(os.environ):
-        if not name.startswith(ENV_PREFIX) or name == CONFIG_ENV:
-            continue
-        section, nested, _ = name[len(ENV_PREFIX) :].partition("__")
-        if section.lower() in sections:
-            continue
-        if nested:
-            raise ConfigError(
-                f"environment variable {name}: unknown section {section.lower()!r}"
-                f" (sections: {', '.join(sorted(sections))}; a variable of your own, such as"
-                " a token, needs a name outside ETHOS_)"
-            )
-        warnings.warn(
-            f"environment variable {name} names no section of ethos's settings: ignored",
-            UserWarning,
-            stacklevel=3,
-        )
-
-
-def _describe(exc: ValidationError, path: Path | None, overrides: dict[str, Any]) -> str:
-    error = exc.errors()[0]
-    key = ".".join(str(part) for part in error["loc"])
-    message = str(error["ctx"]["error"]) if error["type"] == "value_error" else error["msg"]
-    if not key:
-        # A check across sections names its key at the start of its message.
-        key, _, message = message.partition(": ") if ": " in message else ("settings", "", message)
-    env_name = ENV_PREFIX + key.upper().replace(".", "__")
-    if _given(overrides, key.split(".")):
-        source = "load_settings argument"
-    elif env_name in os.environ:
-        source = f"environment variable {env_name}"
-    elif path is not None:
-        source = str(path)
-    else:
-        source = "defaults"
-    if error["type"] == "extra_forbidden":
-        return f"{source}: unknown key {key}"
-    value = error.get("input")
-    shown = "" if isinstance(value, dict | BaseModel) or not error["loc"] else f" (got {value!r})"
-    message = message[0].lower() + message[1:]
-    return f"{source}: {key}: {message}{shown}"
+            return Settings(**overrides, config_path=path)
+        except ValidationError as exc:
+            raise ConfigError(describe(exc, path, overrides)) from None
+        except SettingsError as exc:
+            raise ConfigError(unparsed_env(str(exc))) from None

@@ -14,6 +14,7 @@ import tempfile
 from collections.abc import AsyncIterator, Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any, Self
 
 import asyncpg
 import pytest
@@ -57,7 +58,32 @@ def template_uri(admin_uri: str) -> str:
     asyncio.run(store.ensure_database(admin_uri, TEMPLATE))
     uri = database_uri(admin_uri, TEMPLATE)
     db.migrate(Settings(), uri)
+    # As `ethos migrate` leaves it: holding the default settings.
+    asyncio.run(_apply(Settings(database=DatabaseSettings(url=uri))))
     return uri
+
+
+async def _apply(settings: Settings) -> None:
+    async with ConfiguredEngine(settings):
+        pass
+
+
+class ConfiguredEngine(Engine):
+    """An Engine that writes its settings to the database as it opens, as `ethos
+    settings apply` does: for tests of settings the database does not hold yet (an
+    Engine only says where they differ)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, check_settings=False, **kwargs)
+
+    async def __aenter__(self) -> Self:
+        await super().__aenter__()
+        try:
+            await self.apply_settings()
+        except BaseException:
+            await self.close()
+            raise
+        return self
 
 
 @pytest.fixture
@@ -94,7 +120,8 @@ async def truncate(conn: asyncpg.Connection, *tables: str) -> None:
 
 @pytest.fixture
 async def engine(settings: Settings) -> AsyncIterator[Engine]:
-    async with Engine(settings) as opened:
+    """An engine on the test's settings (a module may override `settings`), applied."""
+    async with ConfiguredEngine(settings) as opened:
         yield opened
 
 

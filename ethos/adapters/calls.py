@@ -87,4 +87,4 @@ async def explain(engine: Engine, agent: str | None, id: str) -> dict[str, Any]:
 
 async def stats(engine: Engine, agent: str) -> dict[str, Any]:
     """How many memories the agent has, live and forgotten, per kind."""
-    return await engine.stats(agent)
+    return (await engine.stats(agent)).as_dict()

@@ -33,9 +33,9 @@ FIXED_COLUMNS = ("id", "agent_id", "created_at")
 
 _DUE = tuple(f"{spec.name}_due" for spec in MEMORY_TABLES)
 # Write rights by table; every other table and view is read-only (SELECT). Derived data
-# the engine keeps and drops: tiers replaced on open, per-agent policies, the sweep's
-# schedule, links, retrievals recorded from SQL (popped FOR UPDATE). Runs: finished
-# rows are final (a trigger, migration 0022).
+# the engine keeps and drops: tiers (replaced by `ethos settings apply`), per-agent
+# policies, the sweep's schedule, links, retrievals recorded from SQL (popped FOR
+# UPDATE). Runs: finished rows are final (a trigger, migration 0022).
 APP_WRITES: Mapping[str, str] = {
     **dict.fromkeys(
         ("importance_tiers", "agent_policies", "memory_links", "retrieval_queue", *_DUE),

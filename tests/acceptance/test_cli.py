@@ -31,12 +31,19 @@ def one_line_error(result: subprocess.CompletedProcess[str]) -> str:
 
 
 def test_embedded_database_from_any_folder(tmp_path: Path, cli: Cli, psql: Psql) -> None:
-    """No URL configured: ethos starts its own PostgreSQL in the data dir and migrates it."""
-    env = {"ETHOS_DATABASE__DATA_DIR": str(tmp_path / "pgdata")}
+    """No URL configured: ethos starts its own PostgreSQL in the data dir and migrates it,
+    and writes the settings there: a fresh database is ready to use."""
+    env = {
+        "ETHOS_DATABASE__DATA_DIR": str(tmp_path / "pgdata"),
+        "ETHOS_POLICIES__SCRATCH__LIFETIME": "1h",
+    }
     try:
         first = cli("migrate", env=env, cwd=tmp_path)
         assert first.returncode == 0, first.stderr
         url = cli("db", "url", env=env, cwd=tmp_path).stdout.strip()
+        assert psql(url, "SELECT configured FROM decay_policies WHERE name = 'scratch'") == [["t"]]
+        held = cli("settings", "apply", "--dry-run", "--json", env=env, cwd=tmp_path)
+        assert json.loads(held.stdout)["differences"] == [], held.stderr
         head = ScriptDirectory.from_config(db.alembic_config(Settings())).get_current_head()
         assert psql(url, "SELECT version_num FROM alembic_version") == [[head]]
         second = cli("migrate", env=env, cwd=tmp_path)
@@ -304,6 +311,26 @@ def test_several_processes_share_one_embedded_server(tmp_path: Path, cli: Cli) -
         assert len(urls) == 1 and urls.pop().startswith("postgresql://")
     finally:
         cli("db", "stop", env={"ETHOS_DATABASE__DATA_DIR": str(tmp_path / "pgdata")})
+
+
+async def test_settings_apply_previews_then_writes(database_url: str, cli: Cli, psql: Psql) -> None:
+    env = {"ETHOS_DATABASE__URL": database_url, "ETHOS_IMPORTANCE__AUTO": "false"}
+    auto = "SELECT auto_importance FROM ethos_settings"
+    preview = cli("settings", "apply", "--dry-run", env=env)
+    assert preview.returncode == 0, preview.stderr
+    assert preview.stdout.splitlines() == [
+        "importance.auto: True -> False",
+        "(dry run: nothing written)",
+    ]
+    assert psql(database_url, auto) == [["t"]]
+    applied = cli("settings", "apply", "--json", env=env)
+    assert json.loads(applied.stdout) == {
+        "applied": True,
+        "differences": [{"key": "importance.auto", "database": True, "settings": False}],
+    }
+    assert psql(database_url, auto) == [["f"]]
+    again = cli("settings", "apply", env=env)
+    assert again.stdout.strip() == "the database holds these settings already"
 
 
 async def test_policy_commands(database_url: str, conn: asyncpg.Connection, cli: Cli) -> None:

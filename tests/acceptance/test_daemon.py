@@ -18,7 +18,7 @@ from ethos.settings import DatabaseSettings, LtpSettings, PolicySettings, Settin
 from tests.acceptance.daemons import FAST, DaemonProcess, wait_for
 
 if TYPE_CHECKING:
-    from tests.conftest import Cli
+    from tests.conftest import Cli, ConfiguredEngine
 
 
 async def test_daemon_sweeps_every_interval(
@@ -185,7 +185,7 @@ async def test_a_prune_pass_prunes_on_time_while_the_sweep_is_held_back(
         ltp=LtpSettings(flush_interval_seconds=0.05),
         policies={"blink": PolicySettings(lifetime="4s")},
     )
-    async with Engine(settings) as engine:
+    async with ConfiguredEngine(settings) as engine:
         busy = await engine.add("episode", agent_id="a", content="busy")
         await engine.record_retrieval("episode", [busy])
         await engine.ltp.drain(5)

@@ -63,7 +63,7 @@ async def test_a_killed_process_runs_are_interrupted_a_live_ones_are_not(
         stop(killed)
         status = await engine.status(alive_seconds=30)
         assert await running(conn) == (1, 1)  # the live owner's rows stay running
-        assert status["last_sweep"]["status"] == "interrupted"  # the killed one, newest
+        assert status.last_sweep["status"] == "interrupted"  # the killed one, newest
         interrupted = await conn.fetch(
             "SELECT error FROM sweep_runs WHERE status = 'interrupted'"
             " UNION ALL SELECT error FROM consolidation_runs WHERE status = 'interrupted'"

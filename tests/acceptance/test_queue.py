@@ -124,4 +124,4 @@ async def test_a_durable_process_killed_before_its_flush_loses_nothing(
         await wait_for(conn, QUEUE_EMPTY)
         status = await engine.status(60)
     assert await conn.fetchval("SELECT retrieval_count FROM semantic_facts") == 1000
-    assert status["ltp"]["queue_backlog"] == 0 and engine.ltp.stats.applied == 1000
+    assert status.ltp.queue_backlog == 0 and engine.ltp.stats.applied == 1000

@@ -15,7 +15,7 @@ import pytest
 from ethos.services.engine import Engine
 from ethos.settings import ImportanceSettings, Settings
 from tests.acceptance.test_cli import one_line_error
-from tests.conftest import Cli
+from tests.conftest import Cli, ConfiguredEngine
 
 GREETING = "Hi! How are you doing today?"
 NEWS = "My sister Maria moved to Lisbon on 3 May"
@@ -164,7 +164,7 @@ async def test_on_by_default_and_off_it_leaves_the_default_policy(
 ) -> None:
     assert settings.importance.auto  # the engine fixture of the tests above: the defaults
     off = settings.model_copy(update={"importance": ImportanceSettings(auto=False)})
-    async with Engine(off) as engine:
+    async with ConfiguredEngine(off) as engine:
         news = await engine.add("episode", agent_id="ada", content=NEWS)
     row = await conn.fetchrow(
         "SELECT policy, auto_importance FROM episodic_traces WHERE id = $1", news
@@ -283,7 +283,7 @@ async def test_a_question_mark_asks_where_it_ends_a_sentence(
 
 async def test_one_turns_answers_off(settings: Settings, conn: asyncpg.Connection) -> None:
     off = settings.model_copy(update={"importance": ImportanceSettings(auto_answer=1)})
-    async with Engine(off) as engine:
+    async with ConfiguredEngine(off) as engine:
         for text in CONVERSATION[:2]:
             await engine.add("episode", agent_id="ada", content=text)
     assert await conn.fetchval("SELECT count(auto_answer) FROM episodic_traces") == 0

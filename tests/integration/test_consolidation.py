@@ -15,7 +15,7 @@ from ethos.domain.errors import InputError
 from ethos.services.engine import Engine
 from ethos.services.recovery import Selector
 from ethos.settings import DatabaseSettings, Settings
-from tests.conftest import WORDS_IGNORED
+from tests.conftest import WORDS_IGNORED, ConfiguredEngine
 from tests.vectors import at_cosine, unit
 
 if TYPE_CHECKING:
@@ -226,7 +226,7 @@ async def test_the_survivor_takes_the_strongest_curve_and_the_links(
     assert survivor["salience"] == pytest.approx(after["salience"])
     assert survivor["confidence"] == pytest.approx(after["confidence"])
     links = await engine.links("fact", weak, now=days(2))
-    assert [link["id"] for link in links] == [str(other)]
+    assert [link.id for link in links] == [other]
     assert await engine.links("fact", strong, now=days(2)) == []
     # A merged memory recovered is its own memory again; the survivor keeps the sum.
     await engine.recover("fact", Selector(ids=(strong,)), now=days(3))
@@ -298,7 +298,7 @@ async def test_purge_dry_run_reports_exactly_what_the_purge_deletes(
     settings: Settings, conn: asyncpg.Connection, days: Days, cli: Cli, database_url: str
 ) -> None:
     settings.decay.batch_size = 7  # several batches
-    async with Engine(settings) as engine:
+    async with ConfiguredEngine(settings) as engine:
         ids = [
             await engine.add(
                 "episode", agent_id="a" if n % 3 else "b", content=f"e{n}", salience=0.5
@@ -330,7 +330,7 @@ async def test_purge_dry_run_reports_exactly_what_the_purge_deletes(
 async def test_erase_leaves_nothing_of_the_agent_and_audits_counts_only(
     settings: Settings, conn: asyncpg.Connection, days: Days, cli: Cli, database_url: str
 ) -> None:
-    async with Engine(settings) as engine:
+    async with ConfiguredEngine(settings) as engine:
         for agent in ("secret-agent", "other"):
             facts = [
                 await engine.add("fact", agent_id=agent, content=f"{agent} likes {drink}")
@@ -386,7 +386,7 @@ async def test_the_daemon_merges_and_purges_each_cycle(
         " ('a', 'recent', true, now() - interval '1 hour', 'decay')"
     )
     settings = Settings(database=DatabaseSettings(url=database_url))
-    async with Engine(settings) as engine:
+    async with ConfiguredEngine(settings) as engine:
         cycle = Cycle(engine=engine, store=engine.store, daemon_id="d", stop=asyncio.Event())
         assert await purge_old_tombstones(cycle) is None  # retention unset: never
         settings.retention.purge_after_days = 2

@@ -20,7 +20,8 @@ from ethos.domain.tables import MEMORY_TABLES, table_spec
 from ethos.services.engine import Engine
 from ethos.services.sweep import Mode
 from ethos.settings import DatabaseSettings, PolicySettings, Settings
-from tests.conftest import TEMPLATE, database_uri, near
+from tests import reference_decay
+from tests.conftest import TEMPLATE, ConfiguredEngine, database_uri, near
 
 if TYPE_CHECKING:
     from tests.conftest import Days
@@ -70,12 +71,14 @@ async def check_schedules(
             deciding = memory_state(spec, row, confidence=True) if spec.has_confidence else state
             stored = row["confidence"] if spec.has_confidence else row["salience"]
             expires = row.get("expires_at")
-            prune = decay.prune_due(deciding, reference, p, expires)
+            prune = reference_decay.prune_due(deciding, reference, p, expires)
             assert near(row["prune_at"], prune, timedelta(seconds=1))
             floor = 0 if spec.has_confidence else p.prune_threshold
             dues = [
-                decay.value_due(state, row["salience"], floor, reference, tolerance, p),
-                decay.value_due(deciding, stored, p.prune_threshold, reference, tolerance, p),
+                reference_decay.value_due(state, row["salience"], floor, reference, tolerance, p),
+                reference_decay.value_due(
+                    deciding, stored, p.prune_threshold, reference, tolerance, p
+                ),
                 expires,
             ]
             due = min(d for d in dues if d is not None)
@@ -175,7 +178,7 @@ async def test_due_and_full_sweeps_leave_the_same_tables(
         at += timedelta(minutes=cadence.choice([7, 45, 180, 600, 1440, 4000]))
         sweeps.append(at)
     for url, mode in ((database_url, "due"), (twin_url, "full")):
-        async with Engine(settings_for(url)) as engine:
+        async with ConfiguredEngine(settings_for(url)) as engine:
             await history(engine, random.Random(seed * 1000), t0, mode, sweeps)  # type: ignore[arg-type]
     twin = await asyncpg.connect(twin_url)
     try:
@@ -236,7 +239,7 @@ async def test_nothing_due_is_cheap_and_a_prune_pass_prunes_only(
 async def test_a_policy_edit_reschedules_its_memories(
     database_url: str, conn: asyncpg.Connection, t0: datetime
 ) -> None:
-    async with Engine(Settings(database=DatabaseSettings(url=database_url))) as engine:
+    async with ConfiguredEngine(Settings(database=DatabaseSettings(url=database_url))) as engine:
         memory = await engine.add("fact", agent_id="a", content="x", created_at=t0,
                                   policy="long_term")  # fmt: skip
         await engine.sweep(now=t0)
@@ -246,7 +249,7 @@ async def test_a_policy_edit_reschedules_its_memories(
         database=DatabaseSettings(url=database_url),
         policies={"long_term": PolicySettings(lifetime="10d")},
     )
-    async with Engine(shorter) as engine:
+    async with ConfiguredEngine(shorter) as engine:
         # unscheduled (-infinity, which asyncpg reads as datetime.min)
         unscheduled = await conn.fetchval(
             "SELECT prune_at FROM semantic_facts WHERE id = $1", memory
@@ -267,7 +270,7 @@ async def test_parallel_workers_share_the_slices(
     )
     settings = Settings(database=DatabaseSettings(url=database_url))
     settings.sweep.workers = 4
-    async with Engine(settings) as one, Engine(settings) as other:
+    async with ConfiguredEngine(settings) as one, ConfiguredEngine(settings) as other:
         reports = await asyncio.gather(one.sweep(now=days(1)), other.sweep(now=days(1)))
     # Two sweepers of four workers each: every row written once, the slices shared.
     assert sum(r.tables["episodic_traces"].updated for r in reports) == 3000
@@ -398,7 +401,7 @@ async def test_a_full_sweep_beside_ltp_writes_leaves_no_row_without_its_hints(
     )
     settings = settings_for(database_url)
     settings.decay.batch_size = 100
-    async with Engine(settings) as engine:
+    async with ConfiguredEngine(settings) as engine:
         await engine.sweep(now=t0)
         ids = [r["id"] for r in await conn.fetch("SELECT id FROM episodic_traces")]
         rng = random.Random(3)
@@ -431,7 +434,7 @@ async def test_a_full_sweep_splits_each_table_among_its_workers(
     settings = settings_for(database_url)
     settings.sweep.workers = 4
     spec = table_spec("episode")
-    async with Engine(settings) as engine:
+    async with ConfiguredEngine(settings) as engine:
         cuts = await engine.store.split_ids(spec, 4)
         assert len(cuts) == 3 and cuts == sorted(cuts)
         bounds = [uuid.UUID(int=0), *cuts, uuid.UUID(int=2**128 - 1)]

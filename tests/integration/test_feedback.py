@@ -18,7 +18,8 @@ from ethos.domain import decay
 from ethos.services.engine import Engine
 from ethos.services.recovery import Selector
 from ethos.settings import DatabaseSettings, LtpSettings, Settings
-from tests.conftest import WORDS_IGNORED
+from tests import reference_decay
+from tests.conftest import WORDS_IGNORED, ConfiguredEngine
 from tests.vectors import unit
 
 if TYPE_CHECKING:
@@ -74,7 +75,7 @@ async def test_on_search_count_only_counts_and_useful_reinforces(
         importance=WORDS_IGNORED,
         ltp=LtpSettings(on_search="count"),
     )
-    async with Engine(settings) as engine:
+    async with ConfiguredEngine(settings) as engine:
         vector = await engine.add("vector", agent_id="a", content="v", embedding=unit(1),
                                   created_at=days(0), salience=0.5)  # fmt: skip
         before = await row(conn, "memory_vectors", vector)
@@ -105,11 +106,11 @@ async def test_recalled_together_three_times_then_a_week_later(
         assert {h.id for h in hits} == {a, b}
     await engine.ltp.drain(5)
     [link] = await engine.links("vector", a, now=days(1))
-    assert (link["id"], link["co_retrievals"]) == (str(b), 3)
-    assert link["weight"] == pytest.approx(1 - 0.9**3)
+    assert (link.id, link.co_retrievals) == (b, 3)
+    assert link.weight == pytest.approx(1 - 0.9**3)
     [later] = await engine.links("vector", b, now=days(8))
-    assert later["id"] == str(a)
-    assert later["weight"] == pytest.approx((1 - 0.9**3) * math.exp(-7 / 30))
+    assert later.id == a
+    assert later.weight == pytest.approx((1 - 0.9**3) * math.exp(-7 / 30))
     # The view speaks of now: recalled together a moment ago, the link is there.
     await engine.search("a", unit(1), k=2)
     await engine.ltp.drain(5)
@@ -191,7 +192,7 @@ async def test_mixed_retrievals_and_feedback_from_20_tasks_during_sweeps(
             plan.append((kind, picks, days(1) + timedelta(minutes=step * 20 + task)))
         plans.append(plan)
 
-    async with Engine(settings) as engine:
+    async with ConfiguredEngine(settings) as engine:
         sweeping = True
 
         async def sweeps() -> int:
@@ -233,8 +234,8 @@ async def test_mixed_retrievals_and_feedback_from_20_tasks_during_sweeps(
                 strength = decay.strength_at(state, at, p) * 0.5
                 counts["wrong"] += 1
             else:
-                strength = decay.ltp_strength(state, at, p, 1.1, 1)
-                n += decay.spaced_gains(state, at, p, 1)
+                strength = reference_decay.ltp_strength(state, at, p, 1.1, 1)
+                n += reference_decay.spaced_gains(state, at, p, 1)
                 counts[kind] += 1
             state = decay.MemoryState(strength=strength, anchor_at=at, created_at=days(0),
                                       reinforcement=n)  # fmt: skip

@@ -25,9 +25,11 @@ from ethos.domain.explain import memory_state
 from ethos.domain.inputs import vector_literal
 from ethos.domain.tables import EPISODES
 from ethos.services.engine import Engine
-from ethos.services.ltp import Events, LtpBuffer, Pending, apply_retrievals
+from ethos.services.ltp import LtpBuffer
+from ethos.services.ltp_flush import Events, Pending, apply_retrievals
 from ethos.settings import DatabaseSettings, LtpSettings, SearchSettings, Settings
-from tests.conftest import WORDS_IGNORED
+from tests import reference_decay
+from tests.conftest import WORDS_IGNORED, ConfiguredEngine
 from tests.vectors import at_cosine, mix, unit
 
 if TYPE_CHECKING:
@@ -67,13 +69,13 @@ async def test_ltp_rules_per_table(
     # the episode: its own retrieval at day 2 (the first: it gives back what the memory
     # lost), then again through its vector at day 3 (a day after: it gives back a share)
     own = decay.MemoryState(
-        strength=decay.ltp_strength(created, days(2), p, 1.1, 1), anchor_at=days(2),
-        created_at=t0, reinforcement=decay.spaced_gains(created, days(2), p, 1),
+        strength=reference_decay.ltp_strength(created, days(2), p, 1.1, 1), anchor_at=days(2),
+        created_at=t0, reinforcement=reference_decay.spaced_gains(created, days(2), p, 1),
     )  # fmt: skip
-    through_vector = decay.ltp_strength(own, days(3), p, 1.1, 1)
+    through_vector = reference_decay.ltp_strength(own, days(3), p, 1.1, 1)
     assert own.strength == pytest.approx(0.55) and through_vector < own.strength * 1.1
     assert e["strength"] == pytest.approx(through_vector, rel=1e-9)
-    n = own.reinforcement + decay.spaced_gains(own, days(3), p, 1)
+    n = own.reinforcement + reference_decay.spaced_gains(own, days(3), p, 1)
     assert e["reinforcement"] == pytest.approx(n, rel=1e-9) and 1.1 < n < 2
     assert (e["retrieval_count"], e["anchor_at"], e["last_retrieved_at"]) == (2, days(3), days(3))
     f = await fetch(conn, "semantic_facts", fact)
@@ -104,10 +106,10 @@ async def test_coalesced_moments_equal_sequential_retrievals(
     row = await fetch(conn, "episodic_traces", memory)
     state = decay.MemoryState(strength=0.4, anchor_at=t0, created_at=t0)
     for at in sorted(moments):
-        strength = decay.ltp_strength(state, at, p, 1.1, 1)
+        strength = reference_decay.ltp_strength(state, at, p, 1.1, 1)
         state = decay.MemoryState(
             strength=strength, anchor_at=at, created_at=t0,
-            reinforcement=state.reinforcement + decay.spaced_gains(state, at, p, 1),
+            reinforcement=state.reinforcement + reference_decay.spaced_gains(state, at, p, 1),
         )  # fmt: skip
     assert row["retrieval_count"] == 6
     assert row["strength"] == pytest.approx(state.strength, rel=1e-9)
@@ -166,7 +168,7 @@ async def test_concurrent_retrievals_during_sweeps_are_all_applied(
     at = days(2)
     rng = random.Random(7)
     plan = [[rng.choice(ids) for _ in range(500)] for _ in range(20)]  # 20 × 500 = 10,000
-    async with Engine(settings) as engine:
+    async with ConfiguredEngine(settings) as engine:
         sweeping = True
 
         async def sweeps() -> int:
@@ -196,7 +198,7 @@ async def test_concurrent_retrievals_during_sweeps_are_all_applied(
         state = memory_state(EPISODES, before[memory_id])
         assert after[memory_id]["retrieval_count"] == n
         assert after[memory_id]["strength"] == pytest.approx(
-            decay.ltp_strength(state, at, p, 1.1, n), rel=1e-9
+            reference_decay.ltp_strength(state, at, p, 1.1, n), rel=1e-9
         )
 
 
@@ -239,7 +241,7 @@ async def test_search_with_salience_weight_zero_is_pure_similarity(
         importance=WORDS_IGNORED,
         search=SearchSettings(salience_weight=0),
     )
-    async with Engine(settings) as engine:
+    async with ConfiguredEngine(settings) as engine:
         query = unit(20)
         close = await engine.add(
             "vector", agent_id="a", content="close", embedding=query, created_at=t0, salience=0.06
@@ -326,7 +328,7 @@ async def test_full_buffer_waits_then_drops_and_counts(database_url: str, t0: da
         database=DatabaseSettings(url=database_url),
         ltp=LtpSettings(buffer_capacity=3, full_wait_seconds=0, flush_interval_seconds=60),
     )
-    async with Engine(settings) as engine:
+    async with ConfiguredEngine(settings) as engine:
         await engine.record_retrieval("episode", [uuid.uuid4()] * 3, now=t0)
         await engine.record_retrieval("episode", [uuid.uuid4()], now=t0)
         assert engine.ltp.stats.dropped == 1 and engine.ltp.backlog == 3
@@ -345,7 +347,7 @@ async def test_ltp_survives_the_database_going_away(
     )
     await asyncio.to_thread(db.migrate, settings, url)
     try:
-        async with Engine(settings) as engine:
+        async with ConfiguredEngine(settings) as engine:
             memory = await engine.add("episode", agent_id="a", content="e", created_at=t0)
             db.stop_embedded(data_dir)
             await engine.record_retrieval("episode", [memory, memory], now=days(1))
@@ -385,7 +387,7 @@ async def test_an_agent_with_few_memories_still_gets_all_of_them(
     settings = Settings(
         database=DatabaseSettings(url=database_url), search=SearchSettings(max_scan_tuples=100)
     )
-    async with Engine(settings) as engine:
+    async with ConfiguredEngine(settings) as engine:
         mine = {
             await engine.add("vector", agent_id="loner", content=f"m{i}", embedding=unit(50 + i))
             for i in range(3)

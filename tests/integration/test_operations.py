@@ -21,9 +21,10 @@ from ethos.domain.lifetimes import curve_table, days_until_pruned, plot, policy_
 from ethos.services.engine import Engine
 from ethos.services.recovery import Selector
 from ethos.settings import Settings
+from tests.conftest import ConfiguredEngine
 
 if TYPE_CHECKING:
-    from tests.conftest import Days, Psql
+    from tests.conftest import ConfiguredEngine, Days, Psql
 
 # The earlier engine's runbook monitoring queries, copied verbatim.
 RUNBOOK = Path(__file__).parent / "runbook"
@@ -118,7 +119,7 @@ async def test_sweep_history_most_retrieved_at_risk_and_ltp(
     )
     assert await conn.fetchrow("SELECT ltp_backlog, ltp_dropped FROM ethos_ltp") == (12, 3)
     stats = await engine.stats("a")
-    assert {r["table_name"]: r["live"] for r in stats["counts"]} == {
+    assert {r["table_name"]: r["live"] for r in stats.counts} == {
         "episodic_traces": 2,  # 'month' was pruned
         "semantic_facts": 1,
     }
@@ -192,7 +193,7 @@ async def test_large_recoveries_run_in_batches(
     settings = Settings(
         database=DatabaseSettings(url=database_url), decay=DecaySettings(batch_size=5)
     )
-    async with Engine(settings) as engine:
+    async with ConfiguredEngine(settings) as engine:
         now = t0 + timedelta(days=1)
         report = await engine.recover("vector", Selector(agent="a"), now=now)
         assert len(report.rows) == 23
@@ -250,7 +251,7 @@ async def test_one_agents_stats_show_no_other_agents_sweeps_nor_daemons(
     await engine.sweep(now=days(1))
     await engine.sweep(now=days(1), agent="bo")
     everyone = await engine.stats()
-    assert len(everyone["recent_sweeps"]) == 2 and everyone["ltp"]
+    assert len(everyone.recent_sweeps) == 2 and everyone.ltp
     ada = await engine.stats("ada")
-    assert ada["recent_sweeps"] == [] and ada["ltp"] == []
+    assert ada.recent_sweeps == [] and ada.ltp == []
     assert "secret-host" not in str(ada)

@@ -11,6 +11,7 @@ import asyncpg
 
 from ethos.services.engine import Engine
 from ethos.settings import ImportanceSettings, Settings
+from tests.conftest import ConfiguredEngine
 from tests.vectors import at_cosine, unit
 
 COMMON = unit(7)  # what the agent's chatter shares
@@ -58,7 +59,7 @@ async def test_a_particular_vector_raises_the_importance_and_chatter_lowers_it(
     found: dict[float, dict[str, tuple[float, str]]] = {}
     for k in (2.0, 0.0):
         agent = f"ada-{k}"
-        async with Engine(with_particularity(settings, k), embedder=embedder) as engine:
+        async with ConfiguredEngine(with_particularity(settings, k), embedder=embedder) as engine:
             await history(engine, agent, t0)
             ids = {name: await engine.add("episode", agent_id=agent, content=text,
                                           created_at=t0)

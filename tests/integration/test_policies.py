@@ -8,14 +8,22 @@ from typing import TYPE_CHECKING
 
 import asyncpg
 import pytest
+from structlog.testing import capture_logs
 
 from ethos.domain import decay
 from ethos.domain.errors import InputError, NotFoundError
 from ethos.domain.explain import memory_state
 from ethos.domain.tables import EPISODES
 from ethos.services.engine import Engine
-from ethos.settings import DatabaseSettings, PolicySettings, Settings
-from tests.conftest import near
+from ethos.settings import (
+    DatabaseSettings,
+    ImportanceSettings,
+    PolicySettings,
+    SearchSettings,
+    Settings,
+)
+from tests import reference_decay
+from tests.conftest import ConfiguredEngine, near
 
 if TYPE_CHECKING:
     from tests.conftest import Days
@@ -76,8 +84,8 @@ async def test_the_third_retrieval_promotes_a_working_memory_continuously(
     row = await fetch(conn, "episodic_traces", memory)
     working = engine.settings.policy("working").params
     state = memory_state(EPISODES, row)
-    strength = decay.ltp_strength(state, moments[2], working, 1.1, 1)
-    n = state.reinforcement + decay.spaced_gains(state, moments[2], working, 1)
+    strength = reference_decay.ltp_strength(state, moments[2], working, 1.1, 1)
+    n = state.reinforcement + reference_decay.spaced_gains(state, moments[2], working, 1)
     after = decay.MemoryState(
         strength=strength, anchor_at=moments[2], created_at=t0, reinforcement=n, emotion=0.5
     )
@@ -122,7 +130,7 @@ async def test_promotion_follows_a_chain(database_url: str, conn: asyncpg.Connec
         database=DatabaseSettings(url=database_url),
         policies={"standard": PolicySettings(promote_after=5, promote_to="long_term")},
     )
-    async with Engine(settings) as engine:
+    async with ConfiguredEngine(settings) as engine:
         memory = await engine.add("episode", agent_id="a", content="x", policy="working")
         await engine.record_retrieval("episode", [memory] * 6)
         await engine.ltp.drain(5)
@@ -184,7 +192,7 @@ async def test_moving_a_memory_reanchors_its_curve(
                             policy="standard")  # fmt: skip
     before = await engine.explain("fact", fact, now=days(5))
     moved = await engine.move("fact", fact, "long_term", now=days(5))
-    assert (moved["old_policy"], moved["policy"]) == ("standard", "long_term")
+    assert (moved.old_policy, moved.policy) == ("standard", "long_term")
     after = await engine.explain("fact", fact, now=days(5))
     assert after["policy"] == "long_term" and after["anchor_at"] == days(5).isoformat()
     assert after["salience"] == pytest.approx(before["salience"], rel=1e-12)
@@ -211,17 +219,15 @@ async def test_bad_input_changes_nothing(engine: Engine, conn: asyncpg.Connectio
     assert await conn.fetchval("SELECT count(*) FROM agent_policies") == 0
 
 
-async def test_policies_are_written_when_ethos_opens_and_edits_apply(
+async def test_applied_policies_are_written_and_edits_apply(
     database_url: str, conn: asyncpg.Connection, t0: datetime
 ) -> None:
-    rows = {r["name"]: r for r in await conn.fetch("SELECT * FROM decay_policies")}
-    # the migrations': the default, and the curve a source's vector is on; nothing opened yet
-    assert set(rows) == {"standard", "permanent"}
-    async with Engine(Settings(database=DatabaseSettings(url=database_url))) as engine:
+    async with ConfiguredEngine(Settings(database=DatabaseSettings(url=database_url))) as engine:
         memory = await engine.add("episode", agent_id="a", content="x", created_at=t0,
                                   policy="working")  # fmt: skip
         first = await engine.explain("episode", memory, now=t0)
     rows = {r["name"]: r for r in await conn.fetch("SELECT * FROM decay_policies")}
+    # the shipped policies, as `ethos migrate` applied them to the template
     assert set(rows) == {"standard", "working", "long_term", "permanent"}
     assert rows["working"]["lifetime_days"] == pytest.approx(1 / 3)
     assert (rows["working"]["promotion_counts"], rows["working"]["promotion_targets"]) == (
@@ -236,7 +242,7 @@ async def test_policies_are_written_when_ethos_opens_and_edits_apply(
             "scratch": PolicySettings(lifetime="1h"),
         },
     )
-    async with Engine(edited) as engine:
+    async with ConfiguredEngine(edited) as engine:
         second = await engine.explain("episode", memory, now=t0)
         policies = {p.name for p in await engine.policies()}
     assert near(datetime.fromisoformat(second["prunes_at"]) - t0, timedelta(hours=4), SECOND)
@@ -246,10 +252,43 @@ async def test_policies_are_written_when_ethos_opens_and_edits_apply(
     assert rows["working"]["changed_at"] > changed_at
     assert rows["long_term"]["changed_at"] < rows["working"]["changed_at"]  # untouched
     # Back to the settings without `scratch`: kept, marked as gone from the settings.
-    async with Engine(Settings(database=DatabaseSettings(url=database_url))):
+    async with ConfiguredEngine(Settings(database=DatabaseSettings(url=database_url))):
         pass
     configured = dict(await conn.fetch("SELECT name, configured FROM decay_policies"))
     assert configured["scratch"] is False and configured["working"] is True
+
+
+async def test_an_engine_of_other_settings_says_so_and_writes_nothing(
+    database_url: str, conn: asyncpg.Connection
+) -> None:
+    """The database is shared: a process with another file must not undo the settings
+    it holds (a text_config would re-stem every memory). It names the keys that differ
+    and the command that writes them, in one line."""
+    first = Settings(
+        database=DatabaseSettings(url=database_url),
+        policies={"working": PolicySettings(lifetime="4h")},
+        importance=ImportanceSettings(auto=False),
+        search=SearchSettings(text_config="simple"),
+    )
+    async with ConfiguredEngine(first):
+        pass
+    held = await conn.fetchrow("SELECT * FROM ethos_settings")
+    lifetime = "SELECT lifetime_days FROM decay_policies WHERE name = 'working'"
+    working = await conn.fetchval(lifetime)
+    with capture_logs() as logs:
+        async with Engine(Settings(database=DatabaseSettings(url=database_url))) as engine:
+            differences = await engine.apply_settings(dry_run=True)
+    warned = [event for event in logs if event["event"] == "settings_not_applied"]
+    assert len(warned) == 1
+    keys = ["search.text_config", "importance.auto", "policies.working"]
+    assert warned[0]["keys"] == keys and warned[0]["apply"] == "ethos settings apply"
+    assert [d.key for d in differences] == keys
+    assert differences[1].database is False and differences[1].settings is True
+    assert await conn.fetchrow("SELECT * FROM ethos_settings") == held
+    assert held["text_config"] == "simple" and held["auto_importance"] is False
+    assert await conn.fetchval(lifetime) == working == pytest.approx(4 / 24)
+    async with Engine(first) as engine:  # the same settings: nothing to say
+        assert await engine.apply_settings(dry_run=True) == []
 
 
 async def test_stats_and_views_by_policy(engine: Engine, conn: asyncpg.Connection, t0: datetime,
@@ -268,7 +307,7 @@ async def test_stats_and_views_by_policy(engine: Engine, conn: asyncpg.Connectio
         ("semantic_facts", "permanent"): (1, 0),
     }
     stats = await engine.stats("a")
-    assert [(r["table_name"], r["policy"], r["live"], r["pruned"]) for r in stats["policies"]] == [
+    assert [(r["table_name"], r["policy"], r["live"], r["pruned"]) for r in stats.policies] == [
         ("episodic_traces", "long_term", 1, 0),
         ("episodic_traces", "working", 0, 2),
     ]
@@ -276,7 +315,7 @@ async def test_stats_and_views_by_policy(engine: Engine, conn: asyncpg.Connectio
     expected = decay.salience(
         decay.MemoryState(strength=1.0, anchor_at=t0, created_at=t0), days(1), long_term
     )
-    assert stats["policies"][0]["avg_salience"] == pytest.approx(expected, rel=0.01)
+    assert stats.policies[0]["avg_salience"] == pytest.approx(expected, rel=0.01)
 
 
 async def test_recovered_memory_keeps_its_policy(

@@ -13,7 +13,7 @@ from ethos.domain.errors import InputError
 from ethos.services.embedding import EmbeddingError, ProviderUnavailable
 from ethos.services.engine import Engine
 from ethos.settings import DatabaseSettings, EmbeddingSettings, SearchSettings, Settings
-from tests.conftest import WORDS_IGNORED
+from tests.conftest import WORDS_IGNORED, ConfiguredEngine
 from tests.embedding_server import Behaviour, embedding_server
 
 if TYPE_CHECKING:
@@ -87,7 +87,7 @@ async def test_a_provider_writes_vectors_and_makes_recall_hybrid(
     database_url: str, conn: asyncpg.Connection, cli: Cli
 ) -> None:
     with embedding_server() as (url, server):
-        async with Engine(with_provider(database_url, url)) as engine:
+        async with ConfiguredEngine(with_provider(database_url, url)) as engine:
             car = await engine.add("fact", agent_id="a", content="Bob drives an automobile")
             await engine.add("fact", agent_id="a", content="Bob likes jazz")
             vector = await engine.add("vector", agent_id="a", content="a hound barked")
@@ -113,7 +113,7 @@ async def test_provider_failures_are_one_line_and_write_nothing_half(
     database_url: str, conn: asyncpg.Connection, cli: Cli
 ) -> None:
     with embedding_server(Behaviour(dimension=8)) as (url, server):
-        async with Engine(with_provider(database_url, url)) as engine:
+        async with ConfiguredEngine(with_provider(database_url, url)) as engine:
             with pytest.raises(EmbeddingError, match="answered 8 numbers per vector; the sch"):
                 await engine.add("fact", agent_id="a", content="x")
             server.dimension, server.key = 384, "sk-right"
@@ -135,7 +135,9 @@ async def test_provider_failures_are_one_line_and_write_nothing_half(
         assert accepted.returncode == 0, accepted.stderr
 
         server.key, server.stall_seconds = None, 2.0
-        async with Engine(with_provider(database_url, url, timeout_seconds=0.3)) as engine:
+        async with ConfiguredEngine(
+            with_provider(database_url, url, timeout_seconds=0.3)
+        ) as engine:
             # Down or too slow: the fact is stored without its vector...
             stored = await engine.add("fact", agent_id="a", content="kept without a vector")
             # ...a vector cannot be stored without one...
@@ -147,8 +149,10 @@ async def test_provider_failures_are_one_line_and_write_nothing_half(
             with pytest.raises(ProviderUnavailable, match="unavailable \\(HTTP 500\\)"):
                 await engine.embed_missing()
             server.status = 200
-            assert await engine.embed_missing() == {"episodic_traces": 0, "semantic_facts": 1}
-            assert await engine.embed_missing() == {"episodic_traces": 0, "semantic_facts": 0}
+            made = await engine.embed_missing()
+            assert made.by_table == {"episodic_traces": 0, "semantic_facts": 1}
+            made = await engine.embed_missing()
+            assert made.by_table == {"episodic_traces": 0, "semantic_facts": 0}
         assert await count(conn, "memory_vectors") == 2  # the CLI's fact, and this one
 
 
@@ -157,18 +161,18 @@ async def test_a_text_config_the_database_lacks_names_the_key(database_url: str)
         database=DatabaseSettings(url=database_url), search=SearchSettings(text_config="klingon")
     )
     with pytest.raises(InputError, match=r"search\.text_config: .* 'klingon'"):
-        async with Engine(settings):
+        async with ConfiguredEngine(settings):
             pass
 
 
 async def test_changing_the_text_config_reindexes_the_words(database_url: str) -> None:
-    async with Engine(Settings(database=DatabaseSettings(url=database_url))) as engine:
+    async with ConfiguredEngine(Settings(database=DatabaseSettings(url=database_url))) as engine:
         await engine.add("fact", agent_id="a", content="running shoes")
         assert len(await engine.recall("a", "run", record=False)) == 1  # english stems
     simple = Settings(
         database=DatabaseSettings(url=database_url), search=SearchSettings(text_config="simple")
     )
-    async with Engine(simple) as engine:
+    async with ConfiguredEngine(simple) as engine:
         assert await engine.recall("a", "run", record=False) == []
         assert len(await engine.recall("a", "running", record=False)) == 1
 

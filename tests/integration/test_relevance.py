@@ -15,7 +15,7 @@ from mcp import Client
 from ethos.adapters.langgraph import AsyncEthosStore
 from ethos.services.engine import Engine
 from ethos.settings import DatabaseSettings, EmbeddingSettings, SearchSettings, Settings
-from tests.conftest import WORDS_IGNORED
+from tests.conftest import WORDS_IGNORED, ConfiguredEngine
 from tests.embedding_server import embed_text, embedding_server
 from tests.integration.test_mcp import result, stdio
 from tests.vectors import unit
@@ -68,7 +68,7 @@ async def test_ties_go_to_the_more_salient_then_the_more_reinforced(
             importance=WORDS_IGNORED,
             search=SearchSettings(salience_weight=weight),
         )
-        async with Engine(settings) as engine:
+        async with ConfiguredEngine(settings) as engine:
             agent = f"a{weight}"
             older = await engine.add("episode", agent_id=agent, content="the blue kite",
                                      created_at=days(0))  # fmt: skip
@@ -177,7 +177,7 @@ async def test_prefixes_and_input_types_reach_the_provider(
             document_input_type="passage",
         )  # fmt: skip
         settings = Settings(database=DatabaseSettings(url=database_url), embedding=embedding)
-        async with Engine(settings) as engine:
+        async with ConfiguredEngine(settings) as engine:
             await engine.add("episode", agent_id="a", content="Bob drives a car",
                              created_at=days(0))  # fmt: skip
             await engine.recall("a", "which vehicle", now=days(1), record=False)
@@ -189,7 +189,9 @@ async def test_prefixes_and_input_types_reach_the_provider(
         }  # fmt: skip
         with_sql = cli("add", "fact", "--agent", "a", "--content", "x", env=env)
         assert with_sql.returncode == 0, with_sql.stderr
-        async with Engine(Settings(database=DatabaseSettings(url=database_url))) as engine:
+        async with ConfiguredEngine(
+            Settings(database=DatabaseSettings(url=database_url))
+        ) as engine:
             await engine.add("fact", agent_id="a", content="Bob walks", created_at=days(0))
         assert cli("embed", "--missing", env=env).returncode == 0
         assert cli("search", "--agent", "a", "--query", "walks", "--no-record", env=env

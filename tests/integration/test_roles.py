@@ -152,7 +152,8 @@ async def drain_sql_retrievals(house: House, role: str) -> None:
     await as_sql(house, APP, "SELECT ethos_record_retrieval('episode', ARRAY[$1::uuid])", memory)
 
     async def use(engine: Engine) -> None:
-        assert await engine.ltp.drain_queue()
+        if not await engine.ltp.drain_queue():  # refused (logged): the events stay queued
+            raise Refused("the durable queue was not drained")
 
     await as_engine(house, role, use)
 
@@ -281,7 +282,7 @@ async def rebuild_vector_statistics(house: House, role: str) -> None:
 OK, NO = "allowed", "refused"
 # operation: (app, eraser, agent role)
 TABLE: dict[Operation, tuple[str, str, str]] = {
-    add: (OK, OK, NO),  # the agent role runs SQL, not the engine (it cannot sync settings)
+    add: (OK, OK, NO),  # the agent role runs SQL, not the engine (it may not write the schedule)
     recall: (OK, OK, NO),
     reinforce: (OK, OK, NO),
     sweep: (OK, OK, NO),

@@ -13,7 +13,7 @@ from ethos.domain import decay
 from ethos.domain.decay import DecayParams, MemoryState
 from ethos.services.engine import Engine
 from ethos.settings import DatabaseSettings, LtpSettings, Settings
-from tests.conftest import WORDS_IGNORED, Days
+from tests.conftest import WORDS_IGNORED, ConfiguredEngine, Days
 
 
 async def reinforcement(conn: asyncpg.Connection, memory: object) -> float:
@@ -39,7 +39,7 @@ async def test_ten_retrievals_within_an_hour_raise_tau_by_a_quarter_of_ten_a_wee
         # The queue drained here, one event after another: drainers running side by
         # side may apply a queue's events out of their order (an older one applied
         # after a newer gains MIN_GAIN, as one right after the last).
-        async with Engine(settings) as engine:
+        async with ConfiguredEngine(settings) as engine:
             for name, moments in (("burst", burst), ("weekly", weekly)):
                 memory = await engine.add("episode", agent_id="a", content=f"{name} {durable}",
                                           created_at=days(0))  # fmt: skip

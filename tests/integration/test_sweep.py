@@ -29,7 +29,7 @@ from ethos.settings import (
     Settings,
     SweepSettings,
 )
-from tests.conftest import WORDS_IGNORED, truncate
+from tests.conftest import WORDS_IGNORED, ConfiguredEngine, truncate
 
 if TYPE_CHECKING:
     from tests.conftest import Days
@@ -205,7 +205,7 @@ async def test_a_sweep_reaches_every_row_across_many_batches(
     )
     await seed_random(100)
     calls: list[tuple[str, int, bool]] = []
-    async with Engine(settings) as engine:
+    async with ConfiguredEngine(settings) as engine:
         report = await engine.sweep(
             now=days(20_000), mode=mode, progress=lambda *call: calls.append(call)
         )

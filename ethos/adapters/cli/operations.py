@@ -9,7 +9,6 @@ import os
 import sys
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any
 
 from ethos import db
 from ethos.adapters.cli.moments import refuse_future
@@ -19,7 +18,7 @@ from ethos.domain.inputs import host_port
 from ethos.domain.roles import parse_agent_role
 from ethos.domain.tables import MEMORY_TABLES
 from ethos.services.daemon import Daemon, DaemonStopTimeout, Observe
-from ethos.services.engine import Engine
+from ethos.services.engine import Engine, Stats, Status
 from ethos.services.sweep import Mode
 from ethos.settings import Settings
 from ethos.signals import on_stop
@@ -29,8 +28,9 @@ async def cmd_migrate(args: argparse.Namespace, settings: Settings) -> int:
     url = await db.checked_url(settings)
     # Alembic runs its own event loop: give it a thread.
     await asyncio.to_thread(db.migrate, settings, url)
-    async with Engine(settings, url=url):  # opening writes the policies of the settings
-        pass
+    # A database as migrated holds these settings: a fresh one is ready to use.
+    async with Engine(settings, url=url, check_settings=False) as engine:
+        await engine.apply_settings()
     print("database is at the latest schema")
     return 0
 
@@ -128,13 +128,13 @@ async def cmd_daemon(args: argparse.Namespace, settings: Settings) -> int:
 async def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
     async with Engine(settings) as engine:
         status = await engine.status(settings.daemon.alive_seconds)
-    emit(args, status, _status_text(status))
+    emit(args, status.as_dict(), _status_text(status))
     return 0
 
 
-def _status_text(status: dict[str, Any]) -> str:
-    lines = [f"daemons: {len(status['daemons'])}"]
-    for d in status["daemons"]:
+def _status_text(status: Status) -> str:
+    lines = [f"daemons: {len(status.daemons)}"]
+    for d in status.daemons:
         lock = ", holds the sweep lock" if d["holds_sweep_lock"] else ""
         due = (
             f", next sweep due {d['next_sweep_due']:%Y-%m-%d %H:%M:%S%z}"
@@ -145,7 +145,7 @@ def _status_text(status: dict[str, Any]) -> str:
             f"  {d['id']} ({d['role']}{lock}), heartbeat {d['heartbeat_at']:%H:%M:%S%z}{due},"
             f" LTP backlog {d['ltp_backlog']}, dropped {d['ltp_dropped']}"
         )
-    last = status["last_sweep"]
+    last = status.last_sweep
     if last:
         lines.append(
             f"last sweep: #{last['id']} {last['status']} ({last['trigger']}) started"
@@ -160,27 +160,27 @@ def _status_text(status: dict[str, Any]) -> str:
 async def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
     async with Engine(settings) as engine:
         stats = await engine.stats(args.agent)
-    emit(args, stats, _stats_text(stats))
+    emit(args, stats.as_dict(), _stats_text(stats))
     return 0
 
 
-def _stats_text(stats: dict[str, list[dict[str, Any]]]) -> str:
+def _stats_text(stats: Stats) -> str:
     sections = [
-        ("memories", stats["counts"], ["table_name", "live", "pruned", "pinned"]),
+        ("memories", stats.counts, ["table_name", "live", "pruned", "pinned"]),
         (
             "average salience by age (live)",
-            stats["salience_by_age"],
+            stats.salience_by_age,
             ["table_name", "age_bucket", "avg_salience", "count"],
         ),
-        ("at risk (near the prune threshold)", stats["at_risk"], ["table_name", "count"]),
+        ("at risk (near the prune threshold)", stats.at_risk, ["table_name", "count"]),
         (
             "most retrieved",
-            stats["most_retrieved"],
+            stats.most_retrieved,
             ["table_name", "content", "retrieval_count", "salience"],
         ),
         (
             "recent sweeps",
-            stats["recent_sweeps"],
+            stats.recent_sweeps,
             [
                 "id",
                 "trigger",
@@ -192,10 +192,10 @@ def _stats_text(stats: dict[str, list[dict[str, Any]]]) -> str:
                 "rows_per_second",
             ],
         ),
-        ("LTP in daemons", stats["ltp"], ["daemon_id", "role", "ltp_backlog", "ltp_dropped"]),
+        ("LTP in daemons", stats.ltp, ["daemon_id", "role", "ltp_backlog", "ltp_dropped"]),
         (
             "by policy",
-            stats["policies"],
+            stats.policies,
             ["table_name", "policy", "live", "pruned", "avg_salience"],
         ),
     ]

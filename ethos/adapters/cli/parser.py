@@ -42,6 +42,7 @@ from ethos.adapters.cli.policies import (
     cmd_policy_list,
     cmd_policy_show,
     cmd_policy_unassign,
+    cmd_settings_apply,
 )
 from ethos.adapters.cli.servers import cmd_demo, cmd_mcp, cmd_serve
 from ethos.domain.errors import InputError
@@ -224,6 +225,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("policy")
     p = policy_command("unassign", cmd_policy_unassign, "an agent's new memories: the default")
     p.add_argument("agent")
+
+    settings_parser = sub.add_parser("settings", help="the settings the database keeps")
+    ssub = settings_parser.add_subparsers(
+        dest="settings_command", required=True, parser_class=_Parser
+    )
+    apply_help = "write the policies, tiers and defaults of these settings to the database"
+    p = ssub.add_parser("apply", help=apply_help, description=apply_help, parents=[as_json])
+    p.set_defaults(func=cmd_settings_apply)
+    p.add_argument("--dry-run", action="store_true", help="show the differences, write nothing")
 
     p = command("move", cmd_move, "move a memory to another policy, re-anchored at now")
     p.add_argument("table", type=_table)

@@ -1,9 +1,10 @@
 """Commands on decay policies: the lifetime tables (curve), list, show, assign,
-unassign and move."""
+unassign and move; and writing the settings the database keeps (settings apply)."""
 
 from __future__ import annotations
 
 import argparse
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -111,8 +112,21 @@ async def cmd_move(args: argparse.Namespace, settings: Settings) -> int:
     async with Engine(settings) as engine:
         moved = await engine.move(args.table, args.id, args.policy, now=args.now)
     text = (
-        f"moved {moved['id']} from {moved['old_policy']} to {moved['policy']}"
-        f" (salience {moved['salience']:.4f} at {moved['now']})"
+        f"moved {moved.id} from {moved.old_policy} to {moved.policy}"
+        f" (salience {moved.salience:.4f} at {moved.now.isoformat()})"
     )
-    emit(args, moved, text)
+    emit(args, moved.as_dict(), text)
+    return 0
+
+
+async def cmd_settings_apply(args: argparse.Namespace, settings: Settings) -> int:
+    async with Engine(settings, check_settings=False) as engine:
+        differences = await engine.apply_settings(dry_run=args.dry_run)
+    lines = [f"{d.key}: {d.database} -> {d.settings}" for d in differences]
+    if not differences:
+        lines = ["the database holds these settings already"]
+    elif args.dry_run:
+        lines.append("(dry run: nothing written)")
+    data = {"applied": not args.dry_run, "differences": [asdict(d) for d in differences]}
+    emit(args, data, "\n".join(lines))
     return 0

@@ -25,7 +25,7 @@ def ethos_routes(app: FastAPI, settings: Settings) -> None:
 
     async def agents(engine: EngineDep) -> list[dict[str, Any]]:
         """Every agent with its memories counted per table."""
-        return await engine.agents()
+        return [agent.as_dict() for agent in await engine.agents()]
 
     async def memories(
         engine: EngineDep,
@@ -67,16 +67,16 @@ def ethos_routes(app: FastAPI, settings: Settings) -> None:
     async def move(memory_id: str, body: Move, engine: EngineDep) -> dict[str, Any]:
         """Another policy, re-anchored now (the dashboard's pin: permanent)."""
         memory = await engine.memory(memory_id)
-        return await engine.move(memory["table"], memory_id, body.policy)
+        return (await engine.move(memory["table"], memory_id, body.policy)).as_dict()
 
     async def links(memory_id: str, engine: EngineDep) -> list[dict[str, Any]]:
         """Its associations, strongest first."""
         memory = await engine.memory(memory_id)
-        return await engine.links(memory["table"], memory_id)
+        return [link.as_dict() for link in await engine.links(memory["table"], memory_id)]
 
     async def stats(engine: EngineDep, agent: str | None = None) -> dict[str, Any]:
         """The monitoring views, for one agent or all."""
-        return await engine.stats(agent)
+        return (await engine.stats(agent)).as_dict()
 
     async def status(engine: EngineDep) -> dict[str, Any]:
         """Daemons, the sweep lock, recent sweeps, pruned per reason (last day and ever),
@@ -85,11 +85,14 @@ def ethos_routes(app: FastAPI, settings: Settings) -> None:
         now = await engine.now()
         state = await engine.status(settings.daemon.alive_seconds)
         return {
-            **state,
+            **state.as_dict(),
             "now": now,
-            "recent_sweeps": (await engine.stats())["recent_sweeps"],
-            "pruned_last_day": await engine.pruned_by_reason(since=now - timedelta(days=1)),
-            "pruned": await engine.pruned_by_reason(),
+            "recent_sweeps": (await engine.stats()).recent_sweeps,
+            "pruned_last_day": [
+                count.as_dict()
+                for count in await engine.pruned_by_reason(since=now - timedelta(days=1))
+            ],
+            "pruned": [count.as_dict() for count in await engine.pruned_by_reason()],
             "due": {spec.name: await engine.count_due(spec, now) for spec in MEMORY_TABLES},
         }
 

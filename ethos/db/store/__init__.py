@@ -21,7 +21,7 @@ from ethos.db.store.daemon import DaemonStore
 from ethos.db.store.lifecycle import LifecycleStore
 from ethos.db.store.ltp import LinkRound, LtpFlush, LtpStore
 from ethos.db.store.memories import MemoryStore
-from ethos.db.store.policies import PolicyStore
+from ethos.db.store.policies import PolicyStore, SettingDifference
 from ethos.db.store.search import SearchStore
 from ethos.db.store.sweep import BatchResult, SweepStore, SweepWorker
 
@@ -30,6 +30,7 @@ __all__ = [
     "LinkRound",
     "LtpFlush",
     "Row",
+    "SettingDifference",
     "Store",
     "SweepWorker",
     "check_server",

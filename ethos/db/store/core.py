@@ -117,6 +117,7 @@ def create_database(name: str) -> Query:
 
 
 TABLE_COLUMNS = STATEMENTS["table_columns"]
+TABLE_EXISTS = STATEMENTS["table_exists"]
 CURRENT_DATABASE = STATEMENTS["current_database"]
 EXISTING_ROLES = STATEMENTS["existing_roles"]
 SET_AGENT_ROLES = STATEMENTS["set_agent_roles"]
@@ -389,6 +390,13 @@ class StoreCore:
         if missing:
             raise InputError(f"table {spec.name} lacks the columns {', '.join(missing)}")
         if not await self._fetch(TABLE_COLUMNS, table=spec.due_table):
+            if await self._fetchval(TABLE_EXISTS, table=spec.due_table):
+                # There, but hidden from this role: it may not write the sweep's
+                # schedule, which every engine write keeps.
+                raise InputError(
+                    f"permission denied for table {spec.due_table}: this role may not run"
+                    " the engine (an agent role writes its memories in SQL)"
+                )
             raise InputError(
                 f"table {spec.name} has no {spec.due_table} (the sweep's schedule; see"
                 " migration 0007)"

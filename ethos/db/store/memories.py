@@ -36,39 +36,27 @@ from ethos.domain.tables import TableSpec
 class MemoryStore(StoreCore):
     """Store's memories: insert, fetch, repeats, listing, updates, revisions."""
 
-    async def insert(
-        self,
-        memory: MemoryInput,
-        *,
-        dedup: bool = False,
-        near: float = 1.0,
-        embedded: list[float] | None = None,
-    ) -> tuple[uuid.UUID, bool]:
-        """Insert a memory: (its id, True); with `embedded`, also the vector that embeds
-        it, in the same transaction. With `dedup`, a live memory of the agent with the
-        same normalised content (a vector: and an embedding at least `near`
-        cosine-similar) is found instead: (its id, False). Adds of one content are taken
-        one at a time, so concurrent ones make one row."""
-        [found] = await self.insert_many([memory], dedup=dedup, near=near, embedded=[embedded])
-        return found
-
     async def insert_many(
         self,
         memories: Sequence[MemoryInput],
         *,
-        dedup: bool = False,
-        near: float = 1.0,
+        dedup_near: float | None = None,
         embedded: Sequence[list[float] | None] | None = None,
         owners: Mapping[str, str] | None = None,
     ) -> list[tuple[uuid.UUID, bool]]:
-        """Insert memories as `insert` does each (`embedded`: the vector of each, or
-        None), in one transaction: all of them or, on an error, none. With `owners`
-        (mem0's), a duplicate must be of exactly those owners."""
+        """Insert memories (`embedded`: the vector that embeds each, or None, written
+        with it), in one transaction: all of them or, on an error, none; each as (its
+        id, True). With `dedup_near`, a live memory of the agent with the same
+        normalised content (a vector: and an embedding at least `dedup_near`
+        cosine-similar) is found instead: (its id, False); adds of one content are then
+        taken one at a time, so concurrent ones make one row. With `owners` (mem0's), a
+        duplicate must be of exactly those owners."""
         scope = None if owners is None else json.dumps(dict(owners))
         vectors = embedded or [None] * len(memories)
         for spec in {memory.table for memory in memories}:
             await self.check_table(spec)
         # Read before the transaction: the clock may take a pooled connection of its own.
+        dedup = dedup_near is not None
         now = await self.now() if dedup else None
         found = []
         async with self._transaction() as tx:
@@ -79,15 +67,14 @@ class MemoryStore(StoreCore):
                 await tx.fetchval(LOCK_CONTENT, table=table, agent=agent, content=content)
             for memory, vector in zip(memories, vectors, strict=True):
                 at = memory.created_at or now
-                found.append(await self._insert(tx, memory, dedup, near, at, vector, scope))
+                found.append(await self._insert(tx, memory, dedup_near, at, vector, scope))
         return found
 
     @staticmethod
     async def _insert(
         tx: Transaction,
         memory: MemoryInput,
-        dedup: bool,
-        near: float,
+        dedup_near: float | None,
         at: datetime | None,
         embedded: list[float] | None,
         owners: str | None,
@@ -99,13 +86,13 @@ class MemoryStore(StoreCore):
             found = await tx.fetchval(build_fetch_memory_query(source), id=source_id)
             if found is None:
                 raise NotFoundError(f"no {source.name} row with id {source_id}")
-        if dedup:
+        if dedup_near is not None:
             existing = await tx.fetchval(
                 build_find_duplicate_query(spec),
                 agent=memory.agent_id,
                 content=memory.content,
                 embedding=memory.embedding,
-                near=near,
+                near=dedup_near,
                 now=at,
                 owners=owners,
             )

@@ -23,6 +23,32 @@ from ethos.services.engine.operations import OperationsEngine
 from ethos.services.engine.policies import PolicyEngine
 
 __all__ = ["MAX_LIST", "Added", "Engine", "StoredItem", "describe"]
+from ethos.services.engine.listing import (
+    AgentCounts,
+    PrunedCount,
+    TableCount,
+)
+from ethos.services.engine.memories import VectorsMade
+from ethos.services.engine.operations import LtpStatus, Stats, Status
+from ethos.services.engine.policies import Moved
+from ethos.services.engine.retrieval import Link
+
+__all__ = [
+    "MAX_LIST",
+    "Added",
+    "AgentCounts",
+    "Engine",
+    "Link",
+    "LtpStatus",
+    "Moved",
+    "PrunedCount",
+    "Stats",
+    "Status",
+    "StoredItem",
+    "TableCount",
+    "VectorsMade",
+    "describe",
+]
 
 
 class Engine(MemoryEngine, PolicyEngine, OperationsEngine, ItemEngine, ListingEngine):

@@ -42,12 +42,16 @@ class EngineCore:
         store: Store | None = None,
         embedder: Embedder | None = None,
         drains_queue: bool = False,
+        check_settings: bool = True,
     ) -> None:
         logs.library_default()
         self.settings = settings or load_settings()
         # Texts to vectors: the one given, else the provider the settings name, else none.
         self.embedder = embedder or configured(self.settings.embedding)
         self._drains_queue = drains_queue  # apply the durable retrieval queue (the daemon)
+        # Say where the database's settings differ from these (not for the commands that
+        # show or write them: `ethos migrate`, `ethos settings apply`).
+        self._check_settings = check_settings
         self._url = url
         self._store = store
         self._owns_store = store is None
@@ -58,10 +62,23 @@ class EngineCore:
             url = self._url or await db.resolve_url(self.settings)
             self._store = await Store.open(self.settings, url)
         self._open = True
-        await self.store.sync_settings()
+        if self._check_settings:
+            await self._check_database_settings()
         self.ltp = LtpBuffer(self.store, self.settings, drains_queue=self._drains_queue)
         self.ltp.start()
         return self
+
+    async def _check_database_settings(self) -> None:
+        """One line when the database keeps other settings than these. They are not
+        written: the database is shared, and processes with different files would undo
+        each other's (a text_config re-stems every memory); `ethos settings apply` does."""
+        differences = await self.store.settings_differences()
+        if differences:
+            log.warning(
+                "settings_not_applied",
+                keys=[difference.key for difference in differences],
+                apply="ethos settings apply",
+            )
 
     async def _moment(self, now: datetime | None) -> datetime:
         """`now` as given (with a time zone), else the database's clock."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any, Literal
 
@@ -29,22 +30,62 @@ from ethos.services.retrieval import json_object
 MAX_LIST = 1000  # memories one listing returns at most
 
 
+@dataclass(frozen=True)
+class TableCount:
+    """An agent's memories in one table."""
+
+    live: int
+    pruned: int
+    pinned: int
+
+
+@dataclass(frozen=True)
+class AgentCounts:
+    """An agent and its memories counted, per table (by name)."""
+
+    agent_id: str
+    tables: dict[str, TableCount]
+
+    @property
+    def live(self) -> int:
+        return sum(count.live for count in self.tables.values())
+
+    @property
+    def pruned(self) -> int:
+        return sum(count.pruned for count in self.tables.values())
+
+    def as_dict(self) -> dict[str, Any]:
+        tables = {name: asdict(count) for name, count in self.tables.items()}
+        return {
+            "agent_id": self.agent_id,
+            "live": self.live,
+            "pruned": self.pruned,
+            "tables": tables,
+        }
+
+
+@dataclass(frozen=True)
+class PrunedCount:
+    """Pruned memories of one table and one reason."""
+
+    table_name: str
+    reason: str | None
+    count: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
 class ListingEngine(EngineCore):
     """Agents, listings, one memory, updates, history, pruned counts."""
 
-    async def agents(self) -> list[dict[str, Any]]:
+    async def agents(self) -> list[AgentCounts]:
         """Every agent with its memories counted: live, pruned and pinned, per table."""
-        agents: dict[str, dict[str, Any]] = {}
+        tables: dict[str, dict[str, TableCount]] = {}
         for row in await self.store.agent_counts():
-            entry = agents.setdefault(
-                row["agent_id"], {"agent_id": row["agent_id"], "live": 0, "pruned": 0, "tables": {}}
-            )
-            entry["live"] += row["live"]
-            entry["pruned"] += row["pruned"]
-            entry["tables"][row["table_name"]] = {
-                name: row[name] for name in ("live", "pruned", "pinned")
-            }
-        return list(agents.values())
+            count = TableCount(row["live"], row["pruned"], row["pinned"])
+            tables.setdefault(row["agent_id"], {})[row["table_name"]] = count
+        return [AgentCounts(agent, counts) for agent, counts in tables.items()]
 
     async def memories(
         self,
@@ -193,12 +234,12 @@ class ListingEngine(EngineCore):
 
     async def pruned_by_reason(
         self, agent: str | None = None, *, since: datetime | None = None
-    ) -> list[dict[str, Any]]:
+    ) -> list[PrunedCount]:
         """Pruned memories counted by table and reason (since a moment, or ever)."""
         at = aware(since, "since") if since else None
         if agent is not None:
             agent_id(agent, "agent")
-        return [dict(row) for row in await self.store.pruned_by_reason(agent, at)]
+        return [PrunedCount(**row) for row in await self.store.pruned_by_reason(agent, at)]
 
 
 def describe(spec: TableSpec, row: Row, at: datetime, policy: Policy) -> dict[str, Any]:

@@ -37,6 +37,16 @@ class Added:
     recalled: tuple[Hit, ...] = ()  # add with recall: what the new text recalled first
 
 
+@dataclass(frozen=True)
+class VectorsMade:
+    """The vectors embed_missing wrote, by source table (each table, 0 included)."""
+
+    by_table: dict[str, int]
+
+    def as_dict(self) -> dict[str, int]:
+        return dict(self.by_table)
+
+
 def _lives_longer(asked: Policy, current: Policy | None) -> bool:
     """`asked` keeps a plain memory longer than `current` (None: a policy no longer
     configured, left as it is); never decaying is longest."""
@@ -96,7 +106,7 @@ class MemoryEngine(RetrievalEngine):
             query = first_words(memory.content, self.settings.limits.query_words)
             recalled = await self.recall(agent_id, query, recall, now=memory.created_at)
         [(memory_id, created)] = await self.store.insert_many(
-            [memory], **self._dedup(spec), embedded=[embedded]
+            [memory], dedup_near=self._dedup_near(spec), embedded=[embedded]
         )
         return await self._added(memory, memory_id, created, tuple(recalled))
 
@@ -125,7 +135,7 @@ class MemoryEngine(RetrievalEngine):
             for content, own in zip(contents, each, strict=True)
         ]
         found = await self.store.insert_many(
-            [memory for memory, _ in built], **self._dedup(spec),
+            [memory for memory, _ in built], dedup_near=self._dedup_near(spec),
             embedded=[vector for _, vector in built], owners=owners,
         )  # fmt: skip
         return [
@@ -154,11 +164,11 @@ class MemoryEngine(RetrievalEngine):
         )
         return memory, embedded
 
-    def _dedup(self, spec: TableSpec) -> dict[str, Any]:
-        return {
-            "dedup": spec.alias in self.settings.dedup.tables,
-            "near": self.settings.dedup.near_threshold,
-        }
+    def _dedup_near(self, spec: TableSpec) -> float | None:
+        """The similarity a vector's duplicate needs in `spec` (its content must be the
+        same too); None: adds to `spec` are not deduplicated."""
+        dedup = self.settings.dedup
+        return dedup.near_threshold if spec.alias in dedup.tables else None
 
     async def _added(
         self,
@@ -189,7 +199,7 @@ class MemoryEngine(RetrievalEngine):
             raised.append("policy")
         return tuple(raised)
 
-    async def embed_missing(self, agent: str | None = None) -> dict[str, int]:
+    async def embed_missing(self, agent: str | None = None) -> VectorsMade:
         """Vectors for the live episodes and facts (of one agent, or all) that have none,
         in batches of embedding.batch_size: how many were made per table."""
         if self.embedder is None:
@@ -206,7 +216,7 @@ class MemoryEngine(RetrievalEngine):
                 ids = [row["id"] for row in rows]
                 made[spec.name] += await self.store.insert_source_vectors(spec, ids, vectors)
                 after = ids[-1]
-        return made
+        return VectorsMade(made)
 
     async def explain(
         self, table: str | TableSpec, memory_id: str | uuid.UUID, *, now: datetime | None = None

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Iterable
+from dataclasses import dataclass, fields, replace
 from datetime import datetime
 from typing import Any
 
@@ -17,8 +18,59 @@ from ethos.domain.tables import TableSpec, table_spec
 from ethos.services import consolidation
 from ethos.services.consolidation import ConsolidationReport
 from ethos.services.engine.core import TRIGGER, EngineCore, specs
+from ethos.services.ltp import LtpStats
 from ethos.services.recovery import RecoveryReport, Selector, recover
 from ethos.services.sweep import MODES, Mode, Progress, SweepReport, run_sweep
+
+ViewRows = list[dict[str, Any]]  # a monitoring view's rows, column by column
+
+
+@dataclass(frozen=True)
+class Stats:
+    """What the monitoring views say (ethos_agent_counts, ethos_memories, …)."""
+
+    counts: ViewRows  # live, pruned and pinned per table
+    salience_by_age: ViewRows
+    at_risk: ViewRows  # near the prune threshold
+    most_retrieved: ViewRows
+    recent_sweeps: ViewRows
+    ltp: ViewRows  # the daemons' LTP backlogs and drops
+    policies: ViewRows  # live, pruned and average salience per policy
+
+    def as_dict(self) -> dict[str, ViewRows]:
+        return {field.name: getattr(self, field.name) for field in fields(self)}
+
+
+@dataclass(frozen=True)
+class LtpStatus:
+    """This engine's LTP: what waits in its buffer and in the durable queue, and its
+    counters since it opened."""
+
+    backlog: int
+    queue_backlog: int
+    stats: LtpStats
+
+    def as_dict(self) -> dict[str, int]:
+        return {"backlog": self.backlog, "queue_backlog": self.queue_backlog} | self.stats.as_dict()
+
+
+@dataclass(frozen=True)
+class Status:
+    """The daemons alive, who holds the sweep lock, the last sweep, the retrievals set
+    aside; and this engine's own LTP."""
+
+    daemons: ViewRows  # each with its role, heartbeat and whether it holds the lock
+    last_sweep: dict[str, Any] | None
+    retrieval_dead_letters: int
+    ltp: LtpStatus
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "daemons": self.daemons,
+            "last_sweep": self.last_sweep,
+            "retrieval_dead_letters": self.retrieval_dead_letters,
+            "ltp": self.ltp.as_dict(),
+        }
 
 
 class OperationsEngine(EngineCore):
@@ -56,9 +108,9 @@ class OperationsEngine(EngineCore):
             progress=progress,
         )
 
-    async def stats(self, agent: str | None = None) -> dict[str, list[dict[str, Any]]]:
+    async def stats(self, agent: str | None = None) -> Stats:
         """What the monitoring views say, for one agent or all."""
-        return await self.store.stats(None if agent is None else agent_id(agent, "agent"))
+        return Stats(**await self.store.stats(None if agent is None else agent_id(agent, "agent")))
 
     async def recover(
         self,
@@ -187,16 +239,13 @@ class OperationsEngine(EngineCore):
         roles = Roles(app, eraser, tuple(agents))
         return await self.store.make_roles(roles, dry_run=dry_run)
 
-    async def status(self, alive_seconds: float) -> dict[str, Any]:
+    async def status(self, alive_seconds: float) -> Status:
         """Daemons with a heartbeat in the last alive_seconds, who holds the sweep lock,
         the last sweep; and this engine's own LTP counters."""
         status = await self.store.status(alive_seconds)
-        status["ltp"] = {
-            "backlog": self.ltp.backlog,
-            "queue_backlog": await self.store.queue_backlog(),
-            **self.ltp.stats.as_dict(),
-        }
-        return status
+        # A copy: the buffer counts on while the caller reads.
+        ltp = LtpStatus(self.ltp.backlog, await self.store.queue_backlog(), replace(self.ltp.stats))
+        return Status(**status, ltp=ltp)
 
     async def count_live(self, table: str | TableSpec, agent: str | None = None) -> int:
         """Live memories in a table, of one agent or all."""

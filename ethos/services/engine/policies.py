@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
+from ethos.db.store import SettingDifference
 from ethos.domain.errors import InputError
 from ethos.domain.inputs import parse_id
 from ethos.domain.policies import Policy
@@ -13,8 +15,29 @@ from ethos.domain.tables import TableSpec, table_spec
 from ethos.services.engine.core import EngineCore
 
 
+@dataclass(frozen=True)
+class Moved:
+    """A memory moved to another policy at `now`, with its salience there."""
+
+    table: str
+    id: uuid.UUID
+    policy: str
+    old_policy: str
+    salience: float
+    now: datetime
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self) | {"id": str(self.id), "now": self.now.isoformat()}
+
+
 class PolicyEngine(EngineCore):
     """Policies, assignment and moving a memory to another."""
+
+    async def apply_settings(self, *, dry_run: bool = False) -> list[SettingDifference]:
+        """Write this engine's policies, tiers and defaults to the database, where they
+        differ from what it holds (`dry_run`: only say where). Every process then works
+        with them: the sweep, the insert trigger and the views read them there."""
+        return await self.store.apply_settings(dry_run=dry_run)
 
     async def move(
         self,
@@ -23,25 +46,18 @@ class PolicyEngine(EngineCore):
         policy: str,
         *,
         now: datetime | None = None,
-    ) -> dict[str, Any]:
+    ) -> Moved:
         """Move a live memory to another policy. Its curve is re-anchored at `now` (its
         strength then on the old curve), so its salience goes on from there."""
         self.settings.policy(policy)
         spec = table_spec(table)
         at = await self._moment(now)
         row = await self.store.move(spec, parse_id(memory_id), policy, at)
-        return {
-            "table": spec.name,
-            "id": str(row["id"]),
-            "policy": row["policy"],
-            "old_policy": row["old_policy"],
-            "salience": row["salience"],
-            "now": at.isoformat(),
-        }
+        return Moved(spec.name, row["id"], row["policy"], row["old_policy"], row["salience"], at)
 
     async def policies(self) -> list[Policy]:
-        """The policies in the database: the settings' (written when the engine opened),
-        and any no longer configured that memories may still have."""
+        """The policies in the database: the settings' (as `ethos settings apply` wrote
+        them), and any no longer configured that memories may still have."""
         return await self.store.policies()
 
     async def policy_agents(self, name: str) -> list[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
@@ -13,6 +14,22 @@ from ethos.domain.inputs import parse_id
 from ethos.domain.tables import TableSpec, table_spec
 from ethos.services.engine.core import EngineCore, specs
 from ethos.services.retrieval import Hit, recall, search, surface
+
+
+@dataclass(frozen=True)
+class Link:
+    """An association of a memory with another (`table`, `id`), at some moment."""
+
+    table: str
+    id: uuid.UUID
+    weight: float  # at that moment: it fades as e^(−t/τ) since weighted_at
+    weighted_at: datetime
+    co_retrievals: int  # recalled together
+    useful: int  # given useful feedback together
+    wrong: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self) | {"id": str(self.id), "weighted_at": self.weighted_at.isoformat()}
 
 
 class RetrievalEngine(EngineCore):
@@ -109,7 +126,7 @@ class RetrievalEngine(EngineCore):
 
     async def links(
         self, table: str | TableSpec, memory_id: str | uuid.UUID, *, now: datetime | None = None
-    ) -> list[dict[str, Any]]:
+    ) -> list[Link]:
         """A memory's associations, strongest first: the other memory's table and id, and
         the link's weight at `now`."""
         spec = table_spec(table)
@@ -117,14 +134,14 @@ class RetrievalEngine(EngineCore):
         await self.store.fetch(spec, memory)  # one line if it does not exist
         at = await self._moment(now)
         return [
-            {
-                "table": row["table_name"],
-                "id": str(row["id"]),
-                "weight": row["weight"],
-                "weighted_at": row["weighted_at"].isoformat(),
-                "co_retrievals": row["co_retrievals"],
-                "useful": row["useful_count"],
-                "wrong": row["wrong_count"],
-            }
+            Link(
+                table=row["table_name"],
+                id=row["id"],
+                weight=row["weight"],
+                weighted_at=row["weighted_at"],
+                co_retrievals=row["co_retrievals"],
+                useful=row["useful_count"],
+                wrong=row["wrong_count"],
+            )
             for row in await self.store.links(spec, memory, at)
         ]

@@ -27,6 +27,11 @@ SELECT 1;
 -- The columns a memory table has, to tell a table that is not fit for ethos by name.
 SELECT column_name::text FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = %(table)s ORDER BY ordinal_position;
 
+-- name: table_exists
+-- Whether a table exists, whatever the role may do with it (information_schema hides
+-- the columns of a table it has no rights on).
+SELECT to_regclass(%(table)s) IS NOT NULL;
+
 -- name: current_database
 SELECT current_database()::text;
 

@@ -126,7 +126,7 @@ def _lines(expressions: Iterable[str]) -> str:
 
 
 def _days(log_strength: str, log_target: str, after_anchor: str) -> str:
-    """decay.falls_below's days_at: days after the anchor until the value falls to the
+    """reference_decay.falls_below's days_at: days after the anchor until the value falls to the
     target, with f taken that many days after the anchor (or at the reference, if
     later); within [0, horizon]."""
     age = f"greatest(_anchor_age + {after_anchor}, _reference_age)"
@@ -141,7 +141,7 @@ def _days(log_strength: str, log_target: str, after_anchor: str) -> str:
 
 
 def _value_due(value: str, strength: str, stored: str, floor: str, target: str, days: str) -> str:
-    """decay.value_due for a value just stored exactly at the reference (so it has not
+    """reference_decay.value_due for a value just stored exactly at the reference (so it has not
     drifted there): when a sweep must rewrite it (NULL: never)."""
     return f"""CASE
         WHEN frozen THEN NULL
@@ -226,7 +226,7 @@ def scheduled(
               + ln(1 + frequency_weight * least(n / greatest(_reference_age, 1), 1)))"""
     refined = []
     for name, log, log_target in crossings[:-1]:
-        # decay.candidates: halfway, the end of f's plateau, one Newton step; the value
+        # reference_decay.candidates: halfway, the end of f's plateau, one Newton step; the value
         # stays above target until the earlier of each and the crossing with f there.
         moments = [
             f"((_latest_{name} + _answer_{name}) / 2)",

@@ -37,10 +37,10 @@ def build_ltp_query(spec: TableSpec) -> Query:
 
     strength ← min(1, (S_t + g·(S − S_t)) × boost^n) × wrong_factor^w on the row's
     policy's curve, S_t the strength at `at` and g the spaced gain of the first of the
-    retrievals (decay.ltp_strength): a retrieval at the point of forgetting gives back
+    retrievals (reference_decay.ltp_strength): a retrieval at the point of forgetting gives back
     what the memory lost since its anchor, one right after it only the boost. The
     reinforcement (τ's n) grows by g and MIN_GAIN for each of the others, which follow
-    the first at once (decay.spaced_gains).
+    the first at once (reference_decay.spaced_gains).
     Facts: confidence likewise, + the bonus per retrieval. The anchor moves to `at`:
     that equals the retrievals applied one after another at that moment, then the
     wrongs. A retrieval count that reaches the policy's promote_after

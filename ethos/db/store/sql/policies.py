@@ -88,13 +88,14 @@ def build_move_query(spec: TableSpec) -> Query:
     """)
 
 
-# Processes opening together write the same rows: one at a time.
-SETTINGS_SYNC_LOCK_KEY = 0x45_54_48_4F_03
-LOCK_SETTINGS_SYNC = STATEMENTS["lock_settings_sync"]
+# Two `ethos settings apply` (or migrate) at once write the same rows: one at a time.
+SETTINGS_APPLY_LOCK_KEY = 0x45_54_48_4F_03
+LOCK_SETTINGS_APPLY = STATEMENTS["lock_settings_apply"]
 UPSERT_POLICIES = STATEMENTS["upsert_policies"]
 UNCONFIGURE_POLICIES = STATEMENTS["unconfigure_policies"]
 UPSERT_ETHOS_SETTINGS = STATEMENTS["upsert_ethos_settings"]
-TEXT_CONFIG = STATEMENTS["text_config"]
+ETHOS_SETTINGS = STATEMENTS["ethos_settings"]
+IMPORTANCE_TIERS = STATEMENTS["importance_tiers"]
 TEXT_CONFIG_EXISTS = STATEMENTS["text_config_exists"]
 
 
@@ -106,7 +107,6 @@ def build_reindex_text_query(spec: TableSpec) -> Query:
     """)
 
 
-LINK_SETTINGS = STATEMENTS["link_settings"]
 REPLACE_IMPORTANCE_TIERS = STATEMENTS["replace_importance_tiers"]
 LIST_POLICIES = STATEMENTS["list_policies"]
 FETCH_POLICY = STATEMENTS["fetch_policy"]

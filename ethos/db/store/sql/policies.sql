@@ -2,7 +2,7 @@
 -- Each block is `-- name: <name>`, its comment, then the statement; %(param)s are its
 -- parameters, bound by name.
 
--- name: lock_settings_sync
+-- name: lock_settings_apply
 SELECT pg_advisory_xact_lock(%(key)s);
 
 -- name: upsert_policies
@@ -44,13 +44,15 @@ UPDATE decay_policies SET configured = false
 WHERE configured AND name <> ALL(%(names)s::text[]);
 
 -- name: upsert_ethos_settings
+-- Its parameters are the table's columns (ethos.store.policies.DATABASE_SETTINGS).
 INSERT INTO ethos_settings AS s (id, default_policy, importance_otherwise, at_risk_margin,
                                  links_tau_days, links_prune_weight, text_config,
                                  auto_importance, auto_importance_half,
                                  auto_importance_particularity, auto_importance_answer)
 VALUES (true, %(default_policy)s, %(importance_otherwise)s, %(at_risk_margin)s,
-        %(links_tau)s, %(links_prune)s, %(text_config)s::regconfig, %(auto)s, %(auto_half)s,
-        %(auto_particularity)s, %(auto_answer)s)
+        %(links_tau_days)s, %(links_prune_weight)s, %(text_config)s::regconfig,
+        %(auto_importance)s, %(auto_importance_half)s, %(auto_importance_particularity)s,
+        %(auto_importance_answer)s)
 ON CONFLICT (id) DO UPDATE
 SET default_policy = excluded.default_policy,
     importance_otherwise = excluded.importance_otherwise,
@@ -59,25 +61,20 @@ SET default_policy = excluded.default_policy,
     auto_importance = excluded.auto_importance,
     auto_importance_half = excluded.auto_importance_half,
     auto_importance_particularity = excluded.auto_importance_particularity,
-    auto_importance_answer = excluded.auto_importance_answer, updated_at = now()
-WHERE (s.default_policy, s.importance_otherwise, s.at_risk_margin, s.links_tau_days,
-       s.links_prune_weight, s.text_config, s.auto_importance, s.auto_importance_half,
-       s.auto_importance_particularity, s.auto_importance_answer)
-      IS DISTINCT FROM (excluded.default_policy, excluded.importance_otherwise,
-                        excluded.at_risk_margin, excluded.links_tau_days,
-                        excluded.links_prune_weight, excluded.text_config,
-                        excluded.auto_importance, excluded.auto_importance_half,
-                        excluded.auto_importance_particularity,
-                        excluded.auto_importance_answer);
+    auto_importance_answer = excluded.auto_importance_answer, updated_at = now();
 
--- name: text_config
-SELECT text_config::text FROM ethos_settings;
+-- name: ethos_settings
+-- What the sweep, the insert trigger and the views read of the settings.
+SELECT default_policy, importance_otherwise, at_risk_margin, links_tau_days,
+       links_prune_weight, text_config::text AS text_config, auto_importance,
+       auto_importance_half, auto_importance_particularity, auto_importance_answer
+FROM ethos_settings;
+
+-- name: importance_tiers
+SELECT policy, min_importance FROM importance_tiers;
 
 -- name: text_config_exists
 SELECT EXISTS (SELECT 1 FROM pg_ts_config WHERE cfgname = %(config)s);
-
--- name: link_settings
-SELECT links_tau_days, links_prune_weight FROM ethos_settings;
 
 -- name: replace_importance_tiers
 -- %(tiers)s: {policy: minimum importance}.

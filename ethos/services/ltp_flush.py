@@ -1,0 +1,373 @@
+"""Long-term potentiation's rules: what a flush of recorded events writes, and in which
+order. Events of one row at one moment coalesce into one write; rows take their events
+in time order, in rounds; a retrieved vector strengthens the memory it embeds; links
+between memories recalled together learn last. A flush is applied exactly once per
+flush id; a batch the database refuses for good is applied row by row and what is
+refused set aside (retrieval_dead_letters), never silently lost.
+"""
+
+from __future__ import annotations
+
+import itertools
+import uuid
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
+
+import structlog
+
+from ethos.db.store import LinkRound, LtpFlush, Row, Store
+from ethos.domain.errors import DatabaseError, TransientDatabaseError
+from ethos.domain.tables import TableSpec, table_spec
+from ethos.settings import Settings
+
+log = structlog.get_logger("ethos.services.ltp")
+
+Kind = Literal["retrieval", "surfaced", "useful", "wrong"]
+KINDS: tuple[Kind, ...] = ("retrieval", "surfaced", "useful", "wrong")
+Key = tuple[TableSpec, uuid.UUID]
+
+
+@dataclass
+class Events:
+    """What happened to one memory at one moment."""
+
+    retrievals: int = 0  # reinforcing: LTP's count, anchor and boost
+    useful: int = 0  # of them, confirmed useful by feedback
+    wrong: int = 0  # marked wrong: long-term depression
+    surfaced: int = 0  # returned by a search
+    units: int = 0  # the calls it stands for (what `applied` and `skipped` count)
+
+    def add(self, other: Events) -> None:
+        for name, value in other.__dict__.items():
+            setattr(self, name, getattr(self, name) + value)
+
+    @property
+    def changes_curve(self) -> bool:
+        return self.retrievals + self.wrong > 0
+
+
+@dataclass(frozen=True)
+class Group:
+    """Memories recalled together by one search, or given feedback in one call: their
+    pairs' links learn from it."""
+
+    kind: Literal["co", "useful", "wrong"]
+    at: datetime
+    members: tuple[Key, ...]
+
+    @property
+    def pairs(self) -> int:
+        return len(self.members) * (len(self.members) - 1) // 2
+
+
+# Buffered: (table, id) -> {moment: Events}.
+Pending = dict[Key, dict[datetime, Events]]
+Rows = dict[uuid.UUID, dict[datetime, Events]]
+
+
+@dataclass
+class LtpResult:
+    applied: int = 0
+    skipped: int = 0
+    reinforced: int = 0
+    promoted: int = 0
+    pruned: int = 0
+    links: int = 0
+    set_aside: int = 0
+    dropped: int = 0
+    replayed: bool = False  # this flush had been applied already (an in-doubt commit)
+
+    def add(self, other: LtpResult) -> None:
+        for name in COUNTED:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+
+COUNTED = ("applied", "skipped", "reinforced", "promoted", "pruned", "links", "set_aside",
+           "dropped")  # fmt: skip
+
+
+async def apply_retrievals(
+    store: Store, pending: Pending, flush_id: uuid.UUID, groups: Iterable[Group] = ()
+) -> LtpResult:
+    """Apply buffered events in one transaction, exactly once per flush id.
+
+    Tables whose rows embed others (vectors) go first: a retrieval of a vector also
+    strengthens the episode or fact it embeds, at the same moment. Those
+    reinforcements join the target rows' own events, so every row takes its events in
+    time order, as one after another. Links come last.
+    """
+    async with store.ltp_flush(flush_id) as flush:
+        if flush is None:
+            units = sum(e.units for m in pending.values() for e in m.values())
+            return LtpResult(applied=units, replayed=True)
+        return await _apply_or_set_aside(flush, store.settings, pending, list(groups))
+
+
+async def apply_queued(store: Store, limit: int) -> LtpResult | None:
+    """Apply the oldest `limit` events of the durable queue (ethos_record_retrieval,
+    durable buffers) in the transaction that deletes them; None if it is empty."""
+    async with store.ltp_queue(limit) as (flush, rows):
+        if not rows:
+            return None
+        settings = store.settings
+        pending: Pending = defaultdict(dict)
+        together: dict[uuid.UUID, list[tuple[Key, datetime, str]]] = defaultdict(list)
+        for row in rows:
+            key = (table_spec(row["table_name"]), row["memory_id"])
+            event = event_of(row["kind"], settings, row["n"])
+            pending[key].setdefault(row["at"], Events()).add(event)
+            for grp in row["grps"] or ():
+                together[grp].append((key, row["at"], row["kind"]))
+        groups = [
+            group
+            for members in together.values()
+            if (group := group_of([key for key, _, _ in members], members[0][1], members[0][2],
+                                  settings))
+        ]  # fmt: skip
+        return await _apply_or_set_aside(flush, settings, pending, groups)
+
+
+async def _apply_or_set_aside(
+    flush: LtpFlush, settings: Settings, pending: Pending, groups: list[Group]
+) -> LtpResult:
+    """_apply; if the database refuses the batch for good (a row that a constraint or
+    its arithmetic refuses), each memory's events are applied on their own and those
+    refused are set aside in retrieval_dead_letters with the reason: one bad event does
+    not hold back, or take down, the events of other memories and agents."""
+    try:
+        async with flush.savepoint():
+            return await _apply(flush, settings, pending, groups)
+    except TransientDatabaseError:
+        raise
+    except DatabaseError as exc:
+        log.warning("ltp_batch_refused", error=str(exc), rows=len(pending))
+    result = LtpResult()
+    refused: set[Key] = set()
+    for key, moments in sorted(pending.items(), key=lambda item: (item[0][0].name, item[0][1])):
+        try:
+            async with flush.savepoint():
+                result.add(await _apply(flush, settings, {key: moments}, ()))
+        except TransientDatabaseError:
+            raise
+        except DatabaseError as exc:
+            refused.add(key)
+            result.add(await _set_aside(flush, settings, key, moments, str(exc)))
+    kept = [group for group in groups if refused.isdisjoint(group.members)]
+    result.links += await _apply_links(flush, kept, settings.links.learning_rate)
+    return result
+
+
+async def _set_aside(
+    flush: LtpFlush, settings: Settings, key: Key, moments: dict[datetime, Events], reason: str
+) -> LtpResult:
+    spec, memory_id = key
+    units = sum(e.units for e in moments.values())
+    try:
+        async with flush.savepoint():
+            await flush.set_aside(spec, memory_id, kinds_of(moments, settings), reason)
+    except TransientDatabaseError:
+        raise
+    except DatabaseError as exc:  # e.g. a role that may not write dead letters
+        log.error("ltp_update_failed", table=spec.name, id=str(memory_id), error=reason,
+                  set_aside_error=str(exc), dropped=units, permanent=True)  # fmt: skip
+        return LtpResult(dropped=units)
+    log.error("ltp_events_set_aside", table=spec.name, id=str(memory_id), error=reason,
+              count=units)  # fmt: skip
+    return LtpResult(set_aside=units)
+
+
+async def _apply(
+    flush: LtpFlush, settings: Settings, pending: Pending, groups: Iterable[Group]
+) -> LtpResult:
+    by_table: dict[TableSpec, Rows] = defaultdict(dict)
+    for (spec, memory_id), moments in pending.items():
+        by_table[spec][memory_id] = moments
+    result = LtpResult()
+    sources: dict[TableSpec, Rows] = defaultdict(dict)
+    for spec in [s for s in by_table if s.has_source]:
+        returned = await _apply_rounds(flush, spec, by_table[spec])
+        _account(result, spec, by_table[spec], {}, returned)
+        for row in returned:
+            if row.get("source_id") is not None and row["n"] > 0:
+                rows = sources[table_spec(row["source_type"])]
+                rows.setdefault(row["source_id"], {}).setdefault(row["at"], Events()).add(
+                    Events(retrievals=row["n"])
+                )
+    targets = {s for s in by_table if not s.has_source} | set(sources)
+    for spec in sorted(targets, key=lambda s: s.name):
+        own, through = by_table.get(spec, {}), sources.get(spec, {})
+        returned = await _apply_rounds(flush, spec, _merge(own, through))
+        _account(result, spec, own, through, returned)
+    result.links = await _apply_links(flush, list(groups), settings.links.learning_rate)
+    if result.applied:
+        await flush.touch_retrieval_activity()
+    return result
+
+
+def event_of(kind: str, settings: Settings, n: int = 1) -> Events:
+    """What n recorded events of `kind` do to their memory."""
+    if kind == "surfaced":
+        reinforce = settings.ltp.on_search == "reinforce"
+        return Events(retrievals=n * int(reinforce), surfaced=n, units=n)
+    if kind == "useful":
+        return Events(retrievals=n, useful=n, units=n)
+    if kind == "wrong":
+        return Events(wrong=n, units=n)
+    return Events(retrievals=n, units=n)
+
+
+def kinds_of(
+    moments: dict[datetime, Events], settings: Settings
+) -> list[tuple[datetime, Kind, int]]:
+    """The recorded events that `moments` add up, as (moment, kind, how many): the
+    inverse of event_of."""
+    reinforcing = settings.ltp.on_search == "reinforce"
+    out: list[tuple[datetime, Kind, int]] = []
+    for at, e in sorted(moments.items()):
+        plain = e.retrievals - e.useful - (e.surfaced if reinforcing else 0)
+        counts = {"retrieval": plain, "useful": e.useful, "wrong": e.wrong, "surfaced": e.surfaced}
+        out += [(at, kind, counts[kind]) for kind in KINDS if counts[kind] > 0]
+    return out
+
+
+def group_of(keys: Iterable[Key], at: datetime, kind: str, settings: Settings) -> Group | None:
+    """The link-learning group of memories recorded in one call, if they teach links."""
+    members = tuple(dict.fromkeys(keys))
+    learning = settings.links.learning_rate > 0
+    if len(members) < 2 or kind == "retrieval" or (kind != "wrong" and not learning):
+        return None
+    return Group("co" if kind == "surfaced" else kind, at, members)  # type: ignore[arg-type]
+
+
+async def _apply_rounds(flush: LtpFlush, spec: TableSpec, rows: Rows) -> list[Row]:
+    """Round i holds the i-th moment of every row whose curve changes, so a row is
+    written in time order, exactly as one event after another. Hits that only count
+    (no curve change) are added up in one statement."""
+    ordered = {
+        i: sorted((at, e) for at, e in moments.items() if e.changes_curve)
+        for i, moments in sorted(rows.items())  # rows locked in id order, as sweeps do
+    }
+    returned: list[Row] = []
+    for depth in range(max((len(m) for m in ordered.values()), default=0)):
+        level = [(i, m[depth]) for i, m in ordered.items() if depth < len(m)]
+        returned += await flush.strengthen(
+            spec,
+            ids=[memory_id for memory_id, _ in level],
+            counts=[e.retrievals for _, (_, e) in level],
+            useful=[e.useful for _, (_, e) in level],
+            wrong=[e.wrong for _, (_, e) in level],
+            surfaced=[e.surfaced for _, (_, e) in level],
+            moments=[at for _, (at, _) in level],
+        )
+    only_counted = {
+        i: sum(e.surfaced for e in moments.values() if not e.changes_curve)
+        for i, moments in sorted(rows.items())
+    }
+    only_counted = {i: c for i, c in only_counted.items() if c}
+    if only_counted:
+        returned += [
+            {"id": row["id"], "agent_id": row["agent_id"], "n": 0, "pruned": False}
+            for row in await flush.surface(spec, list(only_counted), list(only_counted.values()))
+        ]
+    return returned
+
+
+def _merge(a: Rows, b: Rows) -> Rows:
+    merged: Rows = {}
+    for rows in (a, b):
+        for memory_id, moments in rows.items():
+            target = merged.setdefault(memory_id, {})
+            for at, events in moments.items():
+                target.setdefault(at, Events()).add(events)
+    return merged
+
+
+def _account(
+    result: LtpResult, spec: TableSpec, own: Rows, through: Rows, returned: list[Row]
+) -> None:
+    """Events of rows that were found count as applied (or reinforced, through a
+    vector); those of unknown or pruned rows as skipped, and are logged."""
+    found = {row["id"] for row in returned}
+    result.applied += sum(e.units for i, m in own.items() if i in found for e in m.values())
+    result.reinforced += sum(
+        e.retrievals for i, m in through.items() if i in found for e in m.values()
+    )
+    result.pruned += len({row["id"] for row in returned if row["pruned"]})
+    promoted = [
+        row
+        for row in returned
+        if row.get("old_policy") is not None and row["policy"] != row["old_policy"]
+    ]
+    result.promoted += len(promoted)
+    for row in promoted:
+        log.debug(
+            "memory_promoted", table=spec.name, id=str(row["id"]),
+            policy=row["policy"], old_policy=row["old_policy"],
+        )  # fmt: skip
+    missing = [str(i) for i in own if i not in found]
+    if missing:
+        result.skipped += sum(e.units for i, m in own.items() if i not in found
+                              for e in m.values())  # fmt: skip
+        log.warning("ltp_skipped", table=spec.name, count=len(missing), ids=missing[:5])
+
+
+async def _apply_links(flush: LtpFlush, groups: list[Group], learning_rate: float) -> int:
+    """Pairs of each group's memories that belong to one agent, in rounds by moment
+    (with link learning off, only the weakening by wrong feedback)."""
+    groups = [g for g in groups if learning_rate > 0 or g.kind == "wrong"]
+    if not groups:
+        return 0
+    members: dict[TableSpec, set[uuid.UUID]] = defaultdict(set)
+    for group in groups:
+        for spec, memory_id in group.members:
+            members[spec].add(memory_id)
+    agents: dict[Key, str] = {}
+    for spec, ids in members.items():
+        for memory_id, agent in (await flush.agents(spec, sorted(ids))).items():
+            agents[(spec, memory_id)] = agent
+    # (agent, a, b, moment) -> [co, useful, wrong]; a before b by id.
+    counts: dict[tuple[str, Key, Key, datetime], list[int]] = {}
+    for group in groups:
+        column = _PAIR_COLUMN[group.kind]
+        live = sorted((m for m in group.members if m in agents), key=lambda m: m[1])
+        for a, b in itertools.combinations(live, 2):
+            agent = agents[a]
+            if agent != agents[b]:
+                continue
+            key = (agent, a, b, group.at)
+            if key not in counts:
+                counts[key] = [0, 0, 0]
+            counts[key][column] += 1
+    # Round i holds the i-th moment of each pair; pairs in id order, every flush alike.
+    rounds: list[list[tuple[str, Key, Key, datetime]]] = []
+    last, depth = None, 0
+    for key in sorted(counts, key=lambda k: (k[1][1], k[2][1], k[3])):
+        pair = (key[1][1], key[2][1])
+        depth = depth + 1 if pair == last else 0
+        last = pair
+        if depth == len(rounds):
+            rounds.append([])
+        rounds[depth].append(key)
+    written = 0
+    for level in rounds:
+        written += await flush.link(
+            LinkRound(
+                agents=[agent for agent, _, _, _ in level],
+                a_tables=[a[0].name for _, a, _, _ in level],
+                a_ids=[a[1] for _, a, _, _ in level],
+                b_tables=[b[0].name for _, _, b, _ in level],
+                b_ids=[b[1] for _, _, b, _ in level],
+                co=[counts[key][0] for key in level],
+                useful=[counts[key][1] for key in level],
+                wrong=[counts[key][2] for key in level],
+                moments=[at for _, _, _, at in level],
+            ),
+            learning_rate=learning_rate,
+        )
+    return written
+
+
+_PAIR_COLUMN = {"co": 0, "useful": 1, "wrong": 2}
