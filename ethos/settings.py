@@ -162,10 +162,6 @@ class ImportanceSettings(_Section):
                 raise ValueError(f"the minimum of {name} must be between 0 and 1")
         return tiers
 
-    def pick(self, importance: float) -> str:
-        reached = [(minimum, name) for name, minimum in self.tiers.items() if importance >= minimum]
-        return max(reached)[1] if reached else self.otherwise
-
 
 class LtpSettings(_Section):
     episode_boost: float = Field(default=1.1, ge=1)

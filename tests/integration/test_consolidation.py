@@ -99,6 +99,23 @@ async def test_a_repeat_that_asks_for_more_raises_the_memory(
     )
 
 
+async def test_a_repeat_with_an_importance_takes_the_tier_the_database_keeps(
+    engine: Engine, conn: asyncpg.Connection
+) -> None:
+    """As a new memory's: the tiers of the database (ethos_importance_tier), which may
+    differ from this engine's file until `ethos settings apply`."""
+    first = await engine.add("fact", agent_id="ada", content="the alarm code", policy="working")
+    await conn.execute(
+        "UPDATE importance_tiers SET min_importance = 0.95 WHERE policy = 'long_term'"
+    )
+    repeat = await engine.add_detailed("fact", agent_id="ada", content="the alarm code",
+                                       importance=0.9)  # fmt: skip
+    assert "policy" in repeat.raised
+    assert await conn.fetchval("SELECT policy FROM semantic_facts WHERE id = $1", first) == (
+        "standard"
+    )  # 0.9 reaches standard (0.6) there, not long_term (0.95)
+
+
 async def test_twenty_concurrent_adds_of_one_new_fact_make_one_row(
     engine: Engine, conn: asyncpg.Connection
 ) -> None:

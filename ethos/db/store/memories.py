@@ -14,6 +14,7 @@ from ethos.db.store.sql.fragments import build_insert_source_vectors_query
 from ethos.db.store.sql.memories import (
     AGENT_COUNTS,
     AUTO_HALF,
+    IMPORTANCE_TIER,
     LOCK_CONTENT,
     PRUNED_BY_REASON,
     RARE_WORDS,
@@ -176,6 +177,11 @@ class MemoryStore(StoreCore):
         """The lexemes of `tsv` that count most in its automatic importance, now."""
         rows = await self._fetch(RARE_WORDS, agent=agent, tsv=tsv, n=n)
         return [row["lexeme"] for row in rows]
+
+    async def importance_tier(self, importance: float) -> str:
+        """The policy `importance` picks, as the write path picks a new memory's."""
+        policy: str = await self._fetchval(IMPORTANCE_TIER, importance=importance)
+        return policy
 
     async def auto_half(self, agent: str) -> Row:
         """The words that make an automatic importance of 0.5 for `agent` now (`half`),

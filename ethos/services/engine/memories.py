@@ -188,7 +188,7 @@ class MemoryEngine(RetrievalEngine):
         row = await self.store.raise_repeat(memory, memory_id)
         raised = [name for name in ("pinned", "metadata", "importance") if row[name]]
         asked = memory.policy or (
-            self.settings.importance.pick(memory.importance)
+            await self.store.importance_tier(memory.importance)
             if memory.importance is not None
             else None
         )

@@ -165,6 +165,7 @@ AGENT_COUNTS = STATEMENTS["agent_counts"]
 PRUNED_BY_REASON = STATEMENTS["pruned_by_reason"]
 RARE_WORDS = STATEMENTS["rare_words"]
 AUTO_HALF = STATEMENTS["auto_half"]
+IMPORTANCE_TIER = STATEMENTS["importance_tier"]
 REVISIONS_OF = STATEMENTS["revisions_of"]
 
 

@@ -41,8 +41,12 @@ LEFT JOIN (SELECT length::float8 / nullif(docs, 0) AS average FROM agent_text_st
            WHERE agent_id = %(agent)s) AS t ON true;
 
 -- name: revisions_of
--- A memory's earlier texts and metadata, oldest first (migrations 0022 and 0038 keep
--- them).
+-- A memory's earlier texts and metadata, oldest first (the write path keeps them).
 SELECT content, metadata, revised_at FROM memory_revisions
 WHERE table_name = %(table)s AND memory_id = %(id)s
 ORDER BY revised_at, id;
+
+-- name: importance_tier
+-- The policy an importance picks, as a new memory's is picked (ethos_importance_tier: the
+-- tiers the database keeps).
+SELECT ethos_importance_tier(%(importance)s::float8) AS policy;
