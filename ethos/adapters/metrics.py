@@ -159,7 +159,7 @@ class _StateCollector(Collector):
             rows.add_metric([row["table_name"], row["state"]], max(row["estimate"], 0))
         yield rows
         yield GaugeMetricFamily(
-            "ethos_sweep_lock_held", "1 while this process holds the sweep lock.",
+            "ethos_leader_lock_held", "1 while this process holds the leader lock.",
             value=int(daemon.leading),
         )  # fmt: skip
         if state.last_sweep is not None and state.now is not None:

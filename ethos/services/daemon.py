@@ -6,7 +6,7 @@ so, merge duplicates) of which the decay sweep is the last. It prefers to sweep 
 the system is idle, but never defers a due sweep by more than max_defer_seconds.
 Beside it, every prune_interval_seconds, a prune pass prunes the rows whose moment has
 come, busy or not, during a long sweep too, so a memory is pruned within that interval
-of its exact moment. One daemon at a time holds the sweep lock (a PostgreSQL advisory
+of its exact moment. One daemon at a time holds the leader lock (a PostgreSQL advisory
 lock); the others stand by and take over when it goes. A database outage is waited out
 with capped backoff.
 """
@@ -152,7 +152,7 @@ class Daemon:
 
     @property
     def leading(self) -> bool:
-        """Whether this daemon holds the sweep lock."""
+        """Whether this daemon holds the leader lock."""
         return self._leader
 
     @property
@@ -361,13 +361,13 @@ class Daemon:
         return self._engine, self._store
 
     async def _hold_lock(self, store: Store) -> bool:
-        """True while this daemon holds the sweep lock; tries to take it otherwise."""
+        """True while this daemon holds the leader lock; tries to take it otherwise."""
         was_leader = self._leader
-        self._leader = await store.try_sweep_lock()
+        self._leader = await store.try_leader_lock()
         if was_leader and not self._leader:
             await self._stop_pruning()
         if self._leader and not was_leader:
-            log.info("daemon_took_sweep_lock", daemon_id=self.id)
+            log.info("daemon_took_leader_lock", daemon_id=self.id)
             self._leader_since = time.monotonic()
             self._due_at = None  # recomputed from the sweeps the previous holder made
         return self._leader
@@ -375,7 +375,7 @@ class Daemon:
     async def _drop_lock(self) -> None:
         await self._stop_pruning()
         if self._store is not None:
-            await self._store.release_sweep_lock()
+            await self._store.release_leader_lock()
         self._leader = False
 
     async def _stop_pruning(self) -> None:

@@ -38,7 +38,7 @@ async def test_daemon_sweeps_every_interval(
     report = json.loads(status.stdout)
     [daemon] = report["daemons"]
     assert f":{daemons[0].process.pid}:" in daemon["id"]
-    assert daemon["holds_sweep_lock"] and daemon["role"] == "leader"
+    assert daemon["holds_leader_lock"] and daemon["role"] == "leader"
     assert daemon["next_sweep_due"] is not None and daemon["ltp_dropped"] == 0
     assert report["last_sweep"]["trigger"] == "daemon"
     assert isinstance(report["last_sweep"]["tables"], dict)

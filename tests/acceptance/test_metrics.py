@@ -87,7 +87,7 @@ async def test_the_counters_match_sweep_runs(
     assert found[("ethos_rows_pruned_total", by_decay)] == 30
     assert found[("ethos_rows_pruned_total", by_expiry)] == 1
     assert pruned == 31
-    assert found[("ethos_sweep_lock_held", ())] == 1
+    assert found[("ethos_leader_lock_held", ())] == 1
     assert found[("ethos_ltp_backlog", (("buffer", "queue"),))] == 0
     assert 0 <= found[("ethos_last_sweep_age_seconds", ())] < 10
     assert ("ethos_sweep_duration_seconds_count", (("mode", "due"),)) in found

@@ -135,7 +135,7 @@ async def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
 def _status_text(status: Status) -> str:
     lines = [f"daemons: {len(status.daemons)}"]
     for d in status.daemons:
-        lock = ", holds the sweep lock" if d["holds_sweep_lock"] else ""
+        lock = ", holds the leader lock" if d["holds_leader_lock"] else ""
         due = (
             f", next sweep due {d['next_sweep_due']:%Y-%m-%d %H:%M:%S%z}"
             if d["next_sweep_due"]

@@ -152,7 +152,7 @@ def build_parser() -> argparse.ArgumentParser:
         "daemon", cmd_daemon, "run the consolidation daemon until SIGTERM or SIGINT", reports=False
     )
     p.add_argument("--metrics", metavar="HOST:PORT", help="serve /metrics and /healthz there")
-    command("status", cmd_status, "daemons, the sweep lock, the last and next sweep, LTP")
+    command("status", cmd_status, "daemons, the leader lock, the last and next sweep, LTP")
 
     p = command("stats", cmd_stats, "what the monitoring views say, as readable tables")
     p.add_argument("--agent")

@@ -181,7 +181,7 @@ async function loadStatus() {
   const s = await api("/ethos/status");
   const facts = {
     "daemons alive": s.daemons.length,
-    "sweep lock": s.daemons.find((d) => d.holds_sweep_lock)?.id || "free",
+    "leader lock": s.daemons.find((d) => d.holds_leader_lock)?.id || "free",
     "last sweep": s.last_sweep ? when(s.last_sweep.finished_at || s.last_sweep.started_at) : "none yet",
     // the sweep's hints of work due: a row may stand in several, so at most this many rows
     "sweep hints due": Object.entries(s.due).map(([t, n]) => `${kind(t)} ≤ ${n} rows`).join(", "),

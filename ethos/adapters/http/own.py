@@ -79,7 +79,7 @@ def ethos_routes(app: FastAPI, settings: Settings) -> None:
         return (await engine.stats(agent)).as_dict()
 
     async def status(engine: EngineDep) -> dict[str, Any]:
-        """Daemons, the sweep lock, recent sweeps, pruned per reason (last day and ever),
+        """Daemons, the leader lock, recent sweeps, pruned per reason (last day and ever),
         and the backlog: the sweep's hints due per table (an upper bound on the rows a due
         sweep looks at), retrievals waiting."""
         now = await engine.now()

@@ -1,6 +1,6 @@
 """The core of the store: the pools, transactions, the driver errors that become
 ethos's, the named parameters every statement is written with (Query, sql), the
-server itself before a pool, the roles' grants and the sweep lock. Every concern's
+server itself before a pool, the roles' grants and the leader lock. Every concern's
 mixin builds on StoreCore."""
 
 from __future__ import annotations
@@ -146,8 +146,8 @@ def search_server_settings(candidates: int, max_scan_tuples: int) -> dict[str, s
 
 # One sweeper at a time, across processes and hosts: a session-level advisory lock,
 # released by PostgreSQL when its connection ends (kill -9 included).
-SWEEP_LOCK_KEY = 0x45_54_48_4F_01
-TRY_SWEEP_LOCK = STATEMENTS["try_sweep_lock"]
+LEADER_LOCK_KEY = 0x45_54_48_4F_01
+TRY_LEADER_LOCK = STATEMENTS["try_leader_lock"]
 
 
 def statement_timeout(seconds: float) -> dict[str, str]:
@@ -294,7 +294,7 @@ def vector_texts(embeddings: Sequence[Sequence[float]]) -> list[str]:
 
 class StoreCore:
     """What every concern's mixin builds on: the pools, running statements (in a
-    transaction or not), the table checks, and the sweep lock's connection."""
+    transaction or not), the table checks, and the leader lock's connection."""
 
     def __init__(
         self, settings: Settings, url: str, pool: asyncpg.Pool, sweep_pool: asyncpg.Pool
@@ -351,7 +351,7 @@ class StoreCore:
         return cls(settings, url, pool, sweep_pool)
 
     async def close(self) -> None:
-        await self.release_sweep_lock()
+        await self.release_leader_lock()
         for pool in (self._sweep_pool, self._pool):
             try:
                 await asyncio.wait_for(pool.close(), CLOSE_TIMEOUT_SECONDS)
@@ -455,15 +455,15 @@ class StoreCore:
         count: int = await self._fetchval(INTERRUPT_ORPHANED_RUNS)
         return count
 
-    async def try_sweep_lock(self) -> bool:
-        """Take the sweep lock, or say that it is still held. The lock lives with a
+    async def try_leader_lock(self) -> bool:
+        """Take the leader lock, or say that it is still held. The lock lives with a
         connection of its own: while that connection answers, the lock is held."""
         if self._lock_conn is not None and not self._lock_conn.is_closed():
             await _run(self._lock_conn, PING)
             return True
         conn = await _connect(self.url, self.settings.database.connect_timeout_seconds)
         try:
-            held = await _run(conn, TRY_SWEEP_LOCK, key=SWEEP_LOCK_KEY)
+            held = await _run(conn, TRY_LEADER_LOCK, key=LEADER_LOCK_KEY)
         except BaseException:
             await conn.close()
             raise
@@ -474,12 +474,12 @@ class StoreCore:
         return bool(held)
 
     @property
-    def sweep_lock_backend(self) -> int | None:
-        """The server process holding the sweep lock for this store, if it holds it."""
+    def leader_lock_backend(self) -> int | None:
+        """The server process holding the leader lock for this store, if it holds it."""
         conn = self._lock_conn
         return conn.get_server_pid() if conn is not None and not conn.is_closed() else None
 
-    async def release_sweep_lock(self) -> None:
+    async def release_leader_lock(self) -> None:
         conn, self._lock_conn = self._lock_conn, None
         if conn is not None:
             try:

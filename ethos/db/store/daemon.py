@@ -7,7 +7,7 @@ import json
 from datetime import datetime
 from typing import Any
 
-from ethos.db.store.core import SWEEP_LOCK_KEY, Row, StoreCore
+from ethos.db.store.core import LEADER_LOCK_KEY, Row, StoreCore
 from ethos.db.store.sql.daemon import (
     DAEMON_HEARTBEAT,
     DAEMON_STOPPED,
@@ -47,7 +47,7 @@ class DaemonStore(StoreCore):
             host=host,
             pid=pid,
             role=role,
-            lock_backend_pid=self.sweep_lock_backend if role == "leader" else None,
+            lock_backend_pid=self.leader_lock_backend if role == "leader" else None,
             next_sweep_due=next_sweep_due,
             ltp_backlog=ltp_backlog,
             ltp_dropped=ltp_dropped,
@@ -59,7 +59,7 @@ class DaemonStore(StoreCore):
     async def status(self, alive_seconds: float) -> dict[str, Any]:
         await self.interrupt_orphaned_runs()
         daemons = await self._fetch(
-            STATUS_DAEMONS, alive_seconds=alive_seconds, lock_key=SWEEP_LOCK_KEY
+            STATUS_DAEMONS, alive_seconds=alive_seconds, lock_key=LEADER_LOCK_KEY
         )
         last = await self._fetchrow(STATUS_LAST_SWEEP)
         return {

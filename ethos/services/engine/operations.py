@@ -56,7 +56,7 @@ class LtpStatus:
 
 @dataclass(frozen=True)
 class Status:
-    """The daemons alive, who holds the sweep lock, the last sweep, the retrievals set
+    """The daemons alive, who holds the leader lock, the last sweep, the retrievals set
     aside; and this engine's own LTP."""
 
     daemons: ViewRows  # each with its role, heartbeat and whether it holds the lock
@@ -240,7 +240,7 @@ class OperationsEngine(EngineCore):
         return await self.store.make_roles(roles, dry_run=dry_run)
 
     async def status(self, alive_seconds: float) -> Status:
-        """Daemons with a heartbeat in the last alive_seconds, who holds the sweep lock,
+        """Daemons with a heartbeat in the last alive_seconds, who holds the leader lock,
         the last sweep; and this engine's own LTP counters."""
         status = await self.store.status(alive_seconds)
         # A copy: the buffer counts on while the caller reads.

@@ -1,5 +1,5 @@
 -- The statements of the store's core: the server and its databases, the clock, roles
--- and the sweep lock.
+-- and the leader lock.
 -- Each block is `-- name: <name>`, its comment, then the statement; %(param)s are its
 -- parameters, bound by name.
 
@@ -65,5 +65,5 @@ INSERT INTO ethos_agent_roles (role_name, agent_id)
 SELECT role_name, agent_id FROM wanted
 ON CONFLICT DO NOTHING;
 
--- name: try_sweep_lock
+-- name: try_leader_lock
 SELECT pg_try_advisory_lock(%(key)s);

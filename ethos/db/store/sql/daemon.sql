@@ -21,7 +21,7 @@ SET heartbeat_at = now(), role = excluded.role, lock_backend_pid = excluded.lock
 UPDATE daemons SET stopped_at = now(), role = 'standby' WHERE id = %(id)s;
 
 -- name: status_daemons
--- Daemons whose heartbeat is recent, and whether each holds the sweep lock now (seen in
+-- Daemons whose heartbeat is recent, and whether each holds the leader lock now (seen in
 -- pg_locks, so a dead holder is never reported).
 SELECT d.id, d.host, d.pid, d.role, d.started_at, d.heartbeat_at, d.next_sweep_due,
        d.ltp_backlog, d.ltp_dropped,
@@ -29,7 +29,7 @@ SELECT d.id, d.host, d.pid, d.role, d.started_at, d.heartbeat_at, d.next_sweep_d
            SELECT 1 FROM pg_locks AS l
            WHERE l.locktype = 'advisory' AND l.granted AND l.pid = d.lock_backend_pid
              AND ((l.classid::bigint << 32) | l.objid::bigint) = %(lock_key)s
-       ) AS holds_sweep_lock
+       ) AS holds_leader_lock
 FROM daemons AS d
 WHERE d.stopped_at IS NULL AND d.heartbeat_at > now() - make_interval(secs => %(alive_seconds)s)
 ORDER BY d.started_at;
