@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: install run demo test unit lint format typecheck bench bench-peer recall-bench lifecycle-bench browser serve all clean \
+.PHONY: install run demo test peers unit lint format typecheck bench bench-peer recall-bench lifecycle-bench browser serve all clean \
 	citus citus-install citus-up citus-down citus-test
 
 $(STAMP): pyproject.toml
@@ -24,8 +24,11 @@ demo: install  ## a short walk through simulated days on the embedded database
 	$(BIN)/ethos migrate
 	$(BIN)/ethos demo
 
-test: install lint typecheck  ## two workers: the suite waits on PostgreSQL and subprocesses
+test: install lint typecheck peers  ## two workers: the suite waits on PostgreSQL and subprocesses
 	$(BIN)/pytest -q -n 2
+
+peers: install  ## LangGraph's own store suites, pinned sdists from PyPI into .cache/peers
+	$(BIN)/python -m tests.peers.langgraph_upstream
 
 unit: install
 	$(BIN)/pytest -q tests/unit

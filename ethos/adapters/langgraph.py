@@ -8,18 +8,21 @@ used, without changing their code. Needs the extra: pip install 'ethos[langgraph
 A namespace is an agent (its labels joined by "."; LangGraph forbids "." in a label, so
 the mapping goes both ways); an item is a fact of that agent under its key, its value
 the fact's metadata (round-tripped as JSON), its text (the index's fields, else every
-string in the value; the value's JSON when that is empty) the fact's content, embedded
-when the store has an index and the text is there. put on an existing key replaces the
+string in the value; the value's JSON when that is empty) the fact's content. With an
+index, each text of the indexed fields is embedded apart, as LangGraph does: a vector
+per text, following the fact (memory_vectors rows sourced by it, replaced at each put).
+put on an existing key replaces the
 value and keeps the memory's history; delete is a soft delete (reason manual,
 recoverable); ttl (minutes) expires the item; get and search, unless refresh_ttl is off,
 move what they return's expiry to now + its ttl and are retrievals (LTP). An item takes
 the policy `policy` (without a ttl; default permanent) or `ttl_policy` (with one;
 default long_term), no automatic importance, unless these are None. search lists newest
 first without a query; with one it returns every item, as LangGraph's stores do, ranking
-first those it matches (by similarity × salience with an index, by text rank × salience
-without), then the others (unembedded, or not matching) newest first, unscored. A vector
-match's score is LangGraph's, the cosine similarity (an exact match 1.0), not the
-similarity × salience that orders; distance_type is cosine only.
+first those it matches (with an index by its nearest vector's score with the salience
+prior, without one by text rank × salience), then the others (unembedded, or not
+matching) newest first, unscored. A vector match's score is LangGraph's for the index's
+distance_type: the cosine similarity (an exact match 1.0; the default), the inner
+product, or the negative L2 distance; not the score × salience that orders.
 """
 
 from __future__ import annotations
@@ -44,12 +47,14 @@ from langgraph.store.base import (
     SearchItem,
     SearchOp,
     TTLConfig,
+    validate_op_namespace,
 )
 from langgraph.store.base.embed import ensure_embeddings, get_text_at_path
 
 from ethos.domain.errors import InputError
 from ethos.services.embedding import with_role
 from ethos.services.engine import Engine
+from ethos.services.engine.items import DISTANCES
 from ethos.settings import Settings, load_settings
 
 # The decay policy of an item put without a ttl, and with one (a never-decaying policy
@@ -85,6 +90,7 @@ class AsyncEthosStore(BaseStore):
                 self.settings.policy(name)
         self.policy, self.ttl_policy = policy, ttl_policy
         self._embeddings = None
+        self._distance = "cosine"
         self._fields: list[str] = ["$"]
         if index is not None:
             dimension = self.settings.embedding.dimension
@@ -93,12 +99,11 @@ class AsyncEthosStore(BaseStore):
                     f"index dims {index.get('dims')} differ from the schema's {dimension}"
                     " (embedding.dimension)"
                 )
-            # LangGraph's PostgresStore takes distance_type; ethos's vectors are compared
-            # by cosine only (its vector index), and search's score is that similarity.
-            distance = dict(index).get("distance_type", "cosine")
-            if distance != "cosine":
+            # As LangGraph's PostgresStore: the distance search ranks by and scores with.
+            self._distance = str(dict(index).get("distance_type", "cosine"))
+            if self._distance not in DISTANCES:
                 raise InputError(
-                    f"index distance_type {distance!r}: ethos compares vectors by cosine only"
+                    f"index distance_type {self._distance!r}: one of {', '.join(DISTANCES)}"
                 )
             self._embeddings = ensure_embeddings(index.get("embed"))
             self._fields = list(index.get("fields") or ["$"])
@@ -143,6 +148,9 @@ class AsyncEthosStore(BaseStore):
         return asyncio.run_coroutine_threadsafe(self.abatch(ops), loop).result()
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        ops = list(ops)
+        for op in ops:  # a label with a "." would name another namespace: none runs
+            validate_op_namespace(op)
         return [await self._run(op) for op in ops]
 
     async def _run(self, op: Op) -> Result:
@@ -171,9 +179,9 @@ class AsyncEthosStore(BaseStore):
             embedding = list(await self._embeddings.aembed_query(query))
         contains, path, variables = _filter(op.filter or {})
         items = await self.engine.search_items(
-            _agent(op.namespace_prefix), text=op.query, embedding=embedding, contains=contains,
-            path=path, variables=variables, limit=op.limit, offset=op.offset,
-            record=op.refresh_ttl,
+            _agent(op.namespace_prefix), text=op.query, embedding=embedding,
+            distance=self._distance, contains=contains, path=path, variables=variables,
+            limit=op.limit, offset=op.offset, record=op.refresh_ttl,
         )  # fmt: skip
         return [
             SearchItem(
@@ -193,18 +201,22 @@ class AsyncEthosStore(BaseStore):
             await self.engine.delete_item(agent, op.key)
             return
         fields = self._fields if op.index is None or op.index is False else list(op.index)
-        content = " ".join(text for f in fields for text in get_text_at_path(op.value, f))
-        embedding = None
-        if self._embeddings is not None and op.index is not False and content:
-            [vector] = await self._embeddings.aembed_documents(
-                with_role(self.settings.embedding, [content], "document")
-            )
-            embedding = list(vector)
+        texts = [text for f in fields for text in get_text_at_path(op.value, f)]
+        # As LangGraph's stores: a vector per text of the indexed fields, an item scored
+        # by its nearest; the texts joined are the fact's content, for text search.
+        vectors = None
+        if self._embeddings is not None:
+            vectors = []
+            if op.index is not False and texts:
+                embedded = await self._embeddings.aembed_documents(
+                    with_role(self.settings.embedding, texts, "document")
+                )
+                vectors = [(t, list(e)) for t, e in zip(texts, embedded, strict=True)]
         # A value without the indexed text is still stored (LangGraph's stores keep it,
         # unembedded): a fact needs some text, so its JSON stands in for text search.
-        text = content or json.dumps(op.value, ensure_ascii=False)
+        text = " ".join(texts) or json.dumps(op.value, ensure_ascii=False)
         policy = self.policy if op.ttl is None else self.ttl_policy
-        await self.engine.put_item(agent, op.key, op.value, content=text, embedding=embedding,
+        await self.engine.put_item(agent, op.key, op.value, content=text, vectors=vectors,
                                    ttl_minutes=op.ttl, policy=policy)  # fmt: skip
 
     async def _namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:

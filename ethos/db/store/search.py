@@ -18,11 +18,9 @@ from ethos.db.store.sql.search import (
     ITEM_NAMESPACES,
     LOCATE_MEMORIES,
     PUT_ITEM,
-    PUT_ITEM_VECTOR,
+    PUT_ITEM_VECTORS,
     REFRESH_ITEM_TTLS,
     SEARCH_ITEMS,
-    SEARCH_ITEMS_BY_TEXT,
-    SEARCH_ITEMS_BY_VECTOR,
     SEARCH_VECTORS,
     SEARCH_VECTORS_EXACT,
     build_missing_vectors_query,
@@ -106,10 +104,11 @@ class SearchStore(StoreCore):
         expires_at: datetime | None,
         policy: str | None,
         now: datetime,
-        embedding: list[float] | None,
+        vectors: list[tuple[str, list[float]]] | None,
     ) -> Row:
-        """Insert or replace the item (a fact) and, with `embedding`, its vector, in one
-        transaction: (id, created)."""
+        """Insert or replace the item (a fact) and, unless `vectors` is None, its vectors
+        ((text, embedding) each, in place of those it had), in one transaction: (id,
+        created)."""
         async with self._transaction() as tx:
             await tx.fetchval(EXPIRE_ITEM, agent=agent, key=key, now=now)
             row = await tx.fetchrow(
@@ -117,10 +116,11 @@ class SearchStore(StoreCore):
                 expires_at=expires_at, policy=policy, now=now,
             )  # fmt: skip
             assert row is not None
-            if embedding is not None:
+            if vectors is not None:
                 await tx.fetchval(
-                    PUT_ITEM_VECTOR, id=row["id"], agent=agent, content=content,
-                    embedding=embedding,
+                    PUT_ITEM_VECTORS, id=row["id"], agent=agent,
+                    contents=[text for text, _ in vectors],
+                    embeddings=vector_texts([embedding for _, embedding in vectors]),
                 )  # fmt: skip
             return row
 
@@ -131,15 +131,12 @@ class SearchStore(StoreCore):
         await self._fetchval(REFRESH_ITEM_TTLS, ids=ids, ttl_key=ttl_key, now=now)
 
     async def search_items(self, ranked_by: str | None, **values: Any) -> list[Row]:
-        """Items under a namespace: newest first, or ranked by "vector" or "text"."""
-        query = {
-            None: SEARCH_ITEMS,
-            "vector": SEARCH_ITEMS_BY_VECTOR,
-            "text": SEARCH_ITEMS_BY_TEXT,
-        }[ranked_by]
+        """Items under a namespace: newest first (None), ranked by "text", or by a vector
+        distance ("cosine", "inner_product", "l2")."""
         return await self._fetch(
-            query, salience_weight=self.settings.search.salience_weight, **values
-        )
+            SEARCH_ITEMS[ranked_by], salience_weight=self.settings.search.salience_weight,
+            **values,
+        )  # fmt: skip
 
     async def item_namespaces(self, now: datetime) -> list[str]:
         return [row["agent_id"] for row in await self._fetch(ITEM_NAMESPACES, now=now)]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -19,6 +19,9 @@ from ethos.services.retrieval import json_object
 # An item's ttl (minutes), kept in its value's JSON (no column holds it) so that a read
 # can move its expiry (LangGraph's refresh_ttl); the value is given back without it.
 TTL_KEY = "ethos:ttl_minutes"
+
+# How an item's vectors are compared with a query's (LangGraph's distance_type).
+DISTANCES = ("cosine", "inner_product", "l2")
 
 
 @dataclass(frozen=True)
@@ -70,12 +73,14 @@ class ItemEngine(EngineCore):
         value: Mapping[str, Any],
         *,
         content: str,
-        embedding: list[float] | None = None,
+        vectors: Sequence[tuple[str, list[float]]] | None = None,
         ttl_minutes: float | None = None,
         policy: str | None = None,
     ) -> bool:
         """Store `value` as the fact of `agent` under `key` (its text: `content`), or
-        replace the value of the one there, which keeps its history. True if new. With
+        replace the value of the one there, which keeps its history. True if new.
+        `vectors`: (text, embedding) of each of its indexed fields, in place of those it
+        had (none: not embedded); None leaves them as they are. With
         `ttl_minutes`, it expires that long after the put or the last read that refreshes.
         `policy` names its decay policy (a replaced item takes it too); without it, a new
         item's is chosen as for any memory (its agent's, automatic importance, default)."""
@@ -86,15 +91,15 @@ class ItemEngine(EngineCore):
         kept = value if ttl_minutes is None else {**value, TTL_KEY: ttl_minutes}
         stored = metadata_json(kept, self.settings.limits.metadata_bytes, "an item's value")
         content = content_text(content)
-        if embedding is not None:
-            check_dimension([embedding], self.settings.embedding.dimension)
+        if vectors is not None:
+            check_dimension([e for _, e in vectors], self.settings.embedding.dimension)
         if policy is not None:
             self.settings.policy(policy)
         now = await self._moment(None)
         expires_at = None if ttl_minutes is None else now + timedelta(minutes=ttl_minutes)
         row = await self.store.put_item(
             agent, key, content=content, value=stored, expires_at=expires_at,
-            policy=policy, now=now, embedding=embedding,
+            policy=policy, now=now, vectors=None if vectors is None else list(vectors),
         )  # fmt: skip
         created: bool = row["created"]
         return created
@@ -109,6 +114,7 @@ class ItemEngine(EngineCore):
         *,
         text: str | None = None,
         embedding: list[float] | None = None,
+        distance: str = "cosine",
         contains: Mapping[str, Any] | None = None,
         path: str = "true",
         variables: Mapping[str, Any] | None = None,
@@ -117,8 +123,9 @@ class ItemEngine(EngineCore):
         record: bool = True,
     ) -> list[StoredItem]:
         """Items of the agent `prefix` and of agents under it ("prefix.*"), passing the
-        filter (containment, and a jsonpath predicate over `variables`): by similarity
-        to `embedding` × salience, else by text rank of `text` × salience, else newest
+        filter (containment, and a jsonpath predicate over `variables`): by the nearest
+        of an item's vectors to `embedding` (by `distance`: "cosine", "inner_product" or
+        "l2") × salience, else by text rank of `text` × salience, else newest
         first; ranked, the unmatched come last, newest first, score None. With `record`,
         the results are surfaced (LTP), as search does, and their expiry moved to now +
         their ttl."""
@@ -128,7 +135,9 @@ class ItemEngine(EngineCore):
         at_most("limit", limit, limits.k, "limits.k")
         at_most("offset", offset, limits.offset, "limits.offset")
         now = await self._moment(None)
-        ranked_by = "vector" if embedding is not None else "text" if text else None
+        if distance not in DISTANCES:
+            raise InputError(f"distance {distance!r}: one of {', '.join(DISTANCES)}")
+        ranked_by = distance if embedding is not None else "text" if text else None
         rows = await self.store.search_items(
             ranked_by, prefix=prefix, text=text, embedding=embedding,
             contains=json.dumps(dict(contains or {})), path=path,

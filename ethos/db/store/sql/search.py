@@ -501,7 +501,7 @@ WHERE agent_id = %(agent)s AND client_key = %(key)s AND NOT pruned AND expires_a
 """)
 
 PUT_ITEM = STATEMENTS["put_item"]
-PUT_ITEM_VECTOR = STATEMENTS["put_item_vector"]
+PUT_ITEM_VECTORS = STATEMENTS["put_item_vectors"]
 REFRESH_ITEM_TTLS = STATEMENTS["refresh_item_ttls"]
 
 # An item deleted: a soft delete, reason manual, recoverable.
@@ -513,32 +513,45 @@ RETURNING id
 """)
 
 
+# LangGraph's scores of a vector match, by its index's distance_type: the cosine
+# similarity, the inner product, the negative L2 distance (higher is nearer).
+ITEM_SCORES = {
+    "cosine": "1 - (v.embedding <=> %(embedding)s::vector)",
+    "inner_product": "-(v.embedding <#> %(embedding)s::vector)",
+    "l2": "-(v.embedding <-> %(embedding)s::vector)",
+}
+
+
 def build_search_items_query(*, ranked_by: str | None) -> Query:
     """Live, unexpired items under the namespace %(prefix)s (the agent itself, or any
     agent under it: "prefix.…"; all with an empty prefix), passing the filter (containment
     %(contains)s and the jsonpath %(path)s over %(vars)s), in the order LangGraph
-    documents: most recently updated first without a query; with one, by similarity
-    (ranked_by "vector": to %(embedding)s) or BM25 ("text": of %(text)s), times the
-    salience prior; none below its prune threshold. %(limit)s after %(offset)s. With a
-    query every item is returned, as LangGraph's stores do (without an index, or for items
-    put without a vector): those matched first, scored, then the others newest first. The
-    score of a vector match is LangGraph's, the cosine similarity (1: the same direction),
-    not the rank × salience that orders it; of a text match, its rank."""
+    documents: most recently updated first without a query; with one, by the score of
+    its nearest vector to %(embedding)s (ranked_by a distance of ITEM_SCORES: an item
+    has a vector per indexed field) or by BM25 ("text": of %(text)s), with the salience
+    prior; none below its prune threshold. %(limit)s after %(offset)s. With a query every
+    item is returned, as LangGraph's stores do (without an index, or for items put
+    without a vector): those matched first, scored, then the others newest first. The
+    score of a vector match is LangGraph's (ITEM_SCORES), not the score × salience that
+    orders it; of a text match, its rank."""
     join, score, rank = "", "NULL::float8", ""
     order = newest = "coalesce(m.updated_at, m.created_at) DESC, m.id"
     salience = prior(salience_expr(FACTS))
-    if ranked_by == "vector":
-        join = """LEFT JOIN memory_vectors AS v
-              ON v.source_type = 'semantic_facts' AND v.source_id = m.id
-             AND v.agent_id = m.agent_id AND NOT v.pruned"""
-        score = "1 - (v.embedding <=> %(embedding)s::vector)"
-        rank = f"({score}) * {salience}"
+    if ranked_by in ITEM_SCORES:
+        join = f"""LEFT JOIN LATERAL (
+                 SELECT max({ITEM_SCORES[ranked_by]}) AS score FROM memory_vectors AS v
+                 WHERE v.source_type = 'semantic_facts' AND v.source_id = m.id
+                   AND v.agent_id = m.agent_id AND NOT v.pruned) AS v ON true"""
+        score = "v.score"
+        rank = prior_on(score, salience_expr(FACTS))
     elif ranked_by == "text":  # BM25 as recall ranks, each item among its own agent's
         score = rank = (
             f"CASE WHEN m.content_tsv @@ t.words THEN {bm25('m.content_tsv')} * {salience} END"
         )
         join = f"""CROSS JOIN (SELECT ethos_text_query(ethos_text_config(), %(text)s) AS words) AS t
     CROSS JOIN LATERAL (SELECT {_word_statistics("m.agent_id")}) AS q"""
+    elif ranked_by is not None:
+        raise ValueError(f"unknown item ranking {ranked_by!r}")
     if rank:
         order = f"{rank} DESC NULLS LAST, {newest}"  # PostgreSQL reuses a selected score
     return sql(f"""
@@ -556,8 +569,10 @@ def build_search_items_query(*, ranked_by: str | None) -> Query:
     """)
 
 
-SEARCH_ITEMS = build_search_items_query(ranked_by=None)
-SEARCH_ITEMS_BY_VECTOR = build_search_items_query(ranked_by="vector")
-SEARCH_ITEMS_BY_TEXT = build_search_items_query(ranked_by="text")
+# Items by ranking: None (newest first), "text", or a distance of ITEM_SCORES.
+SEARCH_ITEMS = {
+    ranked_by: build_search_items_query(ranked_by=ranked_by)
+    for ranked_by in (None, "text", *ITEM_SCORES)
+}
 
 ITEM_NAMESPACES = STATEMENTS["item_namespaces"]

@@ -21,18 +21,17 @@ DO UPDATE SET content = excluded.content, metadata = excluded.metadata,
               policy = coalesce(%(policy)s::text, m.policy)
 RETURNING m.id, (xmax = 0) AS created;
 
--- name: put_item_vector
--- The vector of an item (when the store has an index): replaced, or made.
+-- name: put_item_vectors
+-- The vectors of an item (when the store has an index), in place of those it had: one
+-- per text of its indexed fields (%(contents)s, %(embeddings)s: pgvector's text form),
+-- as LangGraph embeds each field; search scores an item by its nearest. None: the item
+-- is not embedded (put with index=False, or without the fields' text).
 WITH replaced AS (
-    UPDATE memory_vectors
-    SET embedding = %(embedding)s::vector, content = %(content)s, pruned = false,
-        pruned_at = NULL, prune_reason = NULL
-    WHERE source_type = 'semantic_facts' AND source_id = %(id)s
-    RETURNING id
+    DELETE FROM memory_vectors WHERE source_type = 'semantic_facts' AND source_id = %(id)s
 )
 INSERT INTO memory_vectors (agent_id, content, embedding, source_type, source_id)
-SELECT %(agent)s, %(content)s, %(embedding)s::vector, 'semantic_facts', %(id)s
-WHERE NOT EXISTS (SELECT 1 FROM replaced);
+SELECT %(agent)s, e.content, e.embedding::vector, 'semantic_facts', %(id)s
+FROM unnest(%(contents)s::text[], %(embeddings)s::text[]) AS e (content, embedding);
 
 -- name: refresh_item_ttls
 -- LangGraph's refresh_ttl: the items among %(ids)s that have a ttl (minutes, kept in
