@@ -16,9 +16,10 @@ from ethos import db
 from ethos.services.engine import Engine
 from ethos.settings import DatabaseSettings, LtpSettings, PolicySettings, Settings
 from tests.acceptance.daemons import FAST, DaemonProcess, wait_for
+from tests.conftest import ConfiguredEngine
 
 if TYPE_CHECKING:
-    from tests.conftest import Cli, ConfiguredEngine
+    from tests.conftest import Cli
 
 
 async def test_daemon_sweeps_every_interval(

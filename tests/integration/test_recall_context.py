@@ -10,7 +10,7 @@ import pytest
 
 from ethos.services.engine import Engine
 from ethos.settings import DatabaseSettings, SearchSettings, Settings
-from tests.conftest import WORDS_IGNORED
+from tests.conftest import WORDS_IGNORED, ConfiguredEngine
 
 if TYPE_CHECKING:
     import uuid
@@ -44,7 +44,7 @@ async def conversation(engine: Engine, days: Days, agent: str = "a") -> list[uui
 
 
 async def test_the_turn_after_a_match_comes_back(database_url: str, days: Days) -> None:
-    async with Engine(settings_with(database_url, 1.0)) as engine:
+    async with ConfiguredEngine(settings_with(database_url, 1.0)) as engine:
         ids = await conversation(engine, days)
         hits = await engine.recall("a", "summer holiday", k=3, now=days(1), record=False)
     found = [h.id for h in hits]
@@ -55,7 +55,7 @@ async def test_the_turn_after_a_match_comes_back(database_url: str, days: Days) 
 
 
 async def test_off_gives_the_ranking_by_words_alone(database_url: str, days: Days) -> None:
-    async with Engine(settings_with(database_url, 0.0)) as engine:
+    async with ConfiguredEngine(settings_with(database_url, 0.0)) as engine:
         ids = await conversation(engine, days)
         hits = await engine.recall("a", "summer holiday", k=3, now=days(1), record=False)
     assert [h.id for h in hits] == [ids[0], ids[3]]  # only the turns holding its words
@@ -65,7 +65,7 @@ async def test_off_gives_the_ranking_by_words_alone(database_url: str, days: Day
 async def test_a_neighbour_raises_a_match(database_url: str, days: Days) -> None:
     """Of two turns that hold the word equally, the one whose neighbour also speaks of it
     ranks first in context, and the order by salience and age holds without it."""
-    async with Engine(settings_with(database_url, 1.0)) as engine:
+    async with ConfiguredEngine(settings_with(database_url, 1.0)) as engine:
         ids = await conversation(engine, days)
         hits = await engine.recall("a", "pasta holiday", k=5, now=days(1), record=False)
     by_id = {h.id: h for h in hits}
@@ -74,7 +74,7 @@ async def test_a_neighbour_raises_a_match(database_url: str, days: Days) -> None
 
 
 async def test_neighbours_are_the_agents_own_and_alive(database_url: str, days: Days) -> None:
-    async with Engine(settings_with(database_url, 1.0)) as engine:
+    async with ConfiguredEngine(settings_with(database_url, 1.0)) as engine:
         ids = await conversation(engine, days)
         # Another agent's turn, written between the question and its answer.
         between = days(0) + timedelta(seconds=30)
@@ -92,7 +92,7 @@ async def test_neighbours_are_the_agents_own_and_alive(database_url: str, days: 
 
 @pytest.mark.parametrize("weight", [0.0, 1.0])
 async def test_facts_have_no_timeline(database_url: str, days: Days, weight: float) -> None:
-    async with Engine(settings_with(database_url, weight)) as engine:
+    async with ConfiguredEngine(settings_with(database_url, weight)) as engine:
         await engine.add("fact", agent_id="a", content="Ada likes tea", created_at=days(0))
         hit = await engine.add("fact", agent_id="a", content="the tea is green",
                                created_at=days(0) + timedelta(minutes=1))  # fmt: skip
@@ -124,7 +124,7 @@ async def diary(engine: Engine) -> list[uuid.UUID]:
 
 async def test_the_moment_a_question_names_weighs_more(database_url: str) -> None:
     asked = datetime(2024, 1, 1, tzinfo=UTC)
-    async with Engine(moment_settings(database_url, 1.0)) as engine:
+    async with ConfiguredEngine(moment_settings(database_url, 1.0)) as engine:
         may, june = await diary(engine)
         named = await engine.recall("a", "where did Ada go camping in May 2023?", now=asked,
                                     record=False)  # fmt: skip
@@ -138,7 +138,7 @@ async def test_the_moment_a_question_names_weighs_more(database_url: str) -> Non
 
 async def test_moments_off_weigh_nothing(database_url: str) -> None:
     asked = datetime(2024, 1, 1, tzinfo=UTC)
-    async with Engine(moment_settings(database_url, 0.0)) as engine:
+    async with ConfiguredEngine(moment_settings(database_url, 0.0)) as engine:
         _, june = await diary(engine)
         hits = await engine.recall("a", "camping in May 2023", now=asked, record=False)
     assert hits[0].id == june and all(h.relevance == h.text_rank for h in hits)
