@@ -57,15 +57,22 @@ def admin_uri(pg_data_dir: Path) -> str:
 def template_uri(admin_uri: str) -> str:
     asyncio.run(store.ensure_database(admin_uri, TEMPLATE))
     uri = database_uri(admin_uri, TEMPLATE)
-    db.migrate(Settings(), uri)
-    # As `ethos migrate` leaves it: holding the default settings.
-    asyncio.run(_apply(Settings(database=DatabaseSettings(url=uri))))
+    migrate_as_the_cli(Settings(), uri)
     return uri
 
 
-async def _apply(settings: Settings) -> None:
-    async with ConfiguredEngine(settings):
-        pass
+def migrate_as_the_cli(settings: Settings, uri: str) -> None:
+    """The database at `uri` as `ethos migrate` leaves it: migrated, holding the
+    settings' policies, tiers and defaults."""
+    db.migrate(settings, uri)
+
+    async def apply() -> None:
+        async with ConfiguredEngine(
+            settings.model_copy(update={"database": DatabaseSettings(url=uri)})
+        ):
+            pass
+
+    asyncio.run(apply())
 
 
 class ConfiguredEngine(Engine):

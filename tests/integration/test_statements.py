@@ -19,6 +19,7 @@ import pytest
 import ethos.db.store.sql
 from ethos.db.store import core
 from ethos.db.store.core import NamedStatements, Query
+from ethos.db.store.sql.search import ITEM_SCORES
 from ethos.domain.tables import MEMORY_TABLES
 
 MODULES = [core] + [
@@ -31,7 +32,7 @@ SAMPLES: dict[str, tuple[Any, ...]] = {
     "tables": (MEMORY_TABLES, MEMORY_TABLES[1:2]),
     "columns": (("agent_id", "content"),),
     "batch_size": (500,),
-    "ranked_by": (None, "vector", "text"),
+    "ranked_by": (None, *ITEM_SCORES, "text"),
 }
 
 

@@ -16,11 +16,10 @@ from typing import Any
 import asyncpg
 import pytest
 
-from ethos import db
 from ethos.adapters.langgraph import EthosStore
 from ethos.db import store
 from ethos.settings import DatabaseSettings, EmbeddingSettings, Settings
-from tests.conftest import database_uri
+from tests.conftest import database_uri, migrate_as_the_cli
 
 TEMPLATE = "ethos_template_langgraph"
 DIMENSION = 500  # the dims of the suites' fake_embeddings
@@ -100,8 +99,8 @@ def _run(url: str, work: str | Callable[[asyncpg.Connection], Awaitable[Any]]) -
 @pytest.fixture(scope="session")
 def databases(admin_uri: str) -> Databases:
     asyncio.run(store.ensure_database(admin_uri, TEMPLATE))
-    db.migrate(Settings(embedding=EmbeddingSettings(dimension=DIMENSION)),
-               database_uri(admin_uri, TEMPLATE))  # fmt: skip
+    migrate_as_the_cli(Settings(embedding=EmbeddingSettings(dimension=DIMENSION)),
+                       database_uri(admin_uri, TEMPLATE))  # fmt: skip
     return Databases(admin_uri)
 
 
