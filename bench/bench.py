@@ -30,7 +30,7 @@ from ethos.domain.errors import TransientDatabaseError
 from ethos.domain.explain import memory_state
 from ethos.domain.tables import EPISODES, FACTS, MEMORY_TABLES
 from ethos.services.embedding import Role, openai_embedder
-from ethos.services.engine import Engine
+from ethos.services.engine import Engine, migrate
 from ethos.services.ltp_flush import Events, apply_retrievals
 from ethos.services.sweep import Mode
 from ethos.settings import (
@@ -856,7 +856,7 @@ async def main(args: argparse.Namespace) -> None:
     url = await fresh_database(Path.cwd() / args.data_dir, BENCH_DB)
     # Throughput runs fill the buffer faster than any flush: callers wait, none drops.
     settings = Settings(database=DatabaseSettings(url=url), ltp=LtpSettings(full_wait_seconds=120))
-    await asyncio.to_thread(db.migrate, settings, url)
+    await migrate(settings, url)
     async with Engine(settings) as engine:
         conn = await asyncpg.connect(url)
         try:

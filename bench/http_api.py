@@ -28,8 +28,8 @@ import asyncpg
 import httpx
 
 from bench import BENCH_DB, T0, fresh_database, load, percentile, vacuum, words
-from ethos import db, logs
-from ethos.services.engine import Engine
+from ethos import logs
+from ethos.services.engine import Engine, migrate
 from ethos.settings import DatabaseSettings, LoggingSettings, Settings
 
 DATABASE = f"{BENCH_DB}_http"
@@ -78,7 +78,7 @@ async def main(args: argparse.Namespace) -> None:
     logs.configure(LoggingSettings(level="warning"))
     url = await fresh_database(Path.cwd() / args.data_dir, DATABASE)
     settings = Settings(database=DatabaseSettings(url=url))
-    await asyncio.to_thread(db.migrate, settings, url)
+    await migrate(settings, url)
     async with Engine(settings):  # writes the policies the rows name
         pass
     conn = await asyncpg.connect(url)

@@ -47,11 +47,11 @@ import asyncpg
 from locomo import Conversation, load
 
 from bench import WORDS_SQL, fresh_database, percentile
-from ethos import db, logs
+from ethos import logs
 from ethos.domain.tables import table_spec
 from ethos.services import retrieval
 from ethos.services.embedding import Embedder
-from ethos.services.engine import Engine
+from ethos.services.engine import Engine, migrate
 from ethos.services.engine.core import specs
 from ethos.settings import DatabaseSettings, ImportanceSettings, LoggingSettings, Settings
 
@@ -359,7 +359,7 @@ async def main(args: argparse.Namespace, conversations: list[Conversation]) -> N
         urls = {}
         for auto in (False, True):
             url = await fresh_database(Path.cwd() / args.data_dir, f"ethos_cost_{auto}".lower())
-            await asyncio.to_thread(db.migrate, Settings(database=DatabaseSettings(url=url)), url)
+            await migrate(Settings(database=DatabaseSettings(url=url)), url)
             urls[auto] = url
         await cost(urls, args.cost_rows, args.cost_adds, args.cost_rounds)
         return
@@ -382,7 +382,7 @@ async def main(args: argparse.Namespace, conversations: list[Conversation]) -> N
     results: dict[str, list[Outcome]] = {}
     for config in configs:
         url = await fresh_database(Path.cwd() / args.data_dir, "ethos_lifecycle")
-        await asyncio.to_thread(db.migrate, Settings(database=DatabaseSettings(url=url)), url)
+        await migrate(Settings(database=DatabaseSettings(url=url)), url)
         started = time.perf_counter()
         results[config.name] = [await replay(url, config, c, embedder) for c in conversations]
         print(f"{config.name}: replayed in {time.perf_counter() - started:.0f} s", flush=True)

@@ -61,6 +61,7 @@ from langgraph.store.postgres.aio import AsyncPostgresStore
 
 from ethos import db, logs
 from ethos.adapters.langgraph import KEEP, KEEP_UNTIL_TTL, AsyncEthosStore
+from ethos.services.engine import migrate
 from ethos.services.engine.items import TTL_KEY
 from ethos.settings import DatabaseSettings, LoggingSettings, Settings
 
@@ -398,7 +399,7 @@ async def stores(data_dir: Path, vectors: Vectors) -> AsyncIterator[tuple[Side, 
     index: Any = {"dims": DIMS, "embed": vectors.embed, "fields": ["text"]}
     urls = {name: await fresh_database(data_dir, name) for name in (ETHOS_DB, PEER_DB)}
     settings = Settings(database=DatabaseSettings(url=urls[ETHOS_DB]))
-    await asyncio.to_thread(db.migrate, settings, urls[ETHOS_DB])
+    await migrate(settings, urls[ETHOS_DB])
     pool: Any = {"min_size": 1, "max_size": 4}
     flat_pool: Any = {**pool, "kwargs": {"options": f"-c search_path={FLAT},public"}}
     async with (
@@ -568,7 +569,7 @@ async def profile(args: argparse.Namespace) -> None:
     items = Items(args.items + 2 * puts)
     url = await fresh_database(data_dir, PROFILE_DB)
     settings = Settings(database=DatabaseSettings(url=url))
-    await asyncio.to_thread(db.migrate, settings, url)
+    await migrate(settings, url)
     conn = await asyncpg.connect(url)
     index: Any = {"dims": DIMS, "embed": vectors.embed, "fields": ["text"]}
     try:

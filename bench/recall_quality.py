@@ -42,8 +42,8 @@ import numpy as np
 from locomo import CATEGORIES, Conversation, load
 
 from bench import fresh_database
-from ethos import db, logs
-from ethos.services.engine import Engine
+from ethos import logs
+from ethos.services.engine import Engine, migrate
 from ethos.settings import (
     DatabaseSettings,
     DecaySettings,
@@ -239,7 +239,7 @@ async def main(args: argparse.Namespace, conversations: list[Conversation]) -> N
           f" {sum(c.dropped for c in conversations)}")  # fmt: skip
     url = await fresh_database(Path.cwd() / args.data_dir, BENCH_DB)
     base = Settings(database=DatabaseSettings(url=url), decay=DecaySettings(base_tau_days=120))
-    await asyncio.to_thread(db.migrate, base, url)
+    await migrate(base, url)
     vectors = Vectors()
     ids = await ingest(url, conversations, vectors)
     rows = {

@@ -18,19 +18,14 @@ from ethos.domain.inputs import host_port
 from ethos.domain.roles import parse_agent_role
 from ethos.domain.tables import MEMORY_TABLES
 from ethos.services.daemon import Daemon, DaemonStopTimeout, Observe
-from ethos.services.engine import Engine, Stats, Status
+from ethos.services.engine import Engine, Stats, Status, migrate
 from ethos.services.sweep import Mode
 from ethos.settings import Settings
 from ethos.signals import on_stop
 
 
 async def cmd_migrate(args: argparse.Namespace, settings: Settings) -> int:
-    url = await db.checked_url(settings)
-    # Alembic runs its own event loop: give it a thread.
-    await asyncio.to_thread(db.migrate, settings, url)
-    # A database as migrated holds these settings: a fresh one is ready to use.
-    async with Engine(settings, url=url, check_settings=False) as engine:
-        await engine.apply_settings()
+    await migrate(settings, await db.checked_url(settings))
     print("database is at the latest schema")
     return 0
 

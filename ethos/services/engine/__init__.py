@@ -16,11 +16,15 @@ Engine is one class made of a mixin per concern on a core, as the store is:
 - listing: what front ends list and change by id (the HTTP API, the dashboard)
 """
 
+import asyncio
+
+from ethos import db
 from ethos.services.engine.items import ItemEngine, StoredItem
 from ethos.services.engine.listing import MAX_LIST, ListingEngine, describe
 from ethos.services.engine.memories import Added, MemoryEngine
 from ethos.services.engine.operations import OperationsEngine
 from ethos.services.engine.policies import PolicyEngine
+from ethos.settings import Settings
 
 __all__ = ["MAX_LIST", "Added", "Engine", "StoredItem", "describe"]
 from ethos.services.engine.listing import (
@@ -48,6 +52,7 @@ __all__ = [
     "TableCount",
     "VectorsMade",
     "describe",
+    "migrate",
 ]
 
 
@@ -56,3 +61,12 @@ class Engine(MemoryEngine, PolicyEngine, OperationsEngine, ItemEngine, ListingEn
 
     `store`: an open Store to work through (the daemon shares its own); the engine then
     leaves closing it to its owner. See the concern modules for what each part does."""
+
+
+async def migrate(settings: Settings, url: str) -> None:
+    """The database at `url` up to the schema, holding these settings' policies, tiers and
+    defaults: what `ethos migrate` leaves, ready to use."""
+    # Alembic runs its own event loop: give it a thread.
+    await asyncio.to_thread(db.migrate, settings, url)
+    async with Engine(settings, url=url, check_settings=False) as engine:
+        await engine.apply_settings()
