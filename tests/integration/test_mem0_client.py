@@ -74,7 +74,7 @@ async def forgotten_not_gone(conn: asyncpg.Connection) -> None:
     """Deleted through mem0's client, forgotten in ethos: every row still there,
     recoverable."""
     rows = await conn.fetch("SELECT pruned, prune_reason FROM semantic_facts")
-    assert [tuple(r) for r in rows] == [(True, "manual")] * 5
+    assert [tuple(r) for r in rows] == [(True, "manual")] * 6
 
 
 def through(client: Any) -> None:
@@ -103,8 +103,7 @@ def through(client: Any) -> None:
         [memory["id"]],
         1,
     )
-    with pytest.raises(Mem0Error, match="search filters name owners only"):
-        client.search("vegetarian", filters=chat)
+    assert [h["id"] for h in client.search("vegetarian", filters=chat)["results"]] == [memory["id"]]
     listed = client.get_all(filters={"user_id": "frank"})
     assert {m["memory"] for m in listed["results"]} == {
         "I am vegetarian and allergic to nuts", "Frank's sister lives in Lyon"
@@ -136,7 +135,9 @@ def through(client: Any) -> None:
 
 def owners_combine(client: Any) -> None:
     """user_id, agent_id and run_id as mem0's clients send them: an AND, in search,
-    get_all and delete_all."""
+    get_all and delete_all; search's filters with metadata and OR, as get_all's."""
+    from mem0.exceptions import MemoryError as Mem0Error
+
     [cook] = client.add("Frank cooks risotto on Fridays", user_id="frank", agent_id="cook")[
         "results"
     ]
@@ -145,6 +146,28 @@ def owners_combine(client: Any) -> None:
     assert [h["id"] for h in client.search("Fridays", filters=both)["results"]] == [cook["id"]]
     either = {"AND": [{"user_id": "frank"}, {"OR": [{"agent_id": "cook"}, {"agent_id": "coach"}]}]}
     assert {m["id"] for m in client.get_all(filters=either)["results"]} == {cook["id"], coach["id"]}
+    # search filters as get_all does, in SQL: metadata equalities, AND and OR
+    client.add("Frank swims on Fridays", user_id="frank", metadata={"sport": "swim"})
+    swims = {"AND": [{"user_id": "frank"}, {"metadata": {"sport": "swim"}}]}
+    [swim] = client.search("Fridays", filters=swims)["results"]
+    assert swim["memory"] == "Frank swims on Fridays"
+    cook_or_swim = {
+        "user_id": "frank",
+        "OR": [{"agent_id": "cook"}, {"metadata": {"sport": "swim"}}],
+    }
+    found = client.search("Fridays", filters=cook_or_swim)["results"]
+    assert {h["id"] for h in found} == {cook["id"], swim["id"]}
+    assert {h["id"] for h in client.search("Fridays", filters=either)["results"]} == {
+        cook["id"], coach["id"]
+    }  # fmt: skip
+    assert (
+        client.search("Fridays", filters={"user_id": "frank", "metadata": {"sport": "golf"}})[
+            "results"
+        ]
+        == []
+    )
+    with pytest.raises(Mem0Error, match="every alternative of an OR names the same first owner"):
+        client.search("Fridays", filters={"OR": [{"user_id": "frank"}, {"user_id": "ann"}]})
     pair = {"user_id": "frank", "agent_id": "coach"}
     assert [m["id"] for m in client.get_all(filters=pair)["results"]] == [coach["id"]]
     client.delete_all(user_id="frank", agent_id="cook")  # mem0: only those of both
