@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, TypeVar
@@ -178,10 +178,12 @@ async def recall(
     k: int,
     tables: tuple[TableSpec, ...],
     now: datetime,
+    matching: Sequence[Mapping[str, Any]] | None = None,
 ) -> list[Hit]:
     """The agent's k live memories (of `tables`) that best answer `query`: by BM25 × the
     salience prior; with an embedder, by the fused text and vector relevance × the
-    prior. Recorded in `ltp` as surfaced, as search is. A provider that is down leaves
+    prior. With `matching` (mem0's filters), only those holding one of its terms, in
+    SQL. Recorded in `ltp` as surfaced, as search is. A provider that is down leaves
     the text ranking (logged)."""
     _check_k(k, settings)
     inputs.agent_id(agent, "agent")
@@ -197,14 +199,14 @@ async def recall(
     depth = max(settings.search.candidates, k)
     text = store.recall(
         agent=agent, query=query, tables=tables, k=k if vector is None else depth, now=now,
-        moment=named_moment(query),
+        moment=named_moment(query), matching=matching,
     )  # fmt: skip
     similar: list[Row] = []
     if vector is None:
         rows = await text
     else:  # the two halves at once, each on its own connection
         rows, similar = await _both(
-            text, store.search(agent=agent, embedding=vector, k=depth, now=now)
+            text, store.search(agent=agent, embedding=vector, k=depth, now=now, matching=matching)
         )
     hits = [
         Hit(id=row["id"], content=row["content"], similarity=None, salience=row["salience"],
@@ -214,7 +216,7 @@ async def recall(
         for row in rows
     ]  # fmt: skip
     if vector is not None:
-        hits = await _fuse(store, settings, hits, similar, agent, tables, now)
+        hits = await _fuse(store, settings, hits, similar, agent, tables, now, matching)
     hits = sorted(hits, key=_rank)[:k]
     if ltp is not None:
         await surface(ltp, hits, now)
@@ -254,6 +256,7 @@ async def _fuse(
     agent: str,
     tables: tuple[TableSpec, ...],
     now: datetime,
+    matching: Sequence[Mapping[str, Any]] | None,
 ) -> list[Hit]:
     """Text and vector candidates, each score normalised over its candidates, fused as
     (1 − v) × text + v × vector (v: search.vector_weight; a candidate of one side only
@@ -284,7 +287,7 @@ async def _fuse(
                                  created_at=row["created_at"],
                                  updated_at=row["updated_at"])  # fmt: skip
     for table, ids in sources.items():
-        for row in await store.neighbour_rows(table_spec(table), ids, agent, now):
+        for row in await store.neighbour_rows(table_spec(table), ids, agent, now, matching):
             found[(table, row["id"])] = Hit(
                 id=row["id"], content=row["content"], similarity=None, salience=row["salience"],
                 score=0.0, metadata=json_object(row["metadata"]), table=table,

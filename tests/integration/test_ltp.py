@@ -312,7 +312,7 @@ async def test_search_uses_the_hnsw_index(
         )
         values = {
             "now": days(1), "agent": "agent-1", "embedding": unit(40), "candidates": 40, "k": 10,
-            "salience_weight": 1.0, "centering": 1.0,
+            "salience_weight": 1.0, "centering": 1.0, "matching": None,
         }  # fmt: skip
         plan = await pooled.fetchval(
             "EXPLAIN (FORMAT JSON) " + SEARCH_VECTORS.text,

@@ -1,10 +1,13 @@
-"""mem0's own client, the mem0ai package's MemoryClient, pointed at `ethos serve` on
-127.0.0.1 with `host=`: it pings, adds, lists, searches, reads, updates, gets history
-and deletes through ethos, unchanged (its API key is ethos's token)."""
+"""mem0's own clients, the mem0ai package's MemoryClient and AsyncMemoryClient, pointed
+at `ethos serve` on 127.0.0.1 with `host=`: each pings, adds, lists, searches, reads,
+updates, gets history and deletes through ethos, unchanged (its API key is ethos's
+token)."""
 
 from __future__ import annotations
 
+import asyncio
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,30 +19,67 @@ from tests.servers import TOKEN, serving
 # Read by mem0 when it is imported (in the test): no telemetry, no ~/.mem0.
 os.environ.setdefault("MEM0_TELEMETRY", "False")
 
+ENV = {"MEMORY_TOKEN": TOKEN}
+ARGS = ("--token-env", "MEMORY_TOKEN")
+
 
 async def test_mem0_memory_client_through_ethos(
     database_url: str, conn: asyncpg.Connection, tmp_path: Path
 ) -> None:
     os.environ.setdefault("MEM0_DIR", str(tmp_path))
     from mem0 import MemoryClient
-    from mem0.exceptions import MemoryError as Mem0Error
 
-    env = {"MEMORY_TOKEN": TOKEN}
-    args = ("--token-env", "MEMORY_TOKEN")
-    async with serving("serve", database_url, "127.0.0.1", *args, env=env) as port:
+    async with serving("serve", database_url, "127.0.0.1", *ARGS, env=ENV) as port:
         client = MemoryClient(api_key=TOKEN, host=f"http://127.0.0.1:{port}")  # pings
         try:
-            through(client, Mem0Error)
+            through(client)
         finally:
             client.client.close()  # the client leaves its connections open
+    await forgotten_not_gone(conn)
 
-    # Deleted through mem0's client, forgotten in ethos: every row still there, recoverable.
+
+async def test_mem0_async_memory_client_through_ethos(
+    database_url: str, conn: asyncpg.Connection, tmp_path: Path
+) -> None:
+    """The same calls through mem0's AsyncMemoryClient, each awaited on this loop."""
+    os.environ.setdefault("MEM0_DIR", str(tmp_path))
+    from mem0 import AsyncMemoryClient
+
+    async with serving("serve", database_url, "127.0.0.1", *ARGS, env=ENV) as port:
+        client = AsyncMemoryClient(api_key=TOKEN, host=f"http://127.0.0.1:{port}")  # pings
+        try:
+            await asyncio.to_thread(through, Awaited(client, asyncio.get_running_loop()))
+        finally:
+            await client.async_client.aclose()
+    await forgotten_not_gone(conn)
+
+
+class Awaited:
+    """An AsyncMemoryClient called as a MemoryClient is, from another thread: each call
+    awaited on the loop the client belongs to, so one scenario checks both clients."""
+
+    def __init__(self, client: Any, loop: asyncio.AbstractEventLoop) -> None:
+        self.client, self.loop = client, loop
+
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        method = getattr(self.client, name)
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            return asyncio.run_coroutine_threadsafe(method(*args, **kwargs), self.loop).result()
+
+        return call
+
+
+async def forgotten_not_gone(conn: asyncpg.Connection) -> None:
+    """Deleted through mem0's client, forgotten in ethos: every row still there,
+    recoverable."""
     rows = await conn.fetch("SELECT pruned, prune_reason FROM semantic_facts")
-    assert [tuple(r) for r in rows] == [(True, "manual")] * 5
+    assert [tuple(r) for r in rows] == [(True, "manual")] * 6
 
 
-def through(client: Any, Mem0Error: type[Exception]) -> None:
+def through(client: Any) -> None:
     """Every call a mem0 user makes, through ethos."""
+    from mem0.exceptions import MemoryError as Mem0Error
     from mem0.exceptions import MemoryNotFoundError
 
     said = [{"role": "user", "content": "I am vegetarian and allergic to nuts"}]
@@ -63,8 +103,7 @@ def through(client: Any, Mem0Error: type[Exception]) -> None:
         [memory["id"]],
         1,
     )
-    with pytest.raises(Mem0Error, match="search filters name owners only"):
-        client.search("vegetarian", filters=chat)
+    assert [h["id"] for h in client.search("vegetarian", filters=chat)["results"]] == [memory["id"]]
     listed = client.get_all(filters={"user_id": "frank"})
     assert {m["memory"] for m in listed["results"]} == {
         "I am vegetarian and allergic to nuts", "Frank's sister lives in Lyon"
@@ -87,7 +126,7 @@ def through(client: Any, Mem0Error: type[Exception]) -> None:
         client.get(memory["id"])
     assert [h["event"] for h in client.history(memory["id"])][-1] == "DELETE"
     owners_combine(client)
-    expiration(client, Mem0Error)
+    expiration(client)
     client.delete_all(user_id="frank")
     assert client.get_all(filters={"user_id": "frank"})["results"] == []
     with pytest.raises(Mem0Error, match="bad id 'nope': expected a UUID"):
@@ -96,7 +135,9 @@ def through(client: Any, Mem0Error: type[Exception]) -> None:
 
 def owners_combine(client: Any) -> None:
     """user_id, agent_id and run_id as mem0's clients send them: an AND, in search,
-    get_all and delete_all."""
+    get_all and delete_all; search's filters with metadata and OR, as get_all's."""
+    from mem0.exceptions import MemoryError as Mem0Error
+
     [cook] = client.add("Frank cooks risotto on Fridays", user_id="frank", agent_id="cook")[
         "results"
     ]
@@ -105,6 +146,28 @@ def owners_combine(client: Any) -> None:
     assert [h["id"] for h in client.search("Fridays", filters=both)["results"]] == [cook["id"]]
     either = {"AND": [{"user_id": "frank"}, {"OR": [{"agent_id": "cook"}, {"agent_id": "coach"}]}]}
     assert {m["id"] for m in client.get_all(filters=either)["results"]} == {cook["id"], coach["id"]}
+    # search filters as get_all does, in SQL: metadata equalities, AND and OR
+    client.add("Frank swims on Fridays", user_id="frank", metadata={"sport": "swim"})
+    swims = {"AND": [{"user_id": "frank"}, {"metadata": {"sport": "swim"}}]}
+    [swim] = client.search("Fridays", filters=swims)["results"]
+    assert swim["memory"] == "Frank swims on Fridays"
+    cook_or_swim = {
+        "user_id": "frank",
+        "OR": [{"agent_id": "cook"}, {"metadata": {"sport": "swim"}}],
+    }
+    found = client.search("Fridays", filters=cook_or_swim)["results"]
+    assert {h["id"] for h in found} == {cook["id"], swim["id"]}
+    assert {h["id"] for h in client.search("Fridays", filters=either)["results"]} == {
+        cook["id"], coach["id"]
+    }  # fmt: skip
+    assert (
+        client.search("Fridays", filters={"user_id": "frank", "metadata": {"sport": "golf"}})[
+            "results"
+        ]
+        == []
+    )
+    with pytest.raises(Mem0Error, match="every alternative of an OR names the same first owner"):
+        client.search("Fridays", filters={"OR": [{"user_id": "frank"}, {"user_id": "ann"}]})
     pair = {"user_id": "frank", "agent_id": "coach"}
     assert [m["id"] for m in client.get_all(filters=pair)["results"]] == [coach["id"]]
     client.delete_all(user_id="frank", agent_id="cook")  # mem0: only those of both
@@ -112,9 +175,11 @@ def owners_combine(client: Any) -> None:
     assert coach["id"] in left and cook["id"] not in left
 
 
-def expiration(client: Any, Mem0Error: type[Exception]) -> None:
+def expiration(client: Any) -> None:
     """expiration_date, on add and update: kept all through that day (UTC), as mem0
     counts it; null clears it; an episode has no expiry (it fades)."""
+    from mem0.exceptions import MemoryError as Mem0Error
+
     added = client.add("Frank's trial ends soon", user_id="frank", expiration_date="2030-01-31")
     [trial] = added["results"]
     assert client.get(trial["id"])["ethos"]["expires_at"] == "2030-02-01T00:00:00+00:00"

@@ -109,6 +109,29 @@ async def test_a_provider_writes_vectors_and_makes_recall_hybrid(
         assert len(server.requests) >= 6
 
 
+async def test_hybrid_recall_keeps_to_mem0_filters_in_both_halves(database_url: str) -> None:
+    """mem0's filter terms (owners and metadata) hold in the text half and the vector
+    half, in SQL: a memory near the query by its vector but outside the terms is not
+    found, neither through the vector of a fact nor as a vector of its own."""
+    with embedding_server() as (url, _):
+        async with ConfiguredEngine(with_provider(database_url, url)) as engine:
+            car = await engine.add("fact", agent_id="a", content="Bob drives an automobile",
+                                   metadata={"topic": "travel"})  # fmt: skip
+            jazz = await engine.add("fact", agent_id="a", content="Bob likes jazz",
+                                    metadata={"topic": "music"})  # fmt: skip
+            await engine.add("vector", agent_id="a", content="a hound barked",
+                             metadata={"topic": "pets"})  # fmt: skip
+            music = [{"owners": {}, "metadata": {"topic": "music"}}]
+            hits = await engine.recall("a", "which car puppy jazz", k=3, matching=music)
+            assert [h.id for h in hits] == [jazz]
+            travel = [{"owners": {"user_id": "a"}, "metadata": {"topic": "travel"}}]
+            assert [h.id for h in await engine.recall("a", "which car", k=3, matching=travel)] == [
+                car
+            ]
+            nobody = [{"owners": {"user_id": "b"}, "metadata": {}}]  # another user's terms
+            assert await engine.recall("a", "which car", k=3, matching=nobody) == []
+
+
 async def test_provider_failures_are_one_line_and_write_nothing_half(
     database_url: str, conn: asyncpg.Connection, cli: Cli
 ) -> None:

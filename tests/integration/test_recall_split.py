@@ -64,7 +64,7 @@ async def _corpus(conn: asyncpg.Connection, rng: random.Random, t0: datetime) ->
 
 async def _recall(conn: asyncpg.Connection, *, split: bool, **values: Any) -> list[tuple[Any, ...]]:
     query = build_recall_query(MEMORY_TABLES, split=split)
-    rows = await conn.fetch(query.text, *query.args(values))
+    rows = await conn.fetch(query.text, *query.args({"matching": None, **values}))
     return [(r["table_name"], r["id"], r["text_rank"], r["salience"], r["score"]) for r in rows]
 
 

@@ -69,13 +69,7 @@ def test_owners_combine_as_an_and() -> None:
         named({"user_id": "u"}, {"user_id": "v"})
     with pytest.raises(InputError, match="run_id is both"):
         named({}, {"AND": [{"run_id": "r1"}, {"run_id": "r2"}]})
-    run = {"user_id": "u", "agent_id": "a", "run_id": "r1"}
-    assert owners.hold({"mem0": run}, "u")
-    assert not owners.hold({"mem0": {"user_id": "u"}}, "u")  # another agent's, or none
-    assert not owners.hold({"mem0": run}, "a")  # the first owner is the ethos agent
-    alone = named({"user_id": "u"})
-    assert alone.hold(None, "u")  # added outside mem0's shape: its agent's, as user_id
-    assert not alone.hold({"mem0": {"agent_id": "u"}}, "u")  # an agent named u is no user
+    assert owners.agent == "u"  # the first owner is the ethos agent
     # each owner is a text PostgreSQL can hold (a NUL in a run_id was a 500, found by
     # test_http_fuzz: the owners are matched in jsonb)
     for bad in ("r\x00", "\ud800", 7):
@@ -102,6 +96,10 @@ def test_filters_metadata_and_or_as_alternatives() -> None:
     assert named({"user_id": "u"}, {"agent_id": "a"}).only_owners
     with pytest.raises(InputError, match="metadata diet is both 'a' and 'b'"):
         named({"user_id": "u"}, {"AND": [{"metadata": {"diet": "a"}}, {"metadata": {"diet": "b"}}]})
+    with pytest.raises(InputError, match="filter metadata 'n': mem0's operators and \\* are not"):
+        named({"user_id": "u"}, {"metadata": {"n": {"gte": 3}}})  # not matched as containment
+    with pytest.raises(InputError, match="filter 'agent_id': mem0's operators"):
+        named({"user_id": "u"}, {"agent_id": "*"})  # mem0's any: not an agent named *
     with pytest.raises(InputError, match="filter 'metadata' is not supported"):
         named({"user_id": "u"}, {"metadata": {"mem0": {"user_id": "v"}}})  # owners are owners
     with pytest.raises(InputError, match="over 64 alternatives"):

@@ -12,7 +12,7 @@ from fastapi import FastAPI, Query, Request
 
 from ethos.adapters.http.answers import EngineDep, Writes, route
 from ethos.adapters.http.gate import may_write
-from ethos.adapters.http.owners import Named, named, owners_of
+from ethos.adapters.http.owners import named, owners_of
 from ethos.adapters.http.shapes import (
     HISTORY_EVENTS,
     OWNERS,
@@ -41,14 +41,6 @@ def _expiry(kind: str, day: date | None) -> datetime | None:
     return expiry(day)
 
 
-def owners_only(owners: Named, call: str) -> Named:
-    """The owners of a call whose filters name owners alone (get_all takes metadata and
-    OR: the listing matches them in SQL)."""
-    if not owners.only_owners:
-        raise InputError(f"{call} filters name owners only: metadata and OR filter get_all")
-    return owners
-
-
 def mem0_routes(app: FastAPI) -> None:
     async def ping() -> dict[str, Any]:
         """What mem0's MemoryClient asks on start (it wants an organisation and project)."""
@@ -59,7 +51,9 @@ def mem0_routes(app: FastAPI) -> None:
         owners given (the first of user_id, agent_id, run_id names the ethos agent), all
         or none. A fact held already for exactly these owners is not stored twice: its
         event is NONE and it is reinforced."""
-        owners = owners_only(named(body.model_dump(), body.filters), "add")
+        owners = named(body.model_dump(), body.filters)
+        if not owners.only_owners:  # what it adds is for owners; its metadata is `metadata`
+            raise InputError("add filters name the owners it adds for: no metadata, no OR")
         if body.messages is None and body.text is None:
             raise InputError("give messages or text")
         said: list[tuple[str, str | None]] = [
@@ -212,19 +206,15 @@ def mem0_routes(app: FastAPI) -> None:
         ]  # fmt: skip
 
     async def search(body: SearchRequest, engine: EngineDep, request: Request) -> dict[str, Any]:
-        """The memories holding every owner given that best answer the query, by words
-        (hybrid with an embedding provider) × salience; what is returned is reinforced
-        (not for a read-only token or server: a read writes nothing)."""
-        owners = owners_only(named(body.model_dump(), body.filters), "search")
-        k, depth = body.top_k, body.top_k
-        while True:  # deeper while the agent's other owners' memories fill the top k
-            hits = await engine.recall(
-                owners.agent, body.query, k=depth, tables=body.kinds, record=False
-            )
-            kept = [hit for hit in hits if owners.hold(hit.metadata, owners.agent)][:k]
-            if len(kept) == k or len(hits) < depth or depth >= MAX_LIST:
-                break
-            depth = min(MAX_LIST, depth * 8)
+        """The memories that best answer the query, by words (hybrid with an embedding
+        provider) × salience, among those the filters take (owners, metadata
+        equalities, AND and OR, matched in SQL: one agent's memories); what is returned
+        is reinforced (not for a read-only token or server: a read writes nothing)."""
+        owners = named(body.model_dump(), body.filters)
+        kept = await engine.recall(
+            owners.agent, body.query, k=body.top_k, tables=body.kinds, record=False,
+            matching=owners.matching(),
+        )  # fmt: skip
         if body.threshold is not None:
             kept = [hit for hit in kept if hit.score >= body.threshold]
         if may_write(request):

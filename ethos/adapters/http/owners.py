@@ -22,6 +22,9 @@ from ethos.domain.inputs import agent_id
 # One alternative of a request's filters: the owners and the metadata a memory holds.
 Term = tuple[dict[str, str], dict[str, Any]]
 MAX_TERMS = 64  # the alternatives an AND of ORs may multiply into
+# mem0's filter operators: a value holding one is a comparison, not an equality (refused
+# rather than matched as jsonb containment, which would find nothing, silently).
+OPERATORS = frozenset({"in", "nin", "gt", "gte", "lt", "lte", "ne", "contains", "icontains"})
 
 
 @dataclass(frozen=True)
@@ -46,15 +49,10 @@ class Named:
         """The terms as the store matches them in SQL (ethos.db.store.sql.memories)."""
         return [{"owners": owners, "metadata": metadata} for owners, metadata in self.terms]
 
-    def hold(self, metadata: Mapping[str, Any] | None, agent: str) -> bool:
-        """Whether a memory of `agent` with this metadata holds every owner named."""
-        held = owners_of(metadata, agent)
-        return agent == self.agent and all(held.get(k) == v for k, v in self.ids.items())
-
 
 def owners_of(metadata: Mapping[str, Any] | None, agent: str) -> Mapping[str, Any]:
     """The mem0 owners of a memory of `agent` with this metadata (as the store's
-    listing and dedup read them: ethos.db.store.sql.memories.mem0_owners)."""
+    statements read them: ethos.db.store.sql.fragments.mem0_owners)."""
     kept = (metadata or {}).get(OWNERS)
     return kept if isinstance(kept, Mapping) else {"user_id": agent}
 
@@ -86,14 +84,24 @@ def _terms(filters: Mapping[str, Any]) -> list[Term]:
             each = [_terms(p if isinstance(p, Mapping) else {"?": p}) for p in value]
             parts.append(_all(each) if key == "AND" else [t for part in each for t in part])
         elif key in IDS and isinstance(value, str) and value:
+            _equality(repr(key), value)
             agent_id(value, key)  # a text PostgreSQL can hold: each is matched in jsonb
             parts.append([({key: value}, {})])
         elif key == "metadata" and isinstance(value, Mapping) and OWNERS not in value:
+            for name, wanted in value.items():
+                _equality(f"metadata {name!r}", wanted)
             parts.append([({}, dict(value))])
         else:
             raise InputError(f"filter {key!r} is not supported: user_id, agent_id, run_id,"
                              " metadata (equality), or an AND or OR of them")  # fmt: skip
     return _all(parts)
+
+
+def _equality(name: str, value: Any) -> None:
+    """One line for a value that is one of mem0's comparisons or its wildcard: ethos's
+    filters are equalities."""
+    if value == "*" or (isinstance(value, Mapping) and OPERATORS & value.keys()):
+        raise InputError(f"filter {name}: mem0's operators and * are not supported, only equality")
 
 
 def _all(parts: list[list[Term]]) -> list[Term]:

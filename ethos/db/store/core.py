@@ -6,6 +6,7 @@ mixin builds on StoreCore."""
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 import os
 import re
@@ -290,6 +291,12 @@ async def _keep_session(conn: asyncpg.Connection) -> None:
 def vector_texts(embeddings: Sequence[Sequence[float]]) -> list[str]:
     """pgvector's text form of each, for a text[] bind cast to vector row by row."""
     return ["[" + ",".join(repr(float(x)) for x in e) + "]" for e in embeddings]
+
+
+def terms(matching: Sequence[Mapping[str, Any]] | None) -> str | None:
+    """mem0's filter terms (owners and metadata each, an OR of them) as the jsonb
+    %(matching)s its statements match (fragments.held); None: no filter."""
+    return None if matching is None else json.dumps(list(matching))
 
 
 class StoreCore:

@@ -4,13 +4,13 @@ links between memories (LinkRound, neighbours)."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from ethos.db.store.core import Row, StoreCore, Transaction
+from ethos.db.store.core import Row, StoreCore, Transaction, terms
 from ethos.db.store.sql.ltp import (
     CLAIM_LTP_FLUSH,
     ENQUEUE_RETRIEVALS,
@@ -88,10 +88,18 @@ class LtpStore(StoreCore):
         )  # fmt: skip
 
     async def neighbour_rows(
-        self, spec: TableSpec, ids: list[uuid.UUID], agent: str, now: datetime
+        self,
+        spec: TableSpec,
+        ids: list[uuid.UUID],
+        agent: str,
+        now: datetime,
+        matching: Sequence[Mapping[str, Any]] | None = None,
     ) -> list[Row]:
         await self.check_table(spec)
-        return await self._fetch(build_neighbour_rows_query(spec), ids=ids, agent=agent, now=now)
+        return await self._fetch(
+            build_neighbour_rows_query(spec), ids=ids, agent=agent, now=now,
+            matching=terms(matching),
+        )  # fmt: skip
 
     def _link_values(self) -> dict[str, float]:
         links = self.settings.links

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, Literal
 
-from ethos.db.store.core import Row, StoreCore, Transaction, vector_texts
+from ethos.db.store.core import Row, StoreCore, Transaction, terms, vector_texts
 from ethos.db.store.sql.fragments import build_insert_source_vectors_query
 from ethos.db.store.sql.memories import (
     AGENT_COUNTS,
@@ -148,7 +148,7 @@ class MemoryStore(StoreCore):
         await self.check_table(spec)
         return await self._fetch(
             build_list_memories_query(spec, pruned=pruned), agent=agent, limit=limit,
-            offset=offset, matching=_terms(matching),
+            offset=offset, matching=terms(matching),
         )  # fmt: skip
 
     async def count_memories(
@@ -163,7 +163,7 @@ class MemoryStore(StoreCore):
         await self.check_table(spec)
         count: int = await self._fetchval(
             build_count_memories_query(spec, pruned=pruned), agent=agent,
-            matching=_terms(matching),
+            matching=terms(matching),
         )  # fmt: skip
         return count
 
@@ -223,8 +223,3 @@ class MemoryStore(StoreCore):
                 name: [dict(row) for row in await tx.fetch(query, agent=agent)]
                 for name, query in STATS.items()
             }
-
-
-def _terms(matching: Sequence[Mapping[str, Any]] | None) -> str | None:
-    """A listing's terms (owners and metadata each) as the jsonb its query matches."""
-    return None if matching is None else json.dumps(list(matching))

@@ -4,10 +4,11 @@ vectors with their index."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from ethos.db.store.core import Row, StoreCore, vector_texts
+from ethos.db.store.core import Row, StoreCore, terms, vector_texts
 from ethos.db.store.sql.fragments import build_insert_source_vectors_query
 from ethos.db.store.sql.search import (
     BUILD_VECTOR_INDEX,
@@ -40,7 +41,10 @@ class SearchStore(StoreCore):
         embedding: list[float],
         k: int,
         now: datetime,
+        matching: Sequence[Mapping[str, Any]] | None = None,
     ) -> list[Row]:
+        """The agent's k vectors nearest the embedding (those holding one of mem0's
+        terms `matching`, when given)."""
         values = {
             "now": now,
             "agent": agent,
@@ -49,6 +53,7 @@ class SearchStore(StoreCore):
             "k": k,
             "salience_weight": self.settings.search.salience_weight,
             "centering": self.settings.search.vector_centering,
+            "matching": terms(matching),
         }
         async with self._transaction() as tx:
             rows = await tx.fetch(SEARCH_VECTORS, **values)
@@ -65,9 +70,11 @@ class SearchStore(StoreCore):
         k: int,
         now: datetime,
         moment: Moment | None = None,
+        matching: Sequence[Mapping[str, Any]] | None = None,
     ) -> list[Row]:
-        """Live memories of the agent matching any word of `query`, best first; those
-        written in `moment` (the one the query names) weigh more."""
+        """Live memories of the agent matching any word of `query` (and holding one of
+        mem0's terms `matching`, when given), best first; those written in `moment` (the
+        one the query names) weigh more."""
         for spec in tables:
             await self.check_table(spec)
         search = self.settings.search
@@ -85,6 +92,7 @@ class SearchStore(StoreCore):
             moment_year=moment and moment.year,
             moment_month=moment and moment.month,
             moment_day=moment and moment.day,
+            matching=terms(matching),
         )
 
     async def locate(self, ids: list[uuid.UUID]) -> list[Row]:

@@ -4,7 +4,7 @@ means, feedback on what was used or wrong, and a memory's links."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
@@ -70,11 +70,14 @@ class RetrievalEngine(EngineCore):
         tables: Iterable[str | TableSpec] | None = None,
         now: datetime | None = None,
         record: bool = True,
+        matching: Sequence[Mapping[str, Any]] | None = None,
     ) -> list[Hit]:
         """The agent's live memories (in every table, or those named) that best answer
         `query`: by BM25 × the salience prior, or, with an embedding provider, text and
-        vector scores normalised and fused, × the prior. Returns at once; the
-        hits are recorded as surfaced, as search does (record=False: not at all)."""
+        vector scores normalised and fused, × the prior; with `matching` (mem0's
+        filters: an OR of terms, each the owners and metadata a memory holds), only
+        those holding one of them. Returns at once; the hits are recorded as surfaced,
+        as search does (record=False: not at all)."""
         return await recall(
             self.store,
             self.ltp if record else None,
@@ -85,6 +88,7 @@ class RetrievalEngine(EngineCore):
             k=k,
             tables=specs(tables),
             now=await self._moment(now),
+            matching=matching,
         )
 
     async def surfaced(self, hits: Sequence[Hit], *, now: datetime | None = None) -> None:

@@ -362,6 +362,24 @@ def unexpired(alias: str = "m") -> str:
 UNEXPIRED = unexpired()
 
 
+def mem0_owners(metadata: str = "m.metadata", agent: str = "m.agent_id") -> str:
+    """The mem0 owners of a memory of `agent` with this `metadata` (expressions): those
+    it was added with through mem0's shape (metadata.mem0, without the role of its
+    message), else its agent's, as user_id (ethos.adapters.http.owners)."""
+    kept = f"({metadata} -> 'mem0') - 'role'"
+    return f"coalesce({kept}, jsonb_build_object('user_id', {agent}))"
+
+
+def held(metadata: str = "m.metadata", agent: str = "m.agent_id") -> str:
+    """Whether a memory of `agent` with this `metadata` holds the mem0 owners and the
+    metadata of one of the terms %(matching)s (jsonb containment), or there are none
+    (NULL): mem0's filters, an OR of ANDs, matched in SQL."""
+    return f"""(%(matching)s::jsonb IS NULL OR EXISTS (
+          SELECT FROM jsonb_array_elements(%(matching)s::jsonb) AS t
+          WHERE {mem0_owners(metadata, agent)} @> (t -> 'owners')
+            AND {metadata} @> (t -> 'metadata')))"""
+
+
 def above_threshold(spec: TableSpec, alias: str = "m", policy: str = "p") -> str:
     """A live row of `spec` (on its policy `policy`) not yet below its prune threshold at
     %(now)s (facts: their confidence): what the next sweep would prune, no reader returns

@@ -9,6 +9,7 @@ from ethos.db.store.sql.fragments import (
     COUNT_CAP,
     above_threshold,
     emotion_of,
+    held,
     hint_moments,
     insert_hints,
     link_fades_at,
@@ -260,14 +261,14 @@ WHERE l.agent_id = %(agent)s
 
 @cache
 def build_neighbour_rows_query(spec: TableSpec) -> Query:
-    """Live memories %(ids)s of one agent (none below its prune threshold), with their
-    salience at %(now)s."""
+    """Live memories %(ids)s of one agent (none below its prune threshold) holding one
+    of mem0's terms %(matching)s (any when NULL), with their salience at %(now)s."""
     return sql(f"""
     SELECT m.id, m.content, m.metadata, m.created_at, m.updated_at,
            {salience_expr(spec)} AS salience
     FROM {spec.name} AS m JOIN decay_policies AS p ON p.name = m.policy
     WHERE m.id = ANY(%(ids)s::uuid[]) AND m.agent_id = %(agent)s AND NOT m.pruned
-      AND {above_threshold(spec)}
+      AND {held()} AND {above_threshold(spec)}
     """)
 
 

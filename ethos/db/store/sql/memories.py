@@ -5,7 +5,13 @@ from __future__ import annotations
 from functools import cache
 
 from ethos.db.store.core import Query, sql, statements
-from ethos.db.store.sql.fragments import SOURCE_SPECS, UNEXPIRED, above_threshold
+from ethos.db.store.sql.fragments import (
+    SOURCE_SPECS,
+    UNEXPIRED,
+    above_threshold,
+    held,
+    mem0_owners,
+)
 from ethos.domain.tables import TableSpec
 
 # The plain statements, in the .sql file of the same name beside this one.
@@ -79,14 +85,6 @@ STATS = {
 LOCK_CONTENT = STATEMENTS["lock_content"]
 
 
-def mem0_owners(row: str) -> str:
-    """The mem0 owners of `row` (an alias): those it was added with through mem0's shape
-    (metadata.mem0, without the role of its message), else its agent's, as user_id
-    (ethos.adapters.http.owners)."""
-    kept = f"({row}.metadata -> 'mem0') - 'role'"
-    return f"coalesce({kept}, jsonb_build_object('user_id', {row}.agent_id))"
-
-
 @cache
 def build_find_duplicate_query(spec: TableSpec) -> Query:
     """A memory of the agent with the same normalised content (a vector: and an
@@ -106,7 +104,7 @@ def build_find_duplicate_query(spec: TableSpec) -> Query:
     WHERE m.agent_id = %(agent)s AND m.content_key = ethos_content_key(%(content)s)
       AND NOT m.pruned {unexpired} AND {above_threshold(spec)}
       {near}
-      AND (%(owners)s::jsonb IS NULL OR {mem0_owners("m")} = %(owners)s::jsonb)
+      AND (%(owners)s::jsonb IS NULL OR {mem0_owners()} = %(owners)s::jsonb)
     ORDER BY m.created_at, m.id LIMIT 1
     """)
 
@@ -155,10 +153,7 @@ def build_count_memories_query(spec: TableSpec, *, pruned: bool) -> Query:
 
 def _listed(pruned: bool) -> str:
     live = "pruned" if pruned else "NOT pruned"
-    return f"""(%(agent)s::text IS NULL OR agent_id = %(agent)s) AND {live}
-      AND (%(matching)s::jsonb IS NULL OR EXISTS (
-          SELECT FROM jsonb_array_elements(%(matching)s::jsonb) AS t
-          WHERE {mem0_owners("m")} @> (t -> 'owners') AND m.metadata @> (t -> 'metadata')))"""
+    return f"(%(agent)s::text IS NULL OR agent_id = %(agent)s) AND {live} AND {held()}"
 
 
 AGENT_COUNTS = STATEMENTS["agent_counts"]

@@ -9,6 +9,7 @@ from ethos.db.store.core import Query, sql, statements
 from ethos.db.store.sql.fragments import (
     UNEXPIRED,
     above_threshold,
+    held,
     pruned_set,
     salience_expr,
     unexpired,
@@ -54,16 +55,21 @@ def _source_of(spec: TableSpec, vector: str) -> str:
 
 
 def _alive(vector: str) -> str:
-    """The vector `vector` is its own, or its source is live at %(now)s."""
-    sources = " OR ".join(f"EXISTS (SELECT {_source_of(spec, vector)})" for spec in SOURCE_TABLES)
-    return f"({vector}.source_id IS NULL OR {sources})"
+    """The vector `vector` is its own, or its source is live at %(now)s; and it (its
+    source, which it stands for) holds one of mem0's terms %(matching)s."""
+    sources = " OR ".join(
+        f"EXISTS (SELECT {_source_of(spec, vector)} AND {held('s.metadata', 's.agent_id')})"
+        for spec in SOURCE_TABLES
+    )
+    own = held(f"{vector}.metadata", f"{vector}.agent_id")
+    return f"({vector}.source_id IS NULL AND {own} OR {sources})"
 
 
 def build_search_query(*, exact: bool) -> Query:
     """The nearest live vectors of one agent (none below its prune threshold; a vector of
-    an episode or fact lives while its source does, with its source's salience) to the
-    query centred on the agent's vectors, re-ranked by that closeness × the salience
-    prior.
+    an episode or fact lives while its source does, with its source's salience) holding
+    one of mem0's terms %(matching)s (any when NULL) to the query centred on the agent's
+    vectors, re-ranked by that closeness × the salience prior.
 
     Centred: the query less search.vector_centering × the mean direction of the agent's
     vectors (migration 0030). What every memory of the agent shares (its speakers, its
@@ -267,7 +273,7 @@ def _scored(spec: TableSpec, matches: str, where: str = "", *, split: bool = Tru
                 {salience_expr(spec)} AS salience
          FROM {spec.name} AS m JOIN decay_policies AS p ON p.name = m.policy, q{words}
          WHERE m.content_tsv @@ ({matches} && q.agent) AND m.agent_id = %(agent)s{where}
-           AND NOT m.pruned{only}{live} AND {above_threshold(spec)}
+           AND NOT m.pruned{only}{live} AND {held()} AND {above_threshold(spec)}
          ORDER BY {_ORDER}
          LIMIT %(candidates)s"""
 
@@ -281,7 +287,7 @@ def _ranked(spec: TableSpec, matches: str, where: str = "") -> str:
     return f"""SELECT m.ctid AS at, {bm25("m.content_tsv")} AS text_rank
          FROM {spec.name} AS m, q, split AS s
          WHERE m.content_tsv @@ ({matches} && q.agent) AND m.agent_id = %(agent)s{where}
-           AND NOT m.pruned{only}{live}"""
+           AND NOT m.pruned{only}{live} AND {held()}"""
 
 
 def _best(spec: TableSpec, ranked: str) -> str:
@@ -312,14 +318,15 @@ def _best(spec: TableSpec, ranked: str) -> str:
 
 def _beside(spec: TableSpec, hit: str, *, before: bool) -> str:
     """The live row of the agent in `spec`'s timeline just before (or after) the row
-    `hit` (by creation, then id), not below its prune threshold, with its BM25 and
+    `hit` (by creation, then id) among those %(matching)s holds (in context, a filter
+    leaves out what it does not hold), not below its prune threshold, with its BM25 and
     salience: what the turn next to a hit says."""
     side, order = ("<", "DESC") if before else (">", "ASC")
     live = f" AND {UNEXPIRED}" if spec.has_expiry else ""
     return f"""(SELECT m.id, m.content, m.metadata, m.created_at, m.updated_at,
                 {bm25("m.content_tsv")} AS text_rank, {salience_expr(spec)} AS salience
          FROM {spec.name} AS m JOIN decay_policies AS p ON p.name = m.policy
-         WHERE m.agent_id = %(agent)s AND NOT m.pruned{live}
+         WHERE m.agent_id = %(agent)s AND NOT m.pruned{live} AND {held()}
            AND (m.created_at, m.id) {side} ({hit}.created_at, {hit}.id)
            AND {above_threshold(spec)}
          ORDER BY m.created_at {order}, m.id {order}
@@ -389,8 +396,9 @@ def build_recall_query(
     moment: bool = False,
 ) -> Query:
     """Live memories of one agent in `tables` with any word of %(text)s (in the
-    database's text configuration), none below its prune threshold at %(now)s, ranked
-    by BM25 × the salience prior.
+    database's text configuration), none below its prune threshold at %(now)s, each
+    holding one of mem0's terms %(matching)s (any when NULL), ranked by BM25 × the
+    salience prior.
 
     Each table gives its %(candidates)s best by BM25, found through its GIN index (the
     agent's lexeme intersected with the words); vectors that embed an episode or fact
