@@ -21,7 +21,7 @@ import pytest
 
 from ethos import db
 from ethos.db import store
-from ethos.services.engine import Engine
+from ethos.services.engine import Engine, migrate
 from ethos.settings import DatabaseSettings, ImportanceSettings, Settings
 
 # A developer's own settings must never leak into a test.
@@ -57,22 +57,8 @@ def admin_uri(pg_data_dir: Path) -> str:
 def template_uri(admin_uri: str) -> str:
     asyncio.run(store.ensure_database(admin_uri, TEMPLATE))
     uri = database_uri(admin_uri, TEMPLATE)
-    migrate_as_the_cli(Settings(), uri)
+    asyncio.run(migrate(Settings(), uri))  # as `ethos migrate` leaves it
     return uri
-
-
-def migrate_as_the_cli(settings: Settings, uri: str) -> None:
-    """The database at `uri` as `ethos migrate` leaves it: migrated, holding the
-    settings' policies, tiers and defaults."""
-    db.migrate(settings, uri)
-
-    async def apply() -> None:
-        async with ConfiguredEngine(
-            settings.model_copy(update={"database": DatabaseSettings(url=uri)})
-        ):
-            pass
-
-    asyncio.run(apply())
 
 
 class ConfiguredEngine(Engine):

@@ -222,14 +222,19 @@ def _row_level(roles: Roles) -> list[str]:
 
 def _no_row_level() -> list[str]:
     return [
-        statement
-        for table in (*ROW_LEVEL, "retrieval_queue")
-        for statement in (
-            f"DROP POLICY IF EXISTS ethos_service ON {table}",
-            f"DROP POLICY IF EXISTS ethos_agent ON {table}",
-            f"DROP POLICY IF EXISTS ethos_agent_memory_starts_when_written ON {table}",
-            f"ALTER TABLE {table} DISABLE ROW LEVEL SECURITY",
-        )
+        *(
+            f"DROP POLICY IF EXISTS ethos_agent_memory_starts_when_written ON {spec.name}"
+            for spec in MEMORY_TABLES
+        ),
+        *(
+            statement
+            for table in (*ROW_LEVEL, "retrieval_queue")
+            for statement in (
+                f"DROP POLICY IF EXISTS ethos_service ON {table}",
+                f"DROP POLICY IF EXISTS ethos_agent ON {table}",
+                f"ALTER TABLE {table} DISABLE ROW LEVEL SECURITY",
+            )
+        ),
     ]
 
 

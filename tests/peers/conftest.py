@@ -18,8 +18,9 @@ import pytest
 
 from ethos.adapters.langgraph import EthosStore
 from ethos.db import store
+from ethos.services.engine import migrate
 from ethos.settings import DatabaseSettings, EmbeddingSettings, Settings
-from tests.conftest import database_uri, migrate_as_the_cli
+from tests.conftest import database_uri
 
 TEMPLATE = "ethos_template_langgraph"
 DIMENSION = 500  # the dims of the suites' fake_embeddings
@@ -99,8 +100,8 @@ def _run(url: str, work: str | Callable[[asyncpg.Connection], Awaitable[Any]]) -
 @pytest.fixture(scope="session")
 def databases(admin_uri: str) -> Databases:
     asyncio.run(store.ensure_database(admin_uri, TEMPLATE))
-    migrate_as_the_cli(Settings(embedding=EmbeddingSettings(dimension=DIMENSION)),
-                       database_uri(admin_uri, TEMPLATE))  # fmt: skip
+    settings = Settings(embedding=EmbeddingSettings(dimension=DIMENSION))
+    asyncio.run(migrate(settings, database_uri(admin_uri, TEMPLATE)))
     return Databases(admin_uri)
 
 

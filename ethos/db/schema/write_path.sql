@@ -246,15 +246,18 @@ CREATE FUNCTION ethos_rows_added() RETURNS trigger
     AS $$
 DECLARE
     memory_table text := TG_ARGV[0];
-    k float8 := (SELECT s.auto_importance_particularity FROM ethos_settings AS s);
+    k float8;  -- how much particularity raises an importance (vectors only)
     ids uuid[];
     places tid[];
     written record;
 BEGIN
     -- 1. A vector of an episode or fact raises its source's automatic importance by how
     --    far it lies from its agent's other vectors (before they count it), once, while
-    --    the source is as its insert left it.
-    IF memory_table = 'memory_vectors' AND k > 0 THEN
+    --    the source is as its insert left it. (Episodes and facts read no setting.)
+    IF memory_table = 'memory_vectors' THEN
+        k := (SELECT s.auto_importance_particularity FROM ethos_settings AS s);
+    END IF;
+    IF k > 0 THEN
         UPDATE episodic_traces AS m
         SET auto_importance = ethos_importance_raised(m.auto_importance, v.p, k),
             auto_particularity = v.p,
