@@ -158,8 +158,11 @@ async def test_concurrent_retrievals_during_sweeps_are_all_applied(
     ids = [
         r["id"]
         for r in await conn.fetch(
-            """INSERT INTO episodic_traces (agent_id, content, salience, created_at)
-               SELECT 'a', 'm' || g, 0.3 + random() / 2, $1 FROM generate_series(1, 500) g
+            # on the standard curve: a short memory's words would tier it `working`, pruned
+            # by the sweeps before some of its retrievals come (they skip it then)
+            """INSERT INTO episodic_traces (agent_id, content, salience, created_at, policy)
+               SELECT 'a', 'm' || g, 0.3 + random() / 2, $1, 'standard'
+               FROM generate_series(1, 500) g
                RETURNING id""",
             t0,
         )
