@@ -245,10 +245,11 @@ def group_of(keys: Iterable[Key], at: datetime, kind: str, settings: Settings) -
 async def _apply_rounds(flush: LtpFlush, spec: TableSpec, rows: Rows) -> list[Row]:
     """Round i holds the i-th moment of every row whose curve changes, so a row is
     written in time order, exactly as one event after another. Hits that only count
-    (no curve change) are added up in one statement."""
+    (no curve change) are added up in one statement. All of them are locked first."""
+    await flush.lock(spec, sorted(rows))
     ordered = {
         i: sorted((at, e) for at, e in moments.items() if e.changes_curve)
-        for i, moments in sorted(rows.items())  # rows locked in id order, as sweeps do
+        for i, moments in sorted(rows.items())
     }
     returned: list[Row] = []
     for depth in range(max((len(m) for m in ordered.values()), default=0)):

@@ -284,8 +284,11 @@ def _parse_vector(text: str) -> list[float]:
 
 
 async def _keep_session(conn: asyncpg.Connection) -> None:
-    """The sweep pool's connections carry no session state but their start-up settings:
-    nothing to reset between batches (saves a round trip per batch)."""
+    """ethos's connections carry no session state but their start-up settings (a setting
+    a statement needs is SET LOCAL; a session's advisory lock is released by its holder):
+    nothing to reset when one goes back to its pool but what asyncpg always does (it rolls
+    back an open transaction). Saves a round trip per statement, about a third of a
+    one-statement call's."""
 
 
 def vector_texts(embeddings: Sequence[Sequence[float]]) -> list[str]:
@@ -331,6 +334,7 @@ class StoreCore:
                 max_size=settings.database.pool_max_size,
                 timeout=timeout,
                 init=_init_connection,
+                reset=_keep_session,
                 server_settings={
                     **search_server_settings(
                         settings.search.candidates, settings.search.max_scan_tuples

@@ -25,6 +25,7 @@ from ethos.db.store.sql.ltp import (
     TOUCH_RETRIEVAL_ACTIVITY,
     WEAKEN_LINKS,
     build_agents_query,
+    build_lock_query,
     build_ltp_query,
     build_neighbour_rows_query,
     build_surfaced_query,
@@ -139,6 +140,11 @@ class LtpFlush:
     def __init__(self, tx: Transaction, store: LtpStore) -> None:
         self._tx = tx
         self._store = store
+
+    async def lock(self, spec: TableSpec, ids: list[uuid.UUID]) -> None:
+        """Lock the rows the flush writes in `spec`, in id order, before it writes them."""
+        await self._store.check_table(spec)
+        await self._tx.fetch(build_lock_query(spec), ids=ids)
 
     async def strengthen(
         self,

@@ -147,6 +147,17 @@ def build_ltp_query(spec: TableSpec) -> Query:
 
 
 @cache
+def build_lock_query(spec: TableSpec) -> Query:
+    """A flush's rows of one table, locked in id order before any is written: its rounds
+    and its counted hits write them in several statements, and a writer of several rows
+    (a sweep batch, a search moving TTLs) locks in id order too, so neither can hold a
+    row the other waits for while it waits for one the other holds."""
+    return sql(f"""
+    SELECT id FROM {spec.name} WHERE id = ANY(%(ids)s::uuid[]) ORDER BY id FOR NO KEY UPDATE
+    """)
+
+
+@cache
 def build_surfaced_query(spec: TableSpec) -> Query:
     """Search hits that only count (ltp.on_search = "count"): the row's curve is left
     alone."""
