@@ -744,9 +744,9 @@ async def queue_bench(engine: Engine, conn: asyncpg.Connection, agents: int) -> 
     return results
 
 
-async def consolidation_bench(engine: Engine, conn: asyncpg.Connection) -> dict[str, float]:
+async def merge_bench(engine: Engine, conn: asyncpg.Connection) -> dict[str, float]:
     """Exact duplicates: 5% of the episodes and facts copied (other case and spacing),
-    merged by `consolidate`, against a client reading (agent, content) and grouping the
+    merged by `merge`, against a client reading (agent, content) and grouping the
     normalised keys itself. Near duplicates: 1% of the vectors copied with a little
     noise, merged through the HNSW index. Purge: batched, against one DELETE."""
     results: dict[str, float] = {}
@@ -775,21 +775,21 @@ async def consolidation_bench(engine: Engine, conn: asyncpg.Connection) -> dict[
         return live
 
     async def merge() -> int:
-        report = await engine.consolidate(tables, now=T0 + timedelta(days=1))
+        report = await engine.merge(tables, now=T0 + timedelta(days=1))
         merged = sum(c["merged"] for c in report.counts.values())
         print(f"  ({merged:,} duplicates merged)")
         return live
 
     async def idle() -> int:
-        await engine.consolidate(tables, now=T0 + timedelta(days=1))
+        await engine.merge(tables, now=T0 + timedelta(days=1))
         return live - merged_rows
 
     n, s = await timed("client-side grouping of the normalised content (baseline)", client)
     baseline = rate(n, s)
-    n, s = await timed("consolidate: exact duplicates, 5% of the rows", merge)
+    n, s = await timed("merge: exact duplicates, 5% of the rows", merge)
     results["exact"] = rate(n, s)
     merged_rows = live - sum([await engine.count_live(t) for t in tables])
-    n, s = await timed("consolidate again, nothing to merge (each daemon cycle)", idle)
+    n, s = await timed("merge again, nothing to merge (each daemon cycle)", idle)
     results["exact_idle"] = rate(n, s)
     print(f"  merge / client = {results['exact'] / baseline:.1f}x,"
           f" {results['exact']:,.0f} rows/s scanned (goal >= 100,000)")  # fmt: skip
@@ -807,11 +807,11 @@ async def consolidation_bench(engine: Engine, conn: asyncpg.Connection) -> dict[
     copies = await engine.count_live("vector") - vectors
 
     async def near() -> int:
-        report = await engine.consolidate(["vector"], near=True, now=T0 + timedelta(days=1))
+        report = await engine.merge(["vector"], near=True, now=T0 + timedelta(days=1))
         print(f"  ({report.counts['near']['merged']:,} of {copies:,} near copies merged)")
         return vectors + copies
 
-    n, s = await timed(f"consolidate --near over {vectors + copies:,} vectors", near)
+    n, s = await timed(f"merge --near over {vectors + copies:,} vectors", near)
     results["near_seconds"] = s
     print(f"  near-duplicate pass {s:.1f} s (goal < 120 s)")
 
@@ -877,8 +877,8 @@ async def main(args: argparse.Namespace) -> None:
                 await queue_bench(engine, conn, args.agents)
             if not args.skip_recall:
                 await recall_bench(engine, conn, args.searches // 4, args.agents)
-            if not args.skip_consolidation:
-                await consolidation_bench(engine, conn)
+            if not args.skip_merge:
+                await merge_bench(engine, conn)
         finally:
             await conn.close()
 
@@ -894,6 +894,6 @@ if __name__ == "__main__":
     parser.add_argument("--skip-sweep", action="store_true")
     parser.add_argument("--skip-search", action="store_true")
     parser.add_argument("--skip-recall", action="store_true")
-    parser.add_argument("--skip-consolidation", action="store_true")
+    parser.add_argument("--skip-merge", action="store_true")
     parser.add_argument("--data-dir", default=".ethos/bench-pgdata")
     asyncio.run(main(parser.parse_args()))

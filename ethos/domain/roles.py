@@ -1,11 +1,11 @@
 """The database roles ethos runs as, with exactly the rights each needs (`ethos roles`).
 
 - **app**: everything but hard deletes: adds, search and recall, sweeps, LTP and the
-  queue of retrievals recorded from SQL, feedback, consolidation merges, forget,
+  queue of retrievals recorded from SQL, feedback, merges, forget,
   recover. It cannot DELETE a memory, cannot change a memory's id, agent or creation
   moment (column privileges), and can replace a text only as migration 0022 allows: the
   old one stays in memory_revisions, which it cannot write. Audit rows (sweep_runs,
-  consolidation_runs, recoveries) it may add and finish, never rewrite or delete.
+  lifecycle_runs, recoveries) it may add and finish, never rewrite or delete.
 - **eraser**: the app's rights and DELETE of memories: `ethos purge`, `ethos erase`.
 - **agent roles** (optional): one database role per agent that connects with its own
   credentials. Row-level security on the memory tables, links, policies, revisions and
@@ -48,7 +48,7 @@ APP_WRITES: Mapping[str, str] = {
             "daemons",
             "retrieval_activity",
             "sweep_runs",
-            "consolidation_runs",
+            "lifecycle_runs",
         ),
         "SELECT, INSERT, UPDATE",
     ),

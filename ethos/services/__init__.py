@@ -1,1 +1,2 @@
-"""The services: sweep, LTP, recall, consolidation, the daemon, the engine that composes them."""
+"""The services: sweep, LTP, recall, the lifecycle (merge, forget, purge, erase), the daemon,
+the engine that composes them."""

@@ -1,6 +1,6 @@
 """The consolidation daemon: a long-running asyncio loop that sweeps.
 
-Every consolidation.interval_seconds (± jitter) it runs a consolidation cycle, an
+Every daemon.interval_seconds (± jitter) it runs a consolidation cycle, an
 ordered list of steps (forget old LTP receipts, purge old tombstones if retention says
 so, merge duplicates) of which the decay sweep is the last. It prefers to sweep when
 the system is idle, but never defers a due sweep by more than max_defer_seconds.
@@ -30,8 +30,8 @@ import structlog
 from ethos import db
 from ethos.db.store import Store
 from ethos.domain.errors import DatabaseError, EthosError, TransientDatabaseError
-from ethos.services.consolidation import purge_cutoff
 from ethos.services.engine import Engine
+from ethos.services.lifecycle import purge_cutoff
 from ethos.services.ltp import LtpStats
 from ethos.services.sweep import SweepReport
 from ethos.settings import Settings
@@ -52,7 +52,7 @@ class SweepObserver(Protocol):
 
 
 class DaemonStopTimeout(EthosError):
-    """The daemon did not stop within consolidation.shutdown_timeout_seconds."""
+    """The daemon did not stop within daemon.shutdown_timeout_seconds."""
 
 
 @dataclass
@@ -81,7 +81,7 @@ async def merge_duplicates(cycle: Cycle) -> object:
     """Duplicates that plain SQL or COPY inserted, merged before the sweep sees them
     (near-duplicate vectors too, with dedup.near)."""
     near = cycle.engine.settings.dedup.near
-    return await cycle.engine.consolidate(near=near, trigger="daemon")
+    return await cycle.engine.merge(near=near, trigger="daemon")
 
 
 async def purge_old_tombstones(cycle: Cycle) -> object:
@@ -198,7 +198,7 @@ class Daemon:
         """Run until `stop` is set, then stop gracefully: the batch in flight finishes,
         the LTP buffer is flushed, the sweep is recorded and the connections close.
         Cancelling run() asks for the same stop. Either way the loop gets
-        consolidation.shutdown_timeout_seconds; past that it is cancelled and
+        daemon.shutdown_timeout_seconds; past that it is cancelled and
         DaemonStopTimeout is raised."""
         served = await self._serve_metrics()
         loop = asyncio.create_task(self._loop(stop), name="ethos-daemon")

@@ -32,7 +32,7 @@ async def test_a_killed_erase_rerun_counts_every_row_once(
     try:
         await wait_for(
             conn,
-            "SELECT (counts ->> 'episodic_traces')::int > 0 FROM consolidation_runs"
+            "SELECT (counts ->> 'episodic_traces')::int > 0 FROM lifecycle_runs"
             " WHERE kind = 'erase'",
         )
     finally:
@@ -43,7 +43,7 @@ async def test_a_killed_erase_rerun_counts_every_row_once(
         subprocess.run, [ETHOS, "erase", "--agent", "a", "--yes"], env=env, timeout=120
     )
     assert second.returncode == 0
-    runs = await conn.fetch("SELECT status, counts FROM consolidation_runs ORDER BY id")
+    runs = await conn.fetch("SELECT status, counts FROM lifecycle_runs ORDER BY id")
     assert [run["status"] for run in runs] == ["interrupted", "completed"]
     counted = [json.loads(run["counts"]) for run in runs]
     assert sum(c.get("episodic_traces", 0) for c in counted) == 20000

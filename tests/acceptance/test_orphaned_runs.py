@@ -1,5 +1,5 @@
 """Audit rows left `running` by a process killed with kill -9 are marked `interrupted` by
-the next process that sweeps, consolidates or asks for status; a live owner's are not."""
+the next process that sweeps, merges or asks for status; a live owner's are not."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ OWNER = textwrap.dedent("""
             store = engine.store
             now = datetime(2026, 1, 1, tzinfo=UTC)
             await store.start_sweep_run("manual", "due", now, None, None)
-            await store.start_consolidation_run("merge", "manual", now, {})
+            await store.start_lifecycle_run("merge", "manual", now, {})
             print("running", flush=True)
             await asyncio.sleep(600)
 
@@ -51,7 +51,7 @@ def start_owner(url: str) -> subprocess.Popen[str]:
 async def running(conn: asyncpg.Connection) -> tuple[int, int]:
     return (
         await conn.fetchval("SELECT count(*) FROM sweep_runs WHERE status = 'running'"),
-        await conn.fetchval("SELECT count(*) FROM consolidation_runs WHERE status = 'running'"),
+        await conn.fetchval("SELECT count(*) FROM lifecycle_runs WHERE status = 'running'"),
     )
 
 
@@ -66,7 +66,7 @@ async def test_a_killed_process_runs_are_interrupted_a_live_ones_are_not(
         assert status.last_sweep["status"] == "interrupted"  # the killed one, newest
         interrupted = await conn.fetch(
             "SELECT error FROM sweep_runs WHERE status = 'interrupted'"
-            " UNION ALL SELECT error FROM consolidation_runs WHERE status = 'interrupted'"
+            " UNION ALL SELECT error FROM lifecycle_runs WHERE status = 'interrupted'"
         )
         assert [row["error"] for row in interrupted] == ["its process ended while it ran"] * 2
     finally:

@@ -128,8 +128,8 @@ async def sweep(house: House, role: str) -> None:
     await as_engine(house, role, lambda e: e.sweep(now=datetime.now(UTC) + timedelta(days=400)))
 
 
-async def consolidate(house: House, role: str) -> None:
-    await as_engine(house, role, lambda e: e.consolidate(agent="a"))
+async def merge(house: House, role: str) -> None:
+    await as_engine(house, role, lambda e: e.merge(agent="a"))
 
 
 async def feedback(house: House, role: str) -> None:
@@ -286,7 +286,7 @@ TABLE: dict[Operation, tuple[str, str, str]] = {
     recall: (OK, OK, NO),
     reinforce: (OK, OK, NO),
     sweep: (OK, OK, NO),
-    consolidate: (OK, OK, NO),
+    merge: (OK, OK, NO),
     feedback: (OK, OK, NO),
     forget: (OK, OK, NO),
     recover: (OK, OK, NO),
@@ -347,7 +347,7 @@ async def test_an_erase_the_app_may_not_make_changes_nothing(house: House) -> No
             await owner.fetchval("SELECT count(*) FROM agent_policies WHERE agent_id = 'kept'") == 1
         )
         run = await owner.fetchrow(
-            "SELECT status, counts FROM consolidation_runs WHERE kind = 'erase'"
+            "SELECT status, counts FROM lifecycle_runs WHERE kind = 'erase'"
             " AND selector ->> 'agent' = 'kept'"
         )
         assert run["status"] == "failed"

@@ -1,4 +1,4 @@
-"""Commands that end or bring back memories: recover, consolidate, forget, purge
+"""Commands that end or bring back memories: recover, merge, forget, purge
 and erase."""
 
 from __future__ import annotations
@@ -38,9 +38,9 @@ async def cmd_recover(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-async def cmd_consolidate(args: argparse.Namespace, settings: Settings) -> int:
+async def cmd_merge(args: argparse.Namespace, settings: Settings) -> int:
     async with Engine(settings) as engine:
-        report = await engine.consolidate(
+        report = await engine.merge(
             args.table, agent=args.agent, near=args.near, now=args.now, dry_run=args.dry_run,
             trigger="manual",
         )  # fmt: skip

@@ -10,9 +10,9 @@ from datetime import datetime
 from typing import Any
 
 from ethos.adapters.cli.lifecycle import (
-    cmd_consolidate,
     cmd_erase,
     cmd_forget,
+    cmd_merge,
     cmd_purge,
     cmd_recover,
 )
@@ -167,7 +167,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--now", type=_time("now"))
     p.add_argument("--dry-run", action="store_true")
 
-    p = command("consolidate", cmd_consolidate, "merge duplicate memories already stored")
+    p = command("merge", cmd_merge, "merge duplicate memories already stored")
     p.add_argument("--table", type=_table, action="append", help="repeatable; default: all")
     p.add_argument("--agent")
     p.add_argument("--near", action="store_true", help="near-duplicate vectors too")

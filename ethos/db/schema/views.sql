@@ -98,7 +98,7 @@ CREATE VIEW ethos_at_risk AS
   WHERE ((NOT m.pruned) AND (NOT m.pinned) AND (NOT p.never_decays) AND (COALESCE(m.confidence, m.salience) < (p.prune_threshold + s.at_risk_margin)))
   ORDER BY COALESCE(m.confidence, m.salience);
 
-CREATE VIEW ethos_consolidation_runs AS
+CREATE VIEW ethos_lifecycle_runs AS
  SELECT id,
     kind,
     trigger,
@@ -110,7 +110,7 @@ CREATE VIEW ethos_consolidation_runs AS
     counts,
     (date_part('epoch'::text, (finished_at - started_at)) * (1000)::double precision) AS duration_ms,
     error
-   FROM consolidation_runs
+   FROM lifecycle_runs
   ORDER BY started_at DESC;
 
 CREATE VIEW ethos_counts AS

@@ -380,7 +380,7 @@ CREATE TRIGGER memory_vectors_added
     AFTER INSERT ON memory_vectors REFERENCING NEW TABLE AS added
     FOR EACH STATEMENT EXECUTE FUNCTION ethos_rows_added('memory_vectors');
 
--- Audit: a finished sweep or consolidation run is final.
+-- Audit: a finished sweep or lifecycle run is final.
 CREATE FUNCTION ethos_finished_runs_are_final() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
@@ -398,7 +398,7 @@ BEGIN
 END
 $$;
 
-CREATE TRIGGER consolidation_runs_finished_is_final BEFORE UPDATE ON consolidation_runs
+CREATE TRIGGER lifecycle_runs_finished_is_final BEFORE UPDATE ON lifecycle_runs
     FOR EACH ROW EXECUTE FUNCTION ethos_finished_runs_are_final();
 CREATE TRIGGER sweep_runs_finished_is_final BEFORE UPDATE ON sweep_runs
     FOR EACH ROW EXECUTE FUNCTION ethos_finished_runs_are_final();

@@ -12,7 +12,7 @@ Store is one class made of a mixin per concern, each beside its statements:
 - ltp: LTP flushes, the durable queue, links
 - search: vector search, text recall, the LangGraph items, vectors and their index
 - policies: the settings written to the database, assignment, moves
-- lifecycle: merge, forget, purge, erase, recovery, consolidation runs
+- lifecycle: merge, forget, purge, erase, recovery, lifecycle runs
 - daemon: idleness, heartbeat, status, dead letters
 """
 

@@ -173,8 +173,8 @@ def _interrupt_orphans(table: str) -> str:
 
 INTERRUPT_ORPHANED_RUNS = sql(f"""
 WITH {_interrupt_orphans("sweep_runs")},
-{_interrupt_orphans("consolidation_runs")}
-SELECT (SELECT count(*) FROM sweep_runs_gone) + (SELECT count(*) FROM consolidation_runs_gone)
+{_interrupt_orphans("lifecycle_runs")}
+SELECT (SELECT count(*) FROM sweep_runs_gone) + (SELECT count(*) FROM lifecycle_runs_gone)
 """)
 
 

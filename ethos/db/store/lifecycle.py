@@ -1,4 +1,4 @@
-"""The lifecycle: merges, forgetting, purge, erase, recovery and the consolidation
+"""The lifecycle: merges, forgetting, purge, erase, recovery and the lifecycle
 runs' audit rows."""
 
 from __future__ import annotations
@@ -123,7 +123,7 @@ class LifecycleStore(StoreCore):
             "agent_policies": await self._fetchval(policy, **values),
         }
 
-    async def start_consolidation_run(
+    async def start_lifecycle_run(
         self, kind: str, trigger: str, now: datetime, selector: Mapping[str, Any]
     ) -> int:
         await self.interrupt_orphaned_runs()
@@ -136,7 +136,7 @@ class LifecycleStore(StoreCore):
         )
         return run_id
 
-    async def finish_consolidation_run(
+    async def finish_lifecycle_run(
         self, run_id: int, *, status: str, counts: Mapping[str, Any], error: str | None
     ) -> None:
         await self._fetchval(

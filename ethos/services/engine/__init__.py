@@ -11,7 +11,7 @@ Engine is one class made of a mixin per concern on a core, as the store is:
 - memories: add (dedup, add with recall), missing vectors, explain
 - retrieval: search, recall, record_retrieval, feedback, links
 - policies: the policies, assignment, move
-- operations: sweep, recover, consolidate, forget, purge, erase, roles, status, stats
+- operations: sweep, recover, merge, forget, purge, erase, roles, status, stats
 - items: memories a client names by key (the LangGraph store)
 - listing: what front ends list and change by id (the HTTP API, the dashboard)
 """

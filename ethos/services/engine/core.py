@@ -23,7 +23,7 @@ from ethos.settings import Settings, load_settings
 
 log = structlog.get_logger("ethos.services.engine")
 
-# Who asked, as the audit rows (sweep_runs, consolidation_runs) say, when a caller does
+# Who asked, as the audit rows (sweep_runs, lifecycle_runs) say, when a caller does
 # not: the API. The CLI says "manual", the daemon "daemon".
 TRIGGER = "api"
 

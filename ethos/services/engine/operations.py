@@ -1,4 +1,4 @@
-"""The operator's calls: sweeps, the lifecycle (recover, consolidate, forget, purge,
+"""The operator's calls: sweeps, the lifecycle (recover, merge, forget, purge,
 erase), roles, status and the monitoring views, and the counts a progress bar needs."""
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from ethos.domain.errors import InputError
 from ethos.domain.inputs import agent_id, aware, parse_id
 from ethos.domain.roles import Roles
 from ethos.domain.tables import TableSpec, table_spec
-from ethos.services import consolidation
-from ethos.services.consolidation import ConsolidationReport
+from ethos.services import lifecycle
 from ethos.services.engine.core import TRIGGER, EngineCore, specs
+from ethos.services.lifecycle import LifecycleReport
 from ethos.services.ltp import LtpStats
 from ethos.services.recovery import RecoveryReport, Selector, recover
 from ethos.services.sweep import MODES, Mode, Progress, SweepReport, run_sweep
@@ -134,7 +134,7 @@ class OperationsEngine(EngineCore):
             command=command,
         )
 
-    async def consolidate(
+    async def merge(
         self,
         tables: Iterable[str | TableSpec] | None = None,
         *,
@@ -143,10 +143,10 @@ class OperationsEngine(EngineCore):
         now: datetime | None = None,
         dry_run: bool = False,
         trigger: str = TRIGGER,
-    ) -> ConsolidationReport:
+    ) -> LifecycleReport:
         """Merge duplicates already in the tables (exact; with `near`, near-duplicate
         vectors too); dry_run counts what would merge and changes nothing."""
-        return await consolidation.merge_duplicates(
+        return await lifecycle.merge_duplicates(
             self.store,
             self.settings,
             now=await self._moment(now),
@@ -164,12 +164,12 @@ class OperationsEngine(EngineCore):
         *,
         now: datetime | None = None,
         trigger: str = TRIGGER,
-    ) -> ConsolidationReport:
+    ) -> LifecycleReport:
         """Soft-delete memories on request (reason manual; `recover` brings them back)."""
         parsed = [parse_id(i) for i in ids]
         if not parsed:
             raise InputError("forget needs at least one id")
-        return await consolidation.forget(
+        return await lifecycle.forget(
             self.store,
             table_spec(table),
             parsed,
@@ -179,12 +179,12 @@ class OperationsEngine(EngineCore):
 
     async def forget_agent(
         self, agent: str, *, now: datetime | None = None, trigger: str = TRIGGER
-    ) -> ConsolidationReport:
+    ) -> LifecycleReport:
         """Soft-delete every live memory of one agent (reason manual; `recover` with the
         agent brings them back)."""
         if not isinstance(agent, str) or not agent.strip():
             raise InputError("agent is required")
-        return await consolidation.forget_agent(
+        return await lifecycle.forget_agent(
             self.store, agent, now=await self._moment(now), trigger=trigger
         )
 
@@ -198,10 +198,10 @@ class OperationsEngine(EngineCore):
         now: datetime | None = None,
         dry_run: bool = False,
         trigger: str = TRIGGER,
-    ) -> ConsolidationReport:
+    ) -> LifecycleReport:
         """Hard-delete memories pruned before `pruned_before`, with their links: not
         recoverable. dry_run counts them and changes nothing."""
-        return await consolidation.purge(
+        return await lifecycle.purge(
             self.store,
             self.settings,
             pruned_before=aware(pruned_before, "pruned_before"),
@@ -213,14 +213,12 @@ class OperationsEngine(EngineCore):
             trigger=trigger,
         )
 
-    async def erase(
-        self, agent: str, *, dry_run: bool, trigger: str = TRIGGER
-    ) -> ConsolidationReport:
+    async def erase(self, agent: str, *, dry_run: bool, trigger: str = TRIGGER) -> LifecycleReport:
         """Hard-delete everything of one agent (every table, links, policy assignment,
         its retrievals still buffered here): not recoverable. dry_run counts it."""
         if not dry_run:
             await self.ltp.drain(self.settings.ltp.close_timeout_seconds)
-        return await consolidation.erase(
+        return await lifecycle.erase(
             self.store, self.settings, agent, now=await self.store.now(), dry_run=dry_run,
             trigger=trigger,
         )  # fmt: skip

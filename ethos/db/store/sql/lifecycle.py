@@ -1,5 +1,5 @@
 """The statements of the lifecycle: merges, forgetting, purge, erase, recovery,
-consolidation runs."""
+lifecycle runs."""
 
 from __future__ import annotations
 
@@ -349,7 +349,7 @@ def _tally(key: str) -> str:
     the transaction that deletes them: after a kill, the audit still adds up."""
     return f"""
     tally AS (
-        UPDATE consolidation_runs
+        UPDATE lifecycle_runs
         SET counts = counts || jsonb_build_object(
             '{key}', coalesce((counts ->> '{key}')::bigint, 0) + (SELECT count(*) FROM gone))
         WHERE id = %(run_id)s
@@ -369,8 +369,8 @@ SELECT count(*) FROM gone
 UNDELETABLE_TABLES = STATEMENTS["undeletable_tables"]
 COUNT_AGENT_LINKS = STATEMENTS["count_agent_links"]
 COUNT_AGENT_POLICY = STATEMENTS["count_agent_policy"]
-START_CONSOLIDATION_RUN = STATEMENTS["start_consolidation_run"]
-FINISH_CONSOLIDATION_RUN = STATEMENTS["finish_consolidation_run"]
+START_CONSOLIDATION_RUN = STATEMENTS["start_lifecycle_run"]
+FINISH_CONSOLIDATION_RUN = STATEMENTS["finish_lifecycle_run"]
 RECOVERIES_OF = STATEMENTS["recoveries_of"]
 
 

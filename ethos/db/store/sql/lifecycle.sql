@@ -1,5 +1,5 @@
 -- The statements of the lifecycle: merges, forgetting, purge, erase, recovery,
--- consolidation runs.
+-- lifecycle runs.
 -- Each block is `-- name: <name>`, its comment, then the statement; %(param)s are its
 -- parameters, bound by name.
 
@@ -44,14 +44,14 @@ SELECT count(*) FROM memory_links WHERE agent_id = %(agent)s;
 -- name: count_agent_policy
 SELECT count(*) FROM agent_policies WHERE agent_id = %(agent)s;
 
--- name: start_consolidation_run
-INSERT INTO consolidation_runs (kind, trigger, status, as_of, selector, owner)
+-- name: start_lifecycle_run
+INSERT INTO lifecycle_runs (kind, trigger, status, as_of, selector, owner)
 VALUES (%(kind)s, %(trigger)s, 'running', %(now)s, %(selector)s::jsonb,
         current_setting('application_name'))
 RETURNING id;
 
--- name: finish_consolidation_run
-UPDATE consolidation_runs
+-- name: finish_lifecycle_run
+UPDATE lifecycle_runs
 SET status = %(status)s, finished_at = clock_timestamp(), counts = %(counts)s::jsonb,
     error = %(error)s
 WHERE id = %(id)s;

@@ -141,7 +141,7 @@ async def test_vectors_are_duplicates_only_when_the_embedding_matches_too(
     assert far != first
 
 
-async def test_consolidate_merges_duplicates_loaded_by_sql(
+async def test_merge_merges_duplicates_loaded_by_sql(
     settings: Settings, conn: asyncpg.Connection, days: Days, cli: Cli, database_url: str
 ) -> None:
     # 1,000 facts: 100 groups of 3 duplicates (differing in case and spaces), 700 alone.
@@ -157,13 +157,13 @@ async def test_consolidate_merges_duplicates_loaded_by_sql(
     )
     env = {"ETHOS_DATABASE__URL": database_url}
     now = days(3).isoformat()
-    preview = cli("consolidate", "--table", "fact", "--dry-run", "--now", now, "--json", env=env)
+    preview = cli("merge", "--table", "fact", "--dry-run", "--now", now, "--json", env=env)
     assert preview.returncode == 0, preview.stderr
     previewed = json.loads(preview.stdout)["counts"]["semantic_facts"]
     assert (previewed["groups"], previewed["merged"]) == (100, 200)
     assert len(await live(conn, "semantic_facts", "a")) == 1000
 
-    done = cli("consolidate", "--table", "fact", "--now", now, "--json", env=env)
+    done = cli("merge", "--table", "fact", "--now", now, "--json", env=env)
     assert done.returncode == 0, done.stderr
     counts = json.loads(done.stdout)["counts"]["semantic_facts"]
     assert (counts["groups"], counts["merged"]) == (100, 200)
@@ -180,10 +180,10 @@ async def test_consolidate_merges_duplicates_loaded_by_sql(
     assert len(merged) == 200
     assert all(r["content"].startswith("fact ") for r in merged)
 
-    again = cli("consolidate", "--table", "fact", "--now", now, "--json", env=env)
+    again = cli("merge", "--table", "fact", "--now", now, "--json", env=env)
     assert json.loads(again.stdout)["counts"]["semantic_facts"]["merged"] == 0
     audit = await conn.fetch(
-        "SELECT kind, trigger, status, counts FROM ethos_consolidation_runs ORDER BY id"
+        "SELECT kind, trigger, status, counts FROM ethos_lifecycle_runs ORDER BY id"
     )
     assert [(r["kind"], r["trigger"], r["status"]) for r in audit] == [
         ("merge", "manual", "completed")
@@ -191,7 +191,7 @@ async def test_consolidate_merges_duplicates_loaded_by_sql(
     assert json.loads(audit[0]["counts"])["semantic_facts"]["merged"] == 200
 
 
-async def test_consolidation_follows_dedup_tables_and_keeps_pins(
+async def test_merge_follows_dedup_tables_and_keeps_pins(
     engine: Engine, conn: asyncpg.Connection, days: Days
 ) -> None:
     await conn.execute(
@@ -203,7 +203,7 @@ async def test_consolidation_follows_dedup_tables_and_keeps_pins(
         days(0),
         days(1),
     )
-    report = await engine.consolidate(now=days(2))
+    report = await engine.merge(now=days(2))
     assert "episodic_traces" not in report.counts  # [dedup] tables leaves episodes out
     assert len(await live(conn, "episodic_traces", "a")) == 2
     [survivor] = await live(conn, "semantic_facts", "a")
@@ -231,7 +231,7 @@ async def test_the_survivor_takes_the_strongest_curve_and_the_links(
     await engine.feedback("fact", [strong, other], "useful", now=days(1))
     await engine.ltp.drain(5)
     strong_before = await engine.explain("fact", strong, now=days(2))
-    report = await engine.consolidate(["fact"], now=days(2))
+    report = await engine.merge(["fact"], now=days(2))
     assert report.counts["semantic_facts"]["links_moved"] == 1
     survivor = await conn.fetchrow("SELECT * FROM semantic_facts WHERE id = $1", weak)
     assert survivor["retrieval_count"] == 1
@@ -280,9 +280,9 @@ async def test_near_duplicate_vectors_merge_and_so_do_the_rows_they_embed(
             )
         )
     ]
-    preview = await engine.consolidate(["vector"], near=True, now=days(5), dry_run=True)
+    preview = await engine.merge(["vector"], near=True, now=days(5), dry_run=True)
     assert preview.counts["near"] == {"groups": 1, "merged": 1}
-    report = await engine.consolidate(["vector"], near=True, now=days(5))
+    report = await engine.merge(["vector"], near=True, now=days(5))
     assert report.counts["near"]["merged"] == 1
     assert report.counts["near"]["episodic_traces_merged"] == 1
     assert [r["id"] for r in await live(conn, "memory_vectors", "a")] == [
@@ -381,11 +381,11 @@ async def test_erase_leaves_nothing_of_the_agent_and_audits_counts_only(
         mentions = await conn.fetchval(
             f"SELECT count(*) FROM {table} AS t WHERE t::text LIKE '%secret-agent%'"
         )
-        assert mentions == (1 if table == "consolidation_runs" else 0), table
+        assert mentions == (1 if table == "lifecycle_runs" else 0), table
     for table in ("semantic_facts", "episodic_traces", "memory_vectors", "memory_links"):
         others = await conn.fetchval(f"SELECT count(*) FROM {table} WHERE agent_id = 'other'")
         assert others == {"semantic_facts": 2}.get(table, 1), table
-    audit = await conn.fetchrow("SELECT * FROM consolidation_runs WHERE kind = 'erase'")
+    audit = await conn.fetchrow("SELECT * FROM lifecycle_runs WHERE kind = 'erase'")
     # The audit says whose (what was asked) and how many; never what they remembered.
     assert "likes" not in str(dict(audit)) and "met Ada" not in str(dict(audit))
     assert json.loads(audit["counts"])["semantic_facts"] == 2
@@ -413,5 +413,5 @@ async def test_the_daemon_merges_and_purges_each_cycle(
         "SELECT content, prune_reason FROM semantic_facts ORDER BY 2 NULLS FIRST, 1"
     )
     assert [tuple(r) for r in left] == [("dup", None), ("recent", "decay"), ("DUP", "merged")]
-    runs = await conn.fetch("SELECT kind, trigger FROM consolidation_runs ORDER BY id")
+    runs = await conn.fetch("SELECT kind, trigger FROM lifecycle_runs ORDER BY id")
     assert [tuple(r) for r in runs] == [("purge", "daemon"), ("merge", "daemon")]

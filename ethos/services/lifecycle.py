@@ -1,6 +1,6 @@
 """Consolidation beyond decay: merging duplicates, forgetting on request, purging old
 tombstones, erasing an agent. Each of these loses information, so each is explicit,
-audited in consolidation_runs (counts only, never content), previewable with a dry run,
+audited in lifecycle_runs (counts only, never content), previewable with a dry run,
 and done in set-based batches, each its own transaction (an interrupted erase or purge
 resumes where it stopped when run again)."""
 
@@ -22,7 +22,7 @@ from ethos.domain.errors import DatabaseError, InputError
 from ethos.domain.tables import MEMORY_TABLES, PRUNE_REASONS, VECTORS, TableSpec, table_spec
 from ethos.settings import Settings
 
-log = structlog.get_logger("ethos.services.consolidation")
+log = structlog.get_logger("ethos.services.lifecycle")
 
 # Groups of duplicates merged per statement.
 MERGE_BATCH = 500
@@ -31,7 +31,7 @@ NEAR_BATCH = 200
 
 
 @dataclass
-class ConsolidationReport:
+class LifecycleReport:
     kind: str
     now: datetime
     dry_run: bool
@@ -50,14 +50,14 @@ class ConsolidationReport:
 
 @asynccontextmanager
 async def audited(
-    store: Store, report: ConsolidationReport, trigger: str, selector: dict[str, Any]
+    store: Store, report: LifecycleReport, trigger: str, selector: dict[str, Any]
 ) -> AsyncIterator[None]:
     """An audit row for a run that changes something: written before it starts and
     finished whatever happens (shielded, so a cancelled run is recorded too)."""
     if report.dry_run:
         yield
         return
-    report.run_id = await store.start_consolidation_run(report.kind, trigger, report.now, selector)
+    report.run_id = await store.start_lifecycle_run(report.kind, trigger, report.now, selector)
     status, error = "completed", None
     try:
         yield
@@ -67,11 +67,11 @@ async def audited(
         raise
     finally:
         await asyncio.shield(
-            store.finish_consolidation_run(
+            store.finish_lifecycle_run(
                 report.run_id, status=status, counts=report.counts, error=error
             )
         )
-        log.info(f"consolidation_{report.kind}", status=status, run_id=report.run_id,
+        log.info(f"lifecycle_{report.kind}", status=status, run_id=report.run_id,
                  counts=report.counts)  # fmt: skip
 
 
@@ -85,13 +85,13 @@ async def merge_duplicates(
     near: bool = False,
     dry_run: bool = False,
     trigger: str,
-) -> ConsolidationReport:
+) -> LifecycleReport:
     """Exact duplicates (one agent, one normalised content; vectors: one embedding) in
     every table given that [dedup] tables names (in the others one event may happen
     twice), then (near) near-duplicate vectors: each group merged into its earliest
     member."""
     tables = [spec for spec in tables if spec.alias in settings.dedup.tables]
-    report = ConsolidationReport("merge", now, dry_run)
+    report = LifecycleReport("merge", now, dry_run)
     selector = {"tables": [s.name for s in tables], "agent": agent, "near": near}
     async with audited(store, report, trigger, selector):
         for spec in tables:
@@ -203,7 +203,7 @@ async def forget(
     *,
     now: datetime,
     trigger: str,
-) -> ConsolidationReport:
+) -> LifecycleReport:
     """Soft-delete on request: reason 'manual', recoverable. Every id must be a live
     memory of the table, or nothing changes."""
     states = await store.id_states(spec, list(ids))
@@ -213,19 +213,17 @@ async def forget(
     gone = [str(i) for i in ids if states[i]]
     if gone:
         raise InputError(f"already pruned: {', '.join(gone)}")
-    report = ConsolidationReport("forget", now, False)
+    report = LifecycleReport("forget", now, False)
     async with audited(store, report, trigger, {"table": spec.name, "count": len(ids)}):
         forgotten = await store.forget(spec, list(ids), now)
         report.counts[spec.name] = {"manual": len(forgotten)}
     return report
 
 
-async def forget_agent(
-    store: Store, agent: str, *, now: datetime, trigger: str
-) -> ConsolidationReport:
+async def forget_agent(store: Store, agent: str, *, now: datetime, trigger: str) -> LifecycleReport:
     """Soft-delete every live memory of one agent on request: reason 'manual',
     recoverable (`recover --agent`). An agent with none forgets nothing."""
-    report = ConsolidationReport("forget", now, False)
+    report = LifecycleReport("forget", now, False)
     async with audited(store, report, trigger, {"agent": agent}):
         for spec in MEMORY_TABLES:
             report.counts[spec.name] = {"manual": await store.forget_agent(spec, agent, now)}
@@ -243,14 +241,14 @@ async def purge(
     reason: str | None = None,
     dry_run: bool = False,
     trigger: str,
-) -> ConsolidationReport:
+) -> LifecycleReport:
     """Hard-delete memories pruned before `pruned_before` (of one agent, for one reason,
     if given), with their links and hints; counts per table and reason."""
     if pruned_before > now:
         raise InputError("`pruned_before` must not be after now")
     if reason is not None and reason not in PRUNE_REASONS:
         raise InputError(f"`reason` must be one of {', '.join(PRUNE_REASONS)} (got {reason!r})")
-    report = ConsolidationReport("purge", now, dry_run)
+    report = LifecycleReport("purge", now, dry_run)
     selector = {"pruned_before": pruned_before.isoformat(), "agent": agent, "reason": reason,
                 "tables": [s.name for s in tables]}  # fmt: skip
     binds = {"before": pruned_before, "agent": agent, "reason": reason}
@@ -277,7 +275,7 @@ async def erase(
     now: datetime,
     dry_run: bool,
     trigger: str,
-) -> ConsolidationReport:
+) -> LifecycleReport:
     """Hard-delete everything of one agent: its memories in every table (live or
     pruned), their hints and links, its policy assignment. In batches: interrupted, it
     resumes when run again, and each batch is counted in the audit row as it commits.
@@ -285,7 +283,7 @@ async def erase(
     anything is deleted (the audit row: failed, nothing counted)."""
     if not isinstance(agent, str) or not agent.strip():
         raise InputError("say which agent to erase: `agent`")
-    report = ConsolidationReport("erase", now, dry_run)
+    report = LifecycleReport("erase", now, dry_run)
     limit = settings.decay.batch_size
     touched = ["memory_links", "agent_policies", *(spec.name for spec in MEMORY_TABLES)]
     async with audited(store, report, trigger, {"agent": agent}):
