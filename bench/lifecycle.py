@@ -167,8 +167,8 @@ async def replay(
         evidence = conversation.evidence
         lasting = 0
         for r in rows:  # explain's forecast, as an operator reads it
-            prunes_at = (await engine.explain("episode", r["id"], now=asked_at))["prunes_at"]
-            if prunes_at is None or datetime.fromisoformat(prunes_at) > asked_at + LASTING:
+            prunes_at = (await engine.explain("episode", r["id"], now=asked_at)).prunes_at
+            if prunes_at is None or prunes_at > asked_at + LASTING:
                 lasting += 1
         outcome = Outcome(
             len(conversation.turns), len(conversation.turns) - len(live), len(evidence),

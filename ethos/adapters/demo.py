@@ -85,11 +85,11 @@ async def run_demo(engine: Engine, say: Callable[[str], None] = print) -> dict[s
                 events.append(f"new {s.table} of {s.agent}: {s.content!r}")
                 if "importance" not in s.fields and not s.fields.get("pinned"):
                     rated = await engine.explain(*ids[s.content], now=day(d))
-                    if "importance_from" in rated:
+                    if rated.importance_from is not None:
                         events[-1] += (
-                            f" (automatic importance {rated['importance']:.2f}, its words"
-                            f" {rated['importance_from'].removeprefix('automatic: ')}:"
-                            f" {rated['policy']})"
+                            f" (automatic importance {rated.importance:.2f}, its words"
+                            f" {rated.importance_from.removeprefix('automatic: ')}:"
+                            f" {rated.policy})"
                         )
         if d == 2:  # bob's episode gets an embedding that search can find
             table, episode = ids["Bob is planning a weekend camping trip"]
@@ -116,20 +116,20 @@ async def run_demo(engine: Engine, say: Callable[[str], None] = print) -> dict[s
         for agent in agents.values():
             await engine.sweep(now=day(d), agent=agent)
             pruned += await engine.pruned_at(agent, day(d))
-        for row in pruned:
-            events.append(f"pruned {row['content']!r} ({row['table_name']}, forgotten)")
+        for memory in pruned:
+            events.append(f"pruned {memory.content!r} ({memory.table}, forgotten)")
         for event in events:
             say(f"day {d:>2}  {event}")
 
     job_table, job = ids["Alice said she is changing jobs"]
     info = await engine.explain(job_table, job, now=day(DAYS))
     say(
-        f"explain 'Alice said she is changing jobs' on day {DAYS}: salience {info['salience']:.3f}"
-        f" = strength {info['strength']:.3f} × decay {info['decay_factor']:.3f}"
-        f" (t {info['t_days']:.1f} d, τ {info['tau_days']:.1f} d after {info['retrieval_count']}"
-        f" recalls, worth {info['reinforcement']:.2f} by their spacing)"
-        f" × frequency boost {info['frequency_boost']:.3f}"
-        f" × emotional boost {info['emotional_boost']:.3f}; forgotten on {info['prunes_at'][:10]}"
+        f"explain 'Alice said she is changing jobs' on day {DAYS}: salience {info.salience:.3f}"
+        f" = strength {info.strength:.3f} × decay {info.decay_factor:.3f}"
+        f" (t {info.t_days:.1f} d, τ {info.tau_days:.1f} d after {info.retrieval_count}"
+        f" recalls, worth {info.reinforcement:.2f} by their spacing)"
+        f" × frequency boost {info.frequency_boost:.3f}"
+        f" × emotional boost {info.emotional_boost:.3f}; forgotten on {info.prunes_at:%Y-%m-%d}"
         " unless recalled again"
     )
     lunch_table, lunch = ids["We had pasta for lunch"]
@@ -140,8 +140,8 @@ async def run_demo(engine: Engine, say: Callable[[str], None] = print) -> dict[s
     back = await engine.explain(lunch_table, lunch, now=day(DAYS))
     say(
         f"recovered 'We had pasta for lunch' (recovery #{report.recovery_id}): content and"
-        f" history intact, fresh strength {back['strength']:.2f} from day {DAYS};"
-        f" a sweep on day {DAYS} keeps it (pruned: {back['pruned']}),"
-        f" it fades again by {back['prunes_at'][:10]} unless recalled"
+        f" history intact, fresh strength {back.strength:.2f} from day {DAYS};"
+        f" a sweep on day {DAYS} keeps it (pruned: {back.pruned}),"
+        f" it fades again by {back.prunes_at:%Y-%m-%d} unless recalled"
     )
     return {"agents": agents, "recovered": report.recovery_id}

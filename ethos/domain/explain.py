@@ -3,14 +3,16 @@ row (any mapping of its columns) and computes with ethos.domain.decay."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping
+from dataclasses import dataclass, fields
 from datetime import datetime, timedelta
 from typing import Any
 
 from ethos.domain import decay
 from ethos.domain.decay import MemoryState
 from ethos.domain.policies import Policy
-from ethos.domain.tables import TableSpec
+from ethos.domain.tables import TableSpec, table_spec
 
 
 def memory_state(
@@ -27,63 +29,124 @@ def memory_state(
     )
 
 
-def explain(
-    spec: TableSpec, row: Mapping[str, Any], now: datetime, policy: Policy
-) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Account:
+    """Why a memory has its salience at `now`: every factor, and when it will be pruned
+    if never retrieved again (None: never). The confidence fields are a fact's, and
+    expires_at that of a table with an expiry (as_dict leaves them out elsewhere);
+    importance_from says which words set an automatic importance."""
+
+    table: str
+    id: uuid.UUID
+    agent_id: str
+    now: datetime
+    salience: float
+    stored_salience: float
+    strength: float
+    anchor_at: datetime
+    retrieval_count: int
+    # what they added to τ's n, each by its spacing (decay.spaced_gain), and what one
+    # more now would add
+    reinforcement: float
+    retrieval_now_adds: float
+    t_days: float
+    days_alive: float
+    tau_days: float
+    frequency: float
+    decay_factor: float
+    frequency_boost: float
+    emotional_boost: float
+    prune_threshold: float
+    policy: str
+    curve: str
+    never_decays: bool
+    importance: float | None
+    surfaced_count: int
+    useful_count: int
+    wrong_count: int
+    pinned: bool
+    pruned: bool
+    pruned_at: datetime | None
+    prune_reason: str | None
+    prunes_at: datetime | None
+    confidence: float | None = None
+    stored_confidence: float | None = None
+    expires_at: datetime | None = None
+    importance_from: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """The account as every front end shows it: moments in ISO 8601, the id as text."""
+        spec = table_spec(self.table)
+        left_out = {
+            "confidence": not spec.has_confidence,
+            "stored_confidence": not spec.has_confidence,
+            "expires_at": not spec.has_expiry,
+            "importance_from": self.importance_from is None,
+        }
+        return {
+            field.name: json_value(getattr(self, field.name))
+            for field in fields(self)
+            if not left_out.get(field.name, False)
+        }
+
+
+def json_value(value: Any) -> Any:
+    """A moment as ISO 8601 and an id as its text; any other value as it is."""
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    return value
+
+
+def explain(spec: TableSpec, row: Mapping[str, Any], now: datetime, policy: Policy) -> Account:
     """Every factor of a row's salience at `now` under its policy, and when it will be
-    pruned if never retrieved again (None: never)."""
+    pruned if never retrieved again."""
     p = policy.params
     state = memory_state(spec, row)
     frequency_boost, emotional_boost = decay.boosts(state, now, p)
-    t_days = max(decay.days_between(state.anchor_at, now), 0.0)
-    tau = decay.tau_days(state.reinforcement, p)
     # Facts are forgotten on their confidence; vectors also when they expire.
     deciding = memory_state(spec, row, confidence=True) if spec.has_confidence else state
     prunes_at = None if row["pruned"] else decay.prunes_at(deciding, now, p)
     expires_at = row.get("expires_at") if spec.has_expiry else None
     if expires_at is not None and not state.pinned and not row["pruned"]:
         prunes_at = min(prunes_at, expires_at) if prunes_at else expires_at
-    result: dict[str, Any] = {
-        "table": spec.name,
-        "id": str(row["id"]),
-        "agent_id": row["agent_id"],
-        "now": now.isoformat(),
-        "salience": decay.salience(state, now, p),
-        "stored_salience": row["salience"],
-        "strength": state.strength,
-        "anchor_at": state.anchor_at.isoformat(),
-        "retrieval_count": row["retrieval_count"],
-        # what they added to τ's n, each by its spacing (decay.spaced_gain), and what one
-        # more now would add
-        "reinforcement": state.reinforcement,
-        "retrieval_now_adds": decay.spaced_gain(state, now, p),
-        "t_days": t_days,
-        "days_alive": max(decay.days_between(state.created_at, now), 1.0),
-        "tau_days": tau,
-        "frequency": decay.frequency(state, now),
-        "decay_factor": decay.decay_factor(state, now, p),
-        "frequency_boost": frequency_boost,
-        "emotional_boost": emotional_boost,
-        "prune_threshold": p.prune_threshold,
-        "policy": policy.name,
-        "curve": p.curve,
-        "never_decays": p.never_decays,
-        "importance": row["importance"],
-        "surfaced_count": row["surfaced_count"],
-        "useful_count": row["useful_count"],
-        "wrong_count": row["wrong_count"],
-        "pinned": state.pinned,
-        "pruned": row["pruned"],
-        "pruned_at": row["pruned_at"].isoformat() if row["pruned_at"] else None,
-        "prune_reason": row["prune_reason"],
-        "prunes_at": prunes_at.isoformat() if prunes_at else None,
-    }
-    if spec.has_confidence:
-        result["confidence"] = decay.salience(deciding, now, p)
-        result["stored_confidence"] = row["confidence"]
-    if spec.has_expiry:
-        result["expires_at"] = expires_at.isoformat() if expires_at else None
-    return result
+    return Account(
+        table=spec.name,
+        id=row["id"],
+        agent_id=row["agent_id"],
+        now=now,
+        salience=decay.salience(state, now, p),
+        stored_salience=row["salience"],
+        strength=state.strength,
+        anchor_at=state.anchor_at,
+        retrieval_count=row["retrieval_count"],
+        reinforcement=state.reinforcement,
+        retrieval_now_adds=decay.spaced_gain(state, now, p),
+        t_days=max(decay.days_between(state.anchor_at, now), 0.0),
+        days_alive=max(decay.days_between(state.created_at, now), 1.0),
+        tau_days=decay.tau_days(state.reinforcement, p),
+        frequency=decay.frequency(state, now),
+        decay_factor=decay.decay_factor(state, now, p),
+        frequency_boost=frequency_boost,
+        emotional_boost=emotional_boost,
+        prune_threshold=p.prune_threshold,
+        policy=policy.name,
+        curve=p.curve,
+        never_decays=p.never_decays,
+        importance=row["importance"],
+        surfaced_count=row["surfaced_count"],
+        useful_count=row["useful_count"],
+        wrong_count=row["wrong_count"],
+        pinned=state.pinned,
+        pruned=row["pruned"],
+        pruned_at=row["pruned_at"],
+        prune_reason=row["prune_reason"],
+        prunes_at=prunes_at,
+        confidence=decay.salience(deciding, now, p) if spec.has_confidence else None,
+        stored_confidence=row["confidence"] if spec.has_confidence else None,
+        expires_at=expires_at,
+    )
 
 
 def forecast(

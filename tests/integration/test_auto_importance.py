@@ -73,15 +73,15 @@ async def test_explain_names_the_words_that_made_it(
         await engine.add("episode", agent_id="ada", content=text)
     news = await engine.add("episode", agent_id="ada", content=NEWS)
     account = await engine.explain("episode", news)
-    assert account["importance"] > 0.6
-    assert account["importance_from"].startswith("automatic: a number '3', ")
-    assert {"'lisbon'", "'maria'"} <= set(account["importance_from"].split(", "))
+    assert account.importance > 0.6
+    assert account.importance_from.startswith("automatic: a number '3', ")
+    assert {"'lisbon'", "'maria'"} <= set(account.importance_from.split(", "))
     # and the words that make 0.5 for this agent: 4.25 for memories of 10 words, here of
     # fewer than 5 (counted as 5)
     average = await conn.fetchval(
         "SELECT length::float8 / docs FROM agent_text_stats WHERE agent_id = 'ada'"
     )
-    assert account["importance_from"].endswith(
+    assert account.importance_from.endswith(
         f"; 2.1 such words make 0.5 now (the agent's memories hold {average:.1f} words on average)"
     )
 
@@ -235,7 +235,7 @@ async def test_an_answer_counts_its_words_four_times(
     assert ratio == pytest.approx(4, rel=1e-12)
     assert (told["policy"], asked["policy"]) == ("working", "long_term")
     account = await engine.explain("episode", asked["id"])
-    assert "; it answers a question (its words count 4x); " in account["importance_from"]
+    assert "; it answers a question (its words count 4x); " in account.importance_from
 
 
 async def test_a_conversation_inserted_at_once_is_weighed_as_adds_one_at_a_time(

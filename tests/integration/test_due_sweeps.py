@@ -153,7 +153,7 @@ async def history(
             else:
                 table, memory = rng.choice(ids)
                 info = await engine.explain(table, memory, now=moment)
-                if not info["pruned"]:
+                if not info.pruned:
                     await engine.move(table, memory, rng.choice(POLICIES), now=moment)
         await engine.sweep(now=at, mode=mode)
         if n % 3 == 2:

@@ -237,11 +237,9 @@ async def test_the_survivor_takes_the_strongest_curve_and_the_links(
     assert survivor["retrieval_count"] == 1
     # The strongest member's curve (S × D at the merge), under the survivor's own boosts.
     after = await engine.explain("fact", weak, now=days(2))
-    assert after["strength"] == pytest.approx(
-        strong_before["strength"] * strong_before["decay_factor"]
-    )
-    assert survivor["salience"] == pytest.approx(after["salience"])
-    assert survivor["confidence"] == pytest.approx(after["confidence"])
+    assert after.strength == pytest.approx(strong_before.strength * strong_before.decay_factor)
+    assert survivor["salience"] == pytest.approx(after.salience)
+    assert survivor["confidence"] == pytest.approx(after.confidence)
     links = await engine.links("fact", weak, now=days(2))
     assert [link.id for link in links] == [other]
     assert await engine.links("fact", strong, now=days(2)) == []

@@ -65,7 +65,7 @@ async def test_a_particular_vector_raises_the_importance_and_chatter_lowers_it(
                                           created_at=t0)
                    for name, text in TEXTS.items()}  # fmt: skip
             found[k] = {name: await importance(conn, memory) for name, memory in ids.items()}
-            told = (await engine.explain("episode", ids["particular"]))["importance_from"]
+            told = (await engine.explain("episode", ids["particular"])).importance_from
             assert ("as particular as the agent's average" in told) == (k > 0), told
     chatter, typical, particular = (found[2.0][name] for name in TEXTS)
     assert chatter[0] < 0.1 and chatter[1] == "working"

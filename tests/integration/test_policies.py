@@ -43,8 +43,8 @@ async def test_a_plain_memory_is_pruned_at_its_policys_lifetime(
 ) -> None:
     memory = await engine.add("episode", agent_id="a", content="x", created_at=t0, policy=policy)
     info = await engine.explain("episode", memory, now=t0)
-    assert info["policy"] == policy and info["curve"] == "exponential"
-    assert abs(datetime.fromisoformat(info["prunes_at"]) - (t0 + lifetime)) <= SECOND
+    assert info.policy == policy and info.curve == "exponential"
+    assert abs(info.prunes_at - (t0 + lifetime)) <= SECOND
     alive = await engine.sweep(now=t0 + lifetime - SECOND)
     assert alive.tables["episodic_traces"].pruned == 0
     gone = await engine.sweep(now=t0 + lifetime + SECOND)
@@ -64,8 +64,8 @@ async def test_a_permanent_memory_never_decays(
     report = await engine.sweep(now=far)
     assert report.tables["semantic_facts"].pruned == 0
     info = await engine.explain("fact", memory, now=far)
-    assert (info["salience"], info["confidence"], info["prunes_at"]) == (0.3, 0.2, None)
-    assert info["never_decays"] and not info["pinned"]
+    assert (info.salience, info.confidence, info.prunes_at) == (0.3, 0.2, None)
+    assert info.never_decays and not info.pinned
     assert await conn.fetchval("SELECT count(*) FROM ethos_at_risk") == 0
 
 
@@ -98,14 +98,14 @@ async def test_the_third_retrieval_promotes_a_working_memory_continuously(
     assert row["strength"] == pytest.approx(strength, rel=1e-12)
     # ... is where it starts on the standard curve: salience is continuous.
     info = await engine.explain("episode", memory, now=moments[2])
-    assert info["policy"] == "standard"
-    assert info["salience"] == pytest.approx(on_working, rel=1e-12)
+    assert info.policy == "standard"
+    assert info.salience == pytest.approx(on_working, rel=1e-12)
     assert row["salience"] == pytest.approx(on_working, rel=1e-12)
     # And it goes on at standard's pace (τ 7 × 1.5³ days), not working's.
     later = moments[2] + timedelta(days=3)
     standard = engine.settings.policy("standard").params
     expected = decay.salience(memory_state(EPISODES, row), later, standard)
-    assert (await engine.explain("episode", memory, now=later))["salience"] == pytest.approx(
+    assert (await engine.explain("episode", memory, now=later)).salience == pytest.approx(
         expected, rel=1e-12
     )
     assert expected > 0.5
@@ -122,7 +122,7 @@ async def test_one_coalesced_write_can_cross_the_promotion(
     row = await fetch(conn, "semantic_facts", fact)
     assert (row["policy"], row["retrieval_count"]) == ("standard", 4)
     info = await engine.explain("fact", fact, now=t0 + timedelta(hours=1))
-    assert row["confidence"] == pytest.approx(info["confidence"], rel=1e-12)
+    assert row["confidence"] == pytest.approx(info.confidence, rel=1e-12)
 
 
 async def test_promotion_follows_a_chain(database_url: str, conn: asyncpg.Connection) -> None:
@@ -194,11 +194,11 @@ async def test_moving_a_memory_reanchors_its_curve(
     moved = await engine.move("fact", fact, "long_term", now=days(5))
     assert (moved.old_policy, moved.policy) == ("standard", "long_term")
     after = await engine.explain("fact", fact, now=days(5))
-    assert after["policy"] == "long_term" and after["anchor_at"] == days(5).isoformat()
-    assert after["salience"] == pytest.approx(before["salience"], rel=1e-12)
-    assert after["confidence"] == pytest.approx(before["confidence"], rel=1e-12)
+    assert after.policy == "long_term" and after.anchor_at == days(5)
+    assert after.salience == pytest.approx(before.salience, rel=1e-12)
+    assert after.confidence == pytest.approx(before.confidence, rel=1e-12)
     later = await engine.explain("fact", fact, now=days(40))
-    assert not later["pruned"] and later["salience"] > 0.15  # standard's: 0.003, pruned
+    assert not later.pruned and later.salience > 0.15  # standard's: 0.003, pruned
     with pytest.raises(InputError, match="unknown policy 'eternal'"):
         await engine.move("fact", fact, "eternal")
     with pytest.raises(NotFoundError, match="no semantic_facts row"):
@@ -245,8 +245,8 @@ async def test_applied_policies_are_written_and_edits_apply(
     async with ConfiguredEngine(edited) as engine:
         second = await engine.explain("episode", memory, now=t0)
         policies = {p.name for p in await engine.policies()}
-    assert near(datetime.fromisoformat(second["prunes_at"]) - t0, timedelta(hours=4), SECOND)
-    assert near(datetime.fromisoformat(first["prunes_at"]) - t0, timedelta(hours=8), SECOND)
+    assert near(second.prunes_at - t0, timedelta(hours=4), SECOND)
+    assert near(first.prunes_at - t0, timedelta(hours=8), SECOND)
     assert policies == {"standard", "working", "long_term", "permanent", "scratch"}
     rows = {r["name"]: r for r in await conn.fetch("SELECT * FROM decay_policies")}
     assert rows["working"]["changed_at"] > changed_at

@@ -52,9 +52,9 @@ async def test_ten_retrievals_within_an_hour_raise_tau_by_a_quarter_of_ten_a_wee
                     if durable:
                         assert await engine.ltp.drain_queue()
                 account = await engine.explain("episode", memory, now=moments[-1])
-                rises[name, durable] = account["tau_days"] - p.base_tau_days
-                assert account["retrieval_count"] == 10
-                assert account["reinforcement"] == await reinforcement(conn, memory)
+                rises[name, durable] = account.tau_days - p.base_tau_days
+                assert account.retrieval_count == 10
+                assert account.reinforcement == await reinforcement(conn, memory)
     for durable in (False, True):
         assert 0 < rises["burst", durable] <= rises["weekly", durable] / 4
     assert rises["burst", False] == pytest.approx(rises["burst", True])
@@ -95,7 +95,7 @@ async def test_explain_says_what_the_retrievals_added_and_what_one_now_would(
     await engine.ltp.drain(5)
     soon = await engine.explain("episode", memory, now=days(1))
     later = await engine.explain("episode", memory, now=days(20))
-    assert soon["retrieval_count"] == 3
-    assert soon["reinforcement"] == pytest.approx(1 + 2 * decay.MIN_GAIN)
-    assert soon["retrieval_now_adds"] == pytest.approx(decay.MIN_GAIN)
-    assert decay.MIN_GAIN < later["retrieval_now_adds"] <= 1
+    assert soon.retrieval_count == 3
+    assert soon.reinforcement == pytest.approx(1 + 2 * decay.MIN_GAIN)
+    assert soon.retrieval_now_adds == pytest.approx(decay.MIN_GAIN)
+    assert decay.MIN_GAIN < later.retrieval_now_adds <= 1

@@ -137,13 +137,13 @@ async def test_plain_episode_alive_at_20_9_days_pruned_at_21(
     memory = await engine.add("episode", agent_id="a", content="x", created_at=t0)
     await engine.sweep(now=days(20.9))
     alive = await engine.explain("episode", memory, now=days(20.9))
-    assert not alive["pruned"]
+    assert not alive.pruned
     report = await engine.sweep(now=days(21.0))
     assert report.tables["episodic_traces"].pruned == 1
     gone = await engine.explain("episode", memory, now=days(21.0))
-    assert gone["pruned"] and gone["prune_reason"] == "decay"
-    assert gone["pruned_at"] == days(21.0).isoformat()
-    assert alive["prunes_at"] == "2026-01-21T23:16:59+00:00"  # 7·ln 20 days, to the second
+    assert gone.pruned and gone.prune_reason == "decay"
+    assert gone.pruned_at == days(21.0)
+    assert alive.prunes_at.isoformat() == "2026-01-21T23:16:59+00:00"  # 7·ln 20 days, to the second
 
 
 async def test_expired_vectors_are_pruned_and_pinned_rows_survive(
@@ -171,22 +171,22 @@ async def test_expired_vectors_are_pruned_and_pinned_rows_survive(
         pinned=True,
     )
     await engine.sweep(now=days(0.5))
-    assert not (await engine.explain("vector", expiring, now=days(0.5)))["pruned"]
+    assert not (await engine.explain("vector", expiring, now=days(0.5))).pruned
     await engine.sweep(now=days(365))
     info = await engine.explain("vector", expiring, now=days(365))
-    assert (info["pruned"], info["prune_reason"]) == (True, "expired")
+    assert (info.pruned, info.prune_reason) == (True, "expired")
     for table, memory in (("episode", pinned), ("vector", pinned_expiring)):
         kept = await engine.explain(table, memory, now=days(365))
-        assert not kept["pruned"] and kept["prunes_at"] is None
+        assert not kept.pruned and kept.prunes_at is None
 
 
 async def test_facts_are_pruned_on_confidence(engine: Engine, t0: datetime, days: Days) -> None:
     weak = await engine.add("fact", agent_id="a", content="w", confidence=0.06, created_at=t0)
     strong = await engine.add("fact", agent_id="a", content="s", salience=0.06, created_at=t0)
     await engine.sweep(now=days(2))
-    assert (await engine.explain("fact", weak, now=days(2)))["pruned"]
+    assert (await engine.explain("fact", weak, now=days(2))).pruned
     survivor = await engine.explain("fact", strong, now=days(2))
-    assert not survivor["pruned"] and survivor["salience"] < 0.05
+    assert not survivor.pruned and survivor.salience < 0.05
 
 
 @pytest.mark.parametrize(("mode", "workers"), [("full", 1), ("due", 1), ("due", 3)])

@@ -41,6 +41,15 @@ def _expiry(kind: str, day: date | None) -> datetime | None:
     return expiry(day)
 
 
+def _given(details: dict[str, Any]) -> dict[str, Any]:
+    """An event's details with the metadata an update replaced as the client gave it
+    (without the owners ethos keeps in it)."""
+    if "old_metadata" not in details:
+        return details
+    given = {k: v for k, v in details["old_metadata"].items() if k != OWNERS}
+    return {**details, "old_metadata": given or None}
+
+
 def mem0_routes(app: FastAPI) -> None:
     async def ping() -> dict[str, Any]:
         """What mem0's MemoryClient asks on start (it wants an organisation and project)."""
@@ -131,8 +140,9 @@ def mem0_routes(app: FastAPI) -> None:
         forgotten one is a 404, as mem0 answers for a deleted memory; its history and
         ethos's own paths (/ethos/memories?pruned=true, explain) still show it."""
         memory = await engine.memory(memory_id)
-        if memory["pruned"]:
-            raise NotFoundError(f"no memory with id {memory['id']}: forgotten", [memory["id"]])
+        if memory.account.pruned:
+            found = str(memory.account.id)
+            raise NotFoundError(f"no memory with id {found}: forgotten", [found])
         return mem0_item(memory)
 
     async def update(memory_id: str, body: MemoryUpdate, engine: EngineDep) -> dict[str, Any]:
@@ -145,15 +155,15 @@ def mem0_routes(app: FastAPI) -> None:
         if body.metadata is not None:
             if OWNERS in body.metadata:
                 raise InputError(f"metadata.{OWNERS} holds a memory's owners: fixed at add")
-            metadata = {**(memory["metadata"] or {}), **body.metadata}
+            metadata = {**memory.metadata, **body.metadata}
         expires_at: datetime | Literal["keep"] | None = "keep"
         if "expiration_date" in body.model_fields_set:  # null clears it, as in mem0
-            expires_at = _expiry(memory["table"], body.expiration_date)
+            expires_at = _expiry(memory.account.table, body.expiration_date)
         await engine.update(
-            memory["table"], memory_id, content=body.text, metadata=metadata,
+            memory.account.table, memory_id, content=body.text, metadata=metadata,
             expires_at=expires_at,
         )  # fmt: skip
-        return {"message": "Memory updated successfully!", "id": memory["id"]}
+        return {"message": "Memory updated successfully!", "id": str(memory.account.id)}
 
     async def delete(memory_id: str, engine: EngineDep) -> dict[str, Any]:
         """Forget the memory: pruned (reason manual), recoverable; not a hard delete. A
@@ -177,8 +187,8 @@ def mem0_routes(app: FastAPI) -> None:
         while page := await engine.memories(
             owners.agent, limit=MAX_LIST, matching=owners.matching()
         ):
-            for table in {memory["table"] for memory in page}:
-                ids = [memory["id"] for memory in page if memory["table"] == table]
+            for table in {memory.account.table for memory in page}:
+                ids = [memory.account.id for memory in page if memory.account.table == table]
                 forgotten[table] += (await engine.forget(table, ids)).counts[table]["manual"]
         forgotten_by_reason = {table: {"manual": n} for table, n in forgotten.items()}
         return {"message": "All relevant memories deleted",
@@ -189,20 +199,15 @@ def mem0_routes(app: FastAPI) -> None:
         (old_memory) and the metadata it replaced (ethos.old_metadata, as the client
         gave it); RECOVER is ethos's own event."""
         memory = await engine.memory(memory_id)
-        events = await engine.history(memory["table"], memory_id)
-        for event in events:
-            if "old_metadata" in event:
-                given = {k: v for k, v in event["old_metadata"].items() if k != OWNERS}
-                event["old_metadata"] = given or None
-        mem0 = ("event", "at", "old", "content")
-        role = owners_of(memory["metadata"], memory["agent_id"]).get("role")
+        found, account = str(memory.account.id), memory.account
+        role = owners_of(memory.metadata, account.agent_id).get("role")
         return [
-            {"id": f"{memory['id']}:{i}", "memory_id": memory["id"], "old_memory": e.get("old"),
-             "new_memory": e.get("content"),
-             "event": HISTORY_EVENTS[e["event"]], "created_at": e["at"].isoformat(),
-             "updated_at": None, "is_deleted": e["event"] == "prune", "actor_id": None,
-             "role": role, "ethos": {k: v for k, v in e.items() if k not in mem0}}
-            for i, e in enumerate(events)
+            {"id": f"{found}:{i}", "memory_id": found, "old_memory": e.old,
+             "new_memory": e.content,
+             "event": HISTORY_EVENTS[e.event], "created_at": e.at.isoformat(),
+             "updated_at": None, "is_deleted": e.event == "prune", "actor_id": None,
+             "role": role, "ethos": _given(e.details())}
+            for i, e in enumerate(await engine.history(account.table, memory_id))
         ]  # fmt: skip
 
     async def search(body: SearchRequest, engine: EngineDep, request: Request) -> dict[str, Any]:

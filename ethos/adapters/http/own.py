@@ -37,7 +37,10 @@ def ethos_routes(app: FastAPI, settings: Settings) -> None:
     ) -> list[dict[str, Any]]:
         """Memories as `ethos explain` describes them (salience now, policy, when each
         will be pruned, its forecast), with text and metadata. Nothing is reinforced."""
-        return await engine.memories(agent, tables=kinds, pruned=pruned, limit=limit, offset=offset)
+        found = await engine.memories(
+            agent, tables=kinds, pruned=pruned, limit=limit, offset=offset
+        )
+        return [memory.as_dict() for memory in found]
 
     async def recall(body: Recall, engine: EngineDep, request: Request) -> list[dict[str, Any]]:
         """Recall, every part of each score shown: text rank and/or similarity, salience
@@ -67,12 +70,13 @@ def ethos_routes(app: FastAPI, settings: Settings) -> None:
     async def move(memory_id: str, body: Move, engine: EngineDep) -> dict[str, Any]:
         """Another policy, re-anchored now (the dashboard's pin: permanent)."""
         memory = await engine.memory(memory_id)
-        return (await engine.move(memory["table"], memory_id, body.policy)).as_dict()
+        return (await engine.move(memory.account.table, memory_id, body.policy)).as_dict()
 
     async def links(memory_id: str, engine: EngineDep) -> list[dict[str, Any]]:
         """Its associations, strongest first."""
         memory = await engine.memory(memory_id)
-        return [link.as_dict() for link in await engine.links(memory["table"], memory_id)]
+        links = await engine.links(memory.account.table, memory_id)
+        return [link.as_dict() for link in links]
 
     async def stats(engine: EngineDep, agent: str | None = None) -> dict[str, Any]:
         """The monitoring views, for one agent or all."""

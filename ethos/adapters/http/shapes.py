@@ -10,6 +10,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from ethos.domain.tables import table_spec
+from ethos.services.engine import MemoryView
 from ethos.services.retrieval import Hit
 
 IDS = ("user_id", "agent_id", "run_id")  # mem0's owners (see owners.py)
@@ -91,8 +92,9 @@ class Move(BaseModel):
     policy: str
 
 
-def mem0_item(memory: Mapping[str, Any]) -> dict[str, Any]:
+def mem0_item(view: MemoryView) -> dict[str, Any]:
     """A memory (as Engine.memories describes it) in mem0's shape, with ethos's account."""
+    memory = view.as_dict()
     metadata = dict(memory["metadata"] or {})
     ids = metadata.pop(OWNERS, None) or {"user_id": memory["agent_id"]}
     return {

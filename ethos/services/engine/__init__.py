@@ -19,33 +19,43 @@ Engine is one class made of a mixin per concern on a core, as the store is:
 import asyncio
 
 from ethos import db
+from ethos.domain.explain import Account
 from ethos.services.engine.items import ItemEngine, StoredItem
-from ethos.services.engine.listing import MAX_LIST, ListingEngine, describe
-from ethos.services.engine.memories import Added, MemoryEngine
-from ethos.services.engine.operations import OperationsEngine
-from ethos.services.engine.policies import PolicyEngine
-from ethos.settings import Settings
-
-__all__ = ["MAX_LIST", "Added", "Engine", "StoredItem", "describe"]
 from ethos.services.engine.listing import (
+    MAX_LIST,
     AgentCounts,
+    HistoryEvent,
+    ListingEngine,
+    MemoryView,
     PrunedCount,
     TableCount,
+    describe,
 )
-from ethos.services.engine.memories import VectorsMade
-from ethos.services.engine.operations import LtpStatus, Stats, Status
-from ethos.services.engine.policies import Moved
+from ethos.services.engine.memories import Added, MemoryEngine, VectorsMade
+from ethos.services.engine.operations import (
+    LtpStatus,
+    OperationsEngine,
+    PrunedMemory,
+    Stats,
+    Status,
+)
+from ethos.services.engine.policies import Moved, PolicyEngine
 from ethos.services.engine.retrieval import Link
+from ethos.settings import Settings
 
 __all__ = [
     "MAX_LIST",
+    "Account",
     "Added",
     "AgentCounts",
     "Engine",
+    "HistoryEvent",
     "Link",
     "LtpStatus",
+    "MemoryView",
     "Moved",
     "PrunedCount",
+    "PrunedMemory",
     "Stats",
     "Status",
     "StoredItem",

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from ethos.db.store import Row
 from ethos.domain.errors import InputError
-from ethos.domain.explain import explain, forecast
+from ethos.domain.explain import Account, explain, forecast, json_value
 from ethos.domain.inputs import (
     agent_id,
     at_most,
@@ -76,6 +76,55 @@ class PrunedCount:
         return asdict(self)
 
 
+@dataclass(frozen=True)
+class MemoryView:
+    """A memory as front ends show it: `explain`'s account, the salience it will have
+    if never retrieved again (days from now, salience; none once pruned), its text and
+    metadata."""
+
+    account: Account
+    forecast: tuple[tuple[float, float], ...]
+    content: str
+    metadata: dict[str, Any]
+    created_at: datetime
+    updated_at: datetime | None  # None: never updated
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            **self.account.as_dict(),
+            "forecast": list(self.forecast),
+            "content": self.content,
+            "metadata": self.metadata,
+            "created_at": self.created_at.isoformat(),
+            "updated_at": json_value(self.updated_at),
+        }
+
+
+@dataclass(frozen=True)
+class HistoryEvent:
+    """One thing that happened to a memory: added (with its first text), updated (the
+    text then; `old`: the text it replaced, when it changed; `old_metadata`: the
+    metadata it replaced, when that changed), pruned (with the reason) or recovered
+    (by the command)."""
+
+    event: Literal["add", "update", "prune", "recover"]
+    at: datetime
+    content: str | None = None
+    old: str | None = None
+    old_metadata: dict[str, Any] | None = None
+    reason: str | None = None
+    command: str | None = None
+
+    def details(self) -> dict[str, Any]:
+        """What this kind of event says beyond its text: a prune's reason, a recovery's
+        command, the metadata an update replaced."""
+        if self.event == "prune":
+            return {"reason": self.reason}
+        if self.event == "recover":
+            return {"command": self.command}
+        return {} if self.old_metadata is None else {"old_metadata": self.old_metadata}
+
+
 class ListingEngine(EngineCore):
     """Agents, listings, one memory, updates, history, pruned counts."""
 
@@ -97,7 +146,7 @@ class ListingEngine(EngineCore):
         offset: int = 0,
         now: datetime | None = None,
         matching: Sequence[Mapping[str, Any]] | None = None,
-    ) -> list[dict[str, Any]]:
+    ) -> list[MemoryView]:
         """Memories of one agent (or all), each described as `explain` does, with its
         content and metadata: live ones newest first, or (pruned) the most recently
         pruned first. With `matching` (mem0's filters), only those holding the mem0
@@ -147,7 +196,7 @@ class ListingEngine(EngineCore):
         agent: str | None = None,
         record: bool = False,
         now: datetime | None = None,
-    ) -> dict[str, Any]:
+    ) -> MemoryView:
         """One memory by id (of `agent`, when given), described as `memories` does; with
         `record`, a live one is retrieved (LTP), as an agent reading it."""
         [(spec, [found])] = (await self.locate([memory_id], agent=agent)).items()
@@ -196,11 +245,9 @@ class ListingEngine(EngineCore):
 
     async def history(
         self, table: str | TableSpec, memory_id: str | uuid.UUID
-    ) -> list[dict[str, Any]]:
-        """What happened to a memory, oldest first: added (with its first text), updated
-        (each replaced text with the one before it, `old`, and replaced metadata with
-        the metadata before it, `old_metadata`), pruned (with the reason) and recovered
-        by id, each time."""
+    ) -> list[HistoryEvent]:
+        """What happened to a memory, oldest first: added, updated (each replaced text
+        and metadata beside the new), pruned and recovered, each time."""
         spec = table_spec(table)
         row = await self.store.fetch(spec, parse_id(memory_id))
         revisions = await self.store.revisions_of(spec, row["id"])
@@ -209,28 +256,30 @@ class ListingEngine(EngineCore):
             None if r["metadata"] is None else json_object(r["metadata"])  # before 0038: none
             for r in revisions
         ] + [json_object(row["metadata"])]
-        events: list[dict[str, Any]] = [
-            {"event": "add", "at": row["created_at"], "content": texts[0]}
-        ]
+        events = [HistoryEvent("add", row["created_at"], content=texts[0])]
         for i, revision in enumerate(revisions):
-            event = {"event": "update", "at": revision["revised_at"], "content": texts[i + 1]}
-            if texts[i] != texts[i + 1]:
-                event["old"] = texts[i]
-            if metadata[i] is not None and metadata[i] != metadata[i + 1]:
-                event["old_metadata"] = metadata[i]
-            events.append(event)
+            events.append(
+                HistoryEvent(
+                    "update",
+                    revision["revised_at"],
+                    content=texts[i + 1],
+                    old=texts[i] if texts[i] != texts[i + 1] else None,
+                    old_metadata=metadata[i] if metadata[i] != metadata[i + 1] else None,
+                )
+            )
         if not revisions and row["updated_at"] is not None:
-            events.append({"event": "update", "at": row["updated_at"], "content": texts[0]})
+            events.append(HistoryEvent("update", row["updated_at"], content=texts[0]))
         for recovery in await self.store.recoveries_of(spec, row["id"]):
             if recovery["pruned"] is not None:  # the prune this recovery undid
                 pruned = json.loads(recovery["pruned"])
-                events.append({"event": "prune", "at": datetime.fromisoformat(pruned["pruned_at"]),
-                               "reason": pruned["prune_reason"]})  # fmt: skip
-            events.append({"event": "recover", "at": recovery["recovered_as_of"],
-                           "command": recovery["command"]})  # fmt: skip
+                at = datetime.fromisoformat(pruned["pruned_at"])
+                events.append(HistoryEvent("prune", at, reason=pruned["prune_reason"]))
+            events.append(
+                HistoryEvent("recover", recovery["recovered_as_of"], command=recovery["command"])
+            )
         if row["pruned"]:
-            events.append({"event": "prune", "at": row["pruned_at"], "reason": row["prune_reason"]})
-        return sorted(events, key=lambda event: event["at"])
+            events.append(HistoryEvent("prune", row["pruned_at"], reason=row["prune_reason"]))
+        return sorted(events, key=lambda event: event.at)
 
     async def pruned_by_reason(
         self, agent: str | None = None, *, since: datetime | None = None
@@ -242,16 +291,14 @@ class ListingEngine(EngineCore):
         return [PrunedCount(**row) for row in await self.store.pruned_by_reason(agent, at)]
 
 
-def describe(spec: TableSpec, row: Row, at: datetime, policy: Policy) -> dict[str, Any]:
+def describe(spec: TableSpec, row: Row, at: datetime, policy: Policy) -> MemoryView:
     """A memory as front ends show it: `explain`'s account, its text and metadata."""
-    metadata = row["metadata"]
     account = explain(spec, row, at, policy)
-    until = datetime.fromisoformat(account["prunes_at"]) if account["prunes_at"] else None
-    return {
-        **account,
-        "forecast": [] if row["pruned"] else forecast(spec, row, at, policy, until),
-        "content": row["content"],
-        "metadata": json_object(metadata),
-        "created_at": row["created_at"].isoformat(),
-        "updated_at": row["updated_at"].isoformat() if row["updated_at"] else None,
-    }
+    return MemoryView(
+        account=account,
+        forecast=() if row["pruned"] else tuple(forecast(spec, row, at, policy, account.prunes_at)),
+        content=row["content"],
+        metadata=json_object(row["metadata"]),
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+    )

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
 from ethos.domain.errors import InputError
-from ethos.domain.explain import explain
+from ethos.domain.explain import Account, explain
 from ethos.domain.inputs import (
     MemoryInput,
     at_most,
@@ -220,31 +220,33 @@ class MemoryEngine(RetrievalEngine):
 
     async def explain(
         self, table: str | TableSpec, memory_id: str | uuid.UUID, *, now: datetime | None = None
-    ) -> dict[str, Any]:
+    ) -> Account:
+        """Why a memory has its salience at `now` (the database's clock by default), and
+        when it will be pruned if never retrieved again; an automatic importance with the
+        words that made it."""
         spec = table_spec(table)
         row = await self.store.fetch(spec, parse_id(memory_id))
         at = await self._moment(now)
         account = explain(spec, row, at, await self.store.policy(row["policy"]))
-        if row["auto_importance"] is not None:  # which of its words made it (as they stand)
-            words = await self.store.rare_words(row["agent_id"], row["content_tsv"])
-            account["importance"] = round(row["auto_importance"], 4)
-            account["importance_from"] = "automatic: " + ", ".join(
-                "a number " + repr(w) if w[0].isdigit() else repr(w) for w in words
+        if row["auto_importance"] is None:
+            return account
+        # which of its words made it (as they stand)
+        words = await self.store.rare_words(row["agent_id"], row["content_tsv"])
+        told = "automatic: " + ", ".join(
+            "a number " + repr(w) if w[0].isdigit() else repr(w) for w in words
+        )
+        if row["auto_particularity"] is not None:
+            told += (
+                f"; its vector {row['auto_particularity']:.2f}x as particular as the"
+                " agent's average"
             )
-            if row["auto_particularity"] is not None:
-                account["importance_from"] += (
-                    f"; its vector {row['auto_particularity']:.2f}x as particular as the"
-                    " agent's average"
-                )
-            if row["auto_answer"] is not None:
-                account["importance_from"] += (
-                    f"; it answers a question (its words count {row['auto_answer']:g}x)"
-                )
-            # (the half as it stands: the agent's average has moved since, if a little)
-            scale = await self.store.auto_half(row["agent_id"])
-            account["importance_from"] += f"; {scale['half']:.1f} such words make 0.5 now" + (
-                f" (the agent's memories hold {scale['average']:.1f} words on average)"
-                if scale["average"] is not None
-                else ""
-            )
-        return account
+        if row["auto_answer"] is not None:
+            told += f"; it answers a question (its words count {row['auto_answer']:g}x)"
+        # (the half as it stands: the agent's average has moved since, if a little)
+        scale = await self.store.auto_half(row["agent_id"])
+        told += f"; {scale['half']:.1f} such words make 0.5 now" + (
+            f" (the agent's memories hold {scale['average']:.1f} words on average)"
+            if scale["average"] is not None
+            else ""
+        )
+        return replace(account, importance=round(row["auto_importance"], 4), importance_from=told)

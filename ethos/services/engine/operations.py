@@ -10,7 +10,6 @@ from dataclasses import dataclass, fields, replace
 from datetime import datetime
 from typing import Any
 
-from ethos.db.store import Row
 from ethos.domain.errors import InputError
 from ethos.domain.inputs import agent_id, aware, parse_id
 from ethos.domain.roles import Roles
@@ -71,6 +70,15 @@ class Status:
             "retrieval_dead_letters": self.retrieval_dead_letters,
             "ltp": self.ltp.as_dict(),
         }
+
+
+@dataclass(frozen=True)
+class PrunedMemory:
+    """A memory a sweep pruned: its table, id and text."""
+
+    table: str
+    id: uuid.UUID
+    content: str
 
 
 class OperationsEngine(EngineCore):
@@ -254,6 +262,7 @@ class OperationsEngine(EngineCore):
         sweep, or with prune a prune pass, would look at)."""
         return await self.store.count_due(table_spec(table), aware(now, "now"), prune=prune)
 
-    async def pruned_at(self, agent: str, at: datetime) -> list[Row]:
+    async def pruned_at(self, agent: str, at: datetime) -> list[PrunedMemory]:
         """The memories of an agent that a sweep at exactly `at` pruned."""
-        return await self.store.pruned_at(agent, aware(at, "at"))
+        rows = await self.store.pruned_at(agent, aware(at, "at"))
+        return [PrunedMemory(row["table_name"], row["id"], row["content"]) for row in rows]
