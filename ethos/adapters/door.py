@@ -11,6 +11,8 @@ engine over HTTP): who may bind where, and which requests get in.
   localhost, is refused.
 - With a token, every request carries `Authorization: Bearer <token>`, compared in
   constant time; the token is read from the variable `token_env` names and never logged.
+  What the request may then do ("read" or "write") is in its scope, `ethos.access`.
+- A refusal is an RFC 9457 problem detail, as every other error of the HTTP API.
 
 Plain ASGI: no web framework needed.
 """
@@ -19,12 +21,13 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
-import json
 import os
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
+from http import HTTPStatus
 from typing import Any
 
+from ethos.adapters import wire
 from ethos.domain.errors import ConfigError
 
 Scope = MutableMapping[str, Any]
@@ -38,11 +41,15 @@ LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 @dataclass(frozen=True)
 class Door:
     """Who gets in: the Host and Origin values accepted, and the tokens with what each
-    may do ("write", which reads too, or "read"); no tokens: anyone may write."""
+    may do ("write", which reads too, or "read"); no tokens: anyone may write.
+    `read_only`: every token only reads. `public`: paths that serve no data, open with
+    the Host and Origin checks alone ("/static/*": every path under it)."""
 
     tokens: tuple[tuple[str, str], ...] = field(repr=False)
     allowed_hosts: tuple[str, ...]
     allowed_origins: tuple[str, ...] = field(default=())
+    read_only: bool = False
+    public: tuple[str, ...] = ()
 
     def host_allowed(self, host: str | None) -> bool:
         where = _host_port(host or "")
@@ -84,6 +91,22 @@ class Door:
         if self.access(headers.get("authorization")) is None:
             return 401, "a valid bearer token is required"
         return None
+
+    def admit(
+        self, headers: Mapping[str, str], path: str
+    ) -> tuple[str | None, tuple[int, str] | None]:
+        """(what the request may do, None), or (None, (status, reason)) to refuse it;
+        "none" for a public path without a valid token."""
+        refusal = self.refusal(headers)
+        if refusal is None:
+            access = self.access(headers.get("authorization"))
+            return ("read" if self.read_only else access), None
+        if refusal[0] == 401 and self._public(path):
+            return "none", None
+        return None, refusal
+
+    def _public(self, path: str) -> bool:
+        return any(path.startswith(p[:-1]) if p.endswith("*") else path == p for p in self.public)
 
 
 def _host_port(value: str, *, pattern: bool = False) -> tuple[str, str] | None:
@@ -131,10 +154,13 @@ def door_for(
     allowed_origins: Sequence[str],
     flag: str,
     section: str,
+    read_only: bool = False,
+    public: tuple[str, ...] = (),
 ) -> Door:
     """The door of a server binding `host`, or ConfigError in one line. `tokens` maps
     the names of the variables holding tokens to what each token may do (an empty name
-    is no token); `section` is the settings section named in errors."""
+    is no token); `section` is the settings section named in errors; `read_only` and
+    `public` as Door has them."""
     held = []
     for env, level in tokens.items():
         if env:
@@ -165,6 +191,8 @@ def door_for(
         tuple(held),
         tuple(h.lower() for h in hosts),
         tuple(o.lower() for o in allowed_origins),
+        read_only,
+        public,
     )
 
 
@@ -174,27 +202,46 @@ def _bracketed(host: str) -> str:
 
 def guarded(app: App, door: Door) -> App:
     """`app` behind the door: 421 for a foreign Host, 403 for a foreign Origin, 401
-    without the token (HTTP and WebSocket alike; lifespan events pass)."""
+    without the token (HTTP and WebSocket alike; lifespan events pass); what an admitted
+    request may do is its scope's `ethos.access`."""
 
     async def guard(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):
             return await app(scope, receive, send)
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        refused = door.refusal(headers)
-        if refused is not None:
-            return await _refuse(scope, send, *refused)
-        await app(scope, receive, send)
+        access, refused = door.admit(headers, scope["path"])
+        if refused is None:
+            scope["ethos.access"] = access
+            return await app(scope, receive, send)
+        if scope["type"] == "websocket":  # closed before it is accepted: policy violation
+            return await send({"type": "websocket.close", "code": 1008, "reason": refused[1]})
+        await send_problem(send, *refused, scope["path"])
 
     return guard
 
 
-async def _refuse(scope: Scope, send: Send, status: int, detail: str) -> None:
-    if scope["type"] == "websocket":  # closed before it is accepted: policy violation
-        await send({"type": "websocket.close", "code": 1008, "reason": detail})
-        return
-    body = json.dumps({"status": status, "detail": detail}).encode()
-    headers = [(b"content-type", b"application/problem+json")]
+# A detail longer than this is cut: no message echoes megabytes of what a client sent.
+MAX_DETAIL = 1000
+
+
+def problem(status: int, detail: str, instance: str) -> dict[str, Any]:
+    """An RFC 9457 problem detail; its `detail` is one line (the CLI's)."""
+    line = detail.splitlines()[0][:MAX_DETAIL] if detail else HTTPStatus(status).phrase
+    return {"type": "about:blank", "title": HTTPStatus(status).phrase, "status": status,
+            "detail": line, "instance": instance}  # fmt: skip
+
+
+def problem_headers(status: int) -> dict[str, str]:
+    headers = {"content-type": "application/problem+json"}
     if status == 401:
-        headers.append((b"www-authenticate", b'Bearer realm="ethos"'))
+        headers["www-authenticate"] = 'Bearer realm="ethos"'
+    return headers
+
+
+async def send_problem(send: Send, status: int, detail: str, path: str) -> None:
+    """Answer with a problem detail, from ASGI code (outside the web framework)."""
+    body = wire.dumps(problem(status, detail, path), compact=True).encode()
+    headers = [(k.encode(), v.encode()) for k, v in problem_headers(status).items()]
+    headers.append((b"content-length", str(len(body)).encode()))
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})

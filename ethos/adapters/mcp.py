@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
-import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from importlib.metadata import version
@@ -31,7 +30,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS, CallToolResult, InputRequiredResult, TextContent
 from pydantic import ValidationError
 
-from ethos.adapters import calls
+from ethos.adapters import calls, wire
 from ethos.adapters.door import Door, guarded
 from ethos.domain.errors import EthosError
 from ethos.domain.tables import table_spec
@@ -65,7 +64,7 @@ class Server(MCPServer[Any]):
                 raise ToolError(one_line(exc.__cause__)) from exc.__cause__
             raise
         if isinstance(answer, CallToolResult) and answer.structured_content is not None:
-            text = json.dumps(answer.structured_content, default=str)
+            text = wire.dumps(answer.structured_content)
             answer.content = [TextContent(type="text", text=text)]
         return answer
 

@@ -14,7 +14,9 @@ import asyncpg
 import httpx
 import pytest
 
-from ethos.adapters.http import Gate, build_app
+from ethos.adapters.door import guarded
+from ethos.adapters.http import build_app
+from ethos.adapters.http.access import framed, server_door
 from ethos.services.engine import Engine
 from ethos.services.recovery import Selector
 from ethos.settings import Settings
@@ -29,10 +31,11 @@ async def served(settings: Settings, **server: Any) -> AsyncIterator[httpx.Async
     engine is closed, and its buffered retrievals applied, on the way out."""
     settings = settings.model_copy(update={"server": settings.server.model_copy(update=server)})
     app = build_app(settings)
-    gated = Gate.for_bind(settings, "127.0.0.1", None).wrap(app)
     async with Engine(settings) as engine:
         app.state.engine = engine
-        transport = httpx.ASGITransport(app=gated)
+        transport = httpx.ASGITransport(
+            app=framed(guarded(app, server_door(settings, "127.0.0.1", None)))
+        )
         async with httpx.AsyncClient(transport=transport, base_url=BASE) as http:
             yield http
 

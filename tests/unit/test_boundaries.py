@@ -107,9 +107,9 @@ def test_the_layers_contract_fails_when_a_layer_imports_one_above(tmp_path: Path
             "ethos.adapters.cli.memories -> ethos.adapters.cli.policies",
         ),
         (
-            "adapters/http/gate.py",
+            "adapters/http/access.py",
             "ethos.adapters.http.shapes",
-            "ethos.adapters.http.gate -> ethos.adapters.http.shapes",
+            "ethos.adapters.http.access -> ethos.adapters.http.shapes",
         ),
     ],
 )

@@ -36,7 +36,11 @@ async def status(gate: Door, **headers: str) -> int:
     async def send(message: dict[str, Any]) -> None:
         sent.append(message)
 
-    scope = {"type": "http", "headers": [(k.encode(), v.encode()) for k, v in headers.items()]}
+    scope = {
+        "type": "http",
+        "path": "/mcp",
+        "headers": [(k.encode(), v.encode()) for k, v in headers.items()],
+    }
     await guarded(app, gate)(scope, None, send)  # type: ignore[arg-type]
     return int(sent[0]["status"])
 

@@ -1,4 +1,4 @@
-"""The HTTP server's gate and mem0's owners, pure: who may read or write, and which
+"""The HTTP server's door and mem0's owners, pure: who may read or write, and which
 ethos agent a mem0 request names."""
 
 from __future__ import annotations
@@ -7,8 +7,9 @@ import json
 
 import pytest
 
-from ethos.adapters.http import Gate, named
-from ethos.adapters.http.gate import MAX_DETAIL, problem
+from ethos.adapters.door import MAX_DETAIL, Door
+from ethos.adapters.http import named
+from ethos.adapters.http.access import problem, server_door
 from ethos.domain.errors import InputError
 from ethos.settings import Settings
 
@@ -20,11 +21,11 @@ REFUSED = {
 }
 
 
-def gate(monkeypatch: pytest.MonkeyPatch, **server: object) -> Gate:
+def gate(monkeypatch: pytest.MonkeyPatch, **server: object) -> Door:
     monkeypatch.setenv("T_WRITE", "writer-token")
     monkeypatch.setenv("T_READ", "reader-token")
     settings = Settings.model_validate({"server": {"read_token_env": "T_READ", **server}})
-    return Gate.for_bind(settings, "127.0.0.1", "T_WRITE")
+    return server_door(settings, "127.0.0.1", "T_WRITE")
 
 
 def bearer(token: str) -> dict[str, str]:

@@ -4,25 +4,16 @@
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 from datetime import datetime
-from decimal import Decimal
 from typing import Any
+
+from ethos.adapters import wire
 
 
 def emit(args: argparse.Namespace, data: dict[str, Any], text: str) -> None:
-    print(json.dumps(data, default=_json_value) if getattr(args, "json", False) else text)
-
-
-def _json_value(value: Any) -> Any:
-    """Moments as ISO 8601, numbers as numbers, anything else (ids) as its text."""
-    if isinstance(value, datetime):
-        return value.isoformat()
-    if isinstance(value, Decimal):
-        return int(value) if value == value.to_integral_value() else float(value)
-    return str(value)
+    print(wire.dumps(data) if getattr(args, "json", False) else text)
 
 
 def ltp_exit(dropped: int) -> int:

@@ -37,16 +37,16 @@ from fastapi import FastAPI
 from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 
-from ethos.adapters.door import App
+from ethos.adapters.door import App, guarded
+from ethos.adapters.http.access import framed, install_problems, server_door
 from ethos.adapters.http.bounds import Bounds
-from ethos.adapters.http.gate import Gate, install_problems
 from ethos.adapters.http.mem0 import mem0_routes
 from ethos.adapters.http.own import ethos_routes
 from ethos.adapters.http.owners import named
 from ethos.services.engine import Engine
 from ethos.settings import Settings, with_statement_timeout
 
-__all__ = ["DASHBOARD", "Gate", "build_app", "http_app", "named", "serve_http"]
+__all__ = ["DASHBOARD", "build_app", "http_app", "named", "serve_http"]
 
 
 DASHBOARD = Path(__file__).parent.parent / "dashboard"
@@ -85,8 +85,8 @@ def build_app(settings: Settings) -> FastAPI:
 
 
 def http_app(settings: Settings, host: str, *, token_env: str | None) -> App:
-    """build_app behind the gate for a server bound at `host`."""
-    return Gate.for_bind(settings, host, token_env).wrap(build_app(settings))
+    """build_app behind the door of a server bound at `host`."""
+    return framed(guarded(build_app(settings), server_door(settings, host, token_env)))
 
 
 async def serve_http(settings: Settings, host: str, port: int, *, token_env: str | None) -> None:

@@ -1,21 +1,18 @@
-"""How an endpoint gets the engine and answers: JSON written by json.dumps, at its
-path and at mem0's client aliases."""
+"""How an endpoint gets the engine and answers: JSON written by ethos.adapters.wire, at
+its path and at mem0's client aliases."""
 
 from __future__ import annotations
 
 import functools
-import json
-import uuid
 from collections.abc import Awaitable, Callable
-from datetime import datetime
-from decimal import Decimal
 from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 
-from ethos.adapters.http.gate import writes
+from ethos.adapters import wire
+from ethos.adapters.http.access import writes
 from ethos.services.engine import Engine
 
 
@@ -49,22 +46,12 @@ PROBLEMS: dict[int | str, dict[str, Any]] = {
 
 
 class Json(JSONResponse):
-    """JSON written by json.dumps: the engine's answers are plain data already (FastAPI's
-    own encoder, walking every value, cost more than the search it returned)."""
+    """JSON written by the front ends' one encoder: the engine's answers are plain data
+    already (FastAPI's own encoder, walking every value, cost more than the search it
+    returned)."""
 
     def render(self, content: Any) -> bytes:
-        return json.dumps(content, default=_plain, separators=(",", ":")).encode()
-
-
-def _plain(value: Any) -> str | float:
-    """What json.dumps does not know of the engine's answers: moments, ids, numerics."""
-    if isinstance(value, datetime):
-        return value.isoformat()
-    if isinstance(value, uuid.UUID):
-        return str(value)
-    if isinstance(value, Decimal):
-        return float(value)
-    raise TypeError(f"{type(value).__name__} is not JSON")
+        return wire.dumps(content, compact=True).encode()
 
 
 def route(

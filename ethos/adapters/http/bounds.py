@@ -9,8 +9,7 @@ import asyncio
 from collections.abc import MutableMapping
 from typing import Any
 
-from ethos.adapters.door import App, Receive, Scope, Send
-from ethos.adapters.http.gate import send_problem
+from ethos.adapters.door import App, Receive, Scope, Send, send_problem
 from ethos.settings import ServerSettings
 
 Message = MutableMapping[str, Any]

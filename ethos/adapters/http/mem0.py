@@ -10,8 +10,8 @@ from typing import Annotated, Any, Literal
 
 from fastapi import FastAPI, Query, Request
 
+from ethos.adapters.http.access import may_write
 from ethos.adapters.http.answers import EngineDep, Writes, route
-from ethos.adapters.http.gate import may_write
 from ethos.adapters.http.owners import named, owners_of
 from ethos.adapters.http.shapes import (
     HISTORY_EVENTS,

@@ -9,8 +9,8 @@ from typing import Annotated, Any
 from fastapi import FastAPI, Query, Request
 
 from ethos.adapters import calls
+from ethos.adapters.http.access import may_write
 from ethos.adapters.http.answers import EngineDep, Writes, route
-from ethos.adapters.http.gate import may_write
 from ethos.adapters.http.shapes import Feedback, Ids, Kind, Move, Recall
 from ethos.domain.lifetimes import policy_curves
 from ethos.domain.tables import MEMORY_TABLES
