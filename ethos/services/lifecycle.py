@@ -17,9 +17,9 @@ from typing import Any
 
 import structlog
 
-from ethos.db.store import Store
 from ethos.domain.errors import DatabaseError, InputError
 from ethos.domain.tables import MEMORY_TABLES, PRUNE_REASONS, VECTORS, TableSpec, table_spec
+from ethos.services.ports import LifecyclePort
 from ethos.settings import Settings
 
 log = structlog.get_logger("ethos.services.lifecycle")
@@ -50,7 +50,7 @@ class LifecycleReport:
 
 @asynccontextmanager
 async def audited(
-    store: Store, report: LifecycleReport, trigger: str, selector: dict[str, Any]
+    store: LifecyclePort, report: LifecycleReport, trigger: str, selector: dict[str, Any]
 ) -> AsyncIterator[None]:
     """An audit row for a run that changes something: written before it starts and
     finished whatever happens (shielded, so a cancelled run is recorded too)."""
@@ -76,7 +76,7 @@ async def audited(
 
 
 async def merge_duplicates(
-    store: Store,
+    store: LifecyclePort,
     settings: Settings,
     *,
     now: datetime,
@@ -102,7 +102,7 @@ async def merge_duplicates(
 
 
 async def _merge_exact(
-    store: Store, spec: TableSpec, agent: str | None, now: datetime, dry_run: bool
+    store: LifecyclePort, spec: TableSpec, agent: str | None, now: datetime, dry_run: bool
 ) -> dict[str, int]:
     counts = {"scanned_groups": 0, "groups": 0, "merged": 0, "links_moved": 0}
     after = ("", uuid.UUID(int=0))
@@ -122,7 +122,7 @@ async def _merge_exact(
 
 
 async def _merge_groups(
-    store: Store,
+    store: LifecyclePort,
     spec: TableSpec,
     groups: Sequence[Sequence[uuid.UUID]],
     now: datetime,
@@ -137,7 +137,7 @@ async def _merge_groups(
 
 
 async def _merge_near(
-    store: Store, settings: Settings, agent: str | None, now: datetime, dry_run: bool
+    store: LifecyclePort, settings: Settings, agent: str | None, now: datetime, dry_run: bool
 ) -> dict[str, int]:
     """Near-duplicate vectors (cosine >= dedup.near_threshold), found batch by batch
     through the HNSW index, grouped (a chain of near pairs is one group) and merged;
@@ -197,7 +197,7 @@ async def _merge_near(
 
 
 async def forget(
-    store: Store,
+    store: LifecyclePort,
     spec: TableSpec,
     ids: Sequence[uuid.UUID],
     *,
@@ -220,7 +220,9 @@ async def forget(
     return report
 
 
-async def forget_agent(store: Store, agent: str, *, now: datetime, trigger: str) -> LifecycleReport:
+async def forget_agent(
+    store: LifecyclePort, agent: str, *, now: datetime, trigger: str
+) -> LifecycleReport:
     """Soft-delete every live memory of one agent on request: reason 'manual',
     recoverable (`recover --agent`). An agent with none forgets nothing."""
     report = LifecycleReport("forget", now, False)
@@ -231,7 +233,7 @@ async def forget_agent(store: Store, agent: str, *, now: datetime, trigger: str)
 
 
 async def purge(
-    store: Store,
+    store: LifecyclePort,
     settings: Settings,
     *,
     pruned_before: datetime,
@@ -268,7 +270,7 @@ async def purge(
 
 
 async def erase(
-    store: Store,
+    store: LifecyclePort,
     settings: Settings,
     agent: str,
     *,

@@ -21,7 +21,6 @@ from typing import Any
 
 import structlog
 
-from ethos.db.store import Store
 from ethos.domain.errors import DatabaseError, InputError, TransientDatabaseError
 from ethos.domain.tables import TableSpec
 from ethos.services.ltp_flush import (
@@ -37,6 +36,7 @@ from ethos.services.ltp_flush import (
     event_of,
     group_of,
 )
+from ethos.services.ports import LtpPort
 from ethos.settings import Settings
 
 log = structlog.get_logger("ethos.services.ltp")
@@ -76,7 +76,7 @@ class _Batch:
 
 
 class LtpBuffer:
-    def __init__(self, store: Store, settings: Settings, *, drains_queue: bool = False) -> None:
+    def __init__(self, store: LtpPort, settings: Settings, *, drains_queue: bool = False) -> None:
         self._store = store
         self._settings = settings
         # Also apply the durable queue every flush interval (the daemon's buffer). A

@@ -18,9 +18,10 @@ from typing import Literal
 
 import structlog
 
-from ethos.db.store import LinkRound, LtpFlush, Row, Store
+from ethos.db.store import LinkRound, LtpFlush, Row
 from ethos.domain.errors import DatabaseError, TransientDatabaseError
 from ethos.domain.tables import TableSpec, table_spec
+from ethos.services.ports import LtpFlushPort
 from ethos.settings import Settings
 
 log = structlog.get_logger("ethos.services.ltp")
@@ -90,7 +91,7 @@ COUNTED = ("applied", "skipped", "reinforced", "promoted", "pruned", "links", "s
 
 
 async def apply_retrievals(
-    store: Store, pending: Pending, flush_id: uuid.UUID, groups: Iterable[Group] = ()
+    store: LtpFlushPort, pending: Pending, flush_id: uuid.UUID, groups: Iterable[Group] = ()
 ) -> LtpResult:
     """Apply buffered events in one transaction, exactly once per flush id.
 
@@ -106,7 +107,7 @@ async def apply_retrievals(
         return await _apply_or_set_aside(flush, store.settings, pending, list(groups))
 
 
-async def apply_queued(store: Store, limit: int) -> LtpResult | None:
+async def apply_queued(store: LtpFlushPort, limit: int) -> LtpResult | None:
     """Apply the oldest `limit` events of the durable queue (ethos_record_retrieval,
     durable buffers) in the transaction that deletes them; None if it is empty."""
     async with store.ltp_queue(limit) as (flush, rows):

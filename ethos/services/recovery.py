@@ -12,9 +12,9 @@ from typing import Any
 
 import structlog
 
-from ethos.db.store import Store
 from ethos.domain.errors import InputError, NotFoundError
 from ethos.domain.tables import PRUNE_REASONS, TableSpec
+from ethos.services.ports import RecoveryPort
 from ethos.settings import Settings
 
 log = structlog.get_logger("ethos.services.recovery")
@@ -82,7 +82,7 @@ class RecoveryReport:
 
 
 async def recover(
-    store: Store,
+    store: RecoveryPort,
     settings: Settings,
     spec: TableSpec,
     selector: Selector,
@@ -147,7 +147,7 @@ def _describe(row: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-async def _check_ids(store: Store, spec: TableSpec, ids: tuple[uuid.UUID, ...]) -> None:
+async def _check_ids(store: RecoveryPort, spec: TableSpec, ids: tuple[uuid.UUID, ...]) -> None:
     """Every id must name a pruned row of this table, or nothing is changed."""
     states = await store.id_states(spec, list(ids))
     unknown = [str(i) for i in ids if i not in states]

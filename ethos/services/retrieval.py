@@ -25,13 +25,14 @@ from typing import Any, TypeVar
 
 import structlog
 
-from ethos.db.store import Row, Store
+from ethos.db.store import Row
 from ethos.domain import inputs
 from ethos.domain.errors import InputError
 from ethos.domain.moments import named_moment
 from ethos.domain.tables import VECTORS, TableSpec, table_spec
 from ethos.services.embedding import Embedder, ProviderUnavailable, embed
 from ethos.services.ltp import LtpBuffer
+from ethos.services.ports import RetrievalPort
 from ethos.settings import Settings
 
 log = structlog.get_logger("ethos.services.retrieval")
@@ -86,7 +87,7 @@ class Hit:
 
 
 async def search(
-    store: Store,
+    store: RetrievalPort,
     ltp: LtpBuffer | None,
     settings: Settings,
     *,
@@ -130,7 +131,7 @@ async def search(
 
 
 async def _neighbours(
-    store: Store, hits: list[Hit], agent: str, now: datetime, weight: float
+    store: RetrievalPort, hits: list[Hit], agent: str, now: datetime, weight: float
 ) -> list[Hit]:
     """Memories linked to the hits (not hits themselves): spreading activation, scored
     hit score × link weight × their salience × search.link_weight. A memory linked to
@@ -168,7 +169,7 @@ async def _neighbours(
 
 
 async def recall(
-    store: Store,
+    store: RetrievalPort,
     ltp: LtpBuffer | None,
     settings: Settings,
     embedder: Embedder | None,
@@ -249,7 +250,7 @@ def _normalised(scores: dict[tuple[str, uuid.UUID], float]) -> dict[tuple[str, u
 
 
 async def _fuse(
-    store: Store,
+    store: RetrievalPort,
     settings: Settings,
     text_hits: list[Hit],
     rows: list[Row],

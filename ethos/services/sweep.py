@@ -28,9 +28,10 @@ from typing import Any, Literal, TypeVar
 
 import structlog
 
-from ethos.db.store import BatchResult, Store, SweepWorker
+from ethos.db.store import BatchResult, SweepWorker
 from ethos.domain.errors import TransientDatabaseError
 from ethos.domain.tables import MEMORY_TABLES, TableSpec, table_spec
+from ethos.services.ports import SweepPort
 from ethos.settings import Settings
 
 Mode = Literal["due", "prune", "full"]
@@ -107,7 +108,7 @@ class SweepReport:
 
 
 async def run_sweep(
-    store: Store,
+    store: SweepPort,
     settings: Settings,
     *,
     now: datetime | None = None,
@@ -197,7 +198,7 @@ async def run_sweep(
     return report
 
 
-async def _mostly_due(store: Store, spec: TableSpec, now: datetime) -> bool:
+async def _mostly_due(store: SweepPort, spec: TableSpec, now: datetime) -> bool:
     """Whether nearly every live row of a table is due (after a bulk load, an outage, a
     policy edit): then a due sweep takes it whole, in keyset ranges as a full sweep
     does, where its hints would point at every row in an order that costs more to
@@ -212,7 +213,7 @@ async def _mostly_due(store: Store, spec: TableSpec, now: datetime) -> bool:
     return True
 
 
-async def _remove_faded_links(store: Store, settings: Settings, now: datetime) -> int:
+async def _remove_faded_links(store: SweepPort, settings: Settings, now: datetime) -> int:
     """Links are derived data: those that faded are removed, in batches."""
     limit = settings.decay.batch_size
     removed = 0
@@ -244,7 +245,7 @@ def _add(counts: TableCounts, batch: BatchResult) -> None:
 
 
 async def _sweep_table(
-    store: Store,
+    store: SweepPort,
     settings: Settings,
     spec: TableSpec,
     report: SweepReport,
@@ -272,7 +273,7 @@ async def _sweep_table(
 
 
 async def _sweep_range(
-    store: Store,
+    store: SweepPort,
     settings: Settings,
     spec: TableSpec,
     report: SweepReport,
@@ -323,7 +324,7 @@ async def _together(works: Iterable[Awaitable[T]]) -> list[T]:
 
 
 async def _sweep_slices(
-    store: Store,
+    store: SweepPort,
     settings: Settings,
     specs: Sequence[TableSpec],
     report: SweepReport,
