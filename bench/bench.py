@@ -495,7 +495,7 @@ async def search_latencies(
         if learn:
             links.learning_rate = 0.1 if second else 0.0
         started = time.perf_counter()
-        await engine.search(agent, query, k=10, now=now, record=second or learn)
+        await engine.nearest(agent, query, k=10, now=now, record=second or learn)
         (on if second else off).append((time.perf_counter() - started) * 1000)
     links.learning_rate = 0.1
     return off, on

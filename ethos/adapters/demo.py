@@ -104,7 +104,7 @@ async def run_demo(engine: Engine, say: Callable[[str], None] = print) -> dict[s
                 await engine.record_retrieval(table, [memory_id], now=day(d))
                 events.append(f"recalled {s.content!r}")
         if d == 8 and camping_vector is not None:
-            hits = await engine.search(
+            hits = await engine.nearest(
                 agents["bob"], embedding("camping", dimension), k=3, now=day(d)
             )
             source = hits[0].source_content if hits else None

@@ -89,7 +89,7 @@ class LtpPort(LtpFlushPort, Protocol):
 class RetrievalPort(Protocol):
     """Search and recall: the ranked candidates, and the memories linked to them."""
 
-    async def search(
+    async def nearest(
         self,
         *,
         agent: str,

@@ -86,7 +86,7 @@ class Hit:
         return data
 
 
-async def search(
+async def nearest(
     store: RetrievalPort,
     ltp: LtpBuffer | None,
     settings: Settings,
@@ -102,7 +102,7 @@ async def search(
     _check_k(k, settings)
     inputs.agent_id(agent, "agent")
     vector = inputs.embedding(embedding, settings.embedding.dimension)
-    rows = await store.search(agent=agent, embedding=vector, k=k, now=now)
+    rows = await store.nearest(agent=agent, embedding=vector, k=k, now=now)
     hits = [
         Hit(
             id=row["id"],
@@ -207,7 +207,7 @@ async def recall(
         rows = await text
     else:  # the two halves at once, each on its own connection
         rows, similar = await _both(
-            text, store.search(agent=agent, embedding=vector, k=depth, now=now, matching=matching)
+            text, store.nearest(agent=agent, embedding=vector, k=depth, now=now, matching=matching)
         )
     hits = [
         Hit(id=row["id"], content=row["content"], similarity=None, salience=row["salience"],

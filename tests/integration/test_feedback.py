@@ -79,7 +79,7 @@ async def test_on_search_count_only_counts_and_useful_reinforces(
         vector = await engine.add("vector", agent_id="a", content="v", embedding=unit(1),
                                   created_at=days(0), salience=0.5)  # fmt: skip
         before = await row(conn, "memory_vectors", vector)
-        hits = await engine.search("a", unit(1), k=3, now=days(1))
+        hits = await engine.nearest("a", unit(1), k=3, now=days(1))
         assert [h.id for h in hits] == [vector]
         await engine.ltp.drain(5)
         counted = await row(conn, "memory_vectors", vector)
@@ -102,7 +102,7 @@ async def test_recalled_together_three_times_then_a_week_later(
     b = await engine.add("vector", agent_id="a", content="b", embedding=unit(1))
     await engine.add("vector", agent_id="z", content="other agent", embedding=unit(1))
     for _ in range(3):
-        hits = await engine.search("a", unit(1), k=2, now=days(1))
+        hits = await engine.nearest("a", unit(1), k=2, now=days(1))
         assert {h.id for h in hits} == {a, b}
     await engine.ltp.drain(5)
     [link] = await engine.links("vector", a, now=days(1))
@@ -112,7 +112,7 @@ async def test_recalled_together_three_times_then_a_week_later(
     assert later.id == a
     assert later.weight == pytest.approx((1 - 0.9**3) * math.exp(-7 / 30))
     # The view speaks of now: recalled together a moment ago, the link is there.
-    await engine.search("a", unit(1), k=2)
+    await engine.nearest("a", unit(1), k=2)
     await engine.ltp.drain(5)
     view = await conn.fetch("SELECT agent_id, rank_in_agent, weight FROM ethos_links")
     assert [(r["agent_id"], r["rank_in_agent"]) for r in view] == [("a", 1)]
@@ -150,9 +150,9 @@ async def test_expand_returns_a_linked_neighbour_the_plain_search_does_not(
     fact = await engine.add("fact", agent_id="a", content="a linked fact")
     await engine.feedback("vector", [near, far], "useful", now=days(1))
     await engine.ltp.drain(5)
-    plain = await engine.search("a", unit(1), k=1, now=days(1), record=False)
+    plain = await engine.nearest("a", unit(1), k=1, now=days(1), record=False)
     assert [h.id for h in plain] == [near]
-    expanded = await engine.search("a", unit(1), k=1, now=days(1), expand=True)
+    expanded = await engine.nearest("a", unit(1), k=1, now=days(1), expand=True)
     assert [h.id for h in expanded] == [near, far]
     neighbour = expanded[1]
     assert (neighbour.via, neighbour.similarity, neighbour.table) == (near, None, "memory_vectors")

@@ -221,7 +221,7 @@ async def test_search_ranks_by_similarity_with_a_bounded_salience_prior(
         created_at=days(19),
     )  # fmt: skip
     await engine.add("vector", agent_id="b", content="other agent", embedding=query)
-    hits = await engine.search("a", query, k=5, now=days(20), record=False)
+    hits = await engine.nearest("a", query, k=5, now=days(20), record=False)
     # Nearly as similar and fresh beats the faded exact match; a clearly less similar
     # memory does not, however fresh (the exact match has faded to ~0.06).
     assert [h.id for h in hits] == [twin, faded, fresh]
@@ -250,7 +250,7 @@ async def test_search_with_salience_weight_zero_is_pure_similarity(
             "vector", agent_id="a", content="close", embedding=query, created_at=t0, salience=0.06
         )
         await engine.add("vector", agent_id="a", content="far", embedding=unit(21), created_at=t0)
-        hits = await engine.search("a", query, k=2, now=days(0.1), record=False)
+        hits = await engine.nearest("a", query, k=2, now=days(0.1), record=False)
         assert hits[0].id == close and hits[0].score == pytest.approx(hits[0].relevance)
 
 
@@ -262,7 +262,7 @@ async def test_search_returns_source_and_schedules_ltp(
         "vector", agent_id="a", content="v", embedding=unit(30), created_at=t0,
         source_type="episodic_traces", source_id=episode,
     )  # fmt: skip
-    hits = await engine.search("a", unit(30), k=3, now=days(1))
+    hits = await engine.nearest("a", unit(30), k=3, now=days(1))
     assert hits[0].as_dict()["source"] == {
         "table": "episodic_traces",
         "id": str(episode),
@@ -288,7 +288,7 @@ async def test_search_bad_input(
     engine: Engine, embedding: list[float], k: int, message: str
 ) -> None:
     with pytest.raises(InputError, match=message):
-        await engine.search("a", embedding, k=k)
+        await engine.nearest("a", embedding, k=k)
     assert engine.ltp.stats.recorded == 0
 
 
@@ -395,7 +395,7 @@ async def test_an_agent_with_few_memories_still_gets_all_of_them(
             await engine.add("vector", agent_id="loner", content=f"m{i}", embedding=unit(50 + i))
             for i in range(3)
         }
-        hits = await engine.search("loner", unit(99), k=10, record=False)
+        hits = await engine.nearest("loner", unit(99), k=10, record=False)
     assert {h.id for h in hits} == mine
 
 

@@ -105,7 +105,7 @@ async def test_a_memory_below_its_threshold_is_never_returned(
                             created_at=days(29))  # fmt: skip
     hits = await engine.recall("a", "garden party", k=10, now=days(30), record=False)
     assert {h.id for h in hits} == {kept, pinned, live}
-    found = await engine.search("a", unit(1), k=10, now=days(30), record=False)
+    found = await engine.nearest("a", unit(1), k=10, now=days(30), record=False)
     assert [h.id for h in found] == [live]
     assert (
         await conn.fetchval(

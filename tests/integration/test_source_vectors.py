@@ -32,7 +32,7 @@ async def test_a_used_episode_keeps_its_vector_searchable(engine: Engine, days: 
     await engine.ltp.drain(5)
     report = await engine.sweep(now=days(60))
     assert report.totals()[2] == 0  # nothing pruned
-    [hit] = await engine.search("a", unit(1), k=1, now=days(60), record=False)
+    [hit] = await engine.nearest("a", unit(1), k=1, now=days(60), record=False)
     assert hit.id == vector and hit.source_id == episode
     [explained] = await engine.recall("a", "Lisbon", k=1, now=days(60), record=False)
     assert hit.salience == explained.salience  # the episode's, not the vector's
@@ -47,12 +47,12 @@ async def test_a_vector_is_pruned_and_recovered_with_its_source(
                               embedding=unit(2), source_type="fact", source_id=fact,
                               created_at=days(0))  # fmt: skip
     # below its threshold, not swept yet: its vector is not found either
-    assert await engine.search("a", unit(2), k=1, now=days(40), record=False) == []
+    assert await engine.nearest("a", unit(2), k=1, now=days(40), record=False) == []
     await engine.sweep(now=days(40))
     assert tuple(await conn.fetchrow(STATE, vector)) == ("permanent", True, "decay")
     await engine.recover("fact", Selector(ids=(fact,)), now=days(41))
     assert tuple(await conn.fetchrow(STATE, vector)) == ("permanent", False, None)
-    [hit] = await engine.search("a", unit(2), k=1, now=days(41), record=False)
+    [hit] = await engine.nearest("a", unit(2), k=1, now=days(41), record=False)
     assert hit.id == vector
     await engine.forget("fact", [fact], now=days(42))
     assert tuple(await conn.fetchrow(STATE, vector)) == ("permanent", True, "manual")
@@ -61,7 +61,7 @@ async def test_a_vector_is_pruned_and_recovered_with_its_source(
 async def test_a_vector_of_its_own_still_decays(engine: Engine, days: Days) -> None:
     await engine.add("vector", agent_id="a", content="mine", embedding=unit(3),
                      created_at=days(0), policy="standard")  # fmt: skip
-    assert await engine.search("a", unit(3), k=1, now=days(40), record=False) == []
+    assert await engine.nearest("a", unit(3), k=1, now=days(40), record=False) == []
 
 
 async def test_moving_a_sources_vector_is_refused_in_one_line(

@@ -292,7 +292,7 @@ async def test_a_vector_left_pointing_at_another_agent_shows_nothing_of_it(house
     finally:
         await conn.close()
     async with owner(house) as engine:
-        hits = await engine.search("b", unit(5), k=5)
+        hits = await engine.nearest("b", unit(5), k=5)
     assert all(theirs not in repr(hit) for hit in hits)
 
 

@@ -45,11 +45,11 @@ async def test_the_centred_query_finds_the_particular_memory_over_the_chatter(
     query = mix((1, SHARED), (0.2, unit(103)))
     async with ConfiguredEngine(settings_with(database_url, 0.0)) as plain:
         target, chatter = await conversation(plain)
-        [first] = await plain.search("a", query, k=1, record=False)
+        [first] = await plain.nearest("a", query, k=1, record=False)
         assert first.id == chatter
         assert first.relevance == pytest.approx(first.similarity)
     async with ConfiguredEngine(settings_with(database_url, 1.0)) as centred:
-        hits = await centred.search("a", query, k=2, record=False)
+        hits = await centred.nearest("a", query, k=2, record=False)
     assert [hit.id for hit in hits] == [target, chatter]
     # similarity stays the plain cosine; relevance, which the score is made of, is the
     # cosine to the centred query
@@ -61,7 +61,7 @@ async def test_the_centred_query_finds_the_particular_memory_over_the_chatter(
 async def test_a_query_that_is_the_agents_mean_is_searched_as_it_is(engine: Engine) -> None:
     # One memory: the query equal to it is the mean itself, nothing would be left of it.
     only = await engine.add("vector", agent_id="a", content="one", embedding=unit(5))
-    [hit] = await engine.search("a", unit(5), k=1, record=False)
+    [hit] = await engine.nearest("a", unit(5), k=1, record=False)
     assert hit.id == only and hit.similarity == pytest.approx(1.0)
     assert hit.relevance == pytest.approx(1.0)
 
@@ -122,7 +122,7 @@ async def test_below_the_average_memory_the_more_salient_still_ranks_higher(
     vivid = await engine.add("vector", agent_id="a", content="vivid", embedding=unit(300),
                              salience=0.9)  # fmt: skip
     query = mix((1, unit(201)), (-0.5, unit(300)))  # away from the two
-    hits = {hit.id: hit for hit in await engine.search("a", query, k=12, record=False)}
+    hits = {hit.id: hit for hit in await engine.nearest("a", query, k=12, record=False)}
     assert hits[vivid].relevance == pytest.approx(hits[faint].relevance)
     assert hits[vivid].relevance is not None and hits[vivid].relevance < 0
     assert hits[vivid].score > hits[faint].score  # the prior divides a negative relevance

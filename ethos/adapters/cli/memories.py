@@ -64,7 +64,7 @@ async def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
         else:
             if args.table:
                 raise InputError("--table goes with --query (--embedding searches vectors)")
-            hits = await engine.search(
+            hits = await engine.nearest(
                 args.agent, args.embedding, k=args.k, now=args.now, expand=args.expand,
                 record=not args.no_record,
             )  # fmt: skip

@@ -34,7 +34,7 @@ from ethos.domain.tables import TableSpec
 class SearchStore(StoreCore):
     """Store's search: vectors, text recall, the LangGraph items, the vector index."""
 
-    async def search(
+    async def nearest(
         self,
         *,
         agent: str,

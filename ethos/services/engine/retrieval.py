@@ -1,4 +1,4 @@
-"""What an agent reads: vector search and text recall, retrievals recorded by other
+"""What an agent reads: its nearest vectors and text recall, retrievals recorded by other
 means, feedback on what was used or wrong, and a memory's links."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from ethos.domain.errors import InputError
 from ethos.domain.inputs import parse_id
 from ethos.domain.tables import TableSpec, table_spec
 from ethos.services.engine.core import EngineCore, specs
-from ethos.services.retrieval import Hit, recall, search, surface
+from ethos.services.retrieval import Hit, nearest, recall, surface
 
 
 @dataclass(frozen=True)
@@ -33,9 +33,9 @@ class Link:
 
 
 class RetrievalEngine(EngineCore):
-    """Search, recall, LTP from outside, feedback, links."""
+    """Search (nearest vectors, recall by words), LTP from outside, feedback, links."""
 
-    async def search(
+    async def nearest(
         self,
         agent_id: str,
         embedding: Sequence[float],
@@ -50,7 +50,7 @@ class RetrievalEngine(EngineCore):
 
         Returns at once; the hits are recorded as surfaced (record=False: not at all).
         """
-        return await search(
+        return await nearest(
             self.store,
             self.ltp if record else None,
             self.settings,
@@ -77,7 +77,7 @@ class RetrievalEngine(EngineCore):
         vector scores normalised and fused, × the prior; with `matching` (mem0's
         filters: an OR of terms, each the owners and metadata a memory holds), only
         those holding one of them. Returns at once; the hits are recorded as surfaced,
-        as search does (record=False: not at all)."""
+        as nearest does (record=False: not at all)."""
         return await recall(
             self.store,
             self.ltp if record else None,

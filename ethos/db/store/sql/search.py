@@ -65,7 +65,7 @@ def _alive(vector: str) -> str:
     return f"({vector}.source_id IS NULL AND {own} OR {sources})"
 
 
-def build_search_query(*, exact: bool) -> Query:
+def build_nearest_query(*, exact: bool) -> Query:
     """The nearest live vectors of one agent (none below its prune threshold; a vector of
     an episode or fact lives while its source does, with its source's salience) holding
     one of mem0's terms %(matching)s (any when NULL) to the query centred on the agent's
@@ -135,8 +135,8 @@ def build_search_query(*, exact: bool) -> Query:
     """)
 
 
-SEARCH_VECTORS = build_search_query(exact=False)
-SEARCH_VECTORS_EXACT = build_search_query(exact=True)
+SEARCH_VECTORS = build_nearest_query(exact=False)
+SEARCH_VECTORS_EXACT = build_nearest_query(exact=True)
 
 
 # BM25's term-frequency saturation k1 and length normalisation b (Robertson & Zaragoza
