@@ -1,6 +1,7 @@
 -- The statements of policies and settings: upserts, assignment, moves, tiers.
 -- Each block is `-- name: <name>`, its comment, then the statement; %(param)s are its
--- parameters, bound by name.
+-- parameters, bound by name. A moment an upsert sets comes from the row it proposes
+-- (excluded.*, the column's default): Citus refuses now() in DO UPDATE SET.
 
 -- name: lock_settings_apply
 SELECT pg_advisory_xact_lock(%(key)s);
@@ -26,7 +27,7 @@ SET curve = excluded.curve, base_tau_days = excluded.base_tau_days,
     never_decays = excluded.never_decays, promote_after = excluded.promote_after,
     promote_to = excluded.promote_to, promotion_counts = excluded.promotion_counts,
     promotion_targets = excluded.promotion_targets, lifetime_days = excluded.lifetime_days,
-    configured = true, changed_at = now()
+    configured = true, changed_at = excluded.changed_at
 WHERE NOT d.configured
    OR (d.curve, d.base_tau_days, d.ltp_multiplier, d.max_tau_days, d.frequency_weight,
        d.emotional_weight, d.prune_threshold, d.power_exponent, d.never_decays,
@@ -61,7 +62,7 @@ SET default_policy = excluded.default_policy,
     auto_importance = excluded.auto_importance,
     auto_importance_half = excluded.auto_importance_half,
     auto_importance_particularity = excluded.auto_importance_particularity,
-    auto_importance_answer = excluded.auto_importance_answer, updated_at = now();
+    auto_importance_answer = excluded.auto_importance_answer, updated_at = excluded.updated_at;
 
 -- name: ethos_settings
 -- What the sweep, the insert trigger and the views read of the settings.
@@ -102,7 +103,7 @@ SELECT agent_id, assigned_at FROM agent_policies WHERE policy = %(name)s ORDER B
 
 -- name: assign_agent_policy
 INSERT INTO agent_policies (agent_id, policy) VALUES (%(agent)s, %(policy)s)
-ON CONFLICT (agent_id) DO UPDATE SET policy = excluded.policy, assigned_at = now();
+ON CONFLICT (agent_id) DO UPDATE SET policy = excluded.policy, assigned_at = excluded.assigned_at;
 
 -- name: unassign_agent_policy
 DELETE FROM agent_policies WHERE agent_id = %(agent)s RETURNING policy;
