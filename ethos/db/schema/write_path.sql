@@ -109,7 +109,7 @@ BEGIN
     --    statistics with it.
     IF TG_OP = 'DELETE' THEN
         DELETE FROM memory_revisions AS r
-        WHERE r.table_name = memory_table AND r.memory_id = OLD.id;
+        WHERE r.agent_id = OLD.agent_id AND r.table_name = memory_table AND r.memory_id = OLD.id;
         IF counted_old THEN
             PERFORM ethos_text_stats_add(ARRAY[OLD.agent_id], ARRAY[OLD.content_tsv],
                                          ARRAY[-1]);
