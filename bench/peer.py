@@ -33,7 +33,7 @@ its own migration defines it, as a bulk load should. Then the measures, at N ite
       (the hard delete).
 
 --profile: where an EthosStore put's time goes (per-trigger times from EXPLAIN ANALYZE
-of the put's statements, functions' self time from pg_stat_user_functions) instead.
+of the put's statement, functions' self time from pg_stat_user_functions) instead.
 """
 
 from __future__ import annotations
@@ -61,6 +61,8 @@ from langgraph.store.postgres.aio import AsyncPostgresStore
 
 from ethos import db, logs
 from ethos.adapters.langgraph import KEEP, KEEP_UNTIL_TTL, AsyncEthosStore
+from ethos.db.store.core import vector_texts
+from ethos.db.store.sql.search import build_put_items_query
 from ethos.services.engine import migrate
 from ethos.services.engine.items import TTL_KEY
 from ethos.settings import DatabaseSettings, LoggingSettings, Settings
@@ -187,8 +189,9 @@ class Items:
         return PutOp(namespace(i), f"k{i}", value, ttl=ttl)
 
 
-# ethos's load: the statements of its put (ethos/db/store/sql/search.sql put_item and
-# put_item_vector) for many rows at once; the same columns, the same triggers.
+# ethos's load: the inserts of its put (ethos/db/store/sql/search.py
+# build_put_items_query: put and vectored) for many rows at once; the same columns, the
+# same triggers.
 ETHOS_LOAD_FACTS = f"""
 INSERT INTO semantic_facts AS m (agent_id, client_key, content, metadata, expires_at,
                                  policy, created_at, updated_at)
@@ -529,37 +532,27 @@ async def main(args: argparse.Namespace) -> None:
     print(f"  run {elapsed:.0f} s")
 
 
-# --profile: the statements of one EthosStore put (ethos/db/store/sql/search.py EXPIRE_ITEM,
-# search.sql put_item and put_item_vector), one row each, under EXPLAIN ANALYZE.
+# --profile: the statement of one EthosStore put of a new item with its vector
+# (ethos/db/store/sql/search.py build_put_items_query), under EXPLAIN ANALYZE.
 PROFILE_DB = "peer_ethos_profile"
-PUT_STATEMENTS = {
-    "expire_item": """UPDATE semantic_facts
-        SET pruned = true, pruned_at = $3, prune_reason = 'expired', due_at = NULL,
-            prune_at = NULL
-        WHERE agent_id = $1 AND client_key = $2 AND NOT pruned AND expires_at <= $3""",
-    "put_item": """INSERT INTO semantic_facts AS m (agent_id, client_key, content, metadata,
-                                         expires_at, policy, created_at, updated_at)
-        VALUES ($1, $2, $3, $4::jsonb, NULL, 'permanent', $5, $5)
-        ON CONFLICT (agent_id, client_key) WHERE client_key IS NOT NULL AND NOT pruned
-        DO UPDATE SET content = excluded.content, metadata = excluded.metadata,
-                      expires_at = excluded.expires_at, updated_at = excluded.updated_at,
-                      policy = coalesce('permanent'::text, m.policy)
-        RETURNING m.id, (xmax = 0) AS created""",
-    "put_item_vector": """WITH replaced AS (
-            UPDATE memory_vectors
-            SET embedding = $4::vector, content = $3, pruned = false, pruned_at = NULL,
-                prune_reason = NULL
-            WHERE source_type = 'semantic_facts' AND source_id = $1
-            RETURNING id)
-        INSERT INTO memory_vectors (agent_id, content, embedding, source_type, source_id)
-        SELECT $2, $3, $4::vector, 'semantic_facts', $1
-        WHERE NOT EXISTS (SELECT 1 FROM replaced)""",
-}
+PUT_ITEMS = build_put_items_query(puts=True, deletes=False, embeds=True, vectors=True)
+
+
+def put_binds(op: PutOp, vectors: Vectors, now: Any) -> list[Any]:
+    """PUT_ITEMS's binds for one put of a new item, as the engine makes them."""
+    assert op.value is not None
+    content = op.value["text"]
+    return PUT_ITEMS.args(
+        {"agents": [".".join(op.namespace)], "keys": [op.key], "contents": [content],
+         "values": [json.dumps(op.value)], "expires_at": [None], "policies": [KEEP],
+         "embedded": [True], "vector_items": [1], "vector_contents": [content],
+         "vector_embeddings": vector_texts([vectors.of(content)]), "now": now}
+    )  # fmt: skip
 
 
 async def profile(args: argparse.Namespace) -> None:
     """Where an EthosStore put's time goes, on a store holding --items items: puts
-    through the store timed by the client; the same statements under EXPLAIN ANALYZE
+    through the store timed by the client; the same statement under EXPLAIN ANALYZE
     (execution, planning, each trigger's time); the functions' own time
     (pg_stat_user_functions, track_functions = all) over the store's puts."""
     logs.configure(LoggingSettings(level="warning"))
@@ -589,48 +582,30 @@ async def profile(args: argparse.Namespace) -> None:
             """SELECT funcname, calls, self_time, total_time FROM pg_stat_user_functions
                ORDER BY self_time DESC LIMIT 12"""
         )
-        statements: dict[str, list[float]] = {}
-        planning: dict[str, list[float]] = {}
+        statements: list[float] = []
+        planning: list[float] = []
         triggers: dict[str, list[float]] = {}
         for i in range(args.items + puts, args.items + 2 * puts):
-            op = items.op(i)
-            agent, value = ".".join(op.namespace), op.value
             now = await conn.fetchval("SELECT now()")
-            content = value["text"]  # type: ignore[index]
-            arguments = {
-                "expire_item": (agent, op.key, now),
-                "put_item": (agent, op.key, content, json.dumps(value), now),
-            }
             async with conn.transaction():
-                for name in ("expire_item", "put_item", "put_item_vector"):
-                    if name == "put_item_vector":
-                        fact = await conn.fetchval(
-                            "SELECT id FROM semantic_facts WHERE agent_id = $1"
-                            " AND client_key = $2 AND NOT pruned", agent, op.key,
-                        )  # fmt: skip
-                        arguments[name] = (fact, agent, content, str(vectors.of(content)))
-                    [plan] = json.loads(
-                        await conn.fetchval(
-                            f"EXPLAIN (ANALYZE, FORMAT JSON) {PUT_STATEMENTS[name]}",
-                            *arguments[name],
-                        )
+                [plan] = json.loads(
+                    await conn.fetchval(
+                        f"EXPLAIN (ANALYZE, FORMAT JSON) {PUT_ITEMS.text}",
+                        *put_binds(items.op(i), vectors, now),
                     )
-                    statements.setdefault(name, []).append(plan["Execution Time"])
-                    planning.setdefault(name, []).append(plan["Planning Time"])
-                    for trigger in plan.get("Triggers", []):
-                        key = f"{name}: {trigger['Trigger Name']}"
-                        triggers.setdefault(key, []).append(trigger["Time"])
+                )
+            statements.append(plan["Execution Time"])
+            planning.append(plan["Planning Time"])
+            for trigger in plan.get("Triggers", []):
+                triggers.setdefault(trigger["Trigger Name"], []).append(trigger["Time"])
     finally:
         await conn.close()
-    server = sum(sum(v) for v in statements.values()) / puts
+    server = sum(statements) / puts
     print(f"EthosStore put profile: {puts} puts into {args.items:,} items")
     print(f"  client, one aput through AsyncEthosStore: {1000 * client:.2f} ms")
-    print(f"  server, its three statements (EXPLAIN ANALYZE execution): {server:.2f} ms;"
-          f" planning {sum(sum(v) for v in planning.values()) / puts:.2f} ms")  # fmt: skip
-    for name, values in statements.items():
-        mean = sum(values) / puts
-        print(f"    {name:<52} {mean:7.3f} ms  (planning {sum(planning[name]) / puts:.3f})")
-    print("  triggers (ms a put, share of the statements' execution)")
+    print(f"  server, its statement (EXPLAIN ANALYZE execution): {server:.2f} ms;"
+          f" planning {sum(planning) / puts:.2f} ms")  # fmt: skip
+    print("  triggers (ms a put, share of the statement's execution)")
     for key, values in sorted(triggers.items(), key=lambda kv: -sum(kv[1])):
         mean = sum(values) / puts
         print(f"    {key:<60} {mean:7.3f} ms {mean / server:6.1%}")

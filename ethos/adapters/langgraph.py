@@ -28,6 +28,7 @@ product, or the negative L2 distance; not the score × salience that orders.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import threading
 from collections.abc import Iterable, Mapping
@@ -53,7 +54,7 @@ from langgraph.store.base.embed import ensure_embeddings, get_text_at_path
 
 from ethos.domain.errors import InputError
 from ethos.services.embedding import with_role
-from ethos.services.engine import Engine
+from ethos.services.engine import Engine, ItemPut
 from ethos.services.engine.items import DISTANCES
 from ethos.settings import Settings, load_settings
 
@@ -151,16 +152,23 @@ class AsyncEthosStore(BaseStore):
         ops = list(ops)
         for op in ops:  # a label with a "." would name another namespace: none runs
             validate_op_namespace(op)
-        return [await self._run(op) for op in ops]
+        # In order; each run of puts in one statement (PostgresStore writes a batch's
+        # puts at once too), where the last put of an item wins.
+        results: list[Result] = []
+        for puts, run in itertools.groupby(ops, key=lambda op: isinstance(op, PutOp)):
+            if puts:
+                put_ops = [op for op in run if isinstance(op, PutOp)]
+                await self._put(put_ops)
+                results += [None] * len(put_ops)
+            else:
+                results += [await self._run(op) for op in run]
+        return results
 
     async def _run(self, op: Op) -> Result:
         if isinstance(op, GetOp):
             return await self._get(op)
         if isinstance(op, SearchOp):
             return await self._search(op)
-        if isinstance(op, PutOp):
-            await self._put(op)
-            return None
         if isinstance(op, ListNamespacesOp):
             return await self._namespaces(op)
         raise InputError(f"unknown store operation {type(op).__name__}")
@@ -195,29 +203,58 @@ class AsyncEthosStore(BaseStore):
             for item in items
         ]
 
-    async def _put(self, op: PutOp) -> None:
+    async def _put(self, ops: list[PutOp]) -> None:
+        """The puts in one statement."""
+        texts = [self._texts(op) for op in ops]
+        vectors = await self._vectors(ops, texts)
+        await self.engine.put_items(
+            [self._item(*put) for put in zip(ops, texts, vectors, strict=True)]
+        )
+
+    def _item(
+        self, op: PutOp, texts: list[str], vectors: list[tuple[str, list[float]]] | None
+    ) -> ItemPut:
         agent = _agent(op.namespace)
         if op.value is None:
-            await self.engine.delete_item(agent, op.key)
-            return
-        fields = self._fields if op.index is None or op.index is False else list(op.index)
-        texts = [text for f in fields for text in get_text_at_path(op.value, f)]
-        # As LangGraph's stores: a vector per text of the indexed fields, an item scored
-        # by its nearest; the texts joined are the fact's content, for text search.
-        vectors = None
-        if self._embeddings is not None:
-            vectors = []
-            if op.index is not False and texts:
-                embedded = await self._embeddings.aembed_documents(
-                    with_role(self.settings.embedding, texts, "document")
-                )
-                vectors = [(t, list(e)) for t, e in zip(texts, embedded, strict=True)]
+            return ItemPut(agent, op.key, None)
         # A value without the indexed text is still stored (LangGraph's stores keep it,
-        # unembedded): a fact needs some text, so its JSON stands in for text search.
+        # unembedded): a fact needs some text, so its JSON stands in for text search; the
+        # texts joined are the fact's content, for text search.
         text = " ".join(texts) or json.dumps(op.value, ensure_ascii=False)
         policy = self.policy if op.ttl is None else self.ttl_policy
-        await self.engine.put_item(agent, op.key, op.value, content=text, vectors=vectors,
-                                   ttl_minutes=op.ttl, policy=policy)  # fmt: skip
+        return ItemPut(agent, op.key, op.value, content=text, vectors=vectors,
+                       ttl_minutes=op.ttl, policy=policy)  # fmt: skip
+
+    def _texts(self, op: PutOp) -> list[str]:
+        """The texts of the put's indexed fields (the index's, unless the put names its own)."""
+        if op.value is None:
+            return []
+        fields = self._fields if op.index is None or op.index is False else list(op.index)
+        return [text for f in fields for text in get_text_at_path(op.value, f)]
+
+    async def _vectors(
+        self, ops: list[PutOp], texts: list[list[str]]
+    ) -> list[list[tuple[str, list[float]]] | None]:
+        """Each put's vectors (None: none given, without an index), as LangGraph's stores
+        make them: one per text of the indexed fields (an item is scored by its nearest),
+        none for a put with index=False. The batch's texts are embedded in one call."""
+        if self._embeddings is None:
+            return [None] * len(ops)
+        wanted = [op.value is not None and op.index is not False for op in ops]
+        documents = [
+            text for want, some in zip(wanted, texts, strict=True) if want for text in some
+        ]
+        embedded = iter(
+            await self._embeddings.aembed_documents(
+                with_role(self.settings.embedding, documents, "document")
+            )
+            if documents
+            else ()
+        )
+        return [
+            [(text, list(next(embedded))) for text in some] if want else []
+            for want, some in zip(wanted, texts, strict=True)
+        ]
 
     async def _namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
         found: list[tuple[str, ...]] = []

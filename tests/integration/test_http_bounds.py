@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from ethos.domain.errors import InputError
-from ethos.services.engine import Engine
+from ethos.services.engine import Engine, ItemPut
 from tests.integration.test_http import ok, problem
 from tests.servers import serving
 
@@ -89,7 +89,7 @@ async def test_the_item_store_shares_the_limits(engine: Engine) -> None:
     with pytest.raises(InputError, match=r"limits\.query_words"):
         await engine.search_items("ada", text="tea " * 300)
     with pytest.raises(InputError, match="an item's value holds NaN"):
-        await engine.put_item("ada", "k", {"x": float("nan")}, content="tea")
+        await engine.put_items([ItemPut("ada", "k", {"x": float("nan")}, content="tea")])
 
 
 async def test_offset_is_capped_and_never_reaches_the_database_as_an_overflow(

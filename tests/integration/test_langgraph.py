@@ -12,12 +12,12 @@ from typing import Annotated, TypedDict
 import asyncpg
 import pytest
 from langgraph.graph import END, START, StateGraph
-from langgraph.store.base import BaseStore
+from langgraph.store.base import BaseStore, GetOp, Item, PutOp, SearchOp
 from langgraph.store.memory import InMemoryStore
 
 from ethos.adapters.langgraph import AsyncEthosStore, EthosStore
 from ethos.domain.errors import InputError
-from ethos.services.engine import Engine
+from ethos.services.engine import Engine, ItemPut
 from ethos.services.recovery import Selector
 from ethos.settings import Settings
 from tests.embedding_server import embed_text
@@ -239,6 +239,63 @@ async def test_refresh_ttl_moves_the_expiry_and_still_reinforces(
         await store.engine.ltp.drain(5)
     row = await fact(conn, "read")
     assert row["retrieval_count"] == 3  # the reads that refreshed: reinforced as well
+
+
+async def test_a_batch_applies_its_puts_in_order_in_one_statement(
+    settings: Settings, conn: asyncpg.Connection
+) -> None:
+    """abatch writes each run of puts as one statement, with the batch's meaning: ops
+    in order, the last put of an item wins (a value None deletes it), a put over an
+    expired item makes a new one; ops between runs see the runs before them."""
+    index = {"dims": 384, "embed": embed, "fields": ["text"]}
+    async with AsyncEthosStore(settings, index=index) as store:  # type: ignore[arg-type]
+        await store.aput(("u",), "old", {"text": "old news"})
+        await store.aput(("u",), "gone", {"text": "to be deleted"})
+        await store.aput(("u",), "brief", {"text": "brief note"}, ttl=0.005)  # 0.3 s
+        await asyncio.sleep(0.5)
+        results = await store.abatch([
+            PutOp(("u",), "new", {"text": "first draft"}),
+            PutOp(("u",), "old", {"text": "replaced news"}),
+            PutOp(("u",), "new", {"text": "final draft"}),
+            PutOp(("u",), "gone", None),
+            PutOp(("u",), "back", None),
+            PutOp(("u",), "back", {"text": "here again"}),
+            PutOp(("u",), "brief", {"text": "brief note again"}),
+            GetOp(("u",), "new"),
+            PutOp(("u",), "new", None),
+            GetOp(("u",), "new"),
+            SearchOp(("u",), query="news"),
+        ])  # fmt: skip
+        assert results[:7] == [None] * 7 and results[8] is None and results[9] is None
+        got = results[7]
+        assert isinstance(got, Item) and got.value == {"text": "final draft"}
+        found = results[10]
+        assert isinstance(found, list)
+        assert {i.key for i in found} == {"old", "brief", "back"}  # "new" and "gone": deleted
+        assert (found[0].key, found[0].value) == ("old", {"text": "replaced news"})
+    rows = await conn.fetch(
+        """SELECT f.client_key, f.content, f.pruned, f.prune_reason,
+                  array_agg(v.content ORDER BY v.content) FILTER (WHERE NOT v.pruned) AS vectors
+           FROM semantic_facts AS f LEFT JOIN memory_vectors AS v ON v.source_id = f.id
+           WHERE f.agent_id = 'u' GROUP BY f.id ORDER BY f.client_key, f.created_at"""
+    )
+    assert [tuple(r) for r in rows] == [
+        ("back", "here again", False, None, ["here again"]),
+        ("brief", "brief note", True, "expired", None),
+        ("brief", "brief note again", False, None, ["brief note again"]),
+        ("gone", "to be deleted", True, "manual", None),
+        ("new", "final draft", True, "manual", None),  # one item: the first draft never was
+        ("old", "replaced news", False, None, ["replaced news"]),
+    ]  # fmt: skip
+    async with Engine(settings) as engine:  # for each put: made an item, or deleted one
+        made = await engine.put_items([
+            ItemPut("u", "fresh", {"n": 1}, content="fresh"),
+            ItemPut("u", "old", {"n": 2}, content="replaced again"),
+            ItemPut("u", "back", None),
+            ItemPut("u", "never", None),
+            ItemPut("u", "fresh", {"n": 3}, content="fresh again"),
+        ])  # fmt: skip
+    assert made == [False, False, True, False, True]
 
 
 class State(TypedDict):

@@ -254,7 +254,9 @@ ALTER TABLE ONLY semantic_facts
 ALTER TABLE ONLY semantic_facts
     ADD CONSTRAINT semantic_facts_policy_fkey FOREIGN KEY (policy) REFERENCES decay_policies(name);
 CREATE INDEX semantic_facts_agent_live_idx ON semantic_facts USING btree (agent_id, id) WHERE (NOT pruned);
-CREATE UNIQUE INDEX semantic_facts_client_key_idx ON semantic_facts USING btree (agent_id, client_key) WHERE ((client_key IS NOT NULL) AND (NOT pruned));
+-- (the items of the LangGraph store: their agents byte by byte, so that the namespaces
+-- under a prefix are one range of it)
+CREATE UNIQUE INDEX semantic_facts_client_key_idx ON semantic_facts USING btree (agent_id COLLATE "C", client_key) WHERE ((client_key IS NOT NULL) AND (NOT pruned));
 CREATE INDEX semantic_facts_content_key_idx ON semantic_facts USING btree (agent_id, content_key) WHERE (NOT pruned);
 CREATE INDEX semantic_facts_content_tsv_idx ON semantic_facts USING gin (content_tsv) WHERE (NOT pruned);
 CREATE INDEX semantic_facts_live_id_idx ON semantic_facts USING btree (id) WHERE (NOT pruned);

@@ -12,19 +12,16 @@ from ethos.db.store.core import Row, StoreCore, terms, vector_texts
 from ethos.db.store.sql.fragments import build_insert_source_vectors_query
 from ethos.db.store.sql.search import (
     BUILD_VECTOR_INDEX,
-    DELETE_ITEM,
-    EXPIRE_ITEM,
     GET_ITEM,
     INDEX_BUILD_MEMORY,
     ITEM_NAMESPACES,
     LOCATE_MEMORIES,
-    PUT_ITEM,
-    PUT_ITEM_VECTORS,
     REFRESH_ITEM_TTLS,
     SEARCH_ITEMS,
     SEARCH_VECTORS,
     SEARCH_VECTORS_EXACT,
     build_missing_vectors_query,
+    build_put_items_query,
     build_recall_query,
 )
 from ethos.domain.moments import Moment
@@ -102,48 +99,46 @@ class SearchStore(StoreCore):
     async def get_item(self, agent: str, key: str, now: datetime) -> Row | None:
         return await self._fetchrow(GET_ITEM, agent=agent, key=key, now=now)
 
-    async def put_item(
+    async def put_items(
         self,
-        agent: str,
-        key: str,
         *,
-        content: str,
-        value: str,
-        expires_at: datetime | None,
-        policy: str | None,
+        agents: list[str],
+        keys: list[str],
+        contents: list[str | None],
+        values: list[str | None],
+        expires_at: list[datetime | None],
+        policies: list[str | None],
+        embedded: list[bool],
+        vectors: list[tuple[int, str, list[float]]],
         now: datetime,
-        vectors: list[tuple[str, list[float]]] | None,
-    ) -> Row:
-        """Insert or replace the item (a fact) and, unless `vectors` is None, its vectors
-        ((text, embedding) each, in place of those it had), in one transaction: (id,
-        created)."""
-        async with self._transaction() as tx:
-            await tx.fetchval(EXPIRE_ITEM, agent=agent, key=key, now=now)
-            row = await tx.fetchrow(
-                PUT_ITEM, agent=agent, key=key, content=content, value=value,
-                expires_at=expires_at, policy=policy, now=now,
-            )  # fmt: skip
-            assert row is not None
-            if vectors is not None:
-                await tx.fetchval(
-                    PUT_ITEM_VECTORS, id=row["id"], agent=agent,
-                    contents=[text for text, _ in vectors],
-                    embeddings=vector_texts([embedding for _, embedding in vectors]),
-                )  # fmt: skip
-            return row
-
-    async def delete_item(self, agent: str, key: str, now: datetime) -> bool:
-        return await self._fetchval(DELETE_ITEM, agent=agent, key=key, now=now) is not None
+    ) -> list[int]:
+        """Puts and deletes of items (a value None deletes), one an item, with the
+        vectors of those `embedded` ((position from 1, text, embedding) each), in one
+        statement: the positions of those that made an item or deleted one."""
+        query = build_put_items_query(
+            puts=any(value is not None for value in values),
+            deletes=None in values,
+            embeds=any(embedded),
+            vectors=bool(vectors),
+        )
+        rows = await self._fetch(
+            query, agents=agents, keys=keys, contents=contents, values=values,
+            expires_at=expires_at, policies=policies, embedded=embedded, now=now,
+            vector_items=[n for n, _, _ in vectors],
+            vector_contents=[text for _, text, _ in vectors],
+            vector_embeddings=vector_texts([embedding for _, _, embedding in vectors]),
+        )  # fmt: skip
+        return [row["n"] for row in rows]
 
     async def refresh_item_ttls(self, ids: list[uuid.UUID], ttl_key: str, now: datetime) -> None:
         await self._fetchval(REFRESH_ITEM_TTLS, ids=ids, ttl_key=ttl_key, now=now)
 
-    async def search_items(self, ranked_by: str | None, **values: Any) -> list[Row]:
-        """Items under a namespace: newest first (None), ranked by "text", or by a vector
-        distance ("cosine", "inner_product", "l2")."""
+    async def search_items(self, ranked_by: str | None, *, prefix: str, **values: Any) -> list[Row]:
+        """Items under a namespace (all: ""): newest first (None), ranked by "text", or by
+        a vector distance ("cosine", "inner_product", "l2")."""
         return await self._fetch(
-            SEARCH_ITEMS[ranked_by], salience_weight=self.settings.search.salience_weight,
-            **values,
+            SEARCH_ITEMS[ranked_by, prefix == ""], prefix=prefix,
+            salience_weight=self.settings.search.salience_weight, **values,
         )  # fmt: skip
 
     async def item_namespaces(self, now: datetime) -> list[str]:

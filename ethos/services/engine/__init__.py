@@ -20,7 +20,7 @@ import asyncio
 
 from ethos import db
 from ethos.domain.explain import Account
-from ethos.services.engine.items import ItemEngine, StoredItem
+from ethos.services.engine.items import ItemEngine, ItemPut, StoredItem
 from ethos.services.engine.listing import (
     MAX_LIST,
     AgentCounts,
@@ -50,6 +50,7 @@ __all__ = [
     "AgentCounts",
     "Engine",
     "HistoryEvent",
+    "ItemPut",
     "Link",
     "LtpStatus",
     "MemoryView",

@@ -51,6 +51,24 @@ class StoredItem:
         )
 
 
+@dataclass(frozen=True)
+class ItemPut:
+    """A put of `agent`'s item `key`: its `value` (a JSON object; None deletes the item)
+    and its text `content`. `vectors`: (text, embedding) of each of its indexed fields,
+    in place of those it had (none: not embedded); None leaves them as they are. With
+    `ttl_minutes`, it expires that long after the put or the last read that refreshes.
+    `policy` names its decay policy (a replaced item takes it too); without it, a new
+    item's is chosen as for any memory (its agent's, automatic importance, default)."""
+
+    agent: str
+    key: str
+    value: Mapping[str, Any] | None
+    content: str = ""
+    vectors: Sequence[tuple[str, list[float]]] | None = None
+    ttl_minutes: float | None = None
+    policy: str | None = None
+
+
 class ItemEngine(EngineCore):
     """Get, put, delete and search items; the agents that hold them."""
 
@@ -66,47 +84,58 @@ class ItemEngine(EngineCore):
             await self.ltp.record(FACTS, [row["id"]], now)
         return StoredItem.from_row(row)
 
-    async def put_item(
-        self,
-        agent: str,
-        key: str,
-        value: Mapping[str, Any],
-        *,
-        content: str,
-        vectors: Sequence[tuple[str, list[float]]] | None = None,
-        ttl_minutes: float | None = None,
-        policy: str | None = None,
-    ) -> bool:
-        """Store `value` as the fact of `agent` under `key` (its text: `content`), or
-        replace the value of the one there, which keeps its history. True if new.
-        `vectors`: (text, embedding) of each of its indexed fields, in place of those it
-        had (none: not embedded); None leaves them as they are. With
-        `ttl_minutes`, it expires that long after the put or the last read that refreshes.
-        `policy` names its decay policy (a replaced item takes it too); without it, a new
-        item's is chosen as for any memory (its agent's, automatic importance, default)."""
-        if TTL_KEY in value:
+    async def put_items(self, puts: Sequence[ItemPut]) -> list[bool]:
+        """Apply the puts, in one statement (one transaction), as if one after another:
+        of puts of the same item the last wins. A put stores its value as the fact of
+        its agent under its key (its text: `content`), or replaces the value of the one
+        there, which keeps its history; one of value None deletes the item (a soft
+        delete, reason manual: `ethos recover` brings it back). For each put, whether it
+        made a new item or deleted one (False where a later put of the batch won)."""
+        if not puts:
+            return []
+        last = {(put.agent, put.key): n for n, put in enumerate(puts)}
+        # Rows are locked in one order whatever the batch's: concurrent batches putting
+        # the same items cannot deadlock.
+        winners = [n for _, n in sorted(last.items())]
+        items = [puts[n] for n in winners]
+        stored = [self._stored(item) for item in items]
+        now = await self._moment(None)
+        changed = await self.store.put_items(
+            agents=[item.agent for item in items],
+            keys=[item.key for item in items],
+            contents=[content for content, _ in stored],
+            values=[value for _, value in stored],
+            expires_at=[
+                None if item.ttl_minutes is None else now + timedelta(minutes=item.ttl_minutes)
+                for item in items
+            ],
+            policies=[item.policy for item in items],
+            embedded=[item.vectors is not None for item in items],
+            vectors=[
+                (position, text, embedding)
+                for position, item in enumerate(items, 1)
+                for text, embedding in item.vectors or ()
+            ],
+            now=now,
+        )
+        made = {winners[position - 1] for position in changed}
+        return [n in made for n in range(len(puts))]
+
+    def _stored(self, put: ItemPut) -> tuple[str | None, str | None]:
+        """The put's content and value as stored, checked (None, None: a delete)."""
+        if put.value is None:
+            return None, None
+        if TTL_KEY in put.value:
             raise InputError(
                 f"an item's value must not hold the key {TTL_KEY!r} (ethos keeps its ttl there)"
             )
-        kept = value if ttl_minutes is None else {**value, TTL_KEY: ttl_minutes}
-        stored = metadata_json(kept, self.settings.limits.metadata_bytes, "an item's value")
-        content = content_text(content)
-        if vectors is not None:
-            check_dimension([e for _, e in vectors], self.settings.embedding.dimension)
-        if policy is not None:
-            self.settings.policy(policy)
-        now = await self._moment(None)
-        expires_at = None if ttl_minutes is None else now + timedelta(minutes=ttl_minutes)
-        row = await self.store.put_item(
-            agent, key, content=content, value=stored, expires_at=expires_at,
-            policy=policy, now=now, vectors=None if vectors is None else list(vectors),
-        )  # fmt: skip
-        created: bool = row["created"]
-        return created
-
-    async def delete_item(self, agent: str, key: str) -> bool:
-        """Forget the item (a soft delete, reason manual: `ethos recover` brings it back)."""
-        return await self.store.delete_item(agent, key, await self._moment(None))
+        kept = put.value if put.ttl_minutes is None else {**put.value, TTL_KEY: put.ttl_minutes}
+        value = metadata_json(kept, self.settings.limits.metadata_bytes, "an item's value")
+        if put.vectors is not None:
+            check_dimension([e for _, e in put.vectors], self.settings.embedding.dimension)
+        if put.policy is not None:
+            self.settings.policy(put.policy)
+        return content_text(put.content), value
 
     async def search_items(
         self,
