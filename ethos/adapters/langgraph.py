@@ -11,10 +11,11 @@ the fact's metadata (round-tripped as JSON), its text (the index's fields, else 
 string in the value; the value's JSON when that is empty) the fact's content. With an
 index, each text of the indexed fields is embedded apart, as LangGraph does: a vector
 per text, following the fact (memory_vectors rows sourced by it, replaced at each put).
-put on an existing key replaces the
-value and keeps the memory's history; delete is a soft delete (reason manual,
-recoverable); ttl (minutes) expires the item; get and search, unless refresh_ttl is off,
-move what they return's expiry to now + its ttl and are retrievals (LTP). An item takes
+put on an existing key replaces the value and keeps the memory's history; delete is a
+soft delete (reason manual, recoverable); abatch writes each run of consecutive puts in
+one statement, all or none, the last put of an item winning, as PostgresStore writes a
+batch's puts; ttl (minutes) expires the item; get and search, unless refresh_ttl is
+off, move what they return's expiry to now + its ttl and are retrievals (LTP). An item takes
 the policy `policy` (without a ttl; default permanent) or `ttl_policy` (with one;
 default long_term), no automatic importance, unless these are None. search lists newest
 first without a query; with one it returns every item, as LangGraph's stores do, ranking
@@ -204,7 +205,7 @@ class AsyncEthosStore(BaseStore):
         ]
 
     async def _put(self, ops: list[PutOp]) -> None:
-        """The puts in one statement."""
+        """The puts in one statement: all of them or none."""
         texts = [self._texts(op) for op in ops]
         vectors = await self._vectors(ops, texts)
         await self.engine.put_items(
@@ -217,9 +218,9 @@ class AsyncEthosStore(BaseStore):
         agent = _agent(op.namespace)
         if op.value is None:
             return ItemPut(agent, op.key, None)
-        # A value without the indexed text is still stored (LangGraph's stores keep it,
-        # unembedded): a fact needs some text, so its JSON stands in for text search; the
-        # texts joined are the fact's content, for text search.
+        # The texts joined are the fact's content, for text search. A value without the
+        # indexed text is still stored (LangGraph's stores keep it, unembedded): a fact
+        # needs some text, so its JSON stands in.
         text = " ".join(texts) or json.dumps(op.value, ensure_ascii=False)
         policy = self.policy if op.ttl is None else self.ttl_policy
         return ItemPut(agent, op.key, op.value, content=text, vectors=vectors,
