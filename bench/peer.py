@@ -62,7 +62,7 @@ from langgraph.store.postgres.aio import AsyncPostgresStore
 from ethos import db, logs
 from ethos.adapters.langgraph import KEEP, KEEP_UNTIL_TTL, AsyncEthosStore
 from ethos.db.store.core import vector_texts
-from ethos.db.store.sql.search import build_put_items_query
+from ethos.db.store.sql.items import build_put_items_query
 from ethos.services.engine import migrate
 from ethos.services.engine.items import TTL_KEY
 from ethos.settings import DatabaseSettings, LoggingSettings, Settings

@@ -10,18 +10,20 @@ from typing import Any
 
 from ethos.db.store.core import Row, StoreCore, terms, vector_texts
 from ethos.db.store.sql.fragments import build_insert_source_vectors_query
-from ethos.db.store.sql.search import (
-    BUILD_VECTOR_INDEX,
+from ethos.db.store.sql.items import (
     GET_ITEM,
-    INDEX_BUILD_MEMORY,
     ITEM_NAMESPACES,
-    LOCATE_MEMORIES,
     REFRESH_ITEM_TTLS,
     SEARCH_ITEMS,
+    build_put_items_query,
+)
+from ethos.db.store.sql.search import (
+    BUILD_VECTOR_INDEX,
+    INDEX_BUILD_MEMORY,
+    LOCATE_MEMORIES,
     SEARCH_VECTORS,
     SEARCH_VECTORS_EXACT,
     build_missing_vectors_query,
-    build_put_items_query,
     build_recall_query,
 )
 from ethos.domain.moments import Moment

@@ -1,0 +1,214 @@
+"""The statements of the LangGraph store's items: facts an agent names by key, their
+vectors (one per indexed field), the namespaces that hold them."""
+
+from __future__ import annotations
+
+from functools import cache
+
+from ethos.db.store.core import Query, sql, statements
+from ethos.db.store.sql.fragments import (
+    UNEXPIRED,
+    above_threshold,
+    pruned_set,
+    salience_expr,
+)
+from ethos.db.store.sql.search import bm25, prior, prior_on, word_statistics
+from ethos.domain.tables import FACTS
+
+# The plain statements, in the .sql file of the same name beside this one.
+STATEMENTS = statements(__file__)
+
+
+# A live, unexpired item of one namespace (agent) by its key.
+_ITEM_LIVE = f"NOT m.pruned AND {UNEXPIRED}"
+
+
+def item_agent(alias: str = "m") -> str:
+    """The agent of the item `alias` as the items' index orders it: byte by byte
+    (COLLATE "C", so that the namespaces under a prefix are one range of it; equality is
+    the same in every deterministic collation). A statement finds items through that
+    index only by comparing this."""
+    return f'{alias}.agent_id COLLATE "C"'
+
+
+GET_ITEM = sql(f"""
+SELECT m.id, m.agent_id, m.client_key, m.metadata, m.created_at,
+       coalesce(m.updated_at, m.created_at) AS updated_at
+FROM semantic_facts AS m
+WHERE {item_agent()} = %(agent)s AND m.client_key = %(key)s AND {_ITEM_LIVE}
+""")
+
+REFRESH_ITEM_TTLS = STATEMENTS["refresh_item_ttls"]
+
+_PUT_ITEMS_INPUT = """item AS MATERIALIZED (
+    SELECT *
+    FROM unnest(%(agents)s::text[], %(keys)s::text[], %(contents)s::text[],
+                %(values)s::text[], %(expires_at)s::timestamptz[], %(policies)s::text[],
+                %(embedded)s::boolean[])
+         WITH ORDINALITY AS i (agent, key, content, value, expires_at, policy, embedded, n)
+)"""
+
+_PUT_ITEMS_PUT = f"""expired AS (  -- an expired item under a key put, pruned (reason expired)
+    UPDATE semantic_facts AS m
+    SET {pruned_set("expired")}
+    FROM item AS i
+    WHERE {item_agent()} = i.agent AND m.client_key = i.key AND i.value IS NOT NULL
+      AND NOT m.pruned AND m.expires_at <= %(now)s
+    RETURNING m.id
+),
+put AS (  -- a new item, or the live one's value replaced (keeping its history)
+    INSERT INTO semantic_facts AS m (agent_id, client_key, content, metadata, expires_at,
+                                     policy, created_at, updated_at)
+    SELECT i.agent, i.key, i.content, i.value::jsonb, i.expires_at, i.policy, %(now)s, %(now)s
+    FROM item AS i
+    WHERE i.value IS NOT NULL AND (SELECT count(*) FROM expired) >= 0
+    ORDER BY i.n
+    ON CONFLICT (agent_id, client_key) WHERE client_key IS NOT NULL AND NOT pruned
+    DO UPDATE SET content = excluded.content, metadata = excluded.metadata,
+                  expires_at = excluded.expires_at, updated_at = excluded.updated_at,
+                  policy = coalesce((SELECT i.policy FROM item AS i
+                                     WHERE i.agent = m.agent_id AND i.key = m.client_key),
+                                    m.policy)
+    RETURNING m.id, m.agent_id, m.client_key, (m.xmax = 0) AS created
+),
+put_item AS MATERIALIZED (
+    SELECT p.*, i.n, i.embedded
+    FROM put AS p JOIN item AS i ON i.agent = p.agent_id AND i.key = p.client_key
+)"""
+
+_PUT_ITEMS_REPLACED = """replaced AS (
+    DELETE FROM memory_vectors AS v
+    USING put_item AS p
+    WHERE p.embedded AND v.source_type = 'semantic_facts' AND v.source_id = p.id
+      AND v.agent_id = p.agent_id
+)"""
+
+_PUT_ITEMS_VECTORED = """vectored AS (
+    INSERT INTO memory_vectors (agent_id, content, embedding, source_type, source_id)
+    SELECT p.agent_id, e.content, e.embedding::vector, 'semantic_facts', p.id
+    FROM unnest(%(vector_items)s::bigint[], %(vector_contents)s::text[],
+                %(vector_embeddings)s::text[]) AS e (n, content, embedding)
+    JOIN put_item AS p ON p.n = e.n
+)"""
+
+_PUT_ITEMS_DELETED = f"""deleted AS (  -- a soft delete, reason manual, recoverable
+    UPDATE semantic_facts AS m
+    SET {pruned_set("manual")}
+    FROM item AS i
+    WHERE {item_agent()} = i.agent AND m.client_key = i.key AND i.value IS NULL
+      AND NOT m.pruned
+    RETURNING i.n
+)"""
+
+
+@cache
+def build_put_items_query(*, puts: bool, deletes: bool, embeds: bool, vectors: bool) -> Query:
+    """A batch of puts, in one statement (one round trip, one transaction). The items:
+    one row each of the arrays %(agents)s, %(keys)s, %(contents)s, %(values)s (JSON;
+    NULL: a delete), %(expires_at)s, %(policies)s (NULL: the insert trigger chooses; a
+    replaced item keeps its own) and %(embedded)s (whether its vectors are given), one
+    put an item (the caller keeps the last of a batch's puts of one item) in the order
+    their rows are to be locked in; their vectors: %(vector_items)s (an item's position,
+    from 1), %(vector_contents)s, %(vector_embeddings)s (pgvector's text form). Each put
+    item whose vectors are given gets them in place of those it had (one per text of its
+    indexed fields, as LangGraph embeds each field; search scores an item by its
+    nearest). Returns the position of each put that made an item or deleted one.
+
+    Only the parts a batch needs are in its statement: `puts` (some value is put),
+    `deletes` (some is None), `embeds` (some put's vectors are given), `vectors` (there
+    are some): an INSERT fires its table's statement trigger even when it adds no row.
+
+    The CTEs share one snapshot, so order is forced where it matters: `expired` runs
+    before any insert (the insert reads its count), so a put over an expired item finds
+    its key free and makes a new item, as a put after an expiry would; `replaced` cannot
+    see the vectors `vectored` inserts (rows of this statement), only those they
+    replace."""
+    ctes, results = [_PUT_ITEMS_INPUT], []
+    if puts:
+        ctes.append(_PUT_ITEMS_PUT)
+        if embeds:
+            ctes.append(_PUT_ITEMS_REPLACED)
+        if vectors:
+            ctes.append(_PUT_ITEMS_VECTORED)
+        results.append("SELECT n FROM put_item WHERE created")
+    if deletes:
+        ctes.append(_PUT_ITEMS_DELETED)
+        results.append("SELECT n FROM deleted")
+    written = ",\n".join(ctes)
+    selected = "\nUNION ALL\n".join(results) or "SELECT n FROM item WHERE false"
+    return sql(f"WITH {written}\n{selected}")
+
+
+# LangGraph's scores of a vector match, by its index's distance_type: the cosine
+# similarity, the inner product, the negative L2 distance (higher is nearer).
+ITEM_SCORES = {
+    "cosine": "1 - (v.embedding <=> %(embedding)s::vector)",
+    "inner_product": "-(v.embedding <#> %(embedding)s::vector)",
+    "l2": "-(v.embedding <-> %(embedding)s::vector)",
+}
+
+
+def build_search_items_query(*, ranked_by: str | None, everywhere: bool = False) -> Query:
+    """Live, unexpired items under the namespace %(prefix)s (the agent itself, or any
+    agent under it: "prefix.…"; `everywhere`: all, the prefix empty), passing the
+    filter (containment %(contains)s and the jsonpath %(path)s over %(vars)s), in the
+    order LangGraph documents: most recently updated first without a query; with one,
+    by the score of its nearest vector to %(embedding)s (ranked_by a distance of
+    ITEM_SCORES: an item has a vector per indexed field) or by BM25 ("text": of
+    %(text)s), with the salience prior; none below its prune threshold. %(limit)s after
+    %(offset)s. With a query every item is returned, as LangGraph's stores do (without
+    an index, or for items put without a vector): those matched first, scored, then the
+    others newest first. The score of a vector match is LangGraph's (ITEM_SCORES), not
+    the score × salience that orders it; of a text match, its rank.
+
+    Under a prefix, the items are read from one range of their index: byte by byte
+    (item_agent), the agents from the prefix itself up to the prefix and "/", the byte
+    after "."; its agent and those under it are the ones of that range that pass the
+    test of the prefix."""
+    join, score, rank = "", "NULL::float8", ""
+    under = f"""
+      AND {item_agent()} >= %(prefix)s AND {item_agent()} < %(prefix)s || '/'
+      AND (m.agent_id = %(prefix)s OR starts_with(m.agent_id, %(prefix)s || '.'))"""
+    if everywhere:
+        under = ""
+    order = newest = "coalesce(m.updated_at, m.created_at) DESC, m.id"
+    salience = prior(salience_expr(FACTS))
+    if ranked_by in ITEM_SCORES:
+        join = f"""LEFT JOIN LATERAL (
+                 SELECT max({ITEM_SCORES[ranked_by]}) AS score FROM memory_vectors AS v
+                 WHERE v.source_type = 'semantic_facts' AND v.source_id = m.id
+                   AND v.agent_id = m.agent_id AND NOT v.pruned) AS v ON true"""
+        score = "v.score"
+        rank = prior_on(score, salience_expr(FACTS))
+    elif ranked_by == "text":  # BM25 as recall ranks, each item among its own agent's
+        score = rank = (
+            f"CASE WHEN m.content_tsv @@ t.words THEN {bm25('m.content_tsv')} * {salience} END"
+        )
+        join = f"""CROSS JOIN (SELECT ethos_text_query(ethos_text_config(), %(text)s) AS words) AS t
+    CROSS JOIN LATERAL (SELECT {word_statistics("m.agent_id")}) AS q"""
+    elif ranked_by is not None:
+        raise ValueError(f"unknown item ranking {ranked_by!r}")
+    if rank:
+        order = f"{rank} DESC NULLS LAST, {newest}"  # PostgreSQL reuses a selected score
+    return sql(f"""
+    SELECT m.id, m.agent_id, m.client_key, m.metadata, m.created_at,
+           coalesce(m.updated_at, m.created_at) AS updated_at, {score} AS score
+    FROM semantic_facts AS m JOIN decay_policies AS p ON p.name = m.policy
+    {join}
+    WHERE m.client_key IS NOT NULL AND {_ITEM_LIVE} AND {above_threshold(FACTS)}{under}
+      AND m.metadata @> %(contains)s::jsonb
+      AND jsonb_path_match(m.metadata, %(path)s::jsonpath, %(vars)s::jsonb)
+    ORDER BY {order}
+    LIMIT %(limit)s OFFSET %(offset)s
+    """)
+
+
+# Items by ranking (None: newest first, "text", or a distance of ITEM_SCORES) and
+# whether they are searched everywhere (no prefix) or under a prefix.
+SEARCH_ITEMS = {
+    (ranked_by, everywhere): build_search_items_query(ranked_by=ranked_by, everywhere=everywhere)
+    for ranked_by in (None, "text", *ITEM_SCORES)
+    for everywhere in (False, True)
+}
+
+ITEM_NAMESPACES = STATEMENTS["item_namespaces"]
