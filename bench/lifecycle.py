@@ -144,7 +144,9 @@ async def replay(
     ids: dict[str, str] = {}
     agent = conversation.name
     embedder = embedder if config.reinforce else None
-    async with Engine(settings, embedder=embedder) as engine:
+    # The config's importance into the database: an engine only says when it differs.
+    async with Engine(settings, embedder=embedder, check_settings=False) as engine:
+        await engine.apply_settings()
         if config.policy:
             await engine.assign_policy(agent, config.policy)
         for start, dia_ids in conversation.sessions:
@@ -273,8 +275,7 @@ async def cost(urls: dict[bool, str], rows: int, adds: int, rounds: int = 2) -> 
         settings = Settings(
             database=DatabaseSettings(url=urls[auto]), importance=ImportanceSettings(auto=auto)
         )
-        async with Engine(settings):  # writes its settings into the database
-            pass
+        await migrate(settings, urls[auto])  # its settings into the database
         conn = await asyncpg.connect(urls[auto])
         try:
             await conn.execute(  # TRUNCATE runs no trigger: the statistics anew
