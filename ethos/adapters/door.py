@@ -82,28 +82,21 @@ class Door:
                    if hmac.compare_digest(offered, token.encode())]  # fmt: skip
         return matched[0] if scheme.lower() == "bearer" and matched else None
 
-    def refusal(self, headers: Mapping[str, str]) -> tuple[int, str] | None:
-        """(status, one line) for a request with these lower-cased headers, or None."""
-        if not self.host_allowed(headers.get("host")):
-            return 421, "this server does not answer for that Host"
-        if not self.origin_allowed(headers.get("origin"), headers.get("host")):
-            return 403, "requests from that Origin are not allowed"
-        if self.access(headers.get("authorization")) is None:
-            return 401, "a valid bearer token is required"
-        return None
-
     def admit(
         self, headers: Mapping[str, str], path: str
     ) -> tuple[str | None, tuple[int, str] | None]:
-        """(what the request may do, None), or (None, (status, reason)) to refuse it;
-        "none" for a public path without a valid token."""
-        refusal = self.refusal(headers)
-        if refusal is None:
-            access = self.access(headers.get("authorization"))
-            return ("read" if self.read_only else access), None
-        if refusal[0] == 401 and self._public(path):
+        """(what the request with these lower-cased headers may do, None), or (None,
+        (status, one line)) to refuse it; "none" for a public path without a valid token."""
+        if not self.host_allowed(headers.get("host")):
+            return None, (421, "this server does not answer for that Host")
+        if not self.origin_allowed(headers.get("origin"), headers.get("host")):
+            return None, (403, "requests from that Origin are not allowed")
+        access = self.access(headers.get("authorization"))
+        if access is None and self._public(path):
             return "none", None
-        return None, refusal
+        if access is None:
+            return None, (401, "a valid bearer token is required")
+        return ("read" if self.read_only else access), None
 
     def _public(self, path: str) -> bool:
         return any(path.startswith(p[:-1]) if p.endswith("*") else path == p for p in self.public)

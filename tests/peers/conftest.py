@@ -15,6 +15,7 @@ from typing import Any
 
 import asyncpg
 import pytest
+from langchain_core.embeddings import Embeddings
 
 from ethos.adapters.langgraph import EthosStore
 from ethos.db import store
@@ -135,3 +136,28 @@ def stores(databases: Databases) -> Iterator[Stores]:
     made = Stores(databases)
     yield made
     made.close()
+
+
+# The Stores of the test running: the suites' own helpers take no fixture, and open
+# their stores through it.
+_running: list[Stores] = []
+
+
+def running() -> Stores:
+    return _running[-1]
+
+
+@pytest.fixture(autouse=True)
+def _running_stores(stores: Stores) -> Iterator[None]:
+    _running.append(stores)
+    yield
+    _running.pop()
+
+
+def vector_index(
+    vector_type: str, distance_type: str, embeddings: Embeddings, fields: list[str] | None
+) -> Any:
+    """The index the suites' _create_vector_store gives PostgresStore, for ethos's store."""
+    return {"dims": embeddings.dims, "embed": embeddings,  # type: ignore[attr-defined]
+            "ann_index_config": {"vector_type": vector_type},
+            "distance_type": distance_type, "fields": fields}  # fmt: skip

@@ -9,7 +9,7 @@ once."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -18,13 +18,12 @@ from langchain_core.embeddings import Embeddings
 
 from ethos.adapters.langgraph import AsyncEthosStore
 from tests.peers import langgraph_upstream as upstream
-from tests.peers.conftest import Stores
+from tests.peers.conftest import Stores, running, vector_index
 
 DIST = "langgraph-checkpoint-postgres"
 suite = upstream.load(DIST, "test_async_store.py")
 # The suite's fixture from its conftest (not the rest: it connects to its own server).
 fake_embeddings = upstream.load(DIST, "conftest.py")["fake_embeddings"]
-_current: list[Stores] = []
 
 INTERNALS = "AsyncPostgresStore's internals"
 LEFT_OUT = {
@@ -59,18 +58,9 @@ async def _create_vector_store(
     fake_embeddings: Embeddings,
     text_fields: list[str] | None = None,
 ) -> AsyncIterator[AsyncEthosStore]:
-    index: Any = {"dims": fake_embeddings.dims, "embed": fake_embeddings,  # type: ignore[attr-defined]
-                  "ann_index_config": {"vector_type": vector_type},
-                  "distance_type": distance_type, "fields": text_fields}  # fmt: skip
-    async with AsyncEthosStore(_current[-1].settings(), index=index) as opened:
+    index = vector_index(vector_type, distance_type, fake_embeddings, text_fields)
+    async with AsyncEthosStore(running().settings(), index=index) as opened:
         yield opened
-
-
-@pytest.fixture(autouse=True)
-def _stores(stores: Stores) -> Iterator[None]:
-    _current.append(stores)
-    yield
-    _current.pop()
 
 
 suite["store"] = store

@@ -16,12 +16,11 @@ from langchain_core.embeddings import Embeddings
 
 from ethos.adapters.langgraph import EthosStore
 from tests.peers import langgraph_upstream as upstream
-from tests.peers.conftest import Stores
+from tests.peers.conftest import Stores, running, vector_index
 
 suite = upstream.load("langgraph-checkpoint-postgres", "test_store.py")
 # The suite's fixture from its conftest (not the rest: it connects to its own server).
 fake_embeddings = upstream.load("langgraph-checkpoint-postgres", "conftest.py")["fake_embeddings"]
-_current: list[Stores] = []
 
 INTERNALS = "PostgresStore's internals"
 LEFT_OUT = {
@@ -57,19 +56,10 @@ def _create_vector_store(
     text_fields: list[str] | None = None,
     enable_ttl: bool = True,
 ) -> Iterator[EthosStore]:
-    index: Any = {"dims": fake_embeddings.dims, "embed": fake_embeddings,  # type: ignore[attr-defined]
-                  "ann_index_config": {"vector_type": vector_type},
-                  "distance_type": distance_type, "fields": text_fields}  # fmt: skip
+    index = vector_index(vector_type, distance_type, fake_embeddings, text_fields)
     ttl: Any = {"default_ttl": 2, "refresh_on_read": True} if enable_ttl else None
-    with EthosStore(_current[-1].settings(), index=index, ttl=ttl) as opened:
+    with EthosStore(running().settings(), index=index, ttl=ttl) as opened:
         yield opened
-
-
-@pytest.fixture(autouse=True)
-def _stores(stores: Stores) -> Iterator[None]:
-    _current.append(stores)
-    yield
-    _current.pop()
 
 
 suite["store"] = store

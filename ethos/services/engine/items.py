@@ -14,6 +14,7 @@ from ethos.domain.inputs import at_most, content_text, metadata_json, query_text
 from ethos.domain.tables import FACTS
 from ethos.services.embedding import check_dimension
 from ethos.services.engine.core import EngineCore
+from ethos.services.ltp_flush import Kind
 from ethos.services.retrieval import json_object
 
 # An item's ttl (minutes), kept in its value's JSON (no column holds it) so that a read
@@ -28,7 +29,7 @@ DISTANCES = ("cosine", "inner_product", "l2")
 class StoredItem:
     """An item as the engine gives it: whose it is, its key, the value put (a JSON
     object), when it was made and last replaced; `score`: its rank in a search (None
-    when read by key)."""
+    when read by key); `ttl_minutes`: the ttl it was put with (None: none)."""
 
     agent: str
     key: str
@@ -36,11 +37,11 @@ class StoredItem:
     created_at: datetime
     updated_at: datetime
     score: float | None = None
+    ttl_minutes: float | None = None
 
     @classmethod
     def from_row(cls, row: Row) -> StoredItem:
         value = json_object(row["metadata"])
-        value.pop(TTL_KEY, None)
         return cls(
             agent=row["agent_id"],
             key=row["client_key"],
@@ -48,6 +49,7 @@ class StoredItem:
             created_at=row["created_at"],
             updated_at=row["updated_at"],
             score=row.get("score"),
+            ttl_minutes=value.pop(TTL_KEY, None),
         )
 
 
@@ -79,10 +81,10 @@ class ItemEngine(EngineCore):
         row = await self.store.get_item(agent, key, now)
         if row is None:
             return None
+        item = StoredItem.from_row(row)
         if record:
-            await self.store.refresh_item_ttls([row["id"]], TTL_KEY, now)
-            await self.ltp.record(FACTS, [row["id"]], now)
-        return StoredItem.from_row(row)
+            await self._read([row], [item], now, "retrieval")
+        return item
 
     async def put_items(self, puts: Sequence[ItemPut]) -> list[bool]:
         """Apply the puts, in one statement (one transaction), as if one after another:
@@ -172,11 +174,22 @@ class ItemEngine(EngineCore):
             contains=json.dumps(dict(contains or {})), path=path,
             vars=json.dumps(dict(variables or {})), limit=limit, offset=offset, now=now,
         )  # fmt: skip
+        items = [StoredItem.from_row(row) for row in rows]
         if rows and record:
-            ids = [row["id"] for row in rows]
-            await self.store.refresh_item_ttls(ids, TTL_KEY, now)
-            await self.ltp.record(FACTS, ids, now, "surfaced")
-        return [StoredItem.from_row(row) for row in rows]
+            await self._read(rows, items, now, "surfaced")
+        return items
+
+    async def _read(
+        self, rows: Sequence[Row], items: Sequence[StoredItem], now: datetime, kind: Kind
+    ) -> None:
+        """Items read with refresh_ttl: retrievals (LTP), and those put with a ttl expire
+        that long after `now` (the others spare the statement)."""
+        expiring = [
+            row["id"] for row, item in zip(rows, items, strict=True) if item.ttl_minutes is not None
+        ]
+        if expiring:
+            await self.store.refresh_item_ttls(expiring, TTL_KEY, now)
+        await self.ltp.record(FACTS, [row["id"] for row in rows], now, kind)
 
     async def item_namespaces(self) -> list[str]:
         """The agents that hold live, unexpired items."""
