@@ -125,3 +125,32 @@ async def citus_database(citus_url: str) -> AsyncIterator[str]:
         yield url
     finally:
         await drop_cluster_database(citus_url, name)
+
+
+# The tables Citus distributes by agent, colocated with the first; the shared ones it
+# copies to every node (decision record 0019). The rest stay on the coordinator for now.
+DISTRIBUTED = (
+    "episodic_traces", "semantic_facts", "memory_vectors", "memory_links", "memory_revisions",
+    "agent_policies", "lexeme_stats", "agent_text_stats", "agent_vector_stats",
+)  # fmt: skip
+REFERENCE = ("decay_policies", "importance_tiers", "ethos_settings")
+
+
+async def distribute(url: str) -> None:
+    """Distribute a migrated ethos database by agent, rows and all. The memory tables'
+    triggers are off while their rows move to the shards (they would fire there for the
+    rows copied, which were written already) and on again after."""
+    conn = await asyncpg.connect(url)
+    try:
+        await conn.execute("SET citus.enable_unsafe_triggers = on")
+        for table in REFERENCE:
+            await conn.execute("SELECT create_reference_table($1)", table)
+        for table in DISTRIBUTED:
+            await conn.execute(f"ALTER TABLE {table} DISABLE TRIGGER USER")
+            await conn.execute(
+                "SELECT create_distributed_table($1, 'agent_id', colocate_with => $2)",
+                table, "none" if table == DISTRIBUTED[0] else DISTRIBUTED[0],
+            )  # fmt: skip
+            await conn.execute(f"ALTER TABLE {table} ENABLE TRIGGER USER")
+    finally:
+        await conn.close()

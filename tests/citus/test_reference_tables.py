@@ -10,8 +10,7 @@ import asyncpg
 
 from ethos.services.engine import Engine, migrate
 from ethos.settings import DatabaseSettings, PolicySettings, Settings
-
-REFERENCE = ("decay_policies", "importance_tiers", "ethos_settings")
+from tests.citus.conftest import REFERENCE
 
 
 async def test_settings_and_assignments_write_to_reference_tables(citus_database: str) -> None:

@@ -277,7 +277,7 @@ async def test_a_batch_applies_its_puts_in_order_in_one_statement(
         """SELECT f.client_key, f.content, f.pruned, f.prune_reason,
                   array_agg(v.content ORDER BY v.content) FILTER (WHERE NOT v.pruned) AS vectors
            FROM semantic_facts AS f LEFT JOIN memory_vectors AS v ON v.source_id = f.id
-           WHERE f.agent_id = 'u' GROUP BY f.id ORDER BY f.client_key, f.created_at"""
+           WHERE f.agent_id = 'u' GROUP BY f.agent_id, f.id ORDER BY f.client_key, f.created_at"""
     )
     assert [tuple(r) for r in rows] == [
         ("back", "here again", False, None, ["here again"]),

@@ -179,15 +179,16 @@ CREATE TABLE episodic_traces (
 )
 WITH (fillfactor='50');
 ALTER TABLE ONLY episodic_traces
-    ADD CONSTRAINT episodic_traces_pkey PRIMARY KEY (id);
+    ADD CONSTRAINT episodic_traces_pkey PRIMARY KEY (agent_id, id);  -- an agent's memories: one range
 ALTER TABLE ONLY episodic_traces
     ADD CONSTRAINT episodic_traces_policy_fkey FOREIGN KEY (policy) REFERENCES decay_policies(name);
-CREATE INDEX episodic_traces_agent_live_idx ON episodic_traces USING btree (agent_id, id) WHERE (NOT pruned);
 -- an agent's live episodes in time: the turns around a hit, for recall in context
 CREATE INDEX episodic_traces_agent_time_idx ON episodic_traces USING btree (agent_id, created_at, id) WHERE (NOT pruned);
 CREATE UNIQUE INDEX episodic_traces_client_key_idx ON episodic_traces USING btree (agent_id, client_key) WHERE ((client_key IS NOT NULL) AND (NOT pruned));
 CREATE INDEX episodic_traces_content_key_idx ON episodic_traces USING btree (agent_id, content_key) WHERE (NOT pruned);
 CREATE INDEX episodic_traces_content_tsv_idx ON episodic_traces USING gin (content_tsv) WHERE (NOT pruned);
+-- a memory by its id alone, live or pruned (the key leads with the agent)
+CREATE INDEX episodic_traces_id_idx ON episodic_traces USING btree (id);
 CREATE INDEX episodic_traces_live_id_idx ON episodic_traces USING btree (id) WHERE (NOT pruned);
 CREATE INDEX episodic_traces_pruned_at_idx ON episodic_traces USING btree (pruned_at) WHERE pruned;
 
@@ -250,15 +251,16 @@ CREATE TABLE semantic_facts (
 )
 WITH (fillfactor='50');
 ALTER TABLE ONLY semantic_facts
-    ADD CONSTRAINT semantic_facts_pkey PRIMARY KEY (id);
+    ADD CONSTRAINT semantic_facts_pkey PRIMARY KEY (agent_id, id);  -- an agent's memories: one range
 ALTER TABLE ONLY semantic_facts
     ADD CONSTRAINT semantic_facts_policy_fkey FOREIGN KEY (policy) REFERENCES decay_policies(name);
-CREATE INDEX semantic_facts_agent_live_idx ON semantic_facts USING btree (agent_id, id) WHERE (NOT pruned);
 -- (the items of the LangGraph store: their agents byte by byte, so that the namespaces
 -- under a prefix are one range of it)
 CREATE UNIQUE INDEX semantic_facts_client_key_idx ON semantic_facts USING btree (agent_id COLLATE "C", client_key) WHERE ((client_key IS NOT NULL) AND (NOT pruned));
 CREATE INDEX semantic_facts_content_key_idx ON semantic_facts USING btree (agent_id, content_key) WHERE (NOT pruned);
 CREATE INDEX semantic_facts_content_tsv_idx ON semantic_facts USING gin (content_tsv) WHERE (NOT pruned);
+-- a memory by its id alone, live or pruned (the key leads with the agent)
+CREATE INDEX semantic_facts_id_idx ON semantic_facts USING btree (id);
 CREATE INDEX semantic_facts_live_id_idx ON semantic_facts USING btree (id) WHERE (NOT pruned);
 CREATE INDEX semantic_facts_pruned_at_idx ON semantic_facts USING btree (pruned_at) WHERE pruned;
 
@@ -322,15 +324,16 @@ CREATE TABLE memory_vectors (
 )
 WITH (fillfactor='50');
 ALTER TABLE ONLY memory_vectors
-    ADD CONSTRAINT memory_vectors_pkey PRIMARY KEY (id);
+    ADD CONSTRAINT memory_vectors_pkey PRIMARY KEY (agent_id, id);  -- an agent's memories: one range
 ALTER TABLE ONLY memory_vectors
     ADD CONSTRAINT memory_vectors_policy_fkey FOREIGN KEY (policy) REFERENCES decay_policies(name);
-CREATE INDEX memory_vectors_agent_live_idx ON memory_vectors USING btree (agent_id, id) WHERE (NOT pruned);
 CREATE UNIQUE INDEX memory_vectors_client_key_idx ON memory_vectors USING btree (agent_id, client_key) WHERE ((client_key IS NOT NULL) AND (NOT pruned));
 CREATE INDEX memory_vectors_content_key_idx ON memory_vectors USING btree (agent_id, content_key) WHERE (NOT pruned);
 -- (text recall skips a vector of an episode or fact: its source is found in its own table)
 CREATE INDEX memory_vectors_content_tsv_idx ON memory_vectors USING gin (content_tsv) WHERE ((NOT pruned) AND (source_id IS NULL));
 CREATE INDEX memory_vectors_embedding_hnsw ON memory_vectors USING hnsw (embedding vector_cosine_ops) WHERE (NOT pruned);
+-- a memory by its id alone, live or pruned (the key leads with the agent)
+CREATE INDEX memory_vectors_id_idx ON memory_vectors USING btree (id);
 CREATE INDEX memory_vectors_live_id_idx ON memory_vectors USING btree (id) WHERE (NOT pruned);
 CREATE INDEX memory_vectors_pruned_at_idx ON memory_vectors USING btree (pruned_at) WHERE pruned;
 CREATE INDEX memory_vectors_source_idx ON memory_vectors USING btree (source_type, source_id) WHERE (source_id IS NOT NULL);
@@ -358,7 +361,7 @@ CREATE TABLE memory_links (
     CONSTRAINT memory_links_weight_check CHECK (((weight > (0)::double precision) AND (weight <= (1)::double precision)))
 );
 ALTER TABLE ONLY memory_links
-    ADD CONSTRAINT memory_links_pkey PRIMARY KEY (a_id, b_id);
+    ADD CONSTRAINT memory_links_pkey PRIMARY KEY (agent_id, a_id, b_id);
 CREATE INDEX memory_links_b_idx ON memory_links USING btree (b_id);
 CREATE INDEX memory_links_fades_at_idx ON memory_links USING btree (fades_at);
 
@@ -382,8 +385,7 @@ ALTER TABLE memory_revisions ALTER COLUMN id ADD GENERATED BY DEFAULT AS IDENTIT
     CACHE 1
 );
 ALTER TABLE ONLY memory_revisions
-    ADD CONSTRAINT memory_revisions_pkey PRIMARY KEY (id);
-CREATE INDEX memory_revisions_agent_idx ON memory_revisions USING btree (agent_id);
+    ADD CONSTRAINT memory_revisions_pkey PRIMARY KEY (agent_id, id);
 CREATE INDEX memory_revisions_memory_idx ON memory_revisions USING btree (table_name, memory_id);
 
 -- ========================================================================================

@@ -73,10 +73,13 @@ class LtpStore(StoreCore):
         removed: int = await self._fetchval(REMOVE_FADED_LINKS, now=now, limit=limit)
         return removed
 
-    async def links(self, spec: TableSpec, memory_id: uuid.UUID, now: datetime) -> list[Row]:
+    async def links(
+        self, spec: TableSpec, memory_id: uuid.UUID, agent: str, now: datetime
+    ) -> list[Row]:
         return await self._fetch(
-            MEMORY_LINKS, table=spec.name, id=memory_id, now=now, **self._link_values()
-        )
+            MEMORY_LINKS, table=spec.name, id=memory_id, agent=agent, now=now,
+            **self._link_values(),
+        )  # fmt: skip
 
     async def neighbours(
         self, spec: TableSpec, ids: list[uuid.UUID], agent: str, now: datetime

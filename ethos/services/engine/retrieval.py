@@ -135,7 +135,7 @@ class RetrievalEngine(EngineCore):
         the link's weight at `now`."""
         spec = table_spec(table)
         memory = parse_id(memory_id)
-        await self.store.fetch(spec, memory)  # one line if it does not exist
+        agent = (await self.store.fetch(spec, memory))["agent_id"]  # one line if none
         at = await self._moment(now)
         return [
             Link(
@@ -147,5 +147,5 @@ class RetrievalEngine(EngineCore):
                 useful=row["useful_count"],
                 wrong=row["wrong_count"],
             )
-            for row in await self.store.links(spec, memory, at)
+            for row in await self.store.links(spec, memory, agent, at)
         ]

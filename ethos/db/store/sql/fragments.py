@@ -361,6 +361,11 @@ def unexpired(alias: str = "m") -> str:
 
 UNEXPIRED = unexpired()
 
+# The text search configuration, as ethos_text_config() reads it, inline: a statement
+# Citus routes to one shard runs there, where a function reading a table would be a
+# distributed query inside it, which Citus refuses.
+TEXT_CONFIG = "coalesce((SELECT s.text_config FROM ethos_settings AS s), 'english'::regconfig)"
+
 
 def mem0_owners(metadata: str = "m.metadata", agent: str = "m.agent_id") -> str:
     """The mem0 owners of a memory of `agent` with this `metadata` (expressions): those

@@ -7,6 +7,7 @@ from functools import cache
 
 from ethos.db.store.core import Query, sql, statements
 from ethos.db.store.sql.fragments import (
+    TEXT_CONFIG,
     UNEXPIRED,
     above_threshold,
     pruned_set,
@@ -184,7 +185,7 @@ def build_search_items_query(*, ranked_by: str | None, everywhere: bool = False)
         score = rank = (
             f"CASE WHEN m.content_tsv @@ t.words THEN {bm25('m.content_tsv')} * {salience} END"
         )
-        join = f"""CROSS JOIN (SELECT ethos_text_query(ethos_text_config(), %(text)s) AS words) AS t
+        join = f"""CROSS JOIN (SELECT ethos_text_query({TEXT_CONFIG}, %(text)s) AS words) AS t
     CROSS JOIN LATERAL (SELECT {word_statistics("m.agent_id")}) AS q"""
     elif ranked_by is not None:
         raise ValueError(f"unknown item ranking {ranked_by!r}")

@@ -224,7 +224,7 @@ def build_merge_query(spec: TableSpec) -> Query:
         SET {pruned_set("merged")}, merged_into = r.survivor
         FROM ranked AS r
         WHERE m.id = r.id AND r.id <> r.survivor AND r.size > 1
-        RETURNING m.id, m.merged_into
+        RETURNING m.id, m.agent_id, m.merged_into
     ),{repoint}
     moved AS (
         INSERT INTO memory_links AS l (agent_id, a_table, a_id, b_table, b_id, weight,
@@ -244,9 +244,9 @@ def build_merge_query(spec: TableSpec) -> Query:
                    l.useful_count, l.wrong_count, l.fades_at, l.created_at
             FROM merged AS mg
             JOIN LATERAL (
-                SELECT * FROM memory_links WHERE a_id = mg.id
+                SELECT * FROM memory_links WHERE agent_id = mg.agent_id AND a_id = mg.id
                 UNION ALL
-                SELECT * FROM memory_links WHERE b_id = mg.id
+                SELECT * FROM memory_links WHERE agent_id = mg.agent_id AND b_id = mg.id
             ) AS l ON true
             CROSS JOIN LATERAL (
                 SELECT CASE WHEN l.a_id = mg.id THEN l.b_id ELSE l.a_id END AS id,
@@ -256,7 +256,7 @@ def build_merge_query(spec: TableSpec) -> Query:
             ORDER BY least(mg.merged_into, other.id), greatest(mg.merged_into, other.id),
                      l.weight DESC
         ) AS o
-        ON CONFLICT (a_id, b_id) DO UPDATE
+        ON CONFLICT (agent_id, a_id, b_id) DO UPDATE
         SET weight = greatest(l.weight, excluded.weight),
             weighted_at = greatest(l.weighted_at, excluded.weighted_at),
             co_retrievals = l.co_retrievals + excluded.co_retrievals,
@@ -300,12 +300,15 @@ def build_purge_count_query(spec: TableSpec) -> Query:
 
 
 def _unlink(rows: str) -> str:
-    """CTEs deleting the links of the memories of CTE `rows`: one index each way (an
-    array, so that the planner, which cannot know how many rows there are, probes the
-    indexes)."""
+    """CTEs deleting the links of the memories of CTE `rows` (id, agent_id): one index
+    each way (arrays, so that the planner, which cannot know how many rows there are,
+    probes the indexes; a link's agent is its memories')."""
+    agents = f"agent_id = ANY (ARRAY(SELECT agent_id FROM {rows}))"
     return f"""
-    unlinked_a AS (DELETE FROM memory_links WHERE a_id = ANY (ARRAY(SELECT id FROM {rows}))),
-    unlinked_b AS (DELETE FROM memory_links WHERE b_id = ANY (ARRAY(SELECT id FROM {rows})))"""
+    unlinked_a AS (DELETE FROM memory_links
+                   WHERE {agents} AND a_id = ANY (ARRAY(SELECT id FROM {rows}))),
+    unlinked_b AS (DELETE FROM memory_links
+                   WHERE {agents} AND b_id = ANY (ARRAY(SELECT id FROM {rows})))"""
 
 
 @cache
@@ -318,7 +321,7 @@ def build_purge_batch_query(spec: TableSpec, batch_size: int) -> Query:
         DELETE FROM {spec.name} WHERE id IN (
             SELECT id FROM {spec.name} WHERE {PURGE_FILTER}
             ORDER BY pruned_at LIMIT {int(batch_size)})
-        RETURNING id, prune_reason
+        RETURNING id, agent_id, prune_reason
     ),{_unlink("gone")}
     SELECT prune_reason AS reason, count(*) AS n FROM gone GROUP BY prune_reason
     """)
@@ -338,7 +341,7 @@ def build_erase_batch_query(spec: TableSpec, batch_size: int) -> Query:
         DELETE FROM {spec.name} WHERE id IN (
             SELECT id FROM {spec.name} WHERE agent_id = %(agent)s AND id > %(after)s
             ORDER BY id LIMIT {int(batch_size)})
-        RETURNING id
+        RETURNING id, agent_id
     ),{_unlink("gone")},{_tally(spec.name)}
     SELECT count(*) AS n, (SELECT id FROM gone ORDER BY id DESC LIMIT 1) AS last_id FROM gone
     """)

@@ -210,7 +210,7 @@ CROSS JOIN LATERAL (
            * power(%(wrong_factor)s::float8, u.wrong) AS weight
 ) AS x
 WHERE u.co + u.useful > 0
-ON CONFLICT (a_id, b_id) DO UPDATE
+ON CONFLICT (agent_id, a_id, b_id) DO UPDATE
 SET weight = {_STRENGTHENED},
     weighted_at = greatest(l.weighted_at, excluded.weighted_at),
     co_retrievals = l.co_retrievals + excluded.co_retrievals,
@@ -233,13 +233,14 @@ SET weight = {link_weight_at("u.at")} * power(%(wrong_factor)s::float8, u.wrong)
     )
 }
 FROM {LINK_PAIRS}
-WHERE u.co + u.useful = 0 AND l.a_id = u.a_id AND l.b_id = u.b_id
+WHERE u.co + u.useful = 0 AND l.agent_id = u.agent AND l.a_id = u.a_id AND l.b_id = u.b_id
 RETURNING 1
 """)
 
 REMOVE_FADED_LINKS = STATEMENTS["remove_faded_links"]
 
-# A memory's links (either end), with their weight at %(now)s, strongest first.
+# A memory's links (either end; the memory's agent's), with their weight at %(now)s,
+# strongest first.
 MEMORY_LINKS = sql(f"""
 SELECT CASE WHEN l.a_table = %(table)s AND l.a_id = %(id)s THEN l.b_table ELSE l.a_table END
            AS table_name,
@@ -247,7 +248,8 @@ SELECT CASE WHEN l.a_table = %(table)s AND l.a_id = %(id)s THEN l.b_table ELSE l
        {link_weight_at("%(now)s")} AS weight, l.weighted_at, l.co_retrievals, l.useful_count,
        l.wrong_count
 FROM memory_links AS l
-WHERE ((l.a_table = %(table)s AND l.a_id = %(id)s) OR (l.b_table = %(table)s AND l.b_id = %(id)s))
+WHERE l.agent_id = %(agent)s
+  AND ((l.a_table = %(table)s AND l.a_id = %(id)s) OR (l.b_table = %(table)s AND l.b_id = %(id)s))
   AND {link_weight_at("%(now)s")} >= %(links_prune)s::float8
 ORDER BY weight DESC
 """)

@@ -7,6 +7,7 @@ from functools import cache
 
 from ethos.db.store.core import Query, sql, statements
 from ethos.db.store.sql.fragments import (
+    TEXT_CONFIG,
     UNEXPIRED,
     above_threshold,
     held,
@@ -185,7 +186,7 @@ def word_statistics(agent: str) -> str:
             SELECT array_agg(x.lexeme) AS lexemes,
                    array_agg(ethos_idf(coalesce(s.docs, 0), coalesce(l.docs, 0))) AS idfs,
                    array_agg(l.max_tf) AS max_tfs, array_agg(l.min_length) AS min_lengths
-            FROM unnest(tsvector_to_array(to_tsvector(ethos_text_config(), %(text)s)))
+            FROM unnest(tsvector_to_array(to_tsvector({TEXT_CONFIG}, %(text)s)))
                  AS x (lexeme)
             LEFT JOIN lexeme_stats AS l ON l.agent_id = {agent} AND l.lexeme = x.lexeme
         ) AS w"""
@@ -194,7 +195,7 @@ def word_statistics(agent: str) -> str:
 # The query %(text)s of agent %(agent)s: its words (any of them), the agent's lexeme, and
 # the statistics of its words among the agent's memories.
 _TEXT_QUERY = f"""q AS (
-        SELECT ethos_text_query(ethos_text_config(), %(text)s) AS words,
+        SELECT ethos_text_query({TEXT_CONFIG}, %(text)s) AS words,
                quote_literal(ethos_agent_lexeme(%(agent)s))::tsquery AS agent,
                {word_statistics("%(agent)s")}
     )"""
@@ -297,16 +298,17 @@ def _best(spec: TableSpec, ranked: str) -> str:
     rows pass: T, the BM25 of the last of them, is the lowest a candidate can have
     (each row below it has %(candidates)s better). The rows at or above T are then read
     in full and ranked with the tie-breaks; with fewer passing rows, T is the lowest of
-    them and the same holds."""
+    them and the same holds. A row is joined back by its place and its agent: on Citus a
+    place repeats in every shard, and the agent keeps the join on the agent's one."""
     row = f"""{spec.name} AS m JOIN decay_policies AS p ON p.name = m.policy"""
     return f"""SELECT '{spec.name}' AS table_name, m.id, m.content, m.metadata,
                 m.created_at, m.updated_at, r.text_rank, {salience_expr(spec)} AS salience
-         FROM {ranked} AS r JOIN {row} ON m.ctid = r.at
+         FROM {ranked} AS r JOIN {row} ON m.ctid = r.at AND m.agent_id = %(agent)s
          WHERE r.text_rank >= (
                    SELECT min(b.text_rank)
                    FROM (SELECT o.text_rank
                          FROM (SELECT * FROM {ranked} ORDER BY text_rank DESC) AS o
-                         JOIN {row} ON m.ctid = o.at
+                         JOIN {row} ON m.ctid = o.at AND m.agent_id = %(agent)s
                          WHERE {above_threshold(spec)}
                          ORDER BY o.text_rank DESC
                          LIMIT %(candidates)s) AS b)
