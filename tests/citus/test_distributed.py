@@ -1,9 +1,9 @@
 """ethos on a database distributed by agent (issue 40): two agents whose memories sit at
 the same physical places in different shards; recall, vector search and the per-agent
-reads return only the agent's own rows, and the statements of text recall and the reads
-are routed to one shard. Text recall joined rows back by place alone and returned the
-other agent's rows. (Vector search answers right but not yet on one shard: its
-candidates run as a subplan on every shard; runbooks/citus-probe.md.)"""
+reads return only the agent's own rows, and each of their statements is routed to one
+shard. Text recall joined rows back by place alone and returned the other agent's rows;
+vector search ran its candidates on every shard (a source's agent was the vector's
+column, not the value)."""
 
 from __future__ import annotations
 
@@ -97,6 +97,7 @@ async def test_an_agents_reads_run_on_one_shard(
     memory = (await distributed.memories("alice"))[0].account
     sent = recorded(monkeypatch)
     await distributed.recall("alice", "sailed lake", record=False)
+    await distributed.nearest("alice", direction(1), record=False)
     await distributed.explain(memory.table, memory.id)
     await distributed.memories("alice")
     await distributed.stats("alice")

@@ -45,18 +45,21 @@ TIE_BREAK = "salience DESC, created_at DESC, id"
 
 
 def _source_of(spec: TableSpec, vector: str) -> str:
-    """The FROM and WHERE of the live source in `spec` of the vector `vector` (alias s,
-    its policy sp): a vector with a source has no life of its own (migration 0031)."""
+    """The FROM and WHERE of the live source in `spec` of the vector `vector` of agent
+    %(agent)s (alias s, its policy sp): a vector with a source has no life of its own
+    (decision record 0014). The agent is the value, not the vector's column, so that
+    Citus routes the whole statement to the agent's shard."""
     expiry = f" AND {unexpired('s')}" if spec.has_expiry else ""
     return f"""FROM {spec.name} AS s JOIN decay_policies AS sp ON sp.name = s.policy
                WHERE {vector}.source_type = '{spec.name}' AND s.id = {vector}.source_id
-                 AND s.agent_id = {vector}.agent_id
+                 AND s.agent_id = %(agent)s
                  AND NOT s.pruned{expiry} AND {above_threshold(spec, alias="s", policy="sp")}"""
 
 
 def _alive(vector: str) -> str:
-    """The vector `vector` is its own, or its source is live at %(now)s; and it (its
-    source, which it stands for) holds one of mem0's terms %(matching)s."""
+    """The vector `vector` (of agent %(agent)s) is its own, or its source is live at
+    %(now)s; and it (its source, which it stands for) holds one of mem0's terms
+    %(matching)s."""
     sources = " OR ".join(
         f"EXISTS (SELECT {_source_of(spec, vector)} AND {held('s.metadata', 's.agent_id')})"
         for spec in SOURCE_TABLES
