@@ -734,7 +734,7 @@ async def queue_bench(engine: Engine, conn: asyncpg.Connection, agents: int) -> 
         written: list[float] = []
         for i, (agent, query) in enumerate(queries):
             started = time.perf_counter()
-            await (durable if alternate(i) else engine).search(agent, query, k=10, now=at)
+            await (durable if alternate(i) else engine).nearest(agent, query, k=10, now=at)
             (written if alternate(i) else memory).append((time.perf_counter() - started) * 1000)
     results["durable_p50_ratio"] = percentile(written, 0.5) / percentile(memory, 0.5)
     extra = results["durable_p50_ratio"] - 1

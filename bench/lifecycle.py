@@ -177,7 +177,8 @@ async def replay(
             len(evidence & live), lasting,
         )  # fmt: skip
         for question, _, wanted in conversation.questions:
-            asked = [(outcome.recall10, None)]  # by text, and with vectors by hybrid recall
+            # by text, and with vectors by hybrid recall
+            asked: list[tuple[list[float], Embedder | None]] = [(outcome.recall10, None)]
             if embedder is not None:
                 asked.append((outcome.hybrid10, embedder))
             for scores, embedded in asked:

@@ -514,7 +514,7 @@ async def main(args: argparse.Namespace) -> None:
                           ".2f"))  # fmt: skip
             recall = [s.counts[f"{measure}_hits"] / s.counts[f"{measure}_wanted"]
                       for s in (ethos, baseline)]  # fmt: skip
-            print(row(f"  recall@10 vs exact, {how}", *recall, "equal",
+            print(row(f"  recall@10 vs exact, {how}", recall[0], recall[1], "equal",
                       abs(recall[0] - recall[1]) <= 0.005, ".3f"))  # fmt: skip
     for share, name in ((0.5, "p50"), (0.99, "p99")):
         print(row(f"get {name} (ms)", ethos.ms("get", share), peer.ms("get", share), fmt=".2f"))

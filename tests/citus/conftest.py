@@ -13,25 +13,13 @@ import asyncio
 import itertools
 import os
 from collections.abc import AsyncIterator
-from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
 import pytest
 
-CITUS_DIR = Path(os.environ.get("CITUS_DIR", "/tmp/ethos-citus"))
+from tests.citus.cluster import configured_url, create_cluster_database, drop_cluster_database
+
 _counter = itertools.count()
-
-
-def configured_url() -> tuple[str | None, str]:
-    """The coordinator's URL and where it came from (for the skip's reason)."""
-    # (not an ETHOS_ variable: tests/conftest.py removes those, settings of a developer's)
-    if os.environ.get("CITUS_URL"):
-        return os.environ["CITUS_URL"], "CITUS_URL"
-    path = CITUS_DIR / "url"
-    if path.is_file():
-        return path.read_text().strip(), str(path)
-    return None, f"CITUS_URL is not set and {path} does not exist"
 
 
 async def _active_workers(url: str) -> int:
@@ -40,11 +28,6 @@ async def _active_workers(url: str) -> int:
         return int(await conn.fetchval("SELECT count(*) FROM citus_get_active_worker_nodes()"))
     finally:
         await conn.close()
-
-
-def with_database(url: str, name: str) -> str:
-    parts = urlsplit(url)
-    return urlunsplit(parts._replace(path=f"/{name}"))
 
 
 @pytest.fixture(scope="session")
@@ -61,61 +44,6 @@ def citus_url() -> str:
     return url
 
 
-async def create_cluster_database(url: str, name: str) -> str:
-    """Database `name` on the coordinator and every worker, with citus and vector, the
-    coordinator registered and the workers added: what scripts/citus.sh db does."""
-    coordinator = await asyncpg.connect(url)
-    try:
-        workers = await coordinator.fetch(
-            "SELECT node_name, node_port FROM citus_get_active_worker_nodes() ORDER BY 2"
-        )
-    finally:
-        await coordinator.close()
-    parts = urlsplit(url)
-    user = parts.username or "postgres"
-    nodes = [(parts.hostname or "127.0.0.1", parts.port or 5432)]
-    nodes += [(w["node_name"], w["node_port"]) for w in workers]
-    for host, port in nodes:
-        admin = await asyncpg.connect(host=host, port=port, user=user, database="postgres")
-        try:
-            await admin.execute(f'CREATE DATABASE "{name}"')
-        finally:
-            await admin.close()
-        conn = await asyncpg.connect(host=host, port=port, user=user, database=name)
-        try:
-            await conn.execute("CREATE EXTENSION citus; CREATE EXTENSION vector")
-        finally:
-            await conn.close()
-    conn = await asyncpg.connect(with_database(url, name))
-    try:
-        await conn.execute("SELECT citus_set_coordinator_host($1, $2)", nodes[0][0], nodes[0][1])
-        for host, port in nodes[1:]:
-            await conn.execute("SELECT citus_add_node($1, $2)", host, port)
-    finally:
-        await conn.close()
-    return with_database(url, name)
-
-
-async def drop_cluster_database(url: str, name: str) -> None:
-    coordinator = await asyncpg.connect(url)
-    try:
-        workers = await coordinator.fetch(
-            "SELECT node_name, node_port FROM citus_get_active_worker_nodes()"
-        )
-        await coordinator.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    finally:
-        await coordinator.close()
-    user = urlsplit(url).username or "postgres"
-    for w in workers:
-        conn = await asyncpg.connect(
-            host=w["node_name"], port=w["node_port"], user=user, database="postgres"
-        )
-        try:
-            await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        finally:
-            await conn.close()
-
-
 @pytest.fixture
 async def citus_database(citus_url: str) -> AsyncIterator[str]:
     """A fresh Citus database of the test's own; its URL."""
@@ -125,32 +53,3 @@ async def citus_database(citus_url: str) -> AsyncIterator[str]:
         yield url
     finally:
         await drop_cluster_database(citus_url, name)
-
-
-# The tables Citus distributes by agent, colocated with the first; the shared ones it
-# copies to every node (decision record 0019). The rest stay on the coordinator for now.
-DISTRIBUTED = (
-    "episodic_traces", "semantic_facts", "memory_vectors", "memory_links", "memory_revisions",
-    "agent_policies", "lexeme_stats", "agent_text_stats", "agent_vector_stats",
-)  # fmt: skip
-REFERENCE = ("decay_policies", "importance_tiers", "ethos_settings")
-
-
-async def distribute(url: str) -> None:
-    """Distribute a migrated ethos database by agent, rows and all. The memory tables'
-    triggers are off while their rows move to the shards (they would fire there for the
-    rows copied, which were written already) and on again after."""
-    conn = await asyncpg.connect(url)
-    try:
-        await conn.execute("SET citus.enable_unsafe_triggers = on")
-        for table in REFERENCE:
-            await conn.execute("SELECT create_reference_table($1)", table)
-        for table in DISTRIBUTED:
-            await conn.execute(f"ALTER TABLE {table} DISABLE TRIGGER USER")
-            await conn.execute(
-                "SELECT create_distributed_table($1, 'agent_id', colocate_with => $2)",
-                table, "none" if table == DISTRIBUTED[0] else DISTRIBUTED[0],
-            )  # fmt: skip
-            await conn.execute(f"ALTER TABLE {table} ENABLE TRIGGER USER")
-    finally:
-        await conn.close()

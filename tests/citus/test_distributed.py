@@ -17,7 +17,7 @@ import pytest
 from ethos.db.store.core import _init_connection
 from ethos.services.engine import Engine, migrate
 from ethos.settings import DatabaseSettings, Settings
-from tests.citus.conftest import distribute
+from tests.citus.cluster import distribute
 
 AGENTS = ("alice", "bob")
 DIMENSION = 384
@@ -99,6 +99,8 @@ async def test_an_agents_reads_run_on_one_shard(
     await distributed.recall("alice", "sailed lake", record=False)
     await distributed.nearest("alice", direction(1), record=False)
     await distributed.explain(memory.table, memory.id)
+    await distributed.links(memory.table, memory.id)
+    await distributed.memory(memory.id, agent="alice")
     await distributed.memories("alice")
     await distributed.stats("alice")
     monkeypatch.undo()

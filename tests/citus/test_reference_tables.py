@@ -10,7 +10,7 @@ import asyncpg
 
 from ethos.services.engine import Engine, migrate
 from ethos.settings import DatabaseSettings, PolicySettings, Settings
-from tests.citus.conftest import REFERENCE
+from tests.citus.cluster import REFERENCE
 
 
 async def test_settings_and_assignments_write_to_reference_tables(citus_database: str) -> None:
