@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-stamp
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 .PHONY: install run demo test peers unit lint format typecheck bench bench-peer recall-bench lifecycle-bench browser mcp-inspector serve all clean \
-	citus citus-install citus-up citus-down citus-test
+	citus citus-install citus-up citus-down citus-test bench-citus
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -80,6 +80,9 @@ citus-down:  ## stop the three nodes (their data stays; scripts/citus.sh destroy
 
 citus-test: install  ## the Citus tests, against the cluster make citus started
 	$(BIN)/pytest -q tests/citus
+
+bench-citus: install  ## ethos distributed on the cluster beside its coordinator alone, the same rows (ROWS=200000)
+	$(BIN)/python bench/citus.py --rows $(or $(ROWS),200000)
 
 serve: install  ## the HTTP API and the dashboard at http://127.0.0.1:8750 on the embedded database
 	$(BIN)/ethos migrate

@@ -277,7 +277,10 @@ def insert_hints(spec: TableSpec, rows: str, *, since: str | None, sliced: bool 
     of HINT_GROUP_ROWS. `sliced`: the rows carry their place's slice too (computed once
     a row rather than once a kind: ethos_slice reads the place as text)."""
     if since:
-        group = f"floor(2 * ln(greatest(date_part('epoch', r.at - {since}) / 60, 1)) / ln(2))"
+        # (seconds apart as the difference of the epochs: PostgreSQL before 17 refuses to
+        # subtract an infinite timestamp, a moment that never comes)
+        apart = f"date_part('epoch', r.at) - date_part('epoch', {since}::timestamptz)"
+        group = f"floor(2 * ln(greatest(({apart}) / 60, 1)) / ln(2))"
     else:
         group = f"""(row_number() OVER (PARTITION BY r.prune, r.slice ORDER BY r.id) - 1)
                     / {HINT_GROUP_ROWS}"""
