@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-stamp
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 .PHONY: install run demo test peers unit lint format typecheck bench bench-peer recall-bench lifecycle-bench browser mcp-inspector serve all clean \
-	citus citus-install citus-up citus-down citus-test bench-citus
+	citus citus-install citus-up citus-down citus-test bench-citus test-on
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +29,9 @@ test: install lint typecheck peers  ## two workers: the suite waits on PostgreSQ
 
 peers: install  ## LangGraph's own store suites, pinned sdists from PyPI into .cache/peers
 	$(BIN)/python -m tests.peers.langgraph_upstream
+
+test-on: install  ## the suite on another server: make test-on URL=postgresql://postgres@127.0.0.1:9700/postgres
+	TEST_ADMIN_URL=$(URL) $(BIN)/pytest -q -n 2 tests/unit tests/integration tests/acceptance
 
 unit: install
 	$(BIN)/pytest -q tests/unit

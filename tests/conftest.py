@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Self
+from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
 import pytest
@@ -33,7 +34,8 @@ _counter = itertools.count()
 
 
 def database_uri(admin_uri: str, name: str) -> str:
-    return admin_uri.replace("/postgres?", f"/{name}?", 1)
+    parts = urlsplit(admin_uri)
+    return urlunsplit(parts._replace(path=f"/{name}"))
 
 
 @pytest.fixture(scope="session")
@@ -48,13 +50,37 @@ def pg_data_dir() -> Iterator[Path]:
     shutil.rmtree(root, ignore_errors=True)
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    if not os.environ.get("TEST_ADMIN_URL"):
+        return
+    skip = pytest.mark.skip(reason="needs the embedded server to itself (TEST_ADMIN_URL set)")
+    for item in items:
+        if item.get_closest_marker("own_server"):
+            item.add_marker(skip)
+
+
 @pytest.fixture(scope="session")
-def admin_uri(pg_data_dir: Path) -> str:
-    return db.embedded_uri(pg_data_dir, "postgres")
+def admin_uri(request: pytest.FixtureRequest) -> str:
+    """The server the tests make their databases on: the embedded one, or the server
+    whose `postgres` database TEST_ADMIN_URL names (another PostgreSQL version, a
+    Citus coordinator's own tables)."""
+    if url := os.environ.get("TEST_ADMIN_URL"):
+        return url
+    return db.embedded_uri(request.getfixturevalue("pg_data_dir"), "postgres")
+
+
+async def _drop_database(admin_uri: str, name: str) -> None:
+    conn = await asyncpg.connect(admin_uri)
+    try:
+        await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    finally:
+        await conn.close()
 
 
 @pytest.fixture(scope="session")
 def template_uri(admin_uri: str) -> str:
+    if os.environ.get("TEST_ADMIN_URL"):  # a server that outlives the session: made anew
+        asyncio.run(_drop_database(admin_uri, TEMPLATE))
     asyncio.run(store.ensure_database(admin_uri, TEMPLATE))
     uri = database_uri(admin_uri, TEMPLATE)
     asyncio.run(migrate(Settings(), uri))  # as `ethos migrate` leaves it

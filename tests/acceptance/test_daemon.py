@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import asyncpg
+import pytest
 
 from ethos import db
 from ethos.services.engine import Engine
@@ -223,6 +224,7 @@ async def test_a_prune_pass_prunes_on_time_while_the_sweep_is_held_back(
     assert '"decay_sweep_deferred"' in daemons[0].log()
 
 
+@pytest.mark.own_server
 async def test_while_the_database_is_gone_every_log_event_is_one_json_line(
     admin_uri: str, template_uri: str, daemons: list[DaemonProcess], tmp_path: Path
 ) -> None:

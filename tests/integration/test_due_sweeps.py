@@ -353,6 +353,8 @@ async def visits(engine: Engine, now: datetime) -> tuple[int, int]:
     return visited, due
 
 
+# (no other session's transaction may hold the hint horizon back)
+@pytest.mark.own_server
 async def test_after_a_full_sweep_the_next_due_sweep_visits_only_what_is_due(
     engine: Engine, conn: asyncpg.Connection, t0: datetime
 ) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import asyncpg
+import pytest
 
 from ethos import db
 
@@ -19,6 +20,7 @@ async def buffers_mb(url: str) -> int:
         await conn.close()
 
 
+@pytest.mark.own_server
 async def test_the_embedded_server_takes_a_quarter_of_the_memory_by_default(
     admin_uri: str,
 ) -> None:

@@ -31,7 +31,9 @@ def schema_dump(pg_data_dir: Path, url: str) -> list[str]:
     return [
         line
         for line in dump.splitlines()
-        if line and not line.startswith(("--", "\\", "SET ", "SELECT pg_catalog."))
+        if line
+        and not line.startswith(("--", "\\", "SET ", "SELECT pg_catalog."))
+        and "SET (pg_attver=" not in line  # what Citus's coordinator marks each column with
     ]
 
 

@@ -189,7 +189,12 @@ async def test_facts_are_pruned_on_confidence(engine: Engine, t0: datetime, days
     assert not survivor.pruned and survivor.salience < 0.05
 
 
-@pytest.mark.parametrize(("mode", "workers"), [("full", 1), ("due", 1), ("due", 3)])
+@pytest.mark.parametrize(
+    ("mode", "workers"),
+    # (a full sweep drops the hints it superseded when no other session's transaction
+    # began before it: on a server of the test's own)
+    [pytest.param("full", 1, marks=pytest.mark.own_server), ("due", 1), ("due", 3)],
+)
 async def test_a_sweep_reaches_every_row_across_many_batches(
     database_url: str,
     conn: asyncpg.Connection,
