@@ -61,7 +61,7 @@ from langgraph.store.postgres.aio import AsyncPostgresStore
 
 from ethos import db, logs
 from ethos.adapters.langgraph import KEEP, KEEP_UNTIL_TTL, AsyncEthosStore
-from ethos.db.store.core import vector_texts
+from ethos.db.store.core import embedding_binds
 from ethos.db.store.sql.items import build_put_items_query
 from ethos.services.engine import migrate
 from ethos.services.engine.items import TTL_KEY
@@ -189,7 +189,7 @@ class Items:
         return PutOp(namespace(i), f"k{i}", value, ttl=ttl)
 
 
-# ethos's load: the inserts of its put (ethos/db/store/sql/search.py
+# ethos's load: the inserts of its put (ethos/db/store/sql/items.py
 # build_put_items_query: put and vectored) for many rows at once; the same columns, the
 # same triggers.
 ETHOS_LOAD_FACTS = f"""
@@ -533,9 +533,9 @@ async def main(args: argparse.Namespace) -> None:
 
 
 # --profile: the statement of one EthosStore put of a new item with its vector
-# (ethos/db/store/sql/search.py build_put_items_query), under EXPLAIN ANALYZE.
+# (ethos/db/store/sql/items.py build_put_items_query), under EXPLAIN ANALYZE.
 PROFILE_DB = "peer_ethos_profile"
-PUT_ITEMS = build_put_items_query(puts=True, deletes=False, embeds=True, vectors=True)
+PUT_ITEMS = build_put_items_query(one=True, puts=True, deletes=False, embeds=True, vectors=True)
 
 
 def put_binds(op: PutOp, vectors: Vectors, now: Any) -> list[Any]:
@@ -546,7 +546,7 @@ def put_binds(op: PutOp, vectors: Vectors, now: Any) -> list[Any]:
         {"agents": [".".join(op.namespace)], "keys": [op.key], "contents": [content],
          "values": [json.dumps(op.value)], "expires_at": [None], "policies": [KEEP],
          "embedded": [True], "vector_items": [1], "vector_contents": [content],
-         "vector_embeddings": vector_texts([vectors.of(content)]), "now": now}
+         **embedding_binds([vectors.of(content)]), "now": now}
     )  # fmt: skip
 
 
