@@ -61,7 +61,7 @@ from langgraph.store.postgres.aio import AsyncPostgresStore
 
 from ethos import db, logs
 from ethos.adapters.langgraph import KEEP, KEEP_UNTIL_TTL, AsyncEthosStore
-from ethos.db.store.core import vector_texts
+from ethos.db.store.core import embedding_binds
 from ethos.db.store.sql.items import build_put_items_query
 from ethos.services.engine import migrate
 from ethos.services.engine.items import TTL_KEY
@@ -189,7 +189,7 @@ class Items:
         return PutOp(namespace(i), f"k{i}", value, ttl=ttl)
 
 
-# ethos's load: the inserts of its put (ethos/db/store/sql/search.py
+# ethos's load: the inserts of its put (ethos/db/store/sql/items.py
 # build_put_items_query: put and vectored) for many rows at once; the same columns, the
 # same triggers.
 ETHOS_LOAD_FACTS = f"""
@@ -533,9 +533,9 @@ async def main(args: argparse.Namespace) -> None:
 
 
 # --profile: the statement of one EthosStore put of a new item with its vector
-# (ethos/db/store/sql/search.py build_put_items_query), under EXPLAIN ANALYZE.
+# (ethos/db/store/sql/items.py build_put_items_query), under EXPLAIN ANALYZE.
 PROFILE_DB = "peer_ethos_profile"
-PUT_ITEMS = build_put_items_query(puts=True, deletes=False, embeds=True, vectors=True)
+PUT_ITEMS = build_put_items_query(one=True, puts=True, deletes=False, embeds=True, vectors=True)
 
 
 def put_binds(op: PutOp, vectors: Vectors, now: Any) -> list[Any]:
@@ -546,7 +546,7 @@ def put_binds(op: PutOp, vectors: Vectors, now: Any) -> list[Any]:
         {"agents": [".".join(op.namespace)], "keys": [op.key], "contents": [content],
          "values": [json.dumps(op.value)], "expires_at": [None], "policies": [KEEP],
          "embedded": [True], "vector_items": [1], "vector_contents": [content],
-         "vector_embeddings": vector_texts([vectors.of(content)]), "now": now}
+         **embedding_binds([vectors.of(content)]), "now": now}
     )  # fmt: skip
 
 
@@ -558,8 +558,8 @@ async def profile(args: argparse.Namespace) -> None:
     logs.configure(LoggingSettings(level="warning"))
     data_dir = Path.cwd() / args.data_dir
     puts = args.profile_puts
-    vectors = Vectors(args.items + 2 * puts, 1)
-    items = Items(args.items + 2 * puts)
+    vectors = Vectors(args.items + 3 * puts, 1)
+    items = Items(args.items + 3 * puts)
     url = await fresh_database(data_dir, PROFILE_DB)
     settings = Settings(database=DatabaseSettings(url=url))
     await migrate(settings, url)
@@ -582,6 +582,18 @@ async def profile(args: argparse.Namespace) -> None:
             """SELECT funcname, calls, self_time, total_time FROM pg_stat_user_functions
                ORDER BY self_time DESC LIMIT 12"""
         )
+        # As a pooled connection runs it: prepared once, planned anew or not
+        # (pg_prepared_statements counts the generic plans and the custom ones).
+        prepared = await conn.prepare(PUT_ITEMS.text)
+        now = await conn.fetchval("SELECT now()")
+        started = time.perf_counter()
+        for i in range(args.items + 2 * puts, args.items + 3 * puts):
+            await prepared.fetch(*put_binds(items.op(i), vectors, now))
+        round_trip = (time.perf_counter() - started) / puts
+        plans = await conn.fetchrow(
+            "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement = $1",
+            PUT_ITEMS.text,
+        )
         statements: list[float] = []
         planning: list[float] = []
         triggers: dict[str, list[float]] = {}
@@ -603,6 +615,9 @@ async def profile(args: argparse.Namespace) -> None:
     server = sum(statements) / puts
     print(f"EthosStore put profile: {puts} puts into {args.items:,} items")
     print(f"  client, one aput through AsyncEthosStore: {1000 * client:.2f} ms")
+    print(f"  the statement prepared, on a connection: {1000 * round_trip:.2f} ms a put"
+          f" (round trip; plans: {plans['generic_plans']} generic,"
+          f" {plans['custom_plans']} custom)")  # fmt: skip
     print(f"  server, its statement (EXPLAIN ANALYZE execution): {server:.2f} ms;"
           f" planning {sum(planning) / puts:.2f} ms")  # fmt: skip
     print("  triggers (ms a put, share of the statement's execution)")

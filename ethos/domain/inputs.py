@@ -240,6 +240,11 @@ def embedding(values: Any, dimension: int) -> list[float]:
 def has_direction(values: Sequence[float]) -> bool:
     """Whether the vector's norm in float32, as pgvector stores and sums it, is above 0
     and finite: 1e-30 squares to 0 there, and cosine similarity then divides by 0."""
+    # Sure without the float32 sum, 40 times slower: a norm of at least 1e-15·√n has a
+    # number of at least 1e-15, whose float32 square is positive (and a sum of positives
+    # no smaller); at most 1e15, n ≤ pgvector's 16,000 squares of 1e30 stay finite.
+    if 1e-15 * math.sqrt(len(values)) <= math.hypot(*values) <= 1e15:
+        return True
     total = array("f", [0.0])
     for square in array("f", (v * v for v in array("f", values))):
         total[0] += square  # rounded to float32 at each step, as pgvector's sum is

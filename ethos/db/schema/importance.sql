@@ -51,10 +51,11 @@ CREATE FUNCTION ethos_informative_words(agent text, tsv tsvector) RETURNS TABLE(
 $$;
 
 CREATE FUNCTION ethos_vector_stats_add(agents text[], embeddings vector[], sign integer) RETURNS void
-    LANGUAGE sql SECURITY DEFINER
+    LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO '$user', 'public', 'pg_temp'
     SET plan_cache_mode TO 'force_generic_plan'
     AS $$
+BEGIN
     INSERT INTO agent_vector_stats AS s (agent_id, vectors, total)
     SELECT d.agent, sign * count(*), sum(l2_normalize(d.embedding))
     FROM unnest(agents, embeddings) AS d (agent, embedding)
@@ -65,8 +66,11 @@ CREATE FUNCTION ethos_vector_stats_add(agents text[], embeddings vector[], sign 
         total = CASE WHEN sign > 0 THEN s.total + excluded.total
                      ELSE s.total - excluded.total END;
 
-    DELETE FROM agent_vector_stats AS s
-    WHERE sign < 0 AND s.agent_id = ANY (agents) AND s.vectors <= 0;
+    IF sign < 0 THEN  -- as in ethos_text_stats_add, an addition runs no delete
+        DELETE FROM agent_vector_stats AS s
+        WHERE s.agent_id = ANY (agents) AND s.vectors <= 0;
+    END IF;
+END
 $$;
 REVOKE ALL ON FUNCTION ethos_vector_stats_add(agents text[], embeddings vector[], sign integer) FROM PUBLIC;
 

@@ -85,11 +85,14 @@ CREATE FUNCTION ethos_text_idf(agent text, tsv tsvector) RETURNS double precisio
     WHERE w.lexeme <> ethos_agent_lexeme(agent)
 $$;
 
+-- PL/pgSQL, for the IF: the deletes' statements, which only a removal (sign -1) needs,
+-- cost an insert's trigger as much as an upsert's.
 CREATE FUNCTION ethos_text_stats_add(agents text[], tsvs tsvector[], signs integer[]) RETURNS void
-    LANGUAGE sql SECURITY DEFINER
+    LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO '$user', 'public', 'pg_temp'
     SET plan_cache_mode TO 'force_generic_plan'
     AS $$
+BEGIN
     INSERT INTO agent_text_stats AS s (agent_id, docs, length)
     SELECT d.agent, sum(d.sign), sum(d.sign * ethos_text_length(d.tsv))
     FROM unnest(agents, tsvs, signs) AS d (agent, tsv, sign)
@@ -115,14 +118,17 @@ CREATE FUNCTION ethos_text_stats_add(agents text[], tsvs tsvector[], signs integ
         max_tf = greatest(s.max_tf, excluded.max_tf),
         min_length = least(s.min_length, excluded.min_length);
 
-    DELETE FROM lexeme_stats AS s
-    USING unnest(agents, tsvs, signs) AS d (agent, tsv, sign),
-          unnest(tsvector_to_array(d.tsv)) AS w (lexeme)
-    WHERE d.sign < 0 AND s.agent_id = d.agent AND s.lexeme = w.lexeme AND s.docs <= 0;
+    IF 0 > ANY (signs) THEN
+        DELETE FROM lexeme_stats AS s
+        USING unnest(agents, tsvs, signs) AS d (agent, tsv, sign),
+              unnest(tsvector_to_array(d.tsv)) AS w (lexeme)
+        WHERE d.sign < 0 AND s.agent_id = d.agent AND s.lexeme = w.lexeme AND s.docs <= 0;
 
-    DELETE FROM agent_text_stats AS s
-    USING unnest(agents, signs) AS d (agent, sign)
-    WHERE d.sign < 0 AND s.agent_id = d.agent AND s.docs <= 0;
+        DELETE FROM agent_text_stats AS s
+        USING unnest(agents, signs) AS d (agent, sign)
+        WHERE d.sign < 0 AND s.agent_id = d.agent AND s.docs <= 0;
+    END IF;
+END
 $$;
 REVOKE ALL ON FUNCTION ethos_text_stats_add(agents text[], tsvs tsvector[], signs integer[]) FROM PUBLIC;
 

@@ -247,8 +247,6 @@ CREATE FUNCTION ethos_rows_added() RETURNS trigger
 DECLARE
     memory_table text := TG_ARGV[0];
     k float8;  -- how much particularity raises an importance (vectors only)
-    ids uuid[];
-    places tid[];
     written record;
 BEGIN
     -- 1. A vector of an episode or fact raises its source's automatic importance by how
@@ -283,41 +281,45 @@ BEGIN
     -- 2. Hints: the sweep looks at the live rows added at once (their physical places,
     --    which the statement's rows do not carry, read back by a probe by id for each:
     --    a join could hash the whole table where an ANALYZE during a bulk load left the
-    --    planner sure it is empty).
+    --    planner sure it is empty), in one statement: a statement's start is much of
+    --    what one row costs.
     IF memory_table = 'episodic_traces' THEN
-        SELECT array_agg(a.id), array_agg(at.place) INTO ids, places
-        FROM added AS a
-        CROSS JOIN LATERAL (SELECT t.ctid AS place FROM episodic_traces AS t
-                            WHERE t.id = a.id LIMIT 1) AS at
-        WHERE NOT a.pruned;
         INSERT INTO episodic_traces_due (prune, at, slice, n, ids, places)
         SELECT h.prune, '-infinity', h.slice, h.n, h.ids, h.places
-        FROM ethos_new_hints(ids, places) AS h;
+        FROM (SELECT array_agg(a.id) AS ids, array_agg(at.place) AS places
+              FROM added AS a
+              CROSS JOIN LATERAL (SELECT t.ctid AS place FROM episodic_traces AS t
+                                  WHERE t.id = a.id LIMIT 1) AS at
+              WHERE NOT a.pruned) AS r
+        CROSS JOIN LATERAL ethos_new_hints(r.ids, r.places) AS h;
     ELSIF memory_table = 'semantic_facts' THEN
-        SELECT array_agg(a.id), array_agg(at.place) INTO ids, places
-        FROM added AS a
-        CROSS JOIN LATERAL (SELECT t.ctid AS place FROM semantic_facts AS t
-                            WHERE t.id = a.id LIMIT 1) AS at
-        WHERE NOT a.pruned;
         INSERT INTO semantic_facts_due (prune, at, slice, n, ids, places)
         SELECT h.prune, '-infinity', h.slice, h.n, h.ids, h.places
-        FROM ethos_new_hints(ids, places) AS h;
+        FROM (SELECT array_agg(a.id) AS ids, array_agg(at.place) AS places
+              FROM added AS a
+              CROSS JOIN LATERAL (SELECT t.ctid AS place FROM semantic_facts AS t
+                                  WHERE t.id = a.id LIMIT 1) AS at
+              WHERE NOT a.pruned) AS r
+        CROSS JOIN LATERAL ethos_new_hints(r.ids, r.places) AS h;
     ELSE
-        SELECT array_agg(a.id), array_agg(at.place) INTO ids, places
-        FROM added AS a
-        CROSS JOIN LATERAL (SELECT t.ctid AS place FROM memory_vectors AS t
-                            WHERE t.id = a.id LIMIT 1) AS at
-        WHERE NOT a.pruned;
         INSERT INTO memory_vectors_due (prune, at, slice, n, ids, places)
         SELECT h.prune, '-infinity', h.slice, h.n, h.ids, h.places
-        FROM ethos_new_hints(ids, places) AS h;
+        FROM (SELECT array_agg(a.id) AS ids, array_agg(at.place) AS places
+              FROM added AS a
+              CROSS JOIN LATERAL (SELECT t.ctid AS place FROM memory_vectors AS t
+                                  WHERE t.id = a.id LIMIT 1) AS at
+              WHERE NOT a.pruned) AS r
+        CROSS JOIN LATERAL ethos_new_hints(r.ids, r.places) AS h;
     END IF;
 
-    -- 3. The statistics count the rows added, in one pass (and how many there were).
+    -- 3. The statistics count the rows added, in one pass (and how many there were);
+    --    vectors of episodes or facts alone count no words, and call for none.
     IF memory_table = 'memory_vectors' THEN
-        SELECT ethos_text_stats_add(array_agg(agent_id) FILTER (WHERE source_id IS NULL),
-                                    array_agg(content_tsv) FILTER (WHERE source_id IS NULL),
-                                    array_agg(1) FILTER (WHERE source_id IS NULL)) AS added,
+        SELECT CASE WHEN bool_or(source_id IS NULL) THEN
+                   ethos_text_stats_add(array_agg(agent_id) FILTER (WHERE source_id IS NULL),
+                                        array_agg(content_tsv) FILTER (WHERE source_id IS NULL),
+                                        array_agg(1) FILTER (WHERE source_id IS NULL))
+               END AS added,
                ethos_vector_stats_add(array_agg(agent_id), array_agg(embedding), 1) AS centred,
                count(*) AS n
         INTO written FROM added;

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, Literal
 
-from ethos.db.store.core import Row, StoreCore, Transaction, terms, vector_texts
+from ethos.db.store.core import Row, StoreCore, Transaction, embedding_binds, terms
 from ethos.db.store.sql.fragments import build_insert_source_vectors_query
 from ethos.db.store.sql.memories import (
     AGENT_COUNTS,
@@ -105,7 +105,7 @@ class MemoryStore(StoreCore):
             await tx.fetch(
                 build_insert_source_vectors_query(spec),
                 ids=[new_id],
-                embeddings=vector_texts([embedded]),
+                **embedding_binds([embedded]),
             )
         return new_id, True
 

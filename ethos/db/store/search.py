@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from ethos.db.store.core import Row, StoreCore, terms, vector_texts
+from ethos.db.store.core import Row, StoreCore, embedding_binds, terms
 from ethos.db.store.sql.fragments import build_insert_source_vectors_query
 from ethos.db.store.sql.items import (
     GET_ITEM,
@@ -118,6 +118,7 @@ class SearchStore(StoreCore):
         vectors of those `embedded` ((position from 1, text, embedding) each), in one
         statement: the positions of those that made an item or deleted one."""
         query = build_put_items_query(
+            one=len(agents) == 1,
             puts=any(value is not None for value in values),
             deletes=None in values,
             embeds=any(embedded),
@@ -128,7 +129,7 @@ class SearchStore(StoreCore):
             expires_at=expires_at, policies=policies, embedded=embedded, now=now,
             vector_items=[n for n, _, _ in vectors],
             vector_contents=[text for _, text, _ in vectors],
-            vector_embeddings=vector_texts([embedding for _, _, embedding in vectors]),
+            **embedding_binds([embedding for _, _, embedding in vectors]),
         )  # fmt: skip
         return [row["n"] for row in rows]
 
@@ -160,9 +161,7 @@ class SearchStore(StoreCore):
     ) -> int:
         """Vectors embedding these memories (where none does yet): how many were made."""
         rows = await self._fetch(
-            build_insert_source_vectors_query(spec),
-            ids=ids,
-            embeddings=vector_texts(embeddings),
+            build_insert_source_vectors_query(spec), ids=ids, **embedding_binds(embeddings)
         )
         return len(rows)
 

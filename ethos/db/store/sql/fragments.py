@@ -400,15 +400,24 @@ def above_threshold(spec: TableSpec, alias: str = "m", policy: str = "p") -> str
     return f"({alias}.pinned OR {policy}.never_decays OR {deciding} >= {policy}.prune_threshold)"
 
 
+def embedding_at(position: str) -> str:
+    """The vector at `position` (from 1) of the embeddings %(embeddings)s, one flat
+    array of %(dimension)s numbers each (store.core.embedding_binds)."""
+    return (
+        f"(%(embeddings)s::float8[])[({position} - 1) * %(dimension)s + 1"
+        f" : {position} * %(dimension)s]::vector"
+    )
+
+
 @cache
 def build_insert_source_vectors_query(spec: TableSpec) -> Query:
-    """Vectors %(embeddings)s (text, '[x, ...]') of memories %(ids)s: their agent,
-    content and creation, embedding them; none where one appeared meanwhile."""
+    """Vectors of memories %(ids)s, the embeddings in their order (embedding_at): their
+    agent, content and creation, embedding them; none where one appeared meanwhile."""
     return sql(f"""
     INSERT INTO memory_vectors (agent_id, content, embedding, source_type, source_id,
                                 created_at)
-    SELECT m.agent_id, m.content, e.embedding::vector, '{spec.name}', m.id, m.created_at
-    FROM unnest(%(ids)s::uuid[], %(embeddings)s::text[]) AS e (id, embedding)
+    SELECT m.agent_id, m.content, {embedding_at("e.k")}, '{spec.name}', m.id, m.created_at
+    FROM unnest(%(ids)s::uuid[]) WITH ORDINALITY AS e (id, k)
     JOIN {spec.name} AS m ON m.id = e.id
     WHERE NOT EXISTS (SELECT 1 FROM memory_vectors AS v
                       WHERE v.source_type = '{spec.name}' AND v.source_id = m.id)

@@ -10,6 +10,7 @@ from ethos.db.store.sql.fragments import (
     TEXT_CONFIG,
     UNEXPIRED,
     above_threshold,
+    embedding_at,
     pruned_set,
     salience_expr,
 )
@@ -41,13 +42,34 @@ WHERE {item_agent()} = %(agent)s AND m.client_key = %(key)s AND {_ITEM_LIVE}
 
 REFRESH_ITEM_TTLS = STATEMENTS["refresh_item_ttls"]
 
-_PUT_ITEMS_INPUT = """item AS MATERIALIZED (
-    SELECT *
-    FROM unnest(%(agents)s::text[], %(keys)s::text[], %(contents)s::text[],
-                %(values)s::text[], %(expires_at)s::timestamptz[], %(policies)s::text[],
-                %(embedded)s::boolean[])
-         WITH ORDINALITY AS i (agent, key, content, value, expires_at, policy, embedded, n)
+# The items' columns: each one's array parameter and its type.
+_ITEM_COLUMNS = (
+    ("agent", "agents", "text"),
+    ("key", "keys", "text"),
+    ("content", "contents", "text"),
+    ("value", "values", "text"),
+    ("expires_at", "expires_at", "timestamptz"),
+    ("policy", "policies", "text"),
+    ("embedded", "embedded", "boolean"),
+)
+
+
+def _put_items_input(*, one: bool) -> str:
+    """The items, a row each, numbered n from 1. One item is read as the arrays' first
+    elements: PostgreSQL guesses ten rows for an unnest of a parameter, so the generic
+    plan of a put over unnest looks dearer than a custom one and every put would be
+    planned anew; a single row costs the same in both, and the generic plan, planned
+    once a connection, wins after the first five puts."""
+    if one:
+        columns = ", ".join(f"(%({array})s::{kind}[])[1] AS {name}"
+                            for name, array, kind in _ITEM_COLUMNS)  # fmt: skip
+        return f"item AS MATERIALIZED (SELECT {columns}, 1::bigint AS n)"
+    arrays = ", ".join(f"%({array})s::{kind}[]" for _, array, kind in _ITEM_COLUMNS)
+    names = ", ".join(name for name, _, _ in _ITEM_COLUMNS)
+    return f"""item AS MATERIALIZED (
+    SELECT * FROM unnest({arrays}) WITH ORDINALITY AS i ({names}, n)
 )"""
+
 
 _PUT_ITEMS_PUT = f"""expired AS (  -- an expired item under a key put, pruned (reason expired)
     UPDATE semantic_facts AS m
@@ -84,11 +106,11 @@ _PUT_ITEMS_REPLACED = """replaced AS (
       AND v.agent_id = p.agent_id
 )"""
 
-_PUT_ITEMS_VECTORED = """vectored AS (
+_PUT_ITEMS_VECTORED = f"""vectored AS (
     INSERT INTO memory_vectors (agent_id, content, embedding, source_type, source_id)
-    SELECT p.agent_id, e.content, e.embedding::vector, 'semantic_facts', p.id
-    FROM unnest(%(vector_items)s::bigint[], %(vector_contents)s::text[],
-                %(vector_embeddings)s::text[]) AS e (n, content, embedding)
+    SELECT p.agent_id, e.content, {embedding_at("e.k")}, 'semantic_facts', p.id
+    FROM unnest(%(vector_items)s::bigint[], %(vector_contents)s::text[])
+         WITH ORDINALITY AS e (n, content, k)
     JOIN put_item AS p ON p.n = e.n
 )"""
 
@@ -103,14 +125,18 @@ _PUT_ITEMS_DELETED = f"""deleted AS (  -- a soft delete, reason manual, recovera
 
 
 @cache
-def build_put_items_query(*, puts: bool, deletes: bool, embeds: bool, vectors: bool) -> Query:
+def build_put_items_query(
+    *, one: bool, puts: bool, deletes: bool, embeds: bool, vectors: bool
+) -> Query:
     """A batch of puts, in one statement (one round trip, one transaction). The items:
     one row each of the arrays %(agents)s, %(keys)s, %(contents)s, %(values)s (JSON;
     NULL: a delete), %(expires_at)s, %(policies)s (NULL: the insert trigger chooses; a
     replaced item keeps its own) and %(embedded)s (whether its vectors are given), one
     put an item (the caller keeps the last of a batch's puts of one item) in the order
     their rows are to be locked in; their vectors: %(vector_items)s (an item's position,
-    from 1), %(vector_contents)s, %(vector_embeddings)s (pgvector's text form). Each put
+    from 1), %(vector_contents)s, and their numbers %(embeddings)s, %(dimension)s each
+    (embedding_binds). `one`: the batch is one item (its statement is planned once a
+    connection, not at each put). Each put
     item whose vectors are given gets them in place of those it had (one per text of its
     indexed fields, as LangGraph embeds each field; search scores an item by its
     nearest). Returns the position of each put that made an item or deleted one.
@@ -124,7 +150,7 @@ def build_put_items_query(*, puts: bool, deletes: bool, embeds: bool, vectors: b
     its key free and makes a new item, as a put after an expiry would; `replaced` cannot
     see the vectors `vectored` inserts (rows of this statement), only those they
     replace."""
-    ctes, results = [_PUT_ITEMS_INPUT], []
+    ctes, results = [_put_items_input(one=one)], []
     if puts:
         ctes.append(_PUT_ITEMS_PUT)
         if embeds:
