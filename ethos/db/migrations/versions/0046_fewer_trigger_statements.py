@@ -6,14 +6,14 @@ vector counts its own words (one of an episode or fact does not); ethos_text_sta
 and ethos_vector_stats_add are PL/pgSQL, to run their deletes only for a removal.
 
 Revision ID: 0046
-Revises: 0044
+Revises: 0045
 Create Date: 2026-11-27
 """
 
 from ethos.db.migrations import execute_frozen
 
 revision = "0046"
-down_revision = "0044"  # 0045 (on main) comes between once both are merged
+down_revision = "0045"
 branch_labels = None
 depends_on = None
 
