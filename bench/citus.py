@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import random
 import sys
 import time
@@ -85,17 +86,17 @@ async def main(args: argparse.Namespace) -> None:
         for _ in range(args.queries)
     ]
     at = T0 + timedelta(days=1)
-    engines = {
-        side: Engine(Settings(database=DatabaseSettings(url=urls[side])), url=urls[side],
-                     check_settings=False)
-        for side in SIDES
-    }  # fmt: skip
     times: dict[tuple[str, str], list[float]] = {
         (kind, side): [] for kind in ("recall", "nearest") for side in SIDES
     }
-    try:
-        for engine in engines.values():
-            await engine.__aenter__()
+    async with contextlib.AsyncExitStack() as stack:
+        engines = {
+            side: await stack.enter_async_context(
+                Engine(Settings(database=DatabaseSettings(url=urls[side])), url=urls[side],
+                       check_settings=False)
+            )
+            for side in SIDES
+        }  # fmt: skip
         for agent, text, centre in queries[:50]:  # warm the caches and the connections
             for engine in engines.values():
                 await engine.recall(agent, text, now=at, record=False)
@@ -129,9 +130,6 @@ async def main(args: argparse.Namespace) -> None:
             except DatabaseError as exc:
                 outcome = f"refused: {exc}"
             print(f"  {side:<12} {time.perf_counter() - started:8.2f} s  {outcome}")
-    finally:
-        for engine in engines.values():
-            await engine.__aexit__(None, None, None)
 
 
 if __name__ == "__main__":
