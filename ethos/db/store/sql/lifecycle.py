@@ -303,7 +303,7 @@ def _unlink(rows: str) -> str:
     """CTEs deleting the links of the memories of CTE `rows` (id, agent_id): one index
     each way (arrays, so that the planner, which cannot know how many rows there are,
     probes the indexes; a link's agent is its memories')."""
-    agents = f"agent_id = ANY (ARRAY(SELECT agent_id FROM {rows}))"
+    agents = f"agent_id = ANY (ARRAY(SELECT DISTINCT agent_id FROM {rows}))"
     return f"""
     unlinked_a AS (DELETE FROM memory_links
                    WHERE {agents} AND a_id = ANY (ARRAY(SELECT id FROM {rows}))),
