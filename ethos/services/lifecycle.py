@@ -311,6 +311,8 @@ async def erase(
                 if last is None or batch < limit:
                     break
                 after = last
+        if not dry_run:
+            await store.erase_agent_hints(agent)
     return report
 
 

@@ -4,7 +4,10 @@ distributed by agent."""
 
 from __future__ import annotations
 
+import itertools
 import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -84,22 +87,43 @@ async def drop_cluster_database(url: str, name: str) -> None:
             await conn.close()
 
 
+_counter = itertools.count()
+
+
+@asynccontextmanager
+async def fresh_database(url: str, prefix: str) -> AsyncIterator[str]:
+    """A database of its own on every node of the cluster at `url`, dropped after."""
+    name = f"{prefix}_{os.getpid()}_{next(_counter)}"
+    made = await create_cluster_database(url, name)
+    try:
+        yield made
+    finally:
+        await drop_cluster_database(url, name)
+
+
 # The tables Citus distributes by agent, colocated with the first; the shared ones it
 # copies to every node (decision record 0019). The rest stay on the coordinator for now.
 DISTRIBUTED = (
     "episodic_traces", "semantic_facts", "memory_vectors", "memory_links", "memory_revisions",
     "agent_policies", "lexeme_stats", "agent_text_stats", "agent_vector_stats",
+    "episodic_traces_due", "semantic_facts_due", "memory_vectors_due",
 )  # fmt: skip
 REFERENCE = ("decay_policies", "importance_tiers", "ethos_settings")
+GENERIC_PLANS = """SELECT p.oid::regprocedure::text FROM pg_proc AS p
+                   WHERE 'plan_cache_mode=force_generic_plan' = ANY (p.proconfig)"""
 
 
 async def distribute(url: str) -> None:
     """Distribute a migrated ethos database by agent, rows and all. The memory tables'
     triggers are off while their rows move to the shards (they would fire there for the
-    rows copied, which were written already) and on again after."""
+    rows copied, which were written already) and on again after. The functions that keep
+    one plan a session plan each call instead: Citus routes a statement by the agent it
+    names, a value a generic plan does not have (and refuses to plan one)."""
     conn = await asyncpg.connect(url)
     try:
         await conn.execute("SET citus.enable_unsafe_triggers = on")
+        for function in await conn.fetch(GENERIC_PLANS):
+            await conn.execute(f"ALTER FUNCTION {function[0]} RESET plan_cache_mode")
         for table in REFERENCE:
             await conn.execute("SELECT create_reference_table($1)", table)
         for table in DISTRIBUTED:

@@ -10,16 +10,12 @@ cluster answers there. `citus_database` is a fresh database of its own on every 
 from __future__ import annotations
 
 import asyncio
-import itertools
-import os
 from collections.abc import AsyncIterator
 
 import asyncpg
 import pytest
 
-from tests.citus.cluster import configured_url, create_cluster_database, drop_cluster_database
-
-_counter = itertools.count()
+from tests.citus.cluster import configured_url, fresh_database
 
 
 async def _active_workers(url: str) -> int:
@@ -47,9 +43,5 @@ def citus_url() -> str:
 @pytest.fixture
 async def citus_database(citus_url: str) -> AsyncIterator[str]:
     """A fresh Citus database of the test's own; its URL."""
-    name = f"citus_test_{os.getpid()}_{next(_counter)}"
-    url = await create_cluster_database(citus_url, name)
-    try:
+    async with fresh_database(citus_url, "citus_test") as url:
         yield url
-    finally:
-        await drop_cluster_database(citus_url, name)

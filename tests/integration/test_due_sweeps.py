@@ -114,8 +114,8 @@ async def test_the_sql_schedule_is_the_python_one(
     for spec in MEMORY_TABLES:
         await conn.execute(
             f"""UPDATE {spec.name} SET due_at = '-infinity', prune_at = '-infinity';
-                INSERT INTO {spec.due_table} (prune, at, slice, n, ids, places)
-                SELECT false, '-infinity', ethos_slice(ctid), 1, ARRAY[id], ARRAY[ctid]
+                INSERT INTO {spec.due_table} (prune, at, slice, n, ids, places, agent_id)
+                SELECT false, '-infinity', ethos_slice(ctid), 1, ARRAY[id], ARRAY[ctid], agent_id
                 FROM {spec.name}"""
         )
     await engine.sweep(now=days(1))

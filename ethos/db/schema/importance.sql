@@ -37,9 +37,15 @@ CREATE FUNCTION ethos_importance_tier(importance double precision) RETURNS text
         (SELECT s.importance_otherwise FROM ethos_settings AS s))
 $$;
 
+-- (PL/pgSQL: as a SQL function, inlined into the caller with the agent a parameter,
+-- Citus found no statistics on the agent's shard and counted every word new)
 CREATE FUNCTION ethos_informative_words(agent text, tsv tsvector) RETURNS TABLE(words double precision)
-    LANGUAGE sql STABLE PARALLEL SAFE
+    LANGUAGE plpgsql STABLE PARALLEL SAFE
+    SET plan_cache_mode TO 'force_generic_plan'
     AS $$
+#variable_conflict use_variable
+BEGIN
+    RETURN QUERY
     SELECT coalesce(sum(ethos_word_weight(u.lexeme, coalesce(a.docs, 0), coalesce(l.docs, 0))),
                     0)
     FROM unnest(array_remove(tsvector_to_array(tsv), ethos_agent_lexeme(agent))) AS u (lexeme)
@@ -47,7 +53,8 @@ CREATE FUNCTION ethos_informative_words(agent text, tsv tsvector) RETURNS TABLE(
     LEFT JOIN LATERAL (SELECT s.docs FROM lexeme_stats AS s
                        WHERE s.agent_id = agent AND s.lexeme = u.lexeme
                          AND u.lexeme !~ '^[0-9]'
-                       LIMIT 1) AS l ON true
+                       LIMIT 1) AS l ON true;
+END
 $$;
 
 CREATE FUNCTION ethos_vector_stats_add(agents text[], embeddings vector[], sign integer) RETURNS void
@@ -63,7 +70,8 @@ BEGIN
     ORDER BY d.agent
     ON CONFLICT (agent_id) DO UPDATE
     SET vectors = s.vectors + excluded.vectors,
-        total = CASE WHEN sign > 0 THEN s.total + excluded.total
+        -- (the sign as the row proposed carries it: Citus loses a parameter here)
+        total = CASE WHEN excluded.vectors > 0 THEN s.total + excluded.total
                      ELSE s.total - excluded.total END;
 
     IF sign < 0 THEN  -- as in ethos_text_stats_add, an addition runs no delete

@@ -394,7 +394,8 @@ CREATE INDEX memory_revisions_memory_idx ON memory_revisions USING btree (table_
 
 -- Hints of when rows fall due (prune = false: a write of salience; true: a prune), in
 -- groups of rows of one slice of the table with their physical places: a sweep reads
--- the earliest groups and nothing else.
+-- the earliest groups and nothing else. `agent_id`: an agent of the group's rows, by
+-- which Citus keeps the hint in their shard, beside the places it names (decision 0019).
 CREATE TABLE episodic_traces_due (
     prune boolean NOT NULL,
     at timestamp with time zone NOT NULL,
@@ -402,7 +403,8 @@ CREATE TABLE episodic_traces_due (
     n integer NOT NULL,
     ids uuid[] NOT NULL,
     places tid[] NOT NULL,
-    made xid8 DEFAULT pg_current_xact_id() NOT NULL
+    made xid8 DEFAULT pg_current_xact_id() NOT NULL,
+    agent_id text NOT NULL
 )
 WITH (autovacuum_vacuum_scale_factor='0.02', autovacuum_vacuum_insert_scale_factor='0.02');
 CREATE INDEX episodic_traces_due_idx ON episodic_traces_due USING btree (prune, slice, at);
@@ -414,7 +416,8 @@ CREATE TABLE semantic_facts_due (
     n integer NOT NULL,
     ids uuid[] NOT NULL,
     places tid[] NOT NULL,
-    made xid8 DEFAULT pg_current_xact_id() NOT NULL
+    made xid8 DEFAULT pg_current_xact_id() NOT NULL,
+    agent_id text NOT NULL
 )
 WITH (autovacuum_vacuum_scale_factor='0.02', autovacuum_vacuum_insert_scale_factor='0.02');
 CREATE INDEX semantic_facts_due_idx ON semantic_facts_due USING btree (prune, slice, at);
@@ -426,7 +429,8 @@ CREATE TABLE memory_vectors_due (
     n integer NOT NULL,
     ids uuid[] NOT NULL,
     places tid[] NOT NULL,
-    made xid8 DEFAULT pg_current_xact_id() NOT NULL
+    made xid8 DEFAULT pg_current_xact_id() NOT NULL,
+    agent_id text NOT NULL
 )
 WITH (autovacuum_vacuum_scale_factor='0.02', autovacuum_vacuum_insert_scale_factor='0.02');
 CREATE INDEX memory_vectors_due_idx ON memory_vectors_due USING btree (prune, slice, at);

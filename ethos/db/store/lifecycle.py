@@ -27,6 +27,7 @@ from ethos.db.store.sql.lifecycle import (
     build_duplicate_groups_query,
     build_erase_batch_query,
     build_erase_count_query,
+    build_erase_hints_query,
     build_forget_agent_query,
     build_forget_query,
     build_merge_query,
@@ -35,7 +36,7 @@ from ethos.db.store.sql.lifecycle import (
     build_recover_batch_query,
     build_recovery_candidates_query,
 )
-from ethos.domain.tables import TableSpec
+from ethos.domain.tables import MEMORY_TABLES, TableSpec
 
 
 class LifecycleStore(StoreCore):
@@ -122,6 +123,11 @@ class LifecycleStore(StoreCore):
             "memory_links": await self._fetchval(links, **values),
             "agent_policies": await self._fetchval(policy, **values),
         }
+
+    async def erase_agent_hints(self, agent: str) -> None:
+        """After an erase of the agent's memories: no hint names the agent."""
+        for spec in MEMORY_TABLES:
+            await self._fetch(build_erase_hints_query(spec), agent=agent)
 
     async def start_lifecycle_run(
         self, kind: str, trigger: str, now: datetime, selector: Mapping[str, Any]

@@ -272,7 +272,7 @@ HINT_GROUP_ROWS = 500
 
 
 def insert_hints(spec: TableSpec, rows: str, *, since: str | None, sliced: bool = False) -> str:
-    """Insert the hints of `rows` (prune, at, id, place), grouped as above; without
+    """Insert the hints of `rows` (prune, at, id, place, agent_id), grouped as above; without
     `since` (rows due at one moment, any number of them), by kind and slice, in parts
     of HINT_GROUP_ROWS. `sliced`: the rows carry their place's slice too (computed once
     a row rather than once a kind: ethos_slice reads the place as text)."""
@@ -287,8 +287,8 @@ def insert_hints(spec: TableSpec, rows: str, *, since: str | None, sliced: bool 
     if not sliced:
         rows = f"SELECT r.*, ethos_slice(r.place) AS slice FROM ({rows}) AS r"
     return f"""
-        INSERT INTO {spec.due_table} (prune, at, slice, n, ids, places)
-        SELECT prune, min(at), slice, count(*), array_agg(id), array_agg(place)
+        INSERT INTO {spec.due_table} (prune, at, slice, n, ids, places, agent_id)
+        SELECT prune, min(at), slice, count(*), array_agg(id), array_agg(place), min(agent_id)
         FROM (SELECT r.*, {group} AS part FROM ({rows}) AS r) AS g
         GROUP BY prune, slice, part"""
 
@@ -301,13 +301,13 @@ def hint_moments(
     set_at: str | None = None,
     sliced: bool = False,
 ) -> str:
-    """Hint rows (prune, at, id, place) for the rows of `rows` (id, place, due_at,
-    prune_at), one for each kind they have a moment of (false: any write, due_at; true:
-    pruning, prune_at). With `earlier`, only moments earlier than the one the row had
-    (old_due, old_prune: the hint of the old one still stands for a later one), except
-    for the kind `always` and for moments equal to `set_at` (a column of `rows`: the
-    moment a write set, whatever the row had, which it may have read before another
-    write changed it). `sliced`: `rows` carry their place's slice, and so do the hint
+    """Hint rows (prune, at, id, place, agent_id) for the rows of `rows` (id, place,
+    agent_id, due_at, prune_at), one for each kind they have a moment of (false: any
+    write, due_at; true: pruning, prune_at). With `earlier`, only moments earlier than
+    the one the row had (old_due, old_prune: the hint of the old one still stands for a
+    later one), except for the kind `always` and for moments equal to `set_at` (a column
+    of `rows`: the moment a write set, whatever the row had, which it may have read
+    before another write changed it). `sliced`: `rows` carry their place's slice, and so do the hint
     rows (insert_hints(sliced=True))."""
     moment = "CASE WHEN kind.prune THEN r.prune_at ELSE r.due_at END"
     where = f"{moment} IS NOT NULL"
@@ -319,7 +319,8 @@ def hint_moments(
         if set_at is not None:
             sooner = f"({moment} = r.{set_at} OR {sooner})"
         where += f"\n          AND {sooner}"
-    return f"""SELECT kind.prune, {moment} AS at, r.id, r.place{", r.slice" if sliced else ""}
+    slice = ", r.slice" if sliced else ""
+    return f"""SELECT kind.prune, {moment} AS at, r.id, r.place, r.agent_id{slice}
         FROM {rows} AS r CROSS JOIN (VALUES (false), (true)) AS kind (prune)
         WHERE {where}"""
 
@@ -334,10 +335,10 @@ def link_fades_at(weight: str, at: str) -> str:
 
 
 def hint_both_at(spec: TableSpec, rows: str, at: str) -> str:
-    """Hints of both kinds at `at` for the rows of `rows` (id, place)."""
+    """Hints of both kinds at `at` for the rows of `rows` (id, place, agent_id)."""
     return insert_hints(
         spec,
-        f"""SELECT kind.prune, {at}::timestamptz AS at, r.id, r.place
+        f"""SELECT kind.prune, {at}::timestamptz AS at, r.id, r.place, r.agent_id
         FROM {rows} AS r CROSS JOIN (VALUES (false), (true)) AS kind (prune)""",
         since=None,
     )

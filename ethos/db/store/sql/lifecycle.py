@@ -95,7 +95,7 @@ def build_recover_batch_query(spec: TableSpec, batch_size: int) -> Query:
             due_at = r.due_at, prune_at = r.prune_at
         FROM fresh AS r
         WHERE m.id = r.id
-        RETURNING m.id, m.ctid AS place, m.due_at, m.prune_at
+        RETURNING m.id, m.ctid AS place, m.agent_id, m.due_at, m.prune_at
     ),
     hinted AS ({hint_all(spec, "recovered")})
     SELECT id FROM recovered
@@ -216,7 +216,7 @@ def build_merge_query(spec: TableSpec) -> Query:
             due_at = %(now)s, prune_at = %(now)s
         FROM best AS g JOIN decay_policies AS gp ON gp.name = g.policy
         WHERE m.id = g.survivor
-        RETURNING m.id, m.ctid AS place
+        RETURNING m.id, m.ctid AS place, m.agent_id
     ),
     hinted AS ({hint_both_at(spec, "survived", "%(now)s")}),
     merged AS (
@@ -369,6 +369,24 @@ WITH gone AS (DELETE FROM agent_policies WHERE agent_id = %(agent)s RETURNING 1)
 {_tally("agent_policies")}
 SELECT count(*) FROM gone
 """)
+
+
+@cache
+def build_erase_hints_query(spec: TableSpec) -> Query:
+    """After an erase, nothing names %(agent)s: a hint that does (an agent of its rows,
+    decision 0019) names another agent of its rows, and one with none left goes (its
+    rows were the agent's, erased)."""
+    return sql(f"""
+    WITH named AS (DELETE FROM {spec.due_table} WHERE agent_id = %(agent)s RETURNING *)
+    INSERT INTO {spec.due_table} (prune, at, slice, n, ids, places, made, agent_id)
+    SELECT d.prune, d.at, d.slice, d.n, d.ids, d.places, d.made, o.agent_id
+    FROM named AS d
+    CROSS JOIN LATERAL (SELECT min(m.agent_id) AS agent_id FROM {spec.name} AS m
+                        WHERE m.id = ANY (d.ids)) AS o
+    WHERE o.agent_id IS NOT NULL
+    """)
+
+
 UNDELETABLE_TABLES = STATEMENTS["undeletable_tables"]
 COUNT_AGENT_LINKS = STATEMENTS["count_agent_links"]
 COUNT_AGENT_POLICY = STATEMENTS["count_agent_policy"]

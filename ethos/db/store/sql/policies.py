@@ -81,7 +81,8 @@ def build_move_query(spec: TableSpec) -> Query:
             due_at = s.due_at, prune_at = s.prune_at
         FROM s
         WHERE m.id = s.id
-        RETURNING m.id, s.old_policy, m.policy, m.salience, m.due_at, m.prune_at, m.ctid AS place
+        RETURNING m.id, s.old_policy, m.policy, m.salience, m.due_at, m.prune_at, m.ctid AS place,
+                  m.agent_id
     ),
     hinted AS ({hint_all(spec, "moved")})
     SELECT * FROM moved
@@ -123,7 +124,7 @@ def build_unschedule_query(spec: TableSpec) -> Query:
     WITH unscheduled AS (
         UPDATE {spec.name} SET due_at = '-infinity', prune_at = '-infinity'
         WHERE policy = ANY(%(policies)s::text[]) AND NOT pruned
-        RETURNING id, ctid AS place
+        RETURNING id, ctid AS place, agent_id
     )
     {hint_both_at(spec, "unscheduled", "'-infinity'")}
     """)

@@ -29,7 +29,7 @@ def _sweep_columns(spec: TableSpec) -> str:
         if spec.has_confidence
         else ""
     )
-    return f"""m.id, m.ctid AS row_ctid, m.xmin AS row_version,
+    return f"""m.id, m.ctid AS row_ctid, m.xmin AS row_version, m.agent_id,
                m.pinned OR p.never_decays AS frozen, {policy_columns("p")},
                m.strength, m.anchor_at, m.reinforcement AS n, m.created_at,
                {emotion_of(spec)} AS emotion, %(now)s::timestamptz AS reference,
@@ -76,8 +76,8 @@ def _sweep_write(spec: TableSpec, source: str) -> str:
             prune_at = CASE WHEN d.reason IS NULL THEN d.prune_at END
         FROM ({rows}) AS d
         WHERE m.ctid = d.row_ctid AND m.xmin = d.row_version
-        RETURNING m.id, m.ctid AS place, ethos_slice(m.ctid) AS slice, d.reason, m.due_at,
-                  m.prune_at, d.old_due, d.old_prune"""
+        RETURNING m.id, m.ctid AS place, m.agent_id, ethos_slice(m.ctid) AS slice, d.reason,
+                  m.due_at, m.prune_at, d.old_due, d.old_prune"""
 
 
 # What a sweep batch wrote (CTE `written`), in one pass: rows written, of them pruned,
@@ -138,14 +138,14 @@ def build_sweep_batch_query(
             f"""{hint_moments("written", sliced=True)}
             UNION ALL
             SELECT kind.prune, CASE WHEN kind.prune THEN b.old_prune ELSE b.old_due END,
-                   b.id, b.row_ctid, b.slice
-            FROM (SELECT id, row_ctid, old_due, old_prune, ethos_slice(row_ctid) AS slice
+                   b.id, b.row_ctid, b.agent_id, b.slice
+            FROM (SELECT id, row_ctid, agent_id, old_due, old_prune, ethos_slice(row_ctid) AS slice
                   FROM batch WHERE NOT is_due OFFSET 0) AS b
             CROSS JOIN (VALUES (false), (true)) AS kind (prune)
             WHERE CASE WHEN kind.prune THEN b.old_prune ELSE b.old_due END IS NOT NULL
             UNION ALL
-            SELECT kind.prune, %(now)s, b.id, b.row_ctid, b.slice
-            FROM (SELECT id, row_ctid, ethos_slice(row_ctid) AS slice
+            SELECT kind.prune, %(now)s, b.id, b.row_ctid, b.agent_id, b.slice
+            FROM (SELECT id, row_ctid, agent_id, ethos_slice(row_ctid) AS slice
                   FROM batch AS b
                   WHERE b.is_due
                     AND (SELECT count(*) FROM written) < (SELECT count(*) FROM batch WHERE is_due)
@@ -200,15 +200,17 @@ def build_due_batch_query(spec: TableSpec, *, prune: bool, batch_size: int) -> Q
         spec,
         f"""{hint_moments("written", earlier=True, always=prune, sliced=True)}
         UNION ALL
-        SELECT {kind}, l.{old}, l.id, l.row_ctid, ethos_slice(l.row_ctid) FROM looked AS l
+        SELECT {kind}, l.{old}, l.id, l.row_ctid, l.agent_id, ethos_slice(l.row_ctid)
+        FROM looked AS l
         WHERE NOT l.is_due AND l.{old} IS NOT NULL
         UNION ALL
-        SELECT {kind}, %(now)s, l.id, l.row_ctid, ethos_slice(l.row_ctid) FROM looked AS l
+        SELECT {kind}, %(now)s, l.id, l.row_ctid, l.agent_id, ethos_slice(l.row_ctid)
+        FROM looked AS l
         WHERE l.is_due
           AND (SELECT count(*) FROM written) < (SELECT count(*) FROM looked WHERE is_due)
           AND NOT EXISTS (SELECT 1 FROM written AS w WHERE w.id = l.id)
         UNION ALL
-        SELECT {kind}, at, id, place, ethos_slice(place) FROM members
+        SELECT {kind}, at, id, place, agent_id, ethos_slice(place) FROM members
         WHERE k > {int(batch_size)}""",
         since="%(now)s::timestamptz",
         sliced=True,
@@ -237,11 +239,11 @@ def build_due_batch_query(spec: TableSpec, *, prune: bool, batch_size: int) -> Q
                 LIMIT {HINTS_A_BATCH}
             ) AS h
             WHERE h.before < {int(batch_size)}))
-        RETURNING d.at, d.n, d.ids, d.places
+        RETURNING d.at, d.n, d.ids, d.places, d.agent_id
     ),
     -- their rows, numbered; those past batch_size (of the last hint) go back
     members AS (
-        SELECT u.id, u.place, p.before + u.k AS k, p.at
+        SELECT u.id, u.place, p.agent_id, p.before + u.k AS k, p.at
         FROM (SELECT *, sum(n) OVER (ORDER BY at ROWS UNBOUNDED PRECEDING) - n AS before
               FROM popped) AS p
         CROSS JOIN LATERAL unnest(p.ids, p.places) WITH ORDINALITY AS u (id, place, k)

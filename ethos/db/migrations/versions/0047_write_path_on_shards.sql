@@ -1,0 +1,213 @@
+-- 0047: the write path runs on a Citus shard (see 0047_write_path_on_shards.py).
+
+ALTER TABLE episodic_traces_due ADD COLUMN agent_id text;
+UPDATE episodic_traces_due AS d
+SET agent_id = coalesce((SELECT min(m.agent_id) FROM episodic_traces AS m WHERE m.id = ANY (d.ids)), '');
+ALTER TABLE episodic_traces_due ALTER COLUMN agent_id SET NOT NULL;
+
+ALTER TABLE semantic_facts_due ADD COLUMN agent_id text;
+UPDATE semantic_facts_due AS d
+SET agent_id = coalesce((SELECT min(m.agent_id) FROM semantic_facts AS m WHERE m.id = ANY (d.ids)), '');
+ALTER TABLE semantic_facts_due ALTER COLUMN agent_id SET NOT NULL;
+
+ALTER TABLE memory_vectors_due ADD COLUMN agent_id text;
+UPDATE memory_vectors_due AS d
+SET agent_id = coalesce((SELECT min(m.agent_id) FROM memory_vectors AS m WHERE m.id = ANY (d.ids)), '');
+ALTER TABLE memory_vectors_due ALTER COLUMN agent_id SET NOT NULL;
+
+CREATE OR REPLACE FUNCTION ethos_previous_asks(memory_table text, agent text, id uuid) RETURNS boolean
+    LANGUAGE plpgsql STABLE
+    SET plan_cache_mode TO 'force_generic_plan'
+    SET enable_sort TO 'off'
+    SET enable_incremental_sort TO 'off'
+    AS $$
+#variable_conflict use_variable
+BEGIN
+    -- the agent's live memory just before this one, backwards along the key (agent_id,
+    -- id): the settings keep each statement on it, planned once, with no sort. The agent
+    -- also as `= ANY (ARRAY[agent])`, which Citus routes to the agent's shard and the
+    -- planner does not take for an equality (with one, the (id) index gives this order,
+    -- and its generic plan walks it through every later row of other agents)
+    IF memory_table = 'episodic_traces' THEN
+        RETURN (SELECT ethos_asks(p.content) FROM episodic_traces AS p
+                WHERE p.agent_id >= agent AND p.agent_id = ANY (ARRAY[agent]) AND NOT p.pruned
+                  AND (p.agent_id, p.id) < (agent, id)
+                ORDER BY p.agent_id DESC, p.id DESC LIMIT 1);
+    ELSIF memory_table = 'semantic_facts' THEN
+        RETURN (SELECT ethos_asks(p.content) FROM semantic_facts AS p
+                WHERE p.agent_id >= agent AND p.agent_id = ANY (ARRAY[agent]) AND NOT p.pruned
+                  AND (p.agent_id, p.id) < (agent, id)
+                ORDER BY p.agent_id DESC, p.id DESC LIMIT 1);
+    END IF;
+    RETURN (SELECT ethos_asks(p.content) FROM memory_vectors AS p
+            WHERE p.agent_id >= agent AND p.agent_id = ANY (ARRAY[agent]) AND NOT p.pruned
+                  AND (p.agent_id, p.id) < (agent, id)
+            ORDER BY p.agent_id DESC, p.id DESC LIMIT 1);
+END
+$$;
+
+CREATE OR REPLACE FUNCTION ethos_rows_added() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO '$user', 'public', 'pg_temp'
+    SET plan_cache_mode TO 'force_generic_plan'
+    AS $$
+DECLARE
+    memory_table text := TG_ARGV[0];
+    r record;  -- the rows added: their agents, each once; the live ones' ids and agents
+    k float8;  -- how much particularity raises an importance (vectors only)
+    v record;  -- vectors of episodes or facts: their sources, and how particular each is
+    written record;
+BEGIN
+    SELECT array_agg(DISTINCT a.agent_id) AS agents,
+           array_agg(a.id) FILTER (WHERE NOT a.pruned) AS ids,
+           array_agg(a.agent_id) FILTER (WHERE NOT a.pruned) AS owners
+    INTO r FROM added AS a;
+
+    -- 1. A vector of an episode or fact raises its source's automatic importance by how
+    --    far it lies from its agent's other vectors (before they count it), once, while
+    --    the source is as its insert left it. (Episodes and facts read no setting.) The
+    --    new policy comes with the values (Citus refuses a STABLE function of the row
+    --    written inside an UPDATE); the conditions hold on the row written.
+    IF memory_table = 'memory_vectors' THEN
+        k := (SELECT s.auto_importance_particularity FROM ethos_settings AS s);
+    END IF;
+    IF k > 0 THEN
+        SELECT array_agg(a.source_type) AS types, array_agg(a.source_id) AS ids,
+               array_agg(a.agent_id) AS agents,
+               array_agg(ethos_particularity(a.agent_id, a.embedding)) AS ps
+        INTO v FROM added AS a WHERE a.source_id IS NOT NULL;
+        IF 'episodic_traces' = ANY (v.types) THEN
+            UPDATE episodic_traces AS m
+            SET auto_importance = n.importance, auto_particularity = n.p, policy = n.policy
+            FROM (SELECT s.agent_id, s.id, s.auto_importance AS before, s.policy AS was, u.p,
+                         i.importance,
+                         ethos_importance_tier(i.importance) AS policy
+                  FROM unnest(v.types, v.ids, v.agents, v.ps) AS u (type, id, agent, p)
+                  JOIN episodic_traces AS s ON s.agent_id = u.agent AND s.id = u.id
+                  CROSS JOIN LATERAL (SELECT ethos_importance_raised(s.auto_importance, u.p, k)
+                                             AS importance) AS i
+                  WHERE u.type = 'episodic_traces' AND u.p IS NOT NULL
+                    AND s.agent_id = ANY (v.agents)
+                    AND s.policy = ethos_importance_tier(s.auto_importance)) AS n
+            WHERE m.agent_id = n.agent_id AND m.id = n.id AND m.agent_id = ANY (v.agents)
+              AND m.auto_importance = n.before AND m.policy = n.was AND m.auto_particularity IS NULL
+              AND NOT m.pruned AND m.retrieval_count = 0 AND m.due_at = '-infinity';
+        END IF;
+        IF 'semantic_facts' = ANY (v.types) THEN
+            UPDATE semantic_facts AS m
+            SET auto_importance = n.importance, auto_particularity = n.p, policy = n.policy
+            FROM (SELECT s.agent_id, s.id, s.auto_importance AS before, s.policy AS was, u.p,
+                         i.importance,
+                         ethos_importance_tier(i.importance) AS policy
+                  FROM unnest(v.types, v.ids, v.agents, v.ps) AS u (type, id, agent, p)
+                  JOIN semantic_facts AS s ON s.agent_id = u.agent AND s.id = u.id
+                  CROSS JOIN LATERAL (SELECT ethos_importance_raised(s.auto_importance, u.p, k)
+                                             AS importance) AS i
+                  WHERE u.type = 'semantic_facts' AND u.p IS NOT NULL
+                    AND s.agent_id = ANY (v.agents)
+                    AND s.policy = ethos_importance_tier(s.auto_importance)) AS n
+            WHERE m.agent_id = n.agent_id AND m.id = n.id AND m.agent_id = ANY (v.agents)
+              AND m.auto_importance = n.before AND m.policy = n.was AND m.auto_particularity IS NULL
+              AND NOT m.pruned AND m.retrieval_count = 0 AND m.due_at = '-infinity';
+        END IF;
+    END IF;
+
+    -- 2. Hints: the sweep looks at the live rows added at once (their physical places,
+    --    which the statement's rows do not carry, read back by a probe by key for each:
+    --    a join could hash the whole table where an ANALYZE during a bulk load left the
+    --    planner sure it is empty), in one statement: a statement's start is much of
+    --    what one row costs. A hint names an agent of its rows.
+    IF memory_table = 'episodic_traces' THEN
+        INSERT INTO episodic_traces_due (agent_id, prune, at, slice, n, ids, places)
+        SELECT r.agents[1], h.prune, '-infinity', h.slice, h.n, h.ids, h.places
+        FROM (SELECT array_agg(a.id) AS ids, array_agg(at.place) AS places
+              FROM unnest(r.ids, r.owners) AS a (id, agent)
+              CROSS JOIN LATERAL (SELECT t.ctid AS place FROM episodic_traces AS t
+                                  WHERE t.agent_id = a.agent AND t.id = a.id
+                                    AND t.agent_id = ANY (r.agents) LIMIT 1) AS at) AS p
+        CROSS JOIN LATERAL ethos_new_hints(p.ids, p.places) AS h;
+    ELSIF memory_table = 'semantic_facts' THEN
+        INSERT INTO semantic_facts_due (agent_id, prune, at, slice, n, ids, places)
+        SELECT r.agents[1], h.prune, '-infinity', h.slice, h.n, h.ids, h.places
+        FROM (SELECT array_agg(a.id) AS ids, array_agg(at.place) AS places
+              FROM unnest(r.ids, r.owners) AS a (id, agent)
+              CROSS JOIN LATERAL (SELECT t.ctid AS place FROM semantic_facts AS t
+                                  WHERE t.agent_id = a.agent AND t.id = a.id
+                                    AND t.agent_id = ANY (r.agents) LIMIT 1) AS at) AS p
+        CROSS JOIN LATERAL ethos_new_hints(p.ids, p.places) AS h;
+    ELSE
+        INSERT INTO memory_vectors_due (agent_id, prune, at, slice, n, ids, places)
+        SELECT r.agents[1], h.prune, '-infinity', h.slice, h.n, h.ids, h.places
+        FROM (SELECT array_agg(a.id) AS ids, array_agg(at.place) AS places
+              FROM unnest(r.ids, r.owners) AS a (id, agent)
+              CROSS JOIN LATERAL (SELECT t.ctid AS place FROM memory_vectors AS t
+                                  WHERE t.agent_id = a.agent AND t.id = a.id
+                                    AND t.agent_id = ANY (r.agents) LIMIT 1) AS at) AS p
+        CROSS JOIN LATERAL ethos_new_hints(p.ids, p.places) AS h;
+    END IF;
+
+    -- 3. The statistics count the rows added, in one pass (and how many there were);
+    --    vectors of episodes or facts alone count no words, and call for none.
+    IF memory_table = 'memory_vectors' THEN
+        SELECT CASE WHEN bool_or(source_id IS NULL) THEN
+                   ethos_text_stats_add(array_agg(agent_id) FILTER (WHERE source_id IS NULL),
+                                        array_agg(content_tsv) FILTER (WHERE source_id IS NULL),
+                                        array_agg(1) FILTER (WHERE source_id IS NULL))
+               END AS added,
+               ethos_vector_stats_add(array_agg(agent_id), array_agg(embedding), 1) AS centred,
+               count(*) AS n
+        INTO written FROM added;
+    ELSE
+        SELECT ethos_text_stats_add(array_agg(agent_id), array_agg(content_tsv), array_agg(1))
+                   AS added,
+               count(*) AS n
+        INTO written FROM added;
+    END IF;
+    IF written.n >= 10000 THEN  -- a bulk load: the planner's picture of the statistics anew
+        PERFORM ethos_text_stats_analyze();
+    END IF;
+    RETURN NULL;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION ethos_informative_words(agent text, tsv tsvector) RETURNS TABLE(words double precision)
+    LANGUAGE plpgsql STABLE PARALLEL SAFE
+    SET plan_cache_mode TO 'force_generic_plan'
+    AS $$
+#variable_conflict use_variable
+BEGIN
+    RETURN QUERY
+    SELECT coalesce(sum(ethos_word_weight(u.lexeme, coalesce(a.docs, 0), coalesce(l.docs, 0))),
+                    0)
+    FROM unnest(array_remove(tsvector_to_array(tsv), ethos_agent_lexeme(agent))) AS u (lexeme)
+    LEFT JOIN agent_text_stats AS a ON a.agent_id = agent
+    LEFT JOIN LATERAL (SELECT s.docs FROM lexeme_stats AS s
+                       WHERE s.agent_id = agent AND s.lexeme = u.lexeme
+                         AND u.lexeme !~ '^[0-9]'
+                       LIMIT 1) AS l ON true;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION ethos_vector_stats_add(agents text[], embeddings vector[], sign integer) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO '$user', 'public', 'pg_temp'
+    SET plan_cache_mode TO 'force_generic_plan'
+    AS $$
+BEGIN
+    INSERT INTO agent_vector_stats AS s (agent_id, vectors, total)
+    SELECT d.agent, sign * count(*), sum(l2_normalize(d.embedding))
+    FROM unnest(agents, embeddings) AS d (agent, embedding)
+    GROUP BY d.agent
+    ORDER BY d.agent
+    ON CONFLICT (agent_id) DO UPDATE
+    SET vectors = s.vectors + excluded.vectors,
+        -- (the sign as the row proposed carries it: Citus loses a parameter here)
+        total = CASE WHEN excluded.vectors > 0 THEN s.total + excluded.total
+                     ELSE s.total - excluded.total END;
+
+    IF sign < 0 THEN  -- as in ethos_text_stats_add, an addition runs no delete
+        DELETE FROM agent_vector_stats AS s
+        WHERE s.agent_id = ANY (agents) AND s.vectors <= 0;
+    END IF;
+END
+$$;

@@ -1,0 +1,156 @@
+"""Adds on a database distributed by agent write what they write on one server (issue 40):
+the same adds, through the engine, plain SQL of many agents at once and COPY, into two
+databases of the cluster, one of them distributed. The memories (policies, automatic
+importance with an answer counted answer-fold and a vector's particularity, derived
+text), the statistics and the sweep's hints come out equal; each hint lies in the shard
+of the rows it names, at their places there (the sweep finds a row moved since by id).
+
+Before the write path named the agents of the rows added in every statement, each add
+failed on the cluster ("could not create distributed plan", then "could not run
+distributed query with complex table expressions" and, for vectors, "STABLE functions
+used in UPDATE queries cannot be called with column references")."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import asyncpg
+import pytest
+
+from ethos.services.engine import Engine, migrate
+from ethos.settings import DatabaseSettings, Settings
+from tests.citus.cluster import distribute, fresh_database
+
+AGENTS = ("alice", "bob", "carol")
+DIMENSION = 384
+TABLES = ("episodic_traces", "semantic_facts", "memory_vectors")
+
+
+def direction(i: int) -> list[float]:
+    return [float(i % 7) - 3.0, 1.0 + i] + [0.25] * (DIMENSION - 2)
+
+
+async def add_memories(url: str) -> None:
+    settings = Settings(database=DatabaseSettings(url=url))
+    async with Engine(settings, url=url, check_settings=False) as engine:
+        for agent in AGENTS:
+            await engine.add("episodic_traces", agent_id=agent, content=f"where did {agent} sail?")
+            await engine.add(
+                "episodic_traces", agent_id=agent, content=f"{agent} sailed the northern lake"
+            )  # (an answer: its words count answer-fold)
+            await engine.add(
+                "semantic_facts", agent_id=agent, content=f"{agent} fears storms", importance=0.9
+            )
+            for i in range(11):  # (particularity counts from ten vectors on)
+                await engine.add(
+                    "memory_vectors", agent_id=agent, content=f"{agent} note {i}",
+                    embedding=direction(i),
+                )  # fmt: skip
+            fact = await engine.add("semantic_facts", agent_id=agent, content=f"{agent} keeps owls")
+            await engine.add(
+                "memory_vectors", agent_id=agent, content=f"{agent} keeps owls",
+                embedding=[-9.0] + [0.25] * (DIMENSION - 1),
+                source_type="semantic_facts", source_id=fact,
+            )  # fmt: skip
+        rowed = [f"alice rowed {i} miles" for i in range(4)]
+        await engine.add_many("episodic_traces", agent_id="alice", contents=rowed)
+    conn = await asyncpg.connect(url)
+    try:
+        await conn.execute("""
+            INSERT INTO episodic_traces (agent_id, content)
+            SELECT agent, agent || ' walked ' || i || ' hills'
+            FROM unnest(ARRAY['alice', 'bob', 'carol', 'dave', 'erin', 'frank']) AS agent,
+                 generate_series(1, 3) AS i""")
+        await conn.copy_records_to_table(
+            "semantic_facts", columns=["agent_id", "content"],
+            records=[(f"agent{i}", f"a copied fact, number {i}") for i in range(12)],
+        )  # fmt: skip
+    finally:
+        await conn.close()
+
+
+MEMORIES = """SELECT agent_id, content, policy, importance, auto_importance, auto_answer,
+                     auto_particularity, content_key, content_tsv::text AS words, salience,
+                     strength, pruned
+              FROM {table} ORDER BY agent_id, content"""
+STATISTICS = (
+    "SELECT * FROM lexeme_stats ORDER BY agent_id, lexeme",
+    "SELECT * FROM agent_text_stats ORDER BY agent_id",
+    """SELECT agent_id, vectors, round(vector_norm(total)::numeric, 6) AS norm
+       FROM agent_vector_stats ORDER BY agent_id""",
+)
+
+
+async def written(url: str) -> dict[str, Any]:
+    """What the adds wrote, without the ids (each database made its own), and the hints:
+    for each table, the (kind, content) pairs hinted."""
+    conn = await asyncpg.connect(url)
+    try:
+        found: dict[str, Any] = {}
+        for table in TABLES:
+            found[table] = [dict(r) for r in await conn.fetch(MEMORIES.format(table=table))]
+            contents = {
+                r["id"]: r["content"] for r in await conn.fetch(f"SELECT id, content FROM {table}")
+            }
+            hints = await conn.fetch(f"SELECT prune, at, ids FROM {table}_due")
+            found[f"{table} hints"] = sorted(
+                (h["prune"], str(h["at"]), contents[i]) for h in hints for i in h["ids"]
+            )
+        for query in STATISTICS:
+            found[query] = [dict(r) for r in await conn.fetch(query)]
+        return found
+    finally:
+        await conn.close()
+
+
+@pytest.fixture
+async def single(citus_url: str) -> AsyncIterator[str]:
+    """A second database of the cluster, whose tables stay the coordinator's own."""
+    async with fresh_database(citus_url, "citus_single") as url:
+        yield url
+
+
+async def test_adds_write_what_they_write_on_one_server(single: str, citus_database: str) -> None:
+    for url in (single, citus_database):
+        await migrate(Settings(database=DatabaseSettings(url=url)), url)
+    await distribute(citus_database)
+    for url in (single, citus_database):
+        await add_memories(url)
+    one, many = await written(single), await written(citus_database)
+    assert one.keys() == many.keys()
+    for key in one:
+        assert one[key] == many[key], key
+    facts = {(r["agent_id"], r["content"]): r for r in many["semantic_facts"]}
+    assert facts["alice", "alice keeps owls"]["auto_particularity"] > 1  # the vector raised it
+    episodes = {(r["agent_id"], r["content"]): r for r in many["episodic_traces"]}
+    assert episodes["bob", "bob sailed the northern lake"]["auto_answer"] == 4.0
+    assert len(many["episodic_traces hints"]) == 2 * len(many["episodic_traces"])
+
+
+async def test_each_hint_lies_in_the_shard_of_its_rows(citus_database: str) -> None:
+    await migrate(Settings(database=DatabaseSettings(url=citus_database)), citus_database)
+    await distribute(citus_database)
+    await add_memories(citus_database)
+    conn = await asyncpg.connect(citus_database)
+    try:
+        shard = "get_shard_id_for_distribution_column($1, {})"
+        for table in TABLES:
+            rows = {
+                r["id"]: r
+                for r in await conn.fetch(
+                    f"""SELECT id, ctid AS place, {shard.format("agent_id")} AS shard,
+                               auto_particularity IS NOT NULL AS moved FROM {table}""",
+                    table,
+                )
+            }
+            hints = await conn.fetch(
+                f"SELECT {shard.format('agent_id')} AS shard, ids, places FROM {table}_due", table
+            )
+            assert hints
+            for hint in hints:
+                for id_, place in zip(hint["ids"], hint["places"], strict=True):
+                    row = rows[id_]  # (a fact its vector raised is a newer version)
+                    assert row["shard"] == hint["shard"] and (row["moved"] or row["place"] == place)
+    finally:
+        await conn.close()
