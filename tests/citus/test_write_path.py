@@ -70,7 +70,7 @@ async def add_memories(url: str) -> None:
         await conn.close()
 
 
-MEMORIES = """SELECT agent_id, content, policy, importance, auto_importance, auto_answer,
+MEMORIES = """SELECT id, agent_id, content, policy, importance, auto_importance, auto_answer,
                      auto_particularity, content_key, content_tsv::text AS words, salience,
                      strength, pruned
               FROM {table} ORDER BY agent_id, content"""
@@ -84,15 +84,14 @@ STATISTICS = (
 
 async def written(url: str) -> dict[str, Any]:
     """What the adds wrote, without the ids (each database made its own), and the hints:
-    for each table, the (kind, content) pairs hinted."""
+    for each table, the (kind, moment, content) of each row hinted."""
     conn = await asyncpg.connect(url)
     try:
         found: dict[str, Any] = {}
         for table in TABLES:
-            found[table] = [dict(r) for r in await conn.fetch(MEMORIES.format(table=table))]
-            contents = {
-                r["id"]: r["content"] for r in await conn.fetch(f"SELECT id, content FROM {table}")
-            }
+            rows = [dict(r) for r in await conn.fetch(MEMORIES.format(table=table))]
+            contents = {r.pop("id"): r["content"] for r in rows}
+            found[table] = rows
             hints = await conn.fetch(f"SELECT prune, at, ids FROM {table}_due")
             found[f"{table} hints"] = sorted(
                 (h["prune"], str(h["at"]), contents[i]) for h in hints for i in h["ids"]

@@ -272,10 +272,11 @@ HINT_GROUP_ROWS = 500
 
 
 def insert_hints(spec: TableSpec, rows: str, *, since: str | None, sliced: bool = False) -> str:
-    """Insert the hints of `rows` (prune, at, id, place, agent_id), grouped as above; without
-    `since` (rows due at one moment, any number of them), by kind and slice, in parts
-    of HINT_GROUP_ROWS. `sliced`: the rows carry their place's slice too (computed once
-    a row rather than once a kind: ethos_slice reads the place as text)."""
+    """Insert the hints of `rows` (prune, at, id, place, agent_id), grouped as above, each
+    naming the least agent of its rows; without `since` (rows due at one moment, any
+    number of them), by kind and slice, in parts of HINT_GROUP_ROWS. `sliced`: the rows
+    carry their place's slice too (computed once a row rather than once a kind:
+    ethos_slice reads the place as text)."""
     if since:
         # (seconds apart as the difference of the epochs: PostgreSQL before 17 refuses to
         # subtract an infinite timestamp, a moment that never comes)
@@ -307,8 +308,8 @@ def hint_moments(
     the one the row had (old_due, old_prune: the hint of the old one still stands for a
     later one), except for the kind `always` and for moments equal to `set_at` (a column
     of `rows`: the moment a write set, whatever the row had, which it may have read
-    before another write changed it). `sliced`: `rows` carry their place's slice, and so do the hint
-    rows (insert_hints(sliced=True))."""
+    before another write changed it). `sliced`: `rows` carry their place's slice, and so
+    do the hint rows (insert_hints(sliced=True))."""
     moment = "CASE WHEN kind.prune THEN r.prune_at ELSE r.due_at END"
     where = f"{moment} IS NOT NULL"
     if earlier:
