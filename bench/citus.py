@@ -8,7 +8,7 @@ server, as a single-server deployment), and `bench_citus_distributed`, the same 
 (the same seed), then distributed by agent over the two workers (tests/citus/cluster.py).
 Per-agent text recall and vector search take turns query by query on the two, and the
 p50/p99 of each and their ratio are printed. Issue 40's goal: per-agent recall p50 within
-1.5x of the single server. Sweeps are tried on both and reported as they end.
+1.5x of the single server. Then the same sweeps on both: seconds, rows, and their ratio.
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ import contextlib
 import random
 import sys
 import time
-from datetime import timedelta
+from collections import Counter
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import asyncpg
@@ -29,8 +30,8 @@ sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
 
 from bench import T0, alternate, load, percentile, words
 from ethos import logs
-from ethos.domain.errors import DatabaseError
 from ethos.services.engine import Engine, migrate
+from ethos.services.sweep import Mode
 from ethos.settings import DatabaseSettings, LoggingSettings, Settings
 from tests.citus.cluster import (
     configured_url,
@@ -121,15 +122,35 @@ async def main(args: argparse.Namespace) -> None:
                 goal = "<= 1.5x" if kind == "recall" and name == "p50" else ""
                 print(f"  {label + ' ' + name:<22}{one:>10.2f}{many:>13.2f}"
                       f"{many / one:>7.2f}x   {goal}")  # fmt: skip
-        print("\nsweeps")
+        await sweeps(engines, at)
+
+
+async def sweeps(engines: dict[str, Engine], at: datetime) -> None:
+    """The sweeps of the same rows at the same moments on both sides: the first after
+    the load (every row due), a full one an hour on, a due one 15 minutes after that."""
+    parts = await engines["distributed"].store.sweep_parts(None)
+    nodes = Counter(part.node for part in parts)
+    print(
+        "\nsweeps (distributed: "
+        + ", ".join(f"{n} shard groups on {node}" for node, n in sorted(nodes.items()))
+        + ")"
+    )
+    print(f"  {'':<22}{'single':>20}{'distributed':>24}{'ratio':>8}")
+    runs: tuple[tuple[str, Mode, datetime], ...] = (
+        ("due, all due", "due", at),
+        ("full", "full", at + timedelta(hours=1)),
+        ("due, 15 min later", "due", at + timedelta(hours=1, minutes=15)),
+    )
+    for label, mode, moment in runs:
+        seconds, rows = {}, {}
         for side in SIDES:
             started = time.perf_counter()
-            try:
-                report = await engines[side].sweep(now=at)
-                outcome = f"{report.totals()[0]:,} rows looked at"
-            except DatabaseError as exc:
-                outcome = f"refused: {exc}"
-            print(f"  {side:<12} {time.perf_counter() - started:8.2f} s  {outcome}")
+            report = await engines[side].sweep(now=moment, mode=mode)
+            seconds[side] = time.perf_counter() - started
+            rows[side] = report.totals()[0]
+        cells = [f"{rows[side]:>10,} {seconds[side]:>7.2f} s" for side in SIDES]
+        print(f"  {label:<22}{cells[0]:>20}{cells[1]:>24}"
+              f"{seconds['distributed'] / seconds['single']:>7.2f}x")  # fmt: skip
 
 
 if __name__ == "__main__":

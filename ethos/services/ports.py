@@ -24,22 +24,12 @@ class Clock(Protocol):
     async def now(self) -> datetime: ...
 
 
-class SweepPort(Clock, Protocol):
-    """What a sweep does: its audit row, the due hints, the batches, faded links."""
+class SweepPart(Protocol):
+    """What a sweep runs on: the database, or one shard group of a Citus cluster on its
+    node (`node` names it; "" the database's own server)."""
 
-    async def check_table(self, spec: TableSpec) -> None: ...
-    async def start_sweep_run(
-        self, trigger: str, mode: str, now: datetime, agent: str | None, daemon_id: str | None
-    ) -> int: ...
-    async def finish_sweep_run(
-        self,
-        run_id: int,
-        *,
-        status: str,
-        totals: tuple[int, int, int],
-        tables: dict[str, Any],
-        error: str | None,
-    ) -> None: ...
+    @property
+    def node(self) -> str: ...
     async def count_due(self, spec: TableSpec, now: datetime, *, prune: bool) -> int: ...
     async def due_share(self, spec: TableSpec, now: datetime) -> float | None: ...
     async def hint_horizon(self) -> str: ...
@@ -61,6 +51,25 @@ class SweepPort(Clock, Protocol):
         self, slices: Sequence[int], *, prune: bool
     ) -> AbstractAsyncContextManager[SweepWorker]: ...
     async def remove_faded_links(self, now: datetime, limit: int) -> int: ...
+
+
+class SweepPort(Clock, Protocol):
+    """What a sweep does: its audit row, and the parts it sweeps."""
+
+    async def check_table(self, spec: TableSpec) -> None: ...
+    async def start_sweep_run(
+        self, trigger: str, mode: str, now: datetime, agent: str | None, daemon_id: str | None
+    ) -> int: ...
+    async def finish_sweep_run(
+        self,
+        run_id: int,
+        *,
+        status: str,
+        totals: tuple[int, int, int],
+        tables: dict[str, Any],
+        error: str | None,
+    ) -> None: ...
+    async def sweep_parts(self, agent: str | None) -> Sequence[SweepPart]: ...
 
 
 class LtpFlushPort(Protocol):

@@ -28,15 +28,14 @@ from typing import Any, Literal, TypeVar
 
 import structlog
 
-from ethos.db.store import BatchResult, SweepWorker
+from ethos.db.store import SLICES, BatchResult, SweepWorker
 from ethos.domain.errors import TransientDatabaseError
 from ethos.domain.tables import MEMORY_TABLES, TableSpec, table_spec
-from ethos.services.ports import SweepPort
+from ethos.services.ports import SweepPart, SweepPort
 from ethos.settings import Settings
 
 Mode = Literal["due", "prune", "full"]
 MODES: tuple[Mode, ...] = ("due", "prune", "full")
-SLICES = 16  # ethos_slice(ctid): the rows' share-out among parallel sweepers, by place
 
 log = structlog.get_logger("ethos.services.sweep")
 
@@ -143,30 +142,13 @@ async def run_sweep(
         report.run_id = await store.start_sweep_run(trigger, mode, now, agent, daemon_id)
     error: str | None = None
     try:
-        whole = specs if mode == "full" else []
-        if mode == "due":
-            whole = [spec for spec in specs if await _mostly_due(store, spec, now)]
-        for spec in whole:
-            report.counts[spec].whole = True
-            await _sweep_table(store, settings, spec, report, agent, stop, progress)
-            if stop is not None and stop.is_set():
-                break
-        # A table taken whole is drained by its hints too: the rows a concurrent write
-        # changed under the keyset pass were hinted at now, to be written in this sweep.
-        rest = specs if mode != "full" else []
-        if rest and not (stop is not None and stop.is_set()):
-            # A prune pass is light: one connection takes every slice.
-            workers = 1 if mode == "prune" else settings.sweep.workers
-            await _together(
-                _sweep_slices(store, settings, rest, report, slices, stop, progress)
-                for slices in ([s for s in range(SLICES) if s % workers == i]
-                               for i in range(workers))
-            )  # fmt: skip
-            if progress is not None:
-                for spec in rest:
-                    progress(spec.name, report.counts[spec].scanned, True)
-        if mode != "prune" and not dry_run and not (stop is not None and stop.is_set()):
-            report.links_removed = await _remove_faded_links(store, settings, report.now)
+        parts = await store.sweep_parts(agent)
+        if len(parts) == 1:
+            await _sweep_part(
+                parts[0], settings, specs, report, agent, stop, progress, settings.sweep.workers
+            )
+        else:
+            await _sweep_cluster(parts, settings, specs, report, agent, stop, progress)
         if stop is not None and stop.is_set():
             report.status = "interrupted"
         if dry_run:
@@ -198,7 +180,75 @@ async def run_sweep(
     return report
 
 
-async def _mostly_due(store: SweepPort, spec: TableSpec, now: datetime) -> bool:
+async def _sweep_part(
+    part: SweepPart,
+    settings: Settings,
+    specs: Sequence[TableSpec],
+    report: SweepReport,
+    agent: str | None,
+    stop: asyncio.Event | None,
+    progress: Progress | None,
+    workers: int,
+) -> None:
+    """Sweep `specs` on one part, on `workers` connections at once."""
+    mode = report.mode
+    whole = specs if mode == "full" else []
+    if mode == "due":
+        whole = [spec for spec in specs if await _mostly_due(part, spec, report.now)]
+    for spec in whole:
+        report.counts[spec].whole = True
+        await _sweep_table(part, settings, spec, report, agent, stop, progress, workers)
+        if stop is not None and stop.is_set():
+            return
+    # A table taken whole is drained by its hints too: the rows a concurrent write
+    # changed under the keyset pass were hinted at now, to be written in this sweep.
+    rest = specs if mode != "full" else []
+    if rest:
+        # A prune pass is light: one connection takes every slice.
+        sweepers = 1 if mode == "prune" else workers
+        await _together(
+            _sweep_slices(part, settings, rest, report, slices, stop, progress)
+            for slices in ([s for s in range(SLICES) if s % sweepers == i]
+                           for i in range(sweepers))
+        )  # fmt: skip
+        if progress is not None:
+            for spec in rest:
+                progress(spec.name, report.counts[spec].scanned, True)
+    if mode != "prune" and not report.dry_run and not (stop is not None and stop.is_set()):
+        report.links_removed += await _remove_faded_links(part, settings, report.now)
+
+
+async def _sweep_cluster(
+    parts: Sequence[SweepPart],
+    settings: Settings,
+    specs: Sequence[TableSpec],
+    report: SweepReport,
+    agent: str | None,
+    stop: asyncio.Event | None,
+    progress: Progress | None,
+) -> None:
+    """A Citus cluster's shard groups, each on its node, one connection each:
+    `sweep.workers` of them at once on every node. The counts add up across them; a
+    table is reported done when every group has swept it."""
+
+    def scanned(table: str, rows: int, done: bool) -> None:
+        if progress is not None and not done:
+            progress(table, rows, False)
+
+    nodes = {part.node: asyncio.Semaphore(settings.sweep.workers) for part in parts}
+
+    async def sweep(part: SweepPart) -> None:
+        async with nodes[part.node]:
+            if stop is None or not stop.is_set():
+                await _sweep_part(part, settings, specs, report, agent, stop, scanned, 1)
+
+    await _together(sweep(part) for part in parts)
+    if progress is not None and not (stop is not None and stop.is_set()):
+        for spec in specs:
+            progress(spec.name, report.counts[spec].scanned, True)
+
+
+async def _mostly_due(store: SweepPart, spec: TableSpec, now: datetime) -> bool:
     """Whether nearly every live row of a table is due (after a bulk load, an outage, a
     policy edit): then a due sweep takes it whole, in keyset ranges as a full sweep
     does, where its hints would point at every row in an order that costs more to
@@ -213,7 +263,7 @@ async def _mostly_due(store: SweepPort, spec: TableSpec, now: datetime) -> bool:
     return True
 
 
-async def _remove_faded_links(store: SweepPort, settings: Settings, now: datetime) -> int:
+async def _remove_faded_links(store: SweepPart, settings: Settings, now: datetime) -> int:
     """Links are derived data: those that faded are removed, in batches."""
     limit = settings.decay.batch_size
     removed = 0
@@ -245,21 +295,22 @@ def _add(counts: TableCounts, batch: BatchResult) -> None:
 
 
 async def _sweep_table(
-    store: SweepPort,
+    store: SweepPart,
     settings: Settings,
     spec: TableSpec,
     report: SweepReport,
     agent: str | None,
     stop: asyncio.Event | None,
     progress: Progress | None,
+    workers: int,
 ) -> None:
     """Every live row of one table, in keyset batches; a sweep of the whole table
-    splits its ids into `sweep.workers` ranges swept at once. A sweep of the whole
+    splits its ids into `workers` ranges swept at once. A sweep of the whole
     table hints every row it reads, and at its end drops the hints it superseded: those
     written before it began."""
     whole = agent is None and not report.dry_run
     horizon = await store.hint_horizon() if whole else None
-    cuts = await store.split_ids(spec, settings.sweep.workers) if whole else []
+    cuts = await store.split_ids(spec, workers) if whole else []
     bounds: list[uuid.UUID | None] = [None, *cuts, None]
     finished = await _together(
         _sweep_range(store, settings, spec, report, agent, after, upto, stop, progress)
@@ -273,7 +324,7 @@ async def _sweep_table(
 
 
 async def _sweep_range(
-    store: SweepPort,
+    store: SweepPart,
     settings: Settings,
     spec: TableSpec,
     report: SweepReport,
@@ -324,7 +375,7 @@ async def _together(works: Iterable[Awaitable[T]]) -> list[T]:
 
 
 async def _sweep_slices(
-    store: SweepPort,
+    store: SweepPart,
     settings: Settings,
     specs: Sequence[TableSpec],
     report: SweepReport,

@@ -1,6 +1,6 @@
 """A Citus cluster's databases for ethos (issue 40), for the tests and `bench/citus.py`:
-one on every node with both extensions and the workers joined, and an ethos database
-distributed by agent."""
+one on every node with both extensions and the workers joined, an ethos database
+distributed by agent, and the memories the tests add to it and to one server."""
 
 from __future__ import annotations
 
@@ -12,6 +12,9 @@ from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
+
+from ethos.services.engine import Engine
+from ethos.settings import DatabaseSettings, Settings
 
 CITUS_DIR = Path(os.environ.get("CITUS_DIR", "/tmp/ethos-citus"))
 
@@ -101,37 +104,58 @@ async def fresh_database(url: str, prefix: str) -> AsyncIterator[str]:
         await drop_cluster_database(url, name)
 
 
-# The tables Citus distributes by agent, colocated with the first; the shared ones it
-# copies to every node (decision record 0019). The rest stay on the coordinator for now.
-DISTRIBUTED = (
-    "episodic_traces", "semantic_facts", "memory_vectors", "memory_links", "memory_revisions",
-    "agent_policies", "lexeme_stats", "agent_text_stats", "agent_vector_stats",
-    "episodic_traces_due", "semantic_facts_due", "memory_vectors_due",
-)  # fmt: skip
-REFERENCE = ("decay_policies", "importance_tiers", "ethos_settings")
-GENERIC_PLANS = """SELECT p.oid::regprocedure::text FROM pg_proc AS p
-                   WHERE 'plan_cache_mode=force_generic_plan' = ANY (p.proconfig)"""
-
-
 async def distribute(url: str) -> None:
-    """Distribute a migrated ethos database by agent, rows and all. The memory tables'
-    triggers are off while their rows move to the shards (they would fire there for the
-    rows copied, which were written already) and on again after. The functions that keep
-    one plan a session plan each call instead: Citus routes a statement by the agent it
-    names, a value a generic plan does not have (and refuses to plan one)."""
+    """Distribute a migrated ethos database by agent, rows and all: `ethos distribute`."""
+    settings = Settings(database=DatabaseSettings(url=url))
+    async with Engine(settings, url=url, check_settings=False) as engine:
+        await engine.distribute()
+
+
+AGENTS = ("alice", "bob", "carol")
+DIMENSION = 384
+
+
+def direction(i: int) -> list[float]:
+    return [float(i % 7) - 3.0, 1.0 + i] + [0.25] * (DIMENSION - 2)
+
+
+async def add_memories(url: str) -> None:
+    """The same memories into any database: the engine's adds of three agents (an
+    answer, a given importance, eleven vectors and a fact's own), many at once, plain
+    SQL of six agents in one statement, and COPY."""
+    settings = Settings(database=DatabaseSettings(url=url))
+    async with Engine(settings, url=url, check_settings=False) as engine:
+        for agent in AGENTS:
+            await engine.add("episodic_traces", agent_id=agent, content=f"where did {agent} sail?")
+            await engine.add(
+                "episodic_traces", agent_id=agent, content=f"{agent} sailed the northern lake"
+            )  # (an answer: its words count answer-fold)
+            await engine.add(
+                "semantic_facts", agent_id=agent, content=f"{agent} fears storms", importance=0.9
+            )
+            for i in range(11):  # (particularity counts from ten vectors on)
+                await engine.add(
+                    "memory_vectors", agent_id=agent, content=f"{agent} note {i}",
+                    embedding=direction(i),
+                )  # fmt: skip
+            fact = await engine.add("semantic_facts", agent_id=agent, content=f"{agent} keeps owls")
+            await engine.add(
+                "memory_vectors", agent_id=agent, content=f"{agent} keeps owls",
+                embedding=[-9.0] + [0.25] * (DIMENSION - 1),
+                source_type="semantic_facts", source_id=fact,
+            )  # fmt: skip
+        rowed = [f"alice rowed {i} miles" for i in range(4)]
+        await engine.add_many("episodic_traces", agent_id="alice", contents=rowed)
     conn = await asyncpg.connect(url)
     try:
-        await conn.execute("SET citus.enable_unsafe_triggers = on")
-        for function in await conn.fetch(GENERIC_PLANS):
-            await conn.execute(f"ALTER FUNCTION {function[0]} RESET plan_cache_mode")
-        for table in REFERENCE:
-            await conn.execute("SELECT create_reference_table($1)", table)
-        for table in DISTRIBUTED:
-            await conn.execute(f"ALTER TABLE {table} DISABLE TRIGGER USER")
-            await conn.execute(
-                "SELECT create_distributed_table($1, 'agent_id', colocate_with => $2)",
-                table, "none" if table == DISTRIBUTED[0] else DISTRIBUTED[0],
-            )  # fmt: skip
-            await conn.execute(f"ALTER TABLE {table} ENABLE TRIGGER USER")
+        await conn.execute("""
+            INSERT INTO episodic_traces (agent_id, content)
+            SELECT agent, agent || ' walked ' || i || ' hills'
+            FROM unnest(ARRAY['alice', 'bob', 'carol', 'dave', 'erin', 'frank']) AS agent,
+                 generate_series(1, 3) AS i""")
+        await conn.copy_records_to_table(
+            "semantic_facts", columns=["agent_id", "content"],
+            records=[(f"agent{i}", f"a copied fact, number {i}") for i in range(12)],
+        )  # fmt: skip
     finally:
         await conn.close()

@@ -5,7 +5,8 @@ pgvector for Debian's PostgreSQL 15 and starts a coordinator and two workers on 
 `citus_url` is that URL: CITUS_URL if set, else the file (CITUS_DIR/url, CITUS_DIR
 being /tmp/ethos-citus unless set). The tests using it are skipped, saying why, when no
 cluster answers there. `citus_database` is a fresh database of its own on every node
-(both extensions, the workers joined), dropped after the test."""
+(both extensions, the workers joined), dropped after the test; `single` another, whose
+tables stay the coordinator's own: one server, to hold the distributed one's results to."""
 
 from __future__ import annotations
 
@@ -44,4 +45,11 @@ def citus_url() -> str:
 async def citus_database(citus_url: str) -> AsyncIterator[str]:
     """A fresh Citus database of the test's own; its URL."""
     async with fresh_database(citus_url, "citus_test") as url:
+        yield url
+
+
+@pytest.fixture
+async def single(citus_url: str) -> AsyncIterator[str]:
+    """A second database of the cluster, whose tables stay the coordinator's own."""
+    async with fresh_database(citus_url, "citus_single") as url:
         yield url

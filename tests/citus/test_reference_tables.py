@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import asyncpg
 
+from ethos.db.store.sql.cluster import REFERENCE
 from ethos.services.engine import Engine, migrate
 from ethos.settings import DatabaseSettings, PolicySettings, Settings
-from tests.citus.cluster import REFERENCE
 
 
 async def test_settings_and_assignments_write_to_reference_tables(citus_database: str) -> None:

@@ -12,62 +12,15 @@ used in UPDATE queries cannot be called with column references")."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import asyncpg
-import pytest
 
-from ethos.services.engine import Engine, migrate
+from ethos.services.engine import migrate
 from ethos.settings import DatabaseSettings, Settings
-from tests.citus.cluster import distribute, fresh_database
+from tests.citus.cluster import add_memories, distribute
 
-AGENTS = ("alice", "bob", "carol")
-DIMENSION = 384
 TABLES = ("episodic_traces", "semantic_facts", "memory_vectors")
-
-
-def direction(i: int) -> list[float]:
-    return [float(i % 7) - 3.0, 1.0 + i] + [0.25] * (DIMENSION - 2)
-
-
-async def add_memories(url: str) -> None:
-    settings = Settings(database=DatabaseSettings(url=url))
-    async with Engine(settings, url=url, check_settings=False) as engine:
-        for agent in AGENTS:
-            await engine.add("episodic_traces", agent_id=agent, content=f"where did {agent} sail?")
-            await engine.add(
-                "episodic_traces", agent_id=agent, content=f"{agent} sailed the northern lake"
-            )  # (an answer: its words count answer-fold)
-            await engine.add(
-                "semantic_facts", agent_id=agent, content=f"{agent} fears storms", importance=0.9
-            )
-            for i in range(11):  # (particularity counts from ten vectors on)
-                await engine.add(
-                    "memory_vectors", agent_id=agent, content=f"{agent} note {i}",
-                    embedding=direction(i),
-                )  # fmt: skip
-            fact = await engine.add("semantic_facts", agent_id=agent, content=f"{agent} keeps owls")
-            await engine.add(
-                "memory_vectors", agent_id=agent, content=f"{agent} keeps owls",
-                embedding=[-9.0] + [0.25] * (DIMENSION - 1),
-                source_type="semantic_facts", source_id=fact,
-            )  # fmt: skip
-        rowed = [f"alice rowed {i} miles" for i in range(4)]
-        await engine.add_many("episodic_traces", agent_id="alice", contents=rowed)
-    conn = await asyncpg.connect(url)
-    try:
-        await conn.execute("""
-            INSERT INTO episodic_traces (agent_id, content)
-            SELECT agent, agent || ' walked ' || i || ' hills'
-            FROM unnest(ARRAY['alice', 'bob', 'carol', 'dave', 'erin', 'frank']) AS agent,
-                 generate_series(1, 3) AS i""")
-        await conn.copy_records_to_table(
-            "semantic_facts", columns=["agent_id", "content"],
-            records=[(f"agent{i}", f"a copied fact, number {i}") for i in range(12)],
-        )  # fmt: skip
-    finally:
-        await conn.close()
 
 
 MEMORIES = """SELECT id, agent_id, content, policy, importance, auto_importance, auto_answer,
@@ -101,13 +54,6 @@ async def written(url: str) -> dict[str, Any]:
         return found
     finally:
         await conn.close()
-
-
-@pytest.fixture
-async def single(citus_url: str) -> AsyncIterator[str]:
-    """A second database of the cluster, whose tables stay the coordinator's own."""
-    async with fresh_database(citus_url, "citus_single") as url:
-        yield url
 
 
 async def test_adds_write_what_they_write_on_one_server(single: str, citus_database: str) -> None:

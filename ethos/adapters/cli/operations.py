@@ -30,6 +30,21 @@ async def cmd_migrate(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+async def cmd_distribute(args: argparse.Namespace, settings: Settings) -> int:
+    async with Engine(settings) as engine:
+        done = await engine.distribute()
+    moved = ", ".join(done.distributed) or "none"
+    emit(
+        args,
+        done.as_dict(),
+        f"distributed by agent over {done.nodes} workers: {moved} now"
+        f" ({len(done.already)} tables held already); reference tables now:"
+        f" {', '.join(done.reference) or 'none'}; {sum(done.hinted.values())} rows hinted"
+        " again on their shards",
+    )
+    return 0
+
+
 async def cmd_db_url(args: argparse.Namespace, settings: Settings) -> int:
     print(await db.resolve_url(settings))
     return 0

@@ -29,6 +29,7 @@ from ethos.adapters.cli.operations import (
     cmd_daemon,
     cmd_db_stop,
     cmd_db_url,
+    cmd_distribute,
     cmd_migrate,
     cmd_roles,
     cmd_stats,
@@ -103,6 +104,13 @@ def build_parser() -> argparse.ArgumentParser:
         cmd_migrate,
         "bring the database schema up to date (alembic upgrade head)",
         reports=False,
+    )
+
+    command(
+        "distribute",
+        cmd_distribute,
+        "on a Citus coordinator: distribute the migrated tables by agent over its workers,"
+        " in place (again: converges)",
     )
 
     dbp = sub.add_parser("db", help="the embedded PostgreSQL")

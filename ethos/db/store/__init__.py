@@ -14,8 +14,10 @@ Store is one class made of a mixin per concern, each beside its statements:
 - policies: the settings written to the database, assignment, moves
 - lifecycle: merge, forget, purge, erase, recovery, lifecycle runs
 - daemon: idleness, heartbeat, status, dead letters
+- cluster: distributing the tables on a Citus cluster
 """
 
+from ethos.db.store.cluster import ClusterStore, Distribution
 from ethos.db.store.core import Row, check_server, ensure_database
 from ethos.db.store.daemon import DaemonStore
 from ethos.db.store.lifecycle import LifecycleStore
@@ -23,10 +25,12 @@ from ethos.db.store.ltp import LinkRound, LtpFlush, LtpStore
 from ethos.db.store.memories import MemoryStore
 from ethos.db.store.policies import PolicyStore, SettingDifference
 from ethos.db.store.search import SearchStore
-from ethos.db.store.sweep import BatchResult, SweepStore, SweepWorker
+from ethos.db.store.sweep import SLICES, BatchResult, SweepWorker
 
 __all__ = [
+    "SLICES",
     "BatchResult",
+    "Distribution",
     "LinkRound",
     "LtpFlush",
     "Row",
@@ -39,6 +43,12 @@ __all__ = [
 
 
 class Store(
-    MemoryStore, SweepStore, LtpStore, SearchStore, PolicyStore, LifecycleStore, DaemonStore
+    MemoryStore,
+    ClusterStore,
+    LtpStore,
+    SearchStore,
+    PolicyStore,
+    LifecycleStore,
+    DaemonStore,
 ):
     """The database, as ethos uses it (see the concern modules for what each part does)."""

@@ -18,7 +18,6 @@ from ethos.db.store.sql.ltp import (
     MEMORY_LINKS,
     NEIGHBOURS,
     POP_RETRIEVAL_QUEUE,
-    REMOVE_FADED_LINKS,
     RETRIEVAL_QUEUE_BACKLOG,
     SET_ASIDE_EVENTS,
     STRENGTHEN_LINKS,
@@ -67,11 +66,6 @@ class LtpStore(StoreCore):
     async def queue_backlog(self) -> int:
         backlog: int = await self._fetchval(RETRIEVAL_QUEUE_BACKLOG)
         return backlog
-
-    async def remove_faded_links(self, now: datetime, limit: int) -> int:
-        """Up to `limit` links whose weight fell below links.prune_weight by `now`."""
-        removed: int = await self._fetchval(REMOVE_FADED_LINKS, now=now, limit=limit)
-        return removed
 
     async def links(
         self, spec: TableSpec, memory_id: uuid.UUID, agent: str, now: datetime

@@ -1,5 +1,6 @@
 """The sweep: keyset batches, due batches on a sweeper's slices (SweepWorker), the
-due count, and the sweep runs' audit rows."""
+due count, faded links, the sweep runs' audit rows, and what a sweep runs on: the
+database whole, or on a Citus cluster each shard group on its node (ShardSweep)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from typing import Any
 import asyncpg
 
 from ethos.db.store.core import Query, Row, StoreCore, translated
+from ethos.db.store.sql.cluster import CITUS_CATALOGUE, SHARD_GROUPS
 from ethos.db.store.sql.fragments import MAX_ID, NIL_ID
 from ethos.db.store.sql.sweep import (
     FINISH_SWEEP_RUN,
@@ -21,6 +23,7 @@ from ethos.db.store.sql.sweep import (
     LAST_SWEEP_FINISHED,
     PRUNE_SLICE_LOCK_CLASS,
     PRUNED_AT,
+    REMOVE_FADED_LINKS,
     START_SWEEP_RUN,
     SWEEP_SLICE_LOCK_CLASS,
     TRY_SLICE_LOCKS,
@@ -29,14 +32,39 @@ from ethos.db.store.sql.sweep import (
     build_drop_hints_query,
     build_due_batch_query,
     build_due_share_query,
+    build_rehint_query,
     build_split_query,
     build_sweep_batch_query,
+    on_shard,
 )
 from ethos.domain.tables import TableSpec
+
+SLICES = 16  # ethos_slice(ctid): the rows' share-out among parallel sweepers, by place
 
 
 class SweepStore(StoreCore):
     """Store's sweep: batches, sweepers' slices, the due count, sweep runs."""
+
+    node = ""  # the server a part of a sweep runs on ("": the database's own)
+    first_lock = 0  # the advisory lock of this part's slice 0 (sql: try_slice_locks)
+
+    def _placed(self, query: Query) -> Query:
+        """A sweep's statement as this part runs it (ShardSweep: on its shards)."""
+        return query
+
+    async def sweep_parts(self, agent: str | None) -> list[SweepStore]:
+        """What a sweep runs on: this database; on a Citus coordinator whose memory
+        tables are distributed, each shard group (the group of `agent` alone, where one
+        is named), on its node."""
+        if await self._fetchval(CITUS_CATALOGUE) is None:
+            return [self]
+        groups = await self._fetch(SHARD_GROUPS, agent=agent)
+        if not groups:
+            return [self]
+        return [
+            ShardSweep(self, group, await self._node_pool(group["host"], group["port"]))
+            for group in groups
+        ]
 
     async def sweep_batch(
         self,
@@ -62,6 +90,7 @@ class SweepStore(StoreCore):
             "upto": upto or uuid.UUID(MAX_ID),
             "agent": agent,
         }
+        query = self._placed(query)
         with translated():
             row = await self._sweep_pool.fetchrow(query.text, *query.args(values))
         return BatchResult(
@@ -76,7 +105,7 @@ class SweepStore(StoreCore):
         if parts < 2:
             return []
         cuts: list[uuid.UUID] | None = await self._fetchval(
-            build_split_query(spec), fractions=[i / parts for i in range(1, parts)]
+            self._placed(build_split_query(spec)), fractions=[i / parts for i in range(1, parts)]
         )
         return sorted(set(cuts or []))
 
@@ -84,7 +113,9 @@ class SweepStore(StoreCore):
         """The share of a table's live rows due at `now`, in a sample of some
         SAMPLE_PAGES pages (None for an empty sample)."""
         await self.check_table(spec)
-        share: float | None = await self._fetchval(build_due_share_query(spec), now=now)
+        share: float | None = await self._fetchval(
+            self._placed(build_due_share_query(spec)), now=now
+        )
         return share
 
     async def hint_horizon(self) -> str:
@@ -97,7 +128,7 @@ class SweepStore(StoreCore):
         """After a full sweep of the whole table from `horizon`: drop the hints it
         superseded. How many it dropped."""
         await self.check_table(spec)
-        query = build_drop_hints_query(spec)
+        query = self._placed(build_drop_hints_query(spec))
         with translated():
             status = await self._sweep_pool.execute(query.text, *query.args({"horizon": horizon}))
         return int(status.split()[-1])
@@ -125,8 +156,19 @@ class SweepStore(StoreCore):
 
     async def count_due(self, spec: TableSpec, now: datetime, *, prune: bool) -> int:
         await self.check_table(spec)
-        count: int = await self._fetchval(build_count_due_query(spec, prune=prune), now=now)
+        query = self._placed(build_count_due_query(spec, prune=prune))
+        count: int = await self._fetchval(query, now=now)
         return count
+
+    async def rehint(self, spec: TableSpec, now: datetime) -> int:
+        """A table's hints made again from its rows' own moments; the rows hinted."""
+        hinted: int = await self._fetchval(self._placed(build_rehint_query(spec)), now=now)
+        return hinted
+
+    async def remove_faded_links(self, now: datetime, limit: int) -> int:
+        """Up to `limit` links whose weight fell below links.prune_weight by `now`."""
+        removed: int = await self._fetchval(self._placed(REMOVE_FADED_LINKS), now=now, limit=limit)
+        return removed
 
     async def start_sweep_run(
         self, trigger: str, mode: str, now: datetime, agent: str | None, daemon_id: str | None
@@ -186,7 +228,7 @@ class BatchResult:
 class SweepWorker:
     """One sweeper's connection and the slices it holds: what a due sweep runs on."""
 
-    def __init__(self, conn: asyncpg.Connection, store: StoreCore, lock_class: int) -> None:
+    def __init__(self, conn: asyncpg.Connection, store: SweepStore, lock_class: int) -> None:
         self._conn = conn
         self._store = store
         self._lock_class = lock_class
@@ -195,7 +237,8 @@ class SweepWorker:
     async def run(self, query: Query, **values: Any) -> Any:
         with translated():
             return await self._conn.fetchval(
-                query.text, *query.args({**values, "class": self._lock_class})
+                query.text,
+                *query.args({**values, "class": self._lock_class, "first": self._store.first_lock}),
             )
 
     async def due_batch(
@@ -203,7 +246,7 @@ class SweepWorker:
     ) -> BatchResult:
         """One batch of due rows of this worker's slices, in its own transaction."""
         await self._store.check_table(spec)
-        query = build_due_batch_query(spec, prune=prune, batch_size=limit)
+        query = self._store._placed(build_due_batch_query(spec, prune=prune, batch_size=limit))
         values = {"now": now, "tolerance": tolerance, "slices": self.slices}
         with translated():
             row = await self._conn.fetchrow(query.text, *query.args(values))
@@ -216,3 +259,22 @@ class SweepWorker:
             row["popped"],
             row["visited"],
         )
+
+
+class ShardSweep(SweepStore):
+    """One shard group of a Citus cluster, swept on the node that holds it, against its
+    shards by their own names (sql.sweep.on_shard): Citus plans a statement naming a
+    distributed table as a distributed one, and refuses a sweep's. Its statements name
+    one shard group, so a sweep of a cluster runs on every node at once. Each node keeps
+    its own transaction ids, so a full sweep's hint horizon is read there too."""
+
+    def __init__(self, store: SweepStore, group: Row, pool: asyncpg.Pool) -> None:
+        super().__init__(store.settings, store.url, pool, pool)
+        self._checked = store._checked  # the coordinator checked the tables
+        self.node = f"{group['host']}:{group['port']}"
+        self.shard: int = group["shard"]
+        self.first_lock = self.shard * SLICES  # each shard group's slices have their own
+        self._names = dict(zip(group["tables"], group["names"], strict=True))
+
+    def _placed(self, query: Query) -> Query:
+        return on_shard(query, self._names)

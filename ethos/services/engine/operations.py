@@ -1,5 +1,6 @@
 """The operator's calls: sweeps, the lifecycle (recover, merge, forget, purge,
-erase), roles, status and the monitoring views, and the counts a progress bar needs."""
+erase), roles, distributing on Citus, status and the monitoring views, and the counts a
+progress bar needs."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from dataclasses import dataclass, fields, replace
 from datetime import datetime
 from typing import Any
 
+from ethos.db.store import Distribution
 from ethos.domain.errors import InputError
 from ethos.domain.inputs import agent_id, aware, parse_id
 from ethos.domain.roles import Roles
@@ -244,6 +246,11 @@ class OperationsEngine(EngineCore):
         nothing)."""
         roles = Roles(app, eraser, tuple(agents))
         return await self.store.make_roles(roles, dry_run=dry_run)
+
+    async def distribute(self) -> Distribution:
+        """On a Citus coordinator, this database's tables distributed by agent, in place
+        (decision record 0019); a second run converges (ethos.db.store.ClusterStore)."""
+        return await self.store.distribute()
 
     async def status(self, alive_seconds: float) -> Status:
         """Daemons with a heartbeat in the last alive_seconds, who holds the leader lock,

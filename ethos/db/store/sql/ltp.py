@@ -237,7 +237,6 @@ WHERE u.co + u.useful = 0 AND l.agent_id = u.agent AND l.a_id = u.a_id AND l.b_i
 RETURNING 1
 """)
 
-REMOVE_FADED_LINKS = STATEMENTS["remove_faded_links"]
 
 # A memory's links (either end; the memory's agent's), with their weight at %(now)s,
 # strongest first.

@@ -2,15 +2,6 @@
 -- Each block is `-- name: <name>`, its comment, then the statement; %(param)s are its
 -- parameters, bound by name.
 
--- name: remove_faded_links
--- Links whose weight has fallen below links.prune_weight: derived data, removed.
-WITH faded AS (
-    DELETE FROM memory_links WHERE ctid = ANY (ARRAY(
-        SELECT ctid FROM memory_links WHERE fades_at <= %(now)s ORDER BY fades_at LIMIT %(limit)s))
-    RETURNING 1
-)
-SELECT count(*) FROM faded;
-
 -- name: claim_ltp_flush
 -- A flush claims its id in its own transaction: a retry of a flush whose COMMIT went
 -- through unseen finds the receipt and applies nothing twice.

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from functools import cache
 
 from ethos.db.store.core import Query, sql, statements
@@ -332,6 +334,20 @@ def build_drop_hints_query(spec: TableSpec) -> Query:
     return sql(f"DELETE FROM {spec.due_table} WHERE made < %(horizon)s::text::xid8")
 
 
+@cache
+def build_rehint_query(spec: TableSpec) -> Query:
+    """Every hint of a table made again from its rows' own moments (due_at, prune_at),
+    in one statement: what it drops and what it hints are of one snapshot, and a write
+    committed after it hinted its own rows. After the rows moved (distributed), where
+    their hints named places they left. How many rows it hinted."""
+    rows = f"(SELECT id, ctid AS place, agent_id, due_at, prune_at FROM {spec.name}"
+    hinted = insert_hints(spec, hint_moments(rows + " WHERE NOT pruned)"), since="%(now)s")
+    return sql(f"""
+    WITH dropped AS (DELETE FROM {spec.due_table}),
+    hinted AS ({hinted} RETURNING n)
+    SELECT coalesce(sum(n), 0)::bigint FROM hinted""")
+
+
 START_SWEEP_RUN = STATEMENTS["start_sweep_run"]
 FINISH_SWEEP_RUN = STATEMENTS["finish_sweep_run"]
 
@@ -347,3 +363,24 @@ TRY_SLICE_LOCKS = STATEMENTS["try_slice_locks"]
 UNLOCK_SLICES = STATEMENTS["unlock_slices"]
 LAST_SWEEP_FINISHED = STATEMENTS["last_sweep_finished"]
 PRUNED_AT = STATEMENTS["pruned_at"]
+REMOVE_FADED_LINKS = STATEMENTS["remove_faded_links"]
+
+
+def on_shard(query: Query, names: Mapping[str, str]) -> Query:
+    """`query` against the shards of one Citus shard group, on the node that holds them:
+    each table it names (`names`' keys: a bare identifier, or quoted as a regclass) by its
+    shard's name there. Citus plans what names a distributed table as a distributed
+    statement, and refuses a sweep's (its place lists span shards); a shard is a plain
+    table to its node, which keeps one generic plan of the statement a session."""
+    return _on_shard(query, tuple(sorted(names.items())))
+
+
+@cache
+def _on_shard(query: Query, names: tuple[tuple[str, str], ...]) -> Query:
+    shard = dict(names)
+    # the longest name first: episodic_traces_due is not episodic_traces followed by _due
+    tables = "|".join(sorted(map(re.escape, shard), key=len, reverse=True))
+    bare = re.compile(rf"(?<![\w'.])({tables})(?![\w'])")
+    regclass = re.compile(rf"'({tables})'::regclass")
+    text = regclass.sub(lambda m: f"'{shard[m.group(1)]}'::regclass", query.text)
+    return Query(bare.sub(lambda m: shard[m.group(1)], text), query.names)

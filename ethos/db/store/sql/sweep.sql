@@ -20,13 +20,15 @@ SET status = %(status)s, finished_at = clock_timestamp(), scanned = %(scanned)s,
 WHERE id = %(id)s;
 
 -- name: try_slice_locks
--- The slices of %(slices)s this session could take (those no other session holds).
+-- The slices of %(slices)s this session could take (those no other session holds). A
+-- slice's lock is its number after %(first)s: a Citus node's shards each have their own.
 SELECT coalesce(array_agg(s ORDER BY s), '{}')
 FROM unnest(%(slices)s::int[]) AS s
-WHERE pg_try_advisory_lock(%(class)s::int, s);
+WHERE pg_try_advisory_lock(%(class)s::int, %(first)s::int + s);
 
 -- name: unlock_slices
-SELECT count(*) FROM unnest(%(slices)s::int[]) AS s WHERE pg_advisory_unlock(%(class)s::int, s);
+SELECT count(*) FROM unnest(%(slices)s::int[]) AS s
+WHERE pg_advisory_unlock(%(class)s::int, %(first)s::int + s);
 
 -- name: last_sweep_finished
 -- When the next sweep is due: an interval after the last one that did not fail.
@@ -37,3 +39,12 @@ WHERE status <> 'failed' AND mode <> 'prune';
 SELECT table_name, id, content FROM ethos_memories
 WHERE agent_id = %(agent)s AND pruned AND pruned_at = %(at)s
 ORDER BY table_name, id;
+
+-- name: remove_faded_links
+-- Links whose weight has fallen below links.prune_weight: derived data, removed.
+WITH faded AS (
+    DELETE FROM memory_links WHERE ctid = ANY (ARRAY(
+        SELECT ctid FROM memory_links WHERE fades_at <= %(now)s ORDER BY fades_at LIMIT %(limit)s))
+    RETURNING 1
+)
+SELECT count(*) FROM faded;

@@ -1,0 +1,97 @@
+"""Distributing ethos's tables on a Citus cluster, in place (`ethos distribute`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ethos.db.store.sql.cluster import (
+    ACTIVE_WORKERS,
+    CITUS_CATALOGUE,
+    CITUS_TABLES,
+    CREATE_DISTRIBUTED_TABLE,
+    CREATE_REFERENCE_TABLE,
+    DISTRIBUTED,
+    PLANNED_ONCE,
+    REFERENCE,
+    UNSAFE_TRIGGERS,
+    forget_hints,
+    plan_each_call,
+    user_triggers,
+)
+from ethos.db.store.sweep import SweepStore
+from ethos.domain.errors import InputError
+from ethos.domain.tables import MEMORY_TABLES
+
+
+@dataclass
+class Distribution:
+    """What `distribute` did: the tables it made reference or distributed now, those
+    Citus held already, and the rows it hinted again on their shards."""
+
+    nodes: int = 0
+    reference: list[str] = field(default_factory=list)
+    distributed: list[str] = field(default_factory=list)
+    already: list[str] = field(default_factory=list)
+    planned_each_call: list[str] = field(default_factory=list)
+    hinted: dict[str, int] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "workers": self.nodes,
+            "reference": self.reference,
+            "distributed": self.distributed,
+            "already": self.already,
+            "planned_each_call": self.planned_each_call,
+            "hinted": self.hinted,
+        }
+
+
+class ClusterStore(SweepStore):
+    """Store's Citus cluster: distributing a migrated database by agent."""
+
+    async def distribute(self) -> Distribution:
+        """Make the shared tables reference tables and distribute the rest by agent,
+        colocated, rows and all; what Citus holds already is left as it is, so a second
+        run (or one after an interruption) converges. A table's triggers are off while
+        its rows move (they would fire again for rows written already). The due tables
+        are emptied before they move and every row hinted again on its shard after."""
+        if await self._fetchval(CITUS_CATALOGUE) is None:
+            raise InputError("this server has no Citus: `ethos distribute` needs a coordinator")
+        done = Distribution(nodes=await self._fetchval(ACTIVE_WORKERS))
+        if done.nodes < 1:
+            raise InputError("the Citus coordinator has no active worker (citus_add_node)")
+        held = {
+            r["table_name"]: r["kind"]
+            for r in await self._fetch(CITUS_TABLES, tables=[*REFERENCE, *DISTRIBUTED])
+        }
+        done.already = sorted(held)
+        async with self._transaction() as tx:
+            for row in await tx.fetch(PLANNED_ONCE):
+                done.planned_each_call.append(row["function"])
+                await tx.execute_literal(plan_each_call(row["function"]))
+        for table in REFERENCE:
+            if table not in held:
+                await self._fetchval(CREATE_REFERENCE_TABLE, table=table)
+                done.reference.append(table)
+        for table in DISTRIBUTED:
+            if table in held:
+                continue
+            async with self._transaction() as tx:
+                await tx.execute_literal(UNSAFE_TRIGGERS)
+                if table.endswith("_due"):
+                    await tx.execute_literal(forget_hints(table))
+                await tx.execute_literal(user_triggers(table, on=False))
+                await tx.fetchval(
+                    CREATE_DISTRIBUTED_TABLE,
+                    table=table,
+                    colocate_with="none" if table == DISTRIBUTED[0] else DISTRIBUTED[0],
+                )
+                await tx.execute_literal(user_triggers(table, on=True))
+            done.distributed.append(table)
+        now = await self.now()
+        for spec in MEMORY_TABLES:
+            done.hinted[spec.name] = 0
+            for part in await self.sweep_parts(None):
+                done.hinted[spec.name] += await part.rehint(spec, now)
+        return done

@@ -1,0 +1,21 @@
+"""The statements only a Citus coordinator can plan (its catalogue and functions,
+sql.cluster.NEEDS_CITUS) parse and plan on one, migrated: tests/integration's
+test_statements plans every other statement on one server."""
+
+from __future__ import annotations
+
+import asyncpg
+
+from ethos.db.store.sql.cluster import NEEDS_CITUS
+from ethos.services.engine import migrate
+from ethos.settings import DatabaseSettings, Settings
+
+
+async def test_the_coordinators_statements_parse_and_plan(citus_database: str) -> None:
+    await migrate(Settings(database=DatabaseSettings(url=citus_database)), citus_database)
+    conn = await asyncpg.connect(citus_database)
+    try:
+        for query in NEEDS_CITUS:
+            await conn.prepare(query.text)
+    finally:
+        await conn.close()
