@@ -312,7 +312,7 @@ async def erase(
                     break
                 after = last
         if not dry_run:
-            await store.erase_agent_hints(agent)
+            await store.erase_agent_hints(agent, now)
     return report
 
 

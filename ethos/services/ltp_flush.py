@@ -244,10 +244,30 @@ def group_of(keys: Iterable[Key], at: datetime, kind: str, settings: Settings) -
 
 
 async def _apply_rounds(flush: LtpFlush, spec: TableSpec, rows: Rows) -> list[Row]:
+    """The rows' rounds (_apply_agent_rounds): all at once, or on a Citus cluster one
+    agent's at a time, agents in order (two flushes lock them alike): there a statement
+    names one agent, which routes it to the agent's shard. The agents are looked up by
+    id, live rows only (the others are skipped as anywhere)."""
+    if not await flush.routed():
+        return await _apply_agent_rounds(flush, spec, rows, None)
+    agents = await flush.agents(spec, sorted(rows))
+    by_agent: dict[str, Rows] = defaultdict(dict)
+    for memory_id, moments in rows.items():
+        if memory_id in agents:
+            by_agent[agents[memory_id]][memory_id] = moments
+    returned: list[Row] = []
+    for agent, theirs in sorted(by_agent.items()):
+        returned += await _apply_agent_rounds(flush, spec, theirs, agent)
+    return returned
+
+
+async def _apply_agent_rounds(
+    flush: LtpFlush, spec: TableSpec, rows: Rows, agent: str | None
+) -> list[Row]:
     """Round i holds the i-th moment of every row whose curve changes, so a row is
     written in time order, exactly as one event after another. Hits that only count
     (no curve change) are added up in one statement. All of them are locked first."""
-    await flush.lock(spec, sorted(rows))
+    await flush.lock(spec, sorted(rows), agent)
     ordered = {
         i: sorted((at, e) for at, e in moments.items() if e.changes_curve)
         for i, moments in sorted(rows.items())
@@ -263,6 +283,7 @@ async def _apply_rounds(flush: LtpFlush, spec: TableSpec, rows: Rows) -> list[Ro
             wrong=[e.wrong for _, (_, e) in level],
             surfaced=[e.surfaced for _, (_, e) in level],
             moments=[at for _, (at, _) in level],
+            agent=agent,
         )
     only_counted = {
         i: sum(e.surfaced for e in moments.values() if not e.changes_curve)
@@ -272,7 +293,9 @@ async def _apply_rounds(flush: LtpFlush, spec: TableSpec, rows: Rows) -> list[Ro
     if only_counted:
         returned += [
             {"id": row["id"], "agent_id": row["agent_id"], "n": 0, "pruned": False}
-            for row in await flush.surface(spec, list(only_counted), list(only_counted.values()))
+            for row in await flush.surface(
+                spec, list(only_counted), list(only_counted.values()), agent
+            )
         ]
     return returned
 

@@ -96,23 +96,15 @@ async def recover(
         await _check_ids(store, spec, selector.ids)
     strength = settings.recovery.strength
     report = RecoveryReport(table=spec.name, now=now, dry_run=dry_run, strength=strength)
-    limit = settings.decay.batch_size
-    after: uuid.UUID | None = None
-    while True:
-        batch = await store.recovery_candidates(spec, selector.binds(), after, limit)
-        rows = [_describe(row) for row in batch]
-        if not dry_run and batch:
-            # The UPDATE locks and re-checks its rows: what a concurrent recovery
-            # already brought back is neither changed again nor reported.
-            recovered = await store.recover_batch(
-                spec, selector.binds(), after=after, limit=limit, strength=strength, now=now
-            )
-            done = {str(i) for i in recovered}
-            rows = [row for row in rows if row["id"] in done]
-        report.rows += rows
-        if len(batch) < limit:
-            break
-        after = batch[-1]["id"]
+    agents: list[str | None] = [selector.agent]
+    if selector.agent is None and await store.distributed():
+        # On a Citus cluster a statement that locks rows names their agent (Citus routes
+        # it to the agent's shard, and refuses to lock rows across shards): the agents
+        # whose pruned rows match, one after another.
+        agents = list(await store.recovery_agents(spec, selector.binds()))
+    for agent in agents:
+        binds = selector.binds() | {"agent": agent}
+        report.rows += await _recover_rows(store, settings, spec, binds, now, dry_run)
     if not dry_run:
         # A recovery of named ids also keeps which it brought back and how each had been
         # pruned: a memory's history (Engine.history) shows that prune and this recovery,
@@ -135,6 +127,36 @@ async def recover(
             selector=selector.as_dict(),
         )
     return report
+
+
+async def _recover_rows(
+    store: RecoveryPort,
+    settings: Settings,
+    spec: TableSpec,
+    binds: dict[str, Any],
+    now: datetime,
+    dry_run: bool,
+) -> list[dict[str, Any]]:
+    """The rows a selector's binds match, batch by batch (a dry run: described only)."""
+    strength = settings.recovery.strength
+    limit = settings.decay.batch_size
+    found: list[dict[str, Any]] = []
+    after: uuid.UUID | None = None
+    while True:
+        batch = await store.recovery_candidates(spec, binds, after, limit)
+        rows = [_describe(row) for row in batch]
+        if not dry_run and batch:
+            # The UPDATE locks and re-checks its rows: what a concurrent recovery
+            # already brought back is neither changed again nor reported.
+            recovered = await store.recover_batch(
+                spec, binds, after=after, limit=limit, strength=strength, now=now
+            )
+            done = {str(i) for i in recovered}
+            rows = [row for row in rows if row["id"] in done]
+        found += rows
+        if len(batch) < limit:
+            return found
+        after = batch[-1]["id"]
 
 
 def _describe(row: Mapping[str, Any]) -> dict[str, Any]:

@@ -8,6 +8,7 @@ import itertools
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -157,5 +158,20 @@ async def add_memories(url: str) -> None:
             "semantic_facts", columns=["agent_id", "content"],
             records=[(f"agent{i}", f"a copied fact, number {i}") for i in range(12)],
         )  # fmt: skip
+    finally:
+        await conn.close()
+
+
+# Two databases' memories are made at this moment, so that the same sweeps and
+# retrievals see the same ages (each database added them at its own pace).
+MADE = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+async def made_at_once(url: str) -> None:
+    """Every memory of the database made at MADE."""
+    conn = await asyncpg.connect(url)
+    try:
+        for table in ("episodic_traces", "semantic_facts", "memory_vectors"):
+            await conn.execute(f"UPDATE {table} SET created_at = $1, anchor_at = $1", MADE)
     finally:
         await conn.close()

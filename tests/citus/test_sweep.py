@@ -10,7 +10,7 @@ modifications with ctid on where clause are not supported"."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 import asyncpg
@@ -18,12 +18,9 @@ import asyncpg
 from ethos.services.engine import Engine, migrate
 from ethos.services.sweep import Mode
 from ethos.settings import DatabaseSettings, DecaySettings, Settings
-from tests.citus.cluster import add_memories, distribute
+from tests.citus.cluster import MADE, add_memories, distribute, made_at_once
 
 TABLES = ("episodic_traces", "semantic_facts", "memory_vectors")
-# Both databases' memories are made at this moment, so that the same sweeps see the same
-# ages (each database added them at its own pace).
-MADE = datetime(2026, 1, 1, tzinfo=UTC)
 # (mode, days after the adds, the agent swept alone)
 SWEEPS: tuple[tuple[Mode, float, str | None], ...] = (
     ("due", 0.5, None),
@@ -57,15 +54,6 @@ def unhinted(rows: list[dict[str, Any]], hints: list[asyncpg.Record]) -> list[st
             if not row["pruned"] and moment is not None and (hinted is None or hinted > moment):
                 late.append(row["content"])
     return late
-
-
-async def made_at_once(url: str) -> None:
-    conn = await asyncpg.connect(url)
-    try:
-        for table in TABLES:
-            await conn.execute(f"UPDATE {table} SET created_at = $1, anchor_at = $1", MADE)
-    finally:
-        await conn.close()
 
 
 async def state(url: str) -> dict[str, Any]:

@@ -34,6 +34,10 @@ SAMPLES: dict[str, tuple[Any, ...]] = {
     "columns": (("agent_id", "content"),),
     "batch_size": (500,),
     "ranked_by": (None, *ITEM_SCORES, "text"),
+    "links_tau": (30.0,),
+    "links_prune": (0.05,),
+    "learning_rate": (0.1,),
+    "wrong_factor": (0.5,),
 }
 
 

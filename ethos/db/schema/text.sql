@@ -118,15 +118,19 @@ BEGIN
         max_tf = greatest(s.max_tf, excluded.max_tf),
         min_length = least(s.min_length, excluded.min_length);
 
+    -- (each DELETE names the agents as a list too: on a Citus shard, a statement joined
+    -- to its agents only cannot be routed, and is refused)
     IF 0 > ANY (signs) THEN
         DELETE FROM lexeme_stats AS s
         USING unnest(agents, tsvs, signs) AS d (agent, tsv, sign),
               unnest(tsvector_to_array(d.tsv)) AS w (lexeme)
-        WHERE d.sign < 0 AND s.agent_id = d.agent AND s.lexeme = w.lexeme AND s.docs <= 0;
+        WHERE s.agent_id = ANY (agents)
+          AND d.sign < 0 AND s.agent_id = d.agent AND s.lexeme = w.lexeme AND s.docs <= 0;
 
         DELETE FROM agent_text_stats AS s
         USING unnest(agents, signs) AS d (agent, sign)
-        WHERE d.sign < 0 AND s.agent_id = d.agent AND s.docs <= 0;
+        WHERE s.agent_id = ANY (agents)
+          AND d.sign < 0 AND s.agent_id = d.agent AND s.docs <= 0;
     END IF;
 END
 $$;

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ethos.db.store.core import CITUS_CATALOGUE
 from ethos.db.store.sql.cluster import (
     ACTIVE_WORKERS,
-    CITUS_CATALOGUE,
     CITUS_TABLES,
     CREATE_DISTRIBUTED_TABLE,
     CREATE_REFERENCE_TABLE,
@@ -89,6 +89,7 @@ class ClusterStore(SweepStore):
                 )
                 await tx.execute_literal(user_triggers(table, on=True))
             done.distributed.append(table)
+        self._distributed = True
         now = await self.now()
         for spec in MEMORY_TABLES:
             done.hinted[spec.name] = 0

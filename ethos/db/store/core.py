@@ -112,6 +112,8 @@ DATABASE_NOW = STATEMENTS["database_now"]
 # Clocks drift apart slowly; a minute keeps the offset well within a millisecond.
 CLOCK_RESYNC_SECONDS = 60.0
 PING = STATEMENTS["ping"]
+CITUS_CATALOGUE = STATEMENTS["citus_catalogue"]
+DISTRIBUTED_BY_AGENT = STATEMENTS["distributed_by_agent"]
 
 
 def create_database(name: str) -> Query:
@@ -360,6 +362,7 @@ class StoreCore:
         self._pool = pool
         self._sweep_pool = sweep_pool
         self._node_pools: dict[str, asyncpg.Pool] = {}  # a Citus cluster's nodes (sweep)
+        self._distributed: bool | None = None
         self._lock_conn: asyncpg.Connection | None = None
         self._checked: set[str] = set()
         self._clock_offset: timedelta | None = None
@@ -392,6 +395,16 @@ class StoreCore:
             sweep_pool = await _sweep_pool(settings, url)
         log.debug("pool_open", url=redact(url))
         return cls(settings, url, pool, sweep_pool)
+
+    async def distributed(self) -> bool:
+        """Whether ethos's tables are distributed by agent on a Citus coordinator: then
+        each statement about an agent's memories names the agent alone, which routes it
+        to the agent's shard. Read once a store (an engine opened before `ethos
+        distribute` does not see it: restart it)."""
+        if self._distributed is None:
+            citus = await self._fetchval(CITUS_CATALOGUE) is not None
+            self._distributed = citus and bool(await self._fetchval(DISTRIBUTED_BY_AGENT))
+        return self._distributed
 
     async def _node_pool(self, host: str, port: int) -> asyncpg.Pool:
         """A sweep pool on another node of a Citus cluster (the coordinator's user,

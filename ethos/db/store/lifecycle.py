@@ -24,17 +24,19 @@ from ethos.db.store.sql.lifecycle import (
     START_CONSOLIDATION_RUN,
     UNDELETABLE_TABLES,
     VECTOR_SOURCES,
+    build_drop_agent_hints_query,
     build_duplicate_groups_query,
     build_erase_batch_query,
     build_erase_count_query,
-    build_erase_hints_query,
     build_forget_agent_query,
     build_forget_query,
     build_merge_query,
     build_purge_batch_query,
     build_purge_count_query,
     build_recover_batch_query,
+    build_recovery_agents_query,
     build_recovery_candidates_query,
+    build_rehint_rows_query,
 )
 from ethos.domain.tables import MEMORY_TABLES, TableSpec
 
@@ -124,10 +126,14 @@ class LifecycleStore(StoreCore):
             "agent_policies": await self._fetchval(policy, **values),
         }
 
-    async def erase_agent_hints(self, agent: str) -> None:
-        """After an erase of the agent's memories: no hint names the agent."""
-        for spec in MEMORY_TABLES:
-            await self._fetch(build_erase_hints_query(spec), agent=agent)
+    async def erase_agent_hints(self, agent: str, now: datetime) -> None:
+        """After an erase of the agent's memories: no hint names the agent, and the
+        other agents' rows such a hint held are hinted anew, at `now`'s grouping."""
+        async with self._transaction() as tx:
+            for spec in MEMORY_TABLES:
+                ids = await tx.fetchval(build_drop_agent_hints_query(spec), agent=agent)
+                if ids:
+                    await tx.fetch(build_rehint_rows_query(spec), ids=ids, now=now)
 
     async def start_lifecycle_run(
         self, kind: str, trigger: str, now: datetime, selector: Mapping[str, Any]
@@ -170,6 +176,12 @@ class LifecycleStore(StoreCore):
             **selector,
             after=after or uuid.UUID(NIL_ID),
         )
+
+    async def recovery_agents(self, spec: TableSpec, selector: Mapping[str, Any]) -> list[str]:
+        rows = await self._fetch(
+            build_recovery_agents_query(spec), **selector, after=uuid.UUID(NIL_ID)
+        )
+        return [row["agent_id"] for row in rows]
 
     async def recover_batch(
         self,

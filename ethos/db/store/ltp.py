@@ -20,13 +20,13 @@ from ethos.db.store.sql.ltp import (
     POP_RETRIEVAL_QUEUE,
     RETRIEVAL_QUEUE_BACKLOG,
     SET_ASIDE_EVENTS,
-    STRENGTHEN_LINKS,
     TOUCH_RETRIEVAL_ACTIVITY,
     WEAKEN_LINKS,
     build_agents_query,
     build_lock_query,
     build_ltp_query,
     build_neighbour_rows_query,
+    build_strengthen_links_query,
     build_surfaced_query,
 )
 from ethos.domain.tables import TableSpec
@@ -138,10 +138,17 @@ class LtpFlush:
         self._tx = tx
         self._store = store
 
-    async def lock(self, spec: TableSpec, ids: list[uuid.UUID]) -> None:
-        """Lock the rows the flush writes in `spec`, in id order, before it writes them."""
+    async def routed(self) -> bool:
+        """Whether each statement must name one agent (a Citus cluster: it routes the
+        statement to the agent's shard, and refuses to lock rows across shards)."""
+        return await self._store.distributed()
+
+    async def lock(self, spec: TableSpec, ids: list[uuid.UUID], agent: str | None) -> None:
+        """Lock the rows the flush writes in `spec` (of `agent`, where one is named), in
+        id order, before it writes them."""
         await self._store.check_table(spec)
-        await self._tx.fetch(build_lock_query(spec), ids=ids)
+        by_agent = agent is not None
+        await self._tx.fetch(build_lock_query(spec, by_agent=by_agent), ids=ids, agent=agent)
 
     async def strengthen(
         self,
@@ -153,14 +160,17 @@ class LtpFlush:
         wrong: list[int],
         surfaced: list[int],
         moments: list[datetime],
+        agent: str | None,
     ) -> list[Row]:
         """One round: each id at most once, with what happened to it at moments[i]
-        (retrievals, useful, wrong, surfaced). Returns the rows written (unknown and
-        pruned ids are not among them), with their policy before and after."""
+        (retrievals, useful, wrong, surfaced); the ids all of `agent`, where one is
+        named. Returns the rows written (unknown and pruned ids are not among them), with
+        their policy before and after."""
         await self._store.check_table(spec)
         settings = self._store.settings
         return await self._tx.fetch(
-            build_ltp_query(spec),
+            build_ltp_query(spec, by_agent=agent is not None),
+            agent=agent,
             boost=settings.ltp.boost(spec),
             tolerance=settings.decay.refresh_tolerance,
             confidence_bonus=settings.ltp.fact_confidence_bonus,
@@ -192,10 +202,14 @@ class LtpFlush:
             counts=counts, reason=reason,
         )  # fmt: skip
 
-    async def surface(self, spec: TableSpec, ids: list[uuid.UUID], counts: list[int]) -> list[Row]:
-        """Search hits that only count: surfaced_count + counts[i]."""
+    async def surface(
+        self, spec: TableSpec, ids: list[uuid.UUID], counts: list[int], agent: str | None
+    ) -> list[Row]:
+        """Search hits that only count: surfaced_count + counts[i] (the ids all of
+        `agent`, where one is named)."""
         await self._store.check_table(spec)
-        return await self._tx.fetch(build_surfaced_query(spec), ids=ids, counts=counts)
+        query = build_surfaced_query(spec, by_agent=agent is not None)
+        return await self._tx.fetch(query, ids=ids, counts=counts, agent=agent)
 
     async def agents(self, spec: TableSpec, ids: list[uuid.UUID]) -> dict[uuid.UUID, str]:
         """The agent of each live memory among `ids`."""
@@ -211,7 +225,10 @@ class LtpFlush:
         }
         written = 0
         if any(c + u for c, u in zip(pairs.co, pairs.useful, strict=True)):
-            written += len(await self._tx.fetch(STRENGTHEN_LINKS, **values))
+            strengthen = build_strengthen_links_query(
+                values["links_tau"], values["links_prune"], learning_rate, values["wrong_factor"]
+            )
+            written += len(await self._tx.fetch(strengthen, **values))
         if any(c + u == 0 for c, u in zip(pairs.co, pairs.useful, strict=True)):
             written += len(await self._tx.fetch(WEAKEN_LINKS, **values))
         return written

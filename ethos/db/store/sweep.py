@@ -15,7 +15,7 @@ from typing import Any
 import asyncpg
 
 from ethos.db.store.core import Query, Row, StoreCore, translated
-from ethos.db.store.sql.cluster import CITUS_CATALOGUE, SHARD_GROUPS
+from ethos.db.store.sql.cluster import SHARD_GROUPS
 from ethos.db.store.sql.fragments import MAX_ID, NIL_ID
 from ethos.db.store.sql.sweep import (
     FINISH_SWEEP_RUN,
@@ -56,11 +56,9 @@ class SweepStore(StoreCore):
         """What a sweep runs on: this database; on a Citus coordinator whose memory
         tables are distributed, each shard group (the group of `agent` alone, where one
         is named), on its node."""
-        if await self._fetchval(CITUS_CATALOGUE) is None:
+        if not await self.distributed():
             return [self]
         groups = await self._fetch(SHARD_GROUPS, agent=agent)
-        if not groups:
-            return [self]
         return [
             ShardSweep(self, group, await self._node_pool(group["host"], group["port"]))
             for group in groups

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ethos.db.store.core import statements
+from ethos.db.store.core import DISTRIBUTED_BY_AGENT, statements
 
 # The plain statements, in the .sql file of the same name beside this one.
 STATEMENTS = statements(__file__)
@@ -18,7 +18,6 @@ DISTRIBUTED = (
 )  # fmt: skip
 REFERENCE = ("decay_policies", "importance_tiers", "ethos_settings")
 
-CITUS_CATALOGUE = STATEMENTS["citus_catalogue"]
 SHARD_GROUPS = STATEMENTS["shard_groups"]
 ACTIVE_WORKERS = STATEMENTS["active_workers"]
 CITUS_TABLES = STATEMENTS["citus_tables"]
@@ -28,7 +27,8 @@ CREATE_DISTRIBUTED_TABLE = STATEMENTS["create_distributed_table"]
 # What only a Citus coordinator can plan (its catalogue and functions); the rest of this
 # module's statements any server can.
 NEEDS_CITUS = (
-    SHARD_GROUPS, ACTIVE_WORKERS, CITUS_TABLES, CREATE_REFERENCE_TABLE, CREATE_DISTRIBUTED_TABLE,
+    DISTRIBUTED_BY_AGENT, SHARD_GROUPS, ACTIVE_WORKERS, CITUS_TABLES, CREATE_REFERENCE_TABLE,
+    CREATE_DISTRIBUTED_TABLE,
 )  # fmt: skip
 
 

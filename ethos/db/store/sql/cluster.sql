@@ -2,10 +2,6 @@
 -- Each block is `-- name: <name>`, its comment, then the statement; %(param)s are its
 -- parameters, bound by name.
 
--- name: citus_catalogue
--- Citus's shard catalogue: NULL on a server without Citus.
-SELECT to_regclass('pg_catalog.pg_dist_shard');
-
 -- name: shard_groups
 -- On a Citus coordinator whose memory tables are distributed by agent: each shard group
 -- (the shards of the colocated tables that hold the same agents), named by its

@@ -67,3 +67,12 @@ ON CONFLICT DO NOTHING;
 
 -- name: try_leader_lock
 SELECT pg_try_advisory_lock(%(key)s);
+
+-- name: citus_catalogue
+-- Citus's shard catalogue: NULL on a server without Citus.
+SELECT to_regclass('pg_catalog.pg_dist_shard');
+
+-- name: distributed_by_agent
+-- On a Citus coordinator: whether ethos's memory tables are distributed (by agent).
+SELECT EXISTS (SELECT 1 FROM pg_dist_partition
+               WHERE logicalrelid = 'episodic_traces'::regclass AND partmethod = 'h');

@@ -326,12 +326,20 @@ def hint_moments(
         WHERE {where}"""
 
 
-def link_fades_at(weight: str, at: str) -> str:
-    """When a weight set at `at` falls below links.prune_weight."""
+def link_fades_at(
+    weight: str,
+    at: str,
+    *,
+    prune: str = "%(links_prune)s::float8",
+    tau: str = "%(links_tau)s::float8",
+) -> str:
+    """When a weight set at `at` falls below links.prune_weight (`prune`; `tau` in days).
+    In seconds since the epoch and back: `timestamptz + interval` is only STABLE (a
+    month's length depends on the time zone), and Citus refuses what is not IMMUTABLE in
+    an upsert's DO UPDATE SET."""
     return (
-        f"{at} + make_interval(secs =>"
-        f" greatest(ln(greatest({weight}, 1e-300) / %(links_prune)s::float8), 0)"
-        f" * %(links_tau)s::float8 * {SECONDS_PER_DAY})"
+        f"to_timestamp(date_part('epoch', {at} - to_timestamp(0)) +"
+        f" greatest(ln(greatest({weight}, 1e-300) / {prune}), 0) * {tau} * {SECONDS_PER_DAY})"
     )
 
 

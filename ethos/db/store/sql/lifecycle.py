@@ -47,6 +47,12 @@ def build_recovery_candidates_query(spec: TableSpec, batch_size: int) -> Query:
 
 
 @cache
+def build_recovery_agents_query(spec: TableSpec) -> Query:
+    """The agents with pruned rows matching a selector, in order."""
+    return sql(f"SELECT DISTINCT agent_id FROM {spec.name} WHERE {RECOVERY_FILTER} ORDER BY 1")
+
+
+@cache
 def build_recover_batch_query(spec: TableSpec, batch_size: int) -> Query:
     """Bring a batch back with a fresh start: %(strength)s anchored at %(now)s, and its
     values stored as they are then; content, embedding, policy, retrieval count and
@@ -372,19 +378,24 @@ SELECT count(*) FROM gone
 
 
 @cache
-def build_erase_hints_query(spec: TableSpec) -> Query:
-    """After an erase, nothing names %(agent)s: a hint that does (an agent of its rows,
-    decision 0019) names another agent of its rows, and one with none left goes (its
-    rows were the agent's, erased)."""
+def build_drop_agent_hints_query(spec: TableSpec) -> Query:
+    """After an erase, the hints that name %(agent)s (an agent of their rows, decision
+    0019) go: the ids they held, whose rows are left (build_rehint_rows_query). A hint's
+    agent is its shard's on Citus, which refuses to update it."""
     return sql(f"""
-    WITH named AS (DELETE FROM {spec.due_table} WHERE agent_id = %(agent)s RETURNING *)
-    INSERT INTO {spec.due_table} (prune, at, slice, n, ids, places, made, agent_id)
-    SELECT d.prune, d.at, d.slice, d.n, d.ids, d.places, d.made, o.agent_id
-    FROM named AS d
-    CROSS JOIN LATERAL (SELECT min(m.agent_id) AS agent_id FROM {spec.name} AS m
-                        WHERE m.id = ANY (d.ids)) AS o
-    WHERE o.agent_id IS NOT NULL
+    WITH named AS (DELETE FROM {spec.due_table} WHERE agent_id = %(agent)s RETURNING ids)
+    SELECT coalesce(array_agg(DISTINCT i), '{{}}') FROM named CROSS JOIN unnest(named.ids) AS i
     """)
+
+
+@cache
+def build_rehint_rows_query(spec: TableSpec) -> Query:
+    """The live rows among %(ids)s hinted anew from their own moments: what a dropped
+    hint held of other agents' (on one server a hint holds rows of any agent; on Citus,
+    of its shard's agents)."""
+    rows = f"""(SELECT id, ctid AS place, agent_id, due_at, prune_at FROM {spec.name}
+               WHERE id = ANY (%(ids)s::uuid[]) AND NOT pruned)"""
+    return sql(hint_all(spec, rows))
 
 
 UNDELETABLE_TABLES = STATEMENTS["undeletable_tables"]

@@ -30,7 +30,7 @@ STATEMENTS = statements(__file__)
 
 
 @cache
-def build_ltp_query(spec: TableSpec) -> Query:
+def build_ltp_query(spec: TableSpec, *, by_agent: bool) -> Query:
     """One round of what happened to rows of spec's table, each id at most once, at its
     moment `at`: n retrievals (reinforcing: searches, record_retrieval, useful feedback),
     u of them useful, w wrong (long-term depression), c surfaced. Computed from the
@@ -59,6 +59,9 @@ def build_ltp_query(spec: TableSpec) -> Query:
     write changed the row (and its policy) meanwhile, PostgreSQL re-evaluates it on the
     row as that write left it. `before` is the row as this statement first saw it: only
     to report what it had.
+
+    `by_agent`: the ids are all of agent %(agent)s, and the statement says so (on a Citus
+    cluster that routes it to the agent's shard).
     """
     at = {"anchor": "h.at", "n": "m.reinforcement + s.gain", "at": "h.at", "policy": "np"}
     depress = "power(%(wrong_factor)s::float8, h.w)"
@@ -77,6 +80,8 @@ def build_ltp_query(spec: TableSpec) -> Query:
         deciding = "stored_confidence"
     pruned = f"(h.w > 0 AND NOT (m.pinned OR x.never_decays) AND x.{deciding} < x.prune_threshold)"
     source = ", m.source_type, m.source_id" if spec.has_source else ""
+    agent = "AND m.agent_id = %(agent)s" if by_agent else ""
+    before_agent = "AND before.agent_id = %(agent)s" if by_agent else ""
     return sql(f"""
     WITH strengthened AS (
         UPDATE {spec.name} AS m
@@ -128,8 +133,8 @@ def build_ltp_query(spec: TableSpec) -> Query:
                                      ELSE m.last_retrieved_at END
         FROM unnest(%(ids)s::uuid[], %(counts)s::int[], %(useful)s::int[], %(wrong)s::int[],
                     %(surfaced)s::int[], %(moments)s::timestamptz[]) AS h(id, n, u, w, c, at)
-        JOIN {spec.name} AS before ON before.id = h.id
-        WHERE m.id = h.id AND NOT m.pruned
+        JOIN {spec.name} AS before ON before.id = h.id {before_agent}
+        WHERE m.id = h.id AND NOT m.pruned {agent}
         RETURNING m.id, m.agent_id, h.n, h.at, m.pruned, before.policy AS old_policy, m.policy,
                   m.due_at, m.prune_at, before.due_at AS old_due,
                   before.prune_at AS old_prune, m.ctid AS place{source}
@@ -147,24 +152,28 @@ def build_ltp_query(spec: TableSpec) -> Query:
 
 
 @cache
-def build_lock_query(spec: TableSpec) -> Query:
-    """A flush's rows of one table, locked in id order before any is written: its rounds
-    and its counted hits write them in several statements, and a writer of several rows
-    (a sweep batch, a search moving TTLs) locks in id order too, so neither can hold a
-    row the other waits for while it waits for one the other holds."""
+def build_lock_query(spec: TableSpec, *, by_agent: bool) -> Query:
+    """A flush's rows of one table (of agent %(agent)s: by_agent), locked in id order
+    before any is written: its rounds and its counted hits write them in several
+    statements, and a writer of several rows (a sweep batch, a search moving TTLs) locks
+    in id order too, so neither can hold a row the other waits for while it waits for
+    one the other holds."""
+    agent = "AND agent_id = %(agent)s" if by_agent else ""
     return sql(f"""
-    SELECT id FROM {spec.name} WHERE id = ANY(%(ids)s::uuid[]) ORDER BY id FOR NO KEY UPDATE
+    SELECT id FROM {spec.name} WHERE id = ANY(%(ids)s::uuid[]) {agent}
+    ORDER BY id FOR NO KEY UPDATE
     """)
 
 
 @cache
-def build_surfaced_query(spec: TableSpec) -> Query:
+def build_surfaced_query(spec: TableSpec, *, by_agent: bool) -> Query:
     """Search hits that only count (ltp.on_search = "count"): the row's curve is left
-    alone."""
+    alone. (by_agent: the ids are all of agent %(agent)s.)"""
+    agent = "AND m.agent_id = %(agent)s" if by_agent else ""
     return sql(f"""
     UPDATE {spec.name} AS m SET surfaced_count = least(m.surfaced_count + h.c, {COUNT_CAP})
     FROM unnest(%(ids)s::uuid[], %(counts)s::int[]) AS h(id, c)
-    WHERE m.id = h.id AND NOT m.pruned
+    WHERE m.id = h.id AND NOT m.pruned {agent}
     RETURNING m.id, m.agent_id
     """)
 
@@ -178,11 +187,11 @@ def build_agents_query(spec: TableSpec) -> Query:
 
 
 # A link's weight now: its weight when set, decaying as a memory does (τ in days).
-def link_weight_at(at: str, alias: str = "l") -> str:
+def link_weight_at(at: str, alias: str = "l", tau: str = "%(links_tau)s::float8") -> str:
     return (
         f"{alias}.weight * exp(greatest("
         f"-greatest(date_part('epoch', {at} - {alias}.weighted_at), 0)"
-        f" / {SECONDS_PER_DAY} / %(links_tau)s::float8, {MIN_EXPONENT}))"
+        f" / {SECONDS_PER_DAY} / {tau}, {MIN_EXPONENT}))"
     )
 
 
@@ -191,34 +200,47 @@ LINK_PAIRS = """unnest(%(agents)s::text[], %(a_tables)s::text[], %(a_ids)s::uuid
                  %(wrong)s::int[], %(moments)s::timestamptz[])
           AS u(agent, a_table, a_id, b_table, b_id, co, useful, wrong, at)"""
 
-# Pairs recalled together (co), or confirmed useful together: w ← w + η·(1 − w) each,
-# from the weight decayed to that moment; a new link starts at η. Then the wrongs of
-# that moment: w ← w · wrong_factor. One round: each pair at most once.
-_STRENGTHENED = (
-    f"(1 - (1 - {link_weight_at('excluded.weighted_at')})"
-    " * power(1 - %(learning_rate)s::float8, excluded.co_retrievals + excluded.useful_count))"
-    " * power(%(wrong_factor)s::float8, excluded.wrong_count)"
-)
-STRENGTHEN_LINKS = sql(f"""
-INSERT INTO memory_links AS l (agent_id, a_table, a_id, b_table, b_id, weight, weighted_at,
-                               co_retrievals, useful_count, wrong_count, fades_at)
-SELECT u.agent, u.a_table, u.a_id, u.b_table, u.b_id, x.weight, u.at, u.co, u.useful, u.wrong,
-       {link_fades_at("x.weight", "u.at")}
-FROM {LINK_PAIRS}
-CROSS JOIN LATERAL (
-    SELECT (1 - power(1 - %(learning_rate)s::float8, u.co + u.useful))
-           * power(%(wrong_factor)s::float8, u.wrong) AS weight
-) AS x
-WHERE u.co + u.useful > 0
-ON CONFLICT (agent_id, a_id, b_id) DO UPDATE
-SET weight = {_STRENGTHENED},
-    weighted_at = greatest(l.weighted_at, excluded.weighted_at),
-    co_retrievals = l.co_retrievals + excluded.co_retrievals,
-    useful_count = l.useful_count + excluded.useful_count,
-    wrong_count = l.wrong_count + excluded.wrong_count,
-    fades_at = {link_fades_at(_STRENGTHENED, "greatest(l.weighted_at, excluded.weighted_at)")}
-RETURNING 1
-""")
+
+@cache
+def build_strengthen_links_query(
+    links_tau: float, links_prune: float, learning_rate: float, wrong_factor: float
+) -> Query:
+    """Pairs recalled together (co), or confirmed useful together: w ← w + η·(1 − w)
+    each, from the weight decayed to that moment; a new link starts at η. Then the wrongs
+    of that moment: w ← w · wrong_factor. One round: each pair at most once.
+
+    The settings are written into the text as numbers (floats of validated settings, as
+    a batch size is): Citus loses a bind parameter of an upsert's DO UPDATE SET ("could
+    not determine data type of parameter")."""
+    tau, prune, rate, wrong = (
+        f"{float(v)!r}::float8" for v in (links_tau, links_prune, learning_rate, wrong_factor)
+    )
+    strengthened = (
+        f"(1 - (1 - {link_weight_at('excluded.weighted_at', tau=tau)})"
+        f" * power(1 - {rate}, excluded.co_retrievals + excluded.useful_count))"
+        f" * power({wrong}, excluded.wrong_count)"
+    )
+    fades = "greatest(l.weighted_at, excluded.weighted_at)"
+    return sql(f"""
+    INSERT INTO memory_links AS l (agent_id, a_table, a_id, b_table, b_id, weight, weighted_at,
+                                   co_retrievals, useful_count, wrong_count, fades_at)
+    SELECT u.agent, u.a_table, u.a_id, u.b_table, u.b_id, x.weight, u.at, u.co, u.useful,
+           u.wrong, {link_fades_at("x.weight", "u.at", prune=prune, tau=tau)}
+    FROM {LINK_PAIRS}
+    CROSS JOIN LATERAL (
+        SELECT (1 - power(1 - {rate}, u.co + u.useful)) * power({wrong}, u.wrong) AS weight
+    ) AS x
+    WHERE u.co + u.useful > 0
+    ON CONFLICT (agent_id, a_id, b_id) DO UPDATE
+    SET weight = {strengthened},
+        weighted_at = {fades},
+        co_retrievals = l.co_retrievals + excluded.co_retrievals,
+        useful_count = l.useful_count + excluded.useful_count,
+        wrong_count = l.wrong_count + excluded.wrong_count,
+        fades_at = {link_fades_at(strengthened, fades, prune=prune, tau=tau)}
+    RETURNING 1
+    """)
+
 
 # Pairs only marked wrong together: existing links weaken; none is created.
 WEAKEN_LINKS = sql(f"""

@@ -1,0 +1,82 @@
+"""The lifecycle on a database distributed by agent (issue 40): forget, recover (by ids
+and by reason, naming no agent), purge and erase write what they write on one server,
+and leave every live row hinted in time and nothing of an erased agent.
+
+On the cluster a statement that locks rows names their agent: a recovery naming no
+agent recovers the matching agents' rows one agent after another. Before, a recovery by
+ids was refused ("could not run distributed query with FOR UPDATE/SHARE commands"); a
+hard delete's trigger ("cannot execute a distributed query from a query on a shard":
+the statistics' DELETE named its agents by a join only, migration 0048); an erase's hints
+("cannot push down this subquery")."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import asyncpg
+
+from ethos.services.engine import Engine, migrate
+from ethos.services.recovery import Selector
+from ethos.settings import DatabaseSettings, Settings
+from tests.citus.cluster import add_memories, distribute, made_at_once
+from tests.citus.test_ltp import day, ids_by_content
+from tests.citus.test_sweep import state
+
+
+async def lifecycle(engine: Engine, url: str) -> list[Any]:
+    conn = await asyncpg.connect(url)
+    try:
+        episodes = await ids_by_content(conn, "episodic_traces")
+    finally:
+        await conn.close()
+    forgotten = ["alice rowed 0 miles", "bob walked 1 hills", "carol walked 2 hills"]
+    done: list[Any] = []
+    report = await engine.forget("episode", [episodes[c] for c in forgotten], now=day(1))
+    done.append(report.counts)
+    await engine.sweep(now=day(200))
+    recovered = await engine.recover(
+        "episode", Selector(ids=(episodes["alice rowed 0 miles"], episodes["bob walked 1 hills"])),
+        now=day(201),
+    )  # fmt: skip
+    done.append(sorted(r["content"] for r in recovered.rows))
+    by_reason = await engine.recover("fact", Selector(reason="decay"), now=day(202))
+    done.append(sorted(r["content"] for r in by_reason.rows))
+    purged = await engine.purge(day(199), now=day(203))
+    done.append(purged.counts)
+    erased = await engine.erase("bob", dry_run=False)
+    done.append(erased.counts)
+    return done
+
+
+async def test_the_lifecycle_writes_what_it_writes_on_one_server(
+    single: str, citus_database: str
+) -> None:
+    reports = []
+    for url in (single, citus_database):
+        settings = Settings(database=DatabaseSettings(url=url))
+        await migrate(settings, url)
+        await add_memories(url)
+        await made_at_once(url)
+        if url == citus_database:
+            await distribute(url)
+        async with Engine(settings, url=url, check_settings=False) as engine:
+            reports.append(await lifecycle(engine, url))
+    assert reports[0] == reports[1]
+    forgot, recovered, by_reason, purged, erased = reports[1]
+    assert forgot == {"episodic_traces": {"manual": 3}}
+    assert recovered == ["alice rowed 0 miles", "bob walked 1 hills"]
+    assert purged["episodic_traces"] == {"manual": 1}  # carol's: the others came back
+    assert len(by_reason) > 3 and sum(erased.values()) > 10
+    ours, theirs = await state(single), await state(citus_database)
+    for key in ours:
+        assert ours[key] == theirs[key], key
+        if key.endswith("unhinted"):
+            assert theirs[key] == [], key
+    conn = await asyncpg.connect(citus_database)
+    try:
+        for table in ("episodic_traces", "semantic_facts", "memory_vectors"):
+            left = await conn.fetchval(f"SELECT count(*) FROM {table} WHERE agent_id = 'bob'")
+            hints = await conn.fetchval(f"SELECT count(*) FROM {table}_due WHERE agent_id = 'bob'")
+            assert (left, hints) == (0, 0), table
+    finally:
+        await conn.close()
