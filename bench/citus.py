@@ -98,7 +98,10 @@ async def main(args: argparse.Namespace) -> None:
             )
             for side in SIDES
         }  # fmt: skip
-        for agent, text, centre in queries[:50]:  # warm the caches and the connections
+        # Warm the caches and the connections: every agent's once (on the cluster, each
+        # shard group's statements are planned once a connection), then 50 queries.
+        warm = [(f"agent-{a}", words(rng, 3), rng.choice(centres)) for a in range(args.agents)]
+        for agent, text, centre in warm + queries[:50]:
             for engine in engines.values():
                 await engine.recall(agent, text, now=at, record=False)
                 await engine.nearest(agent, centre, now=at, record=False)

@@ -6,17 +6,19 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
 
-from ethos.services.engine import Engine
+from ethos.services.engine import Engine, migrate
 from ethos.settings import DatabaseSettings, Settings
 
+T = TypeVar("T")
 CITUS_DIR = Path(os.environ.get("CITUS_DIR", "/tmp/ethos-citus"))
 
 
@@ -175,3 +177,22 @@ async def made_at_once(url: str) -> None:
             await conn.execute(f"UPDATE {table} SET created_at = $1, anchor_at = $1", MADE)
     finally:
         await conn.close()
+
+
+async def side_by_side(
+    single: str, distributed: str, work: Callable[[Engine, str], Awaitable[T]]
+) -> list[T]:
+    """The same memories (add_memories, all made at MADE) in a database left on one
+    server and in one then distributed in place; `work` on an engine of each, in that
+    order: what each gave."""
+    done = []
+    for url in (single, distributed):
+        settings = Settings(database=DatabaseSettings(url=url))
+        await migrate(settings, url)
+        await add_memories(url)
+        await made_at_once(url)
+        if url == distributed:
+            await distribute(url)
+        async with Engine(settings, url=url, check_settings=False) as engine:
+            done.append(await work(engine, url))
+    return done

@@ -15,10 +15,9 @@ from typing import Any
 
 import asyncpg
 
-from ethos.services.engine import Engine, migrate
+from ethos.services.engine import Engine
 from ethos.services.recovery import Selector
-from ethos.settings import DatabaseSettings, Settings
-from tests.citus.cluster import add_memories, distribute, made_at_once
+from tests.citus.cluster import side_by_side
 from tests.citus.test_ltp import day, ids_by_content
 from tests.citus.test_sweep import state
 
@@ -51,16 +50,7 @@ async def lifecycle(engine: Engine, url: str) -> list[Any]:
 async def test_the_lifecycle_writes_what_it_writes_on_one_server(
     single: str, citus_database: str
 ) -> None:
-    reports = []
-    for url in (single, citus_database):
-        settings = Settings(database=DatabaseSettings(url=url))
-        await migrate(settings, url)
-        await add_memories(url)
-        await made_at_once(url)
-        if url == citus_database:
-            await distribute(url)
-        async with Engine(settings, url=url, check_settings=False) as engine:
-            reports.append(await lifecycle(engine, url))
+    reports = await side_by_side(single, citus_database, lifecycle)
     assert reports[0] == reports[1]
     forgot, recovered, by_reason, purged, erased = reports[1]
     assert forgot == {"episodic_traces": {"manual": 3}}

@@ -1,4 +1,5 @@
-"""LTP on a database distributed by agent (issue 40): searches recorded, a retrieval
+"""LTP on a database distributed by agent (issue 40): searches (which find what they
+find on one server, scores and all) recorded, a retrieval
 recorded, feedback (useful and wrong) and events through the durable queue strengthen
 the same memories and learn the same links as on one server, with nothing set aside;
 a flush retried after an in-doubt commit is applied once (its receipt commits with its
@@ -23,7 +24,7 @@ from ethos.domain.tables import table_spec
 from ethos.services.engine import Engine, migrate
 from ethos.services.ltp_flush import Events, apply_retrievals
 from ethos.settings import DatabaseSettings, Settings
-from tests.citus.cluster import AGENTS, MADE, add_memories, direction, distribute, made_at_once
+from tests.citus.cluster import AGENTS, MADE, add_memories, direction, distribute, side_by_side
 
 MEMORY = """SELECT agent_id, content, retrieval_count, useful_count, wrong_count, surfaced_count,
                    round(strength::numeric, 9) AS strength, round(salience::numeric, 9) AS salience,
@@ -45,11 +46,16 @@ async def ids_by_content(conn: asyncpg.Connection, table: str) -> dict[str, uuid
     return {r["content"]: r["id"] for r in await conn.fetch(f"SELECT id, content FROM {table}")}
 
 
-async def retrieve(engine: Engine, url: str) -> dict[str, int]:
-    """The same retrievals, in the same order, at the same moments; the LTP counts."""
+async def retrieve(engine: Engine, url: str) -> dict[str, Any]:
+    """The same retrievals, in the same order, at the same moments: what they found, and
+    the LTP counts."""
+    found = []
     for agent in AGENTS:
-        await engine.recall(agent, "sailed northern lake", now=day(1))
-        await engine.nearest(agent, direction(3), k=4, now=day(2))
+        for hits in (
+            await engine.recall(agent, "sailed northern lake", now=day(1)),
+            await engine.nearest(agent, direction(3), k=4, now=day(2)),
+        ):
+            found.append([(h.table, h.content, round(h.score, 9)) for h in hits])
     conn = await asyncpg.connect(url)
     try:
         episodes = await ids_by_content(conn, "episodic_traces")
@@ -76,6 +82,7 @@ async def retrieve(engine: Engine, url: str) -> dict[str, int]:
     return {
         "applied": stats.applied, "reinforced": stats.reinforced, "links": stats.links,
         "set_aside": stats.set_aside, "dropped": stats.dropped, "skipped": stats.skipped,
+        "found": found,
     }  # fmt: skip
 
 
@@ -94,17 +101,9 @@ async def state(url: str) -> dict[str, Any]:
 
 
 async def test_ltp_writes_what_it_writes_on_one_server(single: str, citus_database: str) -> None:
-    counts = []
-    for url in (single, citus_database):
-        settings = Settings(database=DatabaseSettings(url=url))
-        await migrate(settings, url)
-        await add_memories(url)
-        await made_at_once(url)
-        if url == citus_database:
-            await distribute(url)
-        async with Engine(settings, url=url, check_settings=False) as engine:
-            counts.append(await retrieve(engine, url))
-    assert counts[0] == counts[1]
+    counts = await side_by_side(single, citus_database, retrieve)
+    assert counts[0] == counts[1]  # what the searches found too, scores and all
+    assert all(counts[1]["found"])
     assert counts[1]["applied"] > 10 and counts[1]["links"] > 0 and counts[1]["reinforced"] > 0
     assert counts[1]["set_aside"] == counts[1]["dropped"] == 0
     ours, theirs = await state(single), await state(citus_database)

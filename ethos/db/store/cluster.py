@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ethos.db.store.core import CITUS_CATALOGUE
+from ethos.db.store.core import CITUS_CATALOGUE, translated
 from ethos.db.store.sql.cluster import (
     ACTIVE_WORKERS,
     CITUS_TABLES,
@@ -18,6 +18,7 @@ from ethos.db.store.sql.cluster import (
     forget_hints,
     plan_each_call,
     user_triggers,
+    vacuum,
 )
 from ethos.db.store.sweep import SweepStore
 from ethos.domain.errors import InputError
@@ -55,7 +56,8 @@ class ClusterStore(SweepStore):
         colocated, rows and all; what Citus holds already is left as it is, so a second
         run (or one after an interruption) converges. A table's triggers are off while
         its rows move (they would fire again for rows written already). The due tables
-        are emptied before they move and every row hinted again on its shard after."""
+        are emptied before they move and every row hinted again on its shard after; the
+        tables moved are vacuumed and analyzed (Citus gives the shards no statistics)."""
         if await self._fetchval(CITUS_CATALOGUE) is None:
             raise InputError("this server has no Citus: `ethos distribute` needs a coordinator")
         done = Distribution(nodes=await self._fetchval(ACTIVE_WORKERS))
@@ -89,6 +91,9 @@ class ClusterStore(SweepStore):
                 )
                 await tx.execute_literal(user_triggers(table, on=True))
             done.distributed.append(table)
+        for table in done.distributed:
+            with translated():
+                await self._pool.execute(vacuum(table))
         self._distributed = True
         now = await self.now()
         for spec in MEMORY_TABLES:

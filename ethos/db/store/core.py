@@ -63,6 +63,26 @@ def sql(text: str) -> Query:
     return Query(_NAMED.sub(position, text), tuple(names))
 
 
+def on_shard(query: Query, names: Mapping[str, str]) -> Query:
+    """`query` against the shards of one Citus shard group, on the node that holds them:
+    each table it names (`names`' keys: a bare identifier, or quoted as a regclass) by its
+    shard's name there. Citus plans what names a distributed table as a distributed
+    statement, and refuses a sweep's (its place lists span shards); a shard is a plain
+    table to its node, which keeps one generic plan of the statement a session."""
+    return _on_shard(query, tuple(sorted(names.items())))
+
+
+@cache
+def _on_shard(query: Query, names: tuple[tuple[str, str], ...]) -> Query:
+    shard = dict(names)
+    # the longest name first: episodic_traces_due is not episodic_traces followed by _due
+    tables = "|".join(sorted(map(re.escape, shard), key=len, reverse=True))
+    bare = re.compile(rf"(?<![\w'.])({tables})(?![\w'])")
+    regclass = re.compile(rf"'({tables})'::regclass")
+    text = regclass.sub(lambda m: f"'{shard[m.group(1)]}'::regclass", query.text)
+    return Query(bare.sub(lambda m: shard[m.group(1)], text), query.names)
+
+
 _BLOCK_NAME = re.compile(r"^-- name: (\w+)[ \t]*$", re.MULTILINE)
 
 
@@ -114,6 +134,7 @@ CLOCK_RESYNC_SECONDS = 60.0
 PING = STATEMENTS["ping"]
 CITUS_CATALOGUE = STATEMENTS["citus_catalogue"]
 DISTRIBUTED_BY_AGENT = STATEMENTS["distributed_by_agent"]
+SHARD_GROUPS = STATEMENTS["shard_groups"]
 
 
 def create_database(name: str) -> Query:
@@ -311,32 +332,44 @@ def terms(matching: Sequence[Mapping[str, Any]] | None) -> str | None:
     return None if matching is None else json.dumps(list(matching))
 
 
-# A Citus node's sessions that sweep its shards by name. Citus hides shards from the
-# catalogue by filtering each catalogue query, and the driver's look-up of a type it has
-# not met yet (an array parameter) took 2.7-3.3 s there, on each new connection, for each
-# such type; with the filter off, and no JIT compiling that query, 4 ms.
+# A Citus node's sessions that address its shards by name (sweeps, reads of an agent).
+# Citus hides shards from the catalogue by filtering each catalogue query, and the
+# driver's look-up of a type it has not met yet (an array parameter) took 2.7-3.3 s
+# there, on each new connection, for each such type; with the filter off, and no JIT
+# compiling that query, 4 ms.
 NODE_SESSION_SETTINGS = {"citus.override_table_visibility": "off", "jit": "off"}
+# A read of one agent on its node names its shard group's tables: as many statements as
+# groups, each planned on each connection. A generic plan is made once; the default makes
+# five custom plans first (one server's recall settles on its generic plan too).
+NODE_READ_SETTINGS = {**NODE_SESSION_SETTINGS, "plan_cache_mode": "force_generic_plan"}
 
 
-async def _sweep_pool(
-    settings: Settings, url: str, session: Mapping[str, str] | None = None
+async def _pool(
+    settings: Settings, url: str, *, sweep: bool, session: Mapping[str, str] | None = None
 ) -> asyncpg.Pool:
-    """The connections that sweep. Sweep batches commit asynchronously: they only
-    materialize values that the next sweep recomputes from the stored state, so a crash
-    can cost a few batches of refresh but never correctness, and no batch waits for a
-    WAL flush. Generic plans spare re-planning every batch."""
+    """The connections for everything, or (`sweep`) those that sweep. Sweep batches
+    commit asynchronously: they only materialize values that the next sweep recomputes
+    from the stored state, so a crash can cost a few batches of refresh but never
+    correctness, and no batch waits for a WAL flush. Generic plans spare re-planning
+    every batch. `session`: settings of a Citus node's sessions."""
+    if sweep:
+        sizes = (0, settings.sweep.workers + 1)  # and a prune pass beside a sweep
+        own = SWEEP_SESSION_SETTINGS
+    else:
+        sizes = (settings.database.pool_min_size, settings.database.pool_max_size)
+        own = {
+            **search_server_settings(settings.search.candidates, settings.search.max_scan_tuples),
+            **statement_timeout(settings.database.statement_timeout_seconds),
+        }
     pool: asyncpg.Pool = await asyncpg.create_pool(
         url,
-        min_size=0,
-        max_size=settings.sweep.workers + 1,  # and a prune pass beside a sweep
+        min_size=sizes[0],
+        max_size=sizes[1],
         timeout=settings.database.connect_timeout_seconds,
         init=_init_connection,
         reset=_keep_session,
-        server_settings={
-            **SWEEP_SESSION_SETTINGS,
-            **(session or {}),
-            "application_name": PROCESS_NAME,
-        },
+        server_settings={**own, **(session or {}), "application_name": PROCESS_NAME},
+        # The schedule makes statements of tens of KB: prepare them once too.
         max_cacheable_statement_size=0,
     )
     return pool
@@ -361,7 +394,8 @@ class StoreCore:
         self.url = url
         self._pool = pool
         self._sweep_pool = sweep_pool
-        self._node_pools: dict[str, asyncpg.Pool] = {}  # a Citus cluster's nodes (sweep)
+        # a Citus cluster's nodes: (host:port, for sweeps) -> pool
+        self._node_pools: dict[tuple[str, bool], asyncpg.Pool] = {}
         self._distributed: bool | None = None
         self._lock_conn: asyncpg.Connection | None = None
         self._checked: set[str] = set()
@@ -372,27 +406,10 @@ class StoreCore:
     async def open(cls, settings: Settings, url: str) -> Self:
         """Check the server, then open the pools: one for everything, and one whose
         connections sweep."""
-        timeout = settings.database.connect_timeout_seconds
-        await check_server(url, timeout)
+        await check_server(url, settings.database.connect_timeout_seconds)
         with translated():
-            pool = await asyncpg.create_pool(
-                url,
-                min_size=settings.database.pool_min_size,
-                max_size=settings.database.pool_max_size,
-                timeout=timeout,
-                init=_init_connection,
-                reset=_keep_session,
-                server_settings={
-                    **search_server_settings(
-                        settings.search.candidates, settings.search.max_scan_tuples
-                    ),
-                    **statement_timeout(settings.database.statement_timeout_seconds),
-                    "application_name": PROCESS_NAME,
-                },
-                # The schedule makes statements of tens of KB: prepare them once too.
-                max_cacheable_statement_size=0,
-            )
-            sweep_pool = await _sweep_pool(settings, url)
+            pool = await _pool(settings, url, sweep=False)
+            sweep_pool = await _pool(settings, url, sweep=True)
         log.debug("pool_open", url=redact(url))
         return cls(settings, url, pool, sweep_pool)
 
@@ -406,17 +423,56 @@ class StoreCore:
             self._distributed = citus and bool(await self._fetchval(DISTRIBUTED_BY_AGENT))
         return self._distributed
 
-    async def _node_pool(self, host: str, port: int) -> asyncpg.Pool:
-        """A sweep pool on another node of a Citus cluster (the coordinator's user,
-        password and database there), opened the first time it is asked for."""
-        node = f"{host}:{port}"
-        if node not in self._node_pools:
+    async def _node_pool(self, host: str, port: int, *, sweep: bool) -> asyncpg.Pool:
+        """A pool on another node of a Citus cluster (the coordinator's user, password
+        and database there), for sweeps or for reads, opened the first time it is asked
+        for."""
+        key = (f"{host}:{port}", sweep)
+        if key not in self._node_pools:
             url = node_url(self.url, host, port)
+            session = NODE_SESSION_SETTINGS if sweep else NODE_READ_SETTINGS
             with translated():
-                self._node_pools[node] = await _sweep_pool(
-                    self.settings, url, NODE_SESSION_SETTINGS
+                self._node_pools[key] = await _pool(
+                    self.settings, url, sweep=sweep, session=session
                 )
-        return self._node_pools[node]
+        return self._node_pools[key]
+
+    async def _agent_node(self, agent: str) -> tuple[asyncpg.Pool, dict[str, str]]:
+        """On a Citus cluster: the read pool on the node that holds the agent's shard
+        group, and the names of its tables there (one read of the coordinator's
+        catalogue)."""
+        group = await self._fetchrow(SHARD_GROUPS, agent=agent)
+        if group is None:
+            raise DatabaseError("the coordinator has no shard group of the memory tables")
+        pool = await self._node_pool(group["host"], group["port"], sweep=False)
+        return pool, dict(zip(group["tables"], group["names"], strict=True))
+
+    async def _fetch_of(self, query: Query, **values: Any) -> list[Row]:
+        """A read of one agent's memories (`agent`, as the statement names it). On a
+        Citus cluster it runs on the node that holds the agent's shard group, against
+        its shards by name: there it is planned once a session, as on one server, where
+        through the coordinator Citus planned it at every call, on the coordinator and
+        again on the node."""
+        if not await self.distributed():
+            return await self._fetch(query, **values)
+        pool, names = await self._agent_node(values["agent"])
+        placed = on_shard(query, names)
+        with translated():
+            rows: list[Row] = await pool.fetch(placed.text, *placed.args(values))
+            return rows
+
+    @asynccontextmanager
+    async def _transaction_of(self, agent: str) -> AsyncIterator[Transaction]:
+        """A transaction of reads of one agent's memories: on a Citus cluster, on the node
+        that holds the agent's shard group, against its shards (_fetch_of)."""
+        if not await self.distributed():
+            async with self._transaction() as tx:
+                yield tx
+            return
+        pool, names = await self._agent_node(agent)
+        with translated():
+            async with pool.acquire() as conn, conn.transaction():
+                yield Transaction(conn, names)
 
     async def close(self) -> None:
         await self.release_leader_lock()
@@ -557,19 +613,27 @@ class StoreCore:
 
 
 class Transaction:
-    """Statements on one connection inside one transaction; the store's own."""
+    """Statements on one connection inside one transaction; the store's own. On a Citus
+    node, against a shard group's tables: `names` (on_shard)."""
 
-    def __init__(self, conn: asyncpg.Connection) -> None:
+    def __init__(self, conn: asyncpg.Connection, names: Mapping[str, str] | None = None) -> None:
         self._conn = conn
+        self._names = names
+
+    def _placed(self, query: Query) -> Query:
+        return query if self._names is None else on_shard(query, self._names)
 
     async def fetch(self, query: Query, **values: Any) -> list[Row]:
+        query = self._placed(query)
         rows: list[Row] = await self._conn.fetch(query.text, *query.args(values))
         return rows
 
     async def fetchval(self, query: Query, **values: Any) -> Any:
+        query = self._placed(query)
         return await self._conn.fetchval(query.text, *query.args(values))
 
     async def fetchrow(self, query: Query, **values: Any) -> Row | None:
+        query = self._placed(query)
         row: Row | None = await self._conn.fetchrow(query.text, *query.args(values))
         return row
 

@@ -54,7 +54,7 @@ class SearchStore(StoreCore):
             "centering": self.settings.search.vector_centering,
             "matching": terms(matching),
         }
-        async with self._transaction() as tx:
+        async with self._transaction_of(agent) as tx:
             rows = await tx.fetch(SEARCH_VECTORS, **values)
             if len(rows) < k:  # the bounded index scan fell short: look at every vector
                 rows = await tx.fetch(SEARCH_VECTORS_EXACT, **values)
@@ -78,7 +78,7 @@ class SearchStore(StoreCore):
             await self.check_table(spec)
         search = self.settings.search
         weighed = moment is not None and search.moment_weight > 0
-        return await self._fetch(
+        return await self._fetch_of(
             build_recall_query(tables, context=search.context_weight > 0, moment=weighed),
             agent=agent,
             text=query,

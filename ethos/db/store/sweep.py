@@ -14,8 +14,7 @@ from typing import Any
 
 import asyncpg
 
-from ethos.db.store.core import Query, Row, StoreCore, translated
-from ethos.db.store.sql.cluster import SHARD_GROUPS
+from ethos.db.store.core import SHARD_GROUPS, Query, Row, StoreCore, on_shard, translated
 from ethos.db.store.sql.fragments import MAX_ID, NIL_ID
 from ethos.db.store.sql.sweep import (
     FINISH_SWEEP_RUN,
@@ -35,7 +34,6 @@ from ethos.db.store.sql.sweep import (
     build_rehint_query,
     build_split_query,
     build_sweep_batch_query,
-    on_shard,
 )
 from ethos.domain.tables import TableSpec
 
@@ -60,7 +58,7 @@ class SweepStore(StoreCore):
             return [self]
         groups = await self._fetch(SHARD_GROUPS, agent=agent)
         return [
-            ShardSweep(self, group, await self._node_pool(group["host"], group["port"]))
+            ShardSweep(self, group, await self._node_pool(group["host"], group["port"], sweep=True))
             for group in groups
         ]
 

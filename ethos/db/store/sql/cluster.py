@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ethos.db.store.core import DISTRIBUTED_BY_AGENT, statements
+from ethos.db.store.core import DISTRIBUTED_BY_AGENT, SHARD_GROUPS, statements
 
 # The plain statements, in the .sql file of the same name beside this one.
 STATEMENTS = statements(__file__)
@@ -18,7 +18,6 @@ DISTRIBUTED = (
 )  # fmt: skip
 REFERENCE = ("decay_policies", "importance_tiers", "ethos_settings")
 
-SHARD_GROUPS = STATEMENTS["shard_groups"]
 ACTIVE_WORKERS = STATEMENTS["active_workers"]
 CITUS_TABLES = STATEMENTS["citus_tables"]
 PLANNED_ONCE = STATEMENTS["planned_once"]
@@ -49,6 +48,13 @@ def plan_each_call(function: str) -> str:
 def user_triggers(table: str, *, on: bool) -> str:
     """A table's triggers on or off (a table of DISTRIBUTED)."""
     return f"ALTER TABLE {table} {'ENABLE' if on else 'DISABLE'} TRIGGER USER"
+
+
+def vacuum(table: str) -> str:
+    """A table vacuumed and analyzed after its rows moved: Citus copies them into the
+    shards with no statistics and no visibility map, and a shard's plans (made once a
+    session on its node) would be made blind. Outside a transaction block."""
+    return f"VACUUM (ANALYZE) {table}"
 
 
 def forget_hints(table: str) -> str:

@@ -76,3 +76,26 @@ SELECT to_regclass('pg_catalog.pg_dist_shard');
 -- On a Citus coordinator: whether ethos's memory tables are distributed (by agent).
 SELECT EXISTS (SELECT 1 FROM pg_dist_partition
                WHERE logicalrelid = 'episodic_traces'::regclass AND partmethod = 'h');
+
+-- name: shard_groups
+-- On a Citus coordinator whose memory tables are distributed by agent: each shard group
+-- (the shards of the colocated tables that hold the same agents), named by its
+-- episodic_traces shard, the node that holds it, and the names of its tables there, the
+-- reference tables' with them (one shard each, on every node). Only the group of
+-- %(agent)s where one is named; none where the tables are not distributed.
+SELECT g.shardid AS shard, n.nodename AS host, n.nodeport AS port,
+       array_agg(s.logicalrelid::regclass::text ORDER BY s.shardid) AS tables,
+       array_agg(shard_name(s.logicalrelid, s.shardid) ORDER BY s.shardid) AS names
+FROM pg_dist_shard AS g
+JOIN pg_dist_partition AS gp ON gp.logicalrelid = g.logicalrelid
+JOIN pg_dist_placement AS gpl ON gpl.shardid = g.shardid
+JOIN pg_dist_node AS n ON n.groupid = gpl.groupid
+JOIN pg_dist_shard AS s ON s.shardminvalue = g.shardminvalue OR s.shardminvalue IS NULL
+JOIN pg_dist_partition AS sp
+  ON sp.logicalrelid = s.logicalrelid
+ AND (sp.colocationid = gp.colocationid OR (sp.partmethod = 'n' AND sp.repmodel = 't'))
+WHERE g.logicalrelid = 'episodic_traces'::regclass
+  AND (%(agent)s::text IS NULL
+       OR g.shardid = get_shard_id_for_distribution_column('episodic_traces', %(agent)s::text))
+GROUP BY g.shardid, n.nodename, n.nodeport
+ORDER BY g.shardid;

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping
 from functools import cache
 
 from ethos.db.store.core import Query, sql, statements
@@ -364,23 +362,3 @@ UNLOCK_SLICES = STATEMENTS["unlock_slices"]
 LAST_SWEEP_FINISHED = STATEMENTS["last_sweep_finished"]
 PRUNED_AT = STATEMENTS["pruned_at"]
 REMOVE_FADED_LINKS = STATEMENTS["remove_faded_links"]
-
-
-def on_shard(query: Query, names: Mapping[str, str]) -> Query:
-    """`query` against the shards of one Citus shard group, on the node that holds them:
-    each table it names (`names`' keys: a bare identifier, or quoted as a regclass) by its
-    shard's name there. Citus plans what names a distributed table as a distributed
-    statement, and refuses a sweep's (its place lists span shards); a shard is a plain
-    table to its node, which keeps one generic plan of the statement a session."""
-    return _on_shard(query, tuple(sorted(names.items())))
-
-
-@cache
-def _on_shard(query: Query, names: tuple[tuple[str, str], ...]) -> Query:
-    shard = dict(names)
-    # the longest name first: episodic_traces_due is not episodic_traces followed by _due
-    tables = "|".join(sorted(map(re.escape, shard), key=len, reverse=True))
-    bare = re.compile(rf"(?<![\w'.])({tables})(?![\w'])")
-    regclass = re.compile(rf"'({tables})'::regclass")
-    text = regclass.sub(lambda m: f"'{shard[m.group(1)]}'::regclass", query.text)
-    return Query(bare.sub(lambda m: shard[m.group(1)], text), query.names)
