@@ -17,7 +17,7 @@ import asyncpg
 
 from ethos.services.engine import Engine
 from ethos.services.recovery import Selector
-from tests.citus.cluster import side_by_side
+from tests.citus.cluster import MADE, direction, side_by_side
 from tests.citus.test_ltp import day, ids_by_content
 from tests.citus.test_sweep import state
 
@@ -70,3 +70,41 @@ async def test_the_lifecycle_writes_what_it_writes_on_one_server(
             assert (left, hints) == (0, 0), table
     finally:
         await conn.close()
+
+
+async def merge_near(engine: Engine, url: str) -> list[Any]:
+    """Exact duplicates that plain SQL inserted (two agents) and near duplicates of three
+    agents (a vector and its copy nudged), merged."""
+    conn = await asyncpg.connect(url)
+    try:
+        await conn.execute(
+            """INSERT INTO semantic_facts (agent_id, content, created_at)
+               VALUES ('alice', 'a twice', $1), ('alice', 'a twice', $1),
+                      ('bob', 'b twice', $1), ('bob', 'b twice', $1)""",
+            MADE,
+        )
+    finally:
+        await conn.close()
+    for agent in ("alice", "bob", "carol"):
+        for i, nudge in ((20, 0.0), (20, 1e-4), (30, 0.0), (30, 2e-4)):
+            vector = direction(i)
+            vector[2] += nudge
+            await engine.add(
+                "vector", agent_id=agent, content=f"{agent} {i} {nudge}", embedding=vector
+            )
+    exact = await engine.merge(now=day(2))
+    near = await engine.merge(near=True, now=day(2))
+    return [exact.counts, near.counts]
+
+
+async def test_duplicates_merge_as_on_one_server(single: str, citus_database: str) -> None:
+    """On the cluster each shard group is searched for near duplicates on its node
+    (Citus refused the search's lateral join on the distributed table), and each agent's
+    groups merge there (it refused the merge's lock of rows across shards)."""
+    merged = await side_by_side(single, citus_database, merge_near)
+    assert merged[0] == merged[1]
+    exact, near = merged[1]
+    assert exact["semantic_facts"]["merged"] == 2 and near["near"]["merged"] >= 6
+    ours, theirs = await state(single), await state(citus_database)
+    for key in ours:  # (which of two equal duplicates survives follows their ids: any)
+        assert sorted(map(repr, ours[key])) == sorted(map(repr, theirs[key])), key

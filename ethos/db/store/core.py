@@ -437,15 +437,32 @@ class StoreCore:
                 )
         return self._node_pools[key]
 
+    async def _shard_groups(self, agent: str | None) -> list[Row]:
+        """On a Citus cluster: the shard groups (the agent's alone, where one is named),
+        each with its node and the names of its tables there."""
+        return await self._fetch(SHARD_GROUPS, agent=agent)
+
     async def _agent_node(self, agent: str) -> tuple[asyncpg.Pool, dict[str, str]]:
         """On a Citus cluster: the read pool on the node that holds the agent's shard
         group, and the names of its tables there (one read of the coordinator's
         catalogue)."""
-        group = await self._fetchrow(SHARD_GROUPS, agent=agent)
-        if group is None:
+        groups = await self._shard_groups(agent)
+        if not groups:
             raise DatabaseError("the coordinator has no shard group of the memory tables")
+        return await self._group_node(groups[0])
+
+    async def _group_node(self, group: Row) -> tuple[asyncpg.Pool, dict[str, str]]:
         pool = await self._node_pool(group["host"], group["port"], sweep=False)
         return pool, dict(zip(group["tables"], group["names"], strict=True))
+
+    @asynccontextmanager
+    async def _group_transaction(
+        self, pool: asyncpg.Pool, names: dict[str, str]
+    ) -> AsyncIterator[Transaction]:
+        """A transaction on a Citus node, against a shard group's tables (`names`)."""
+        with translated():
+            async with pool.acquire() as conn, conn.transaction():
+                yield Transaction(conn, names)
 
     async def _fetch_of(self, query: Query, **values: Any) -> list[Row]:
         """A read of one agent's memories (`agent`, as the statement names it). On a
@@ -469,10 +486,8 @@ class StoreCore:
             async with self._transaction() as tx:
                 yield tx
             return
-        pool, names = await self._agent_node(agent)
-        with translated():
-            async with pool.acquire() as conn, conn.transaction():
-                yield Transaction(conn, names)
+        async with self._group_transaction(*await self._agent_node(agent)) as tx:
+            yield tx
 
     async def close(self) -> None:
         await self.release_leader_lock()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -38,6 +39,7 @@ from ethos.db.store.sql.lifecycle import (
     build_recovery_candidates_query,
     build_rehint_rows_query,
 )
+from ethos.db.store.sql.ltp import build_agents_query
 from ethos.domain.tables import MEMORY_TABLES, TableSpec
 
 
@@ -59,13 +61,23 @@ class LifecycleStore(StoreCore):
     async def near_duplicates(
         self, agent: str | None, after: uuid.UUID, limit: int, threshold: float
     ) -> list[Row]:
-        """The next `limit` vectors after `after`, each with its near duplicates."""
-        async with self._transaction() as tx:
-            await tx.execute_literal(NEAR_DUPLICATE_SEARCH_SETTINGS)
-            return await tx.fetch(
-                NEAR_DUPLICATES, agent=agent, after=after, limit=limit,
-                threshold=threshold,
-            )  # fmt: skip
+        """The next `limit` vectors after `after`, each with its near duplicates. On a
+        Citus cluster each shard group's on its node (Citus refuses the statement's
+        lateral join on the distributed table; an agent's vectors are all in one group),
+        the first `limit` of all of them kept, in id order, as one server's batch."""
+        values = {"agent": agent, "after": after, "limit": limit, "threshold": threshold}
+        if not await self.distributed():
+            async with self._transaction() as tx:
+                await tx.execute_literal(NEAR_DUPLICATE_SEARCH_SETTINGS)
+                return await tx.fetch(NEAR_DUPLICATES, **values)
+        found: list[Row] = []
+        for group in await self._shard_groups(agent):
+            async with self._group_transaction(*await self._group_node(group)) as tx:
+                await tx.execute_literal(NEAR_DUPLICATE_SEARCH_SETTINGS)
+                found += await tx.fetch(NEAR_DUPLICATES, **values)
+        kept = sorted({row["id"] for row in found})[:limit]
+        last, chosen = (kept[-1] if kept else None), set(kept)
+        return [{**row, "last_id": last} for row in found if row["id"] in chosen]
 
     async def vector_sources(self, ids: list[uuid.UUID]) -> list[Row]:
         return await self._fetch(VECTOR_SOURCES, ids=ids)
@@ -73,11 +85,31 @@ class LifecycleStore(StoreCore):
     async def merge(
         self, spec: TableSpec, ids: list[uuid.UUID], groups: list[int], now: datetime
     ) -> Row:
-        """Merge groups of memories (members, and the number of the group of each)."""
+        """Merge groups of memories (members, and the number of the group of each): the
+        groups, the merged and the links moved. On a Citus cluster one agent's groups at
+        a time (a group's members are one agent's), on the agent's node against its
+        shard group: Citus refuses the statement's lock of rows across shards."""
         await self.check_table(spec)
-        row = await self._fetchrow(build_merge_query(spec), ids=ids, groups=groups, now=now)
-        assert row is not None
-        return row
+        query = build_merge_query(spec)
+        if not await self.distributed():
+            row = await self._fetchrow(query, ids=ids, groups=groups, now=now)
+            assert row is not None
+            return row
+        rows = await self._fetch(build_agents_query(spec), ids=ids)
+        agents = {row["id"]: row["agent_id"] for row in rows}
+        by_agent: dict[str, list[tuple[uuid.UUID, int]]] = defaultdict(list)
+        for member, group in zip(ids, groups, strict=True):
+            if member in agents:
+                by_agent[agents[member]].append((member, group))
+        done: Counter[str] = Counter(groups=0, merged=0, links_moved=0)
+        for agent, members in sorted(by_agent.items()):
+            async with self._transaction_of(agent) as tx:
+                row = await tx.fetchrow(
+                    query, ids=[m for m, _ in members], groups=[g for _, g in members], now=now
+                )
+            assert row is not None
+            done.update(dict(row))
+        return done
 
     async def forget(self, spec: TableSpec, ids: list[uuid.UUID], now: datetime) -> list[uuid.UUID]:
         await self.check_table(spec)
