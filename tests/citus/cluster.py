@@ -115,6 +115,7 @@ async def distribute(url: str) -> None:
 
 
 AGENTS = ("alice", "bob", "carol")
+TABLES = ("episodic_traces", "semantic_facts", "memory_vectors")
 DIMENSION = 384
 
 
@@ -173,7 +174,7 @@ async def made_at_once(url: str) -> None:
     """Every memory of the database made at MADE."""
     conn = await asyncpg.connect(url)
     try:
-        for table in ("episodic_traces", "semantic_facts", "memory_vectors"):
+        for table in TABLES:
             await conn.execute(f"UPDATE {table} SET created_at = $1, anchor_at = $1", MADE)
     finally:
         await conn.close()

@@ -13,10 +13,8 @@ import asyncpg
 from ethos.db.store.sql.cluster import DISTRIBUTED, REFERENCE
 from ethos.services.engine import migrate
 from ethos.settings import DatabaseSettings, Settings
-from tests.citus.cluster import add_memories
+from tests.citus.cluster import TABLES, add_memories
 from tests.conftest import Cli
-
-TABLES = ("episodic_traces", "semantic_facts", "memory_vectors")
 
 
 def test_distribute_needs_a_citus_coordinator(cli: Cli, database_url: str) -> None:

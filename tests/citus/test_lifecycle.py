@@ -17,7 +17,7 @@ import asyncpg
 
 from ethos.services.engine import Engine
 from ethos.services.recovery import Selector
-from tests.citus.cluster import MADE, direction, side_by_side
+from tests.citus.cluster import MADE, TABLES, direction, side_by_side
 from tests.citus.test_ltp import day, ids_by_content
 from tests.citus.test_sweep import state
 
@@ -64,7 +64,7 @@ async def test_the_lifecycle_writes_what_it_writes_on_one_server(
             assert theirs[key] == [], key
     conn = await asyncpg.connect(citus_database)
     try:
-        for table in ("episodic_traces", "semantic_facts", "memory_vectors"):
+        for table in TABLES:
             left = await conn.fetchval(f"SELECT count(*) FROM {table} WHERE agent_id = 'bob'")
             hints = await conn.fetchval(f"SELECT count(*) FROM {table}_due WHERE agent_id = 'bob'")
             assert (left, hints) == (0, 0), table

@@ -24,7 +24,15 @@ from ethos.domain.tables import table_spec
 from ethos.services.engine import Engine, migrate
 from ethos.services.ltp_flush import Events, apply_retrievals
 from ethos.settings import DatabaseSettings, Settings
-from tests.citus.cluster import AGENTS, MADE, add_memories, direction, distribute, side_by_side
+from tests.citus.cluster import (
+    AGENTS,
+    MADE,
+    TABLES,
+    add_memories,
+    direction,
+    distribute,
+    side_by_side,
+)
 
 MEMORY = """SELECT agent_id, content, retrieval_count, useful_count, wrong_count, surfaced_count,
                    round(strength::numeric, 9) AS strength, round(salience::numeric, 9) AS salience,
@@ -91,7 +99,7 @@ async def state(url: str) -> dict[str, Any]:
     try:
         found: dict[str, Any] = {
             table: [dict(r) for r in await conn.fetch(MEMORY.format(table=table))]
-            for table in ("episodic_traces", "semantic_facts", "memory_vectors")
+            for table in TABLES
         }
         found["links"] = [dict(r) for r in await conn.fetch(LINKS)]
         found["dead letters"] = await conn.fetch("SELECT reason FROM retrieval_dead_letters")

@@ -18,9 +18,8 @@ import asyncpg
 from ethos.services.engine import Engine, migrate
 from ethos.services.sweep import Mode
 from ethos.settings import DatabaseSettings, DecaySettings, Settings
-from tests.citus.cluster import MADE, add_memories, distribute, made_at_once
+from tests.citus.cluster import MADE, TABLES, add_memories, distribute, made_at_once
 
-TABLES = ("episodic_traces", "semantic_facts", "memory_vectors")
 # (mode, days after the adds, the agent swept alone)
 SWEEPS: tuple[tuple[Mode, float, str | None], ...] = (
     ("due", 0.5, None),

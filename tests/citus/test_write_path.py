@@ -18,10 +18,7 @@ import asyncpg
 
 from ethos.services.engine import migrate
 from ethos.settings import DatabaseSettings, Settings
-from tests.citus.cluster import add_memories, distribute
-
-TABLES = ("episodic_traces", "semantic_facts", "memory_vectors")
-
+from tests.citus.cluster import TABLES, add_memories, distribute
 
 MEMORIES = """SELECT id, agent_id, content, policy, importance, auto_importance, auto_answer,
                      auto_particularity, content_key, content_tsv::text AS words, salience,

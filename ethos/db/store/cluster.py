@@ -64,7 +64,7 @@ class ClusterStore(SweepStore):
         if done.nodes < 1:
             raise InputError("the Citus coordinator has no active worker (citus_add_node)")
         held = {
-            r["table_name"]: r["kind"]
+            r["table_name"]
             for r in await self._fetch(CITUS_TABLES, tables=[*REFERENCE, *DISTRIBUTED])
         }
         done.already = sorted(held)
@@ -96,8 +96,7 @@ class ClusterStore(SweepStore):
                 await self._pool.execute(vacuum(table))
         self._distributed = True
         now = await self.now()
+        parts = await self.sweep_parts(None)
         for spec in MEMORY_TABLES:
-            done.hinted[spec.name] = 0
-            for part in await self.sweep_parts(None):
-                done.hinted[spec.name] += await part.rehint(spec, now)
+            done.hinted[spec.name] = sum([await part.rehint(spec, now) for part in parts])
         return done

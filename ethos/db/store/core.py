@@ -375,6 +375,11 @@ async def _pool(
     return pool
 
 
+def shard_names(group: Mapping[str, Any]) -> dict[str, str]:
+    """A shard group's tables (a row of SHARD_GROUPS): each table's shard name there."""
+    return dict(zip(group["tables"], group["names"], strict=True))
+
+
 def node_url(url: str, host: str, port: int) -> str:
     """`url` (its user, password, database and options) at another host and port."""
     parts = urlsplit(url)
@@ -453,7 +458,7 @@ class StoreCore:
 
     async def _group_node(self, group: Row) -> tuple[asyncpg.Pool, dict[str, str]]:
         pool = await self._node_pool(group["host"], group["port"], sweep=False)
-        return pool, dict(zip(group["tables"], group["names"], strict=True))
+        return pool, shard_names(group)
 
     @asynccontextmanager
     async def _group_transaction(

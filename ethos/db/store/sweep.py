@@ -14,7 +14,7 @@ from typing import Any
 
 import asyncpg
 
-from ethos.db.store.core import SHARD_GROUPS, Query, Row, StoreCore, on_shard, translated
+from ethos.db.store.core import Query, Row, StoreCore, on_shard, shard_names, translated
 from ethos.db.store.sql.fragments import MAX_ID, NIL_ID
 from ethos.db.store.sql.sweep import (
     FINISH_SWEEP_RUN,
@@ -56,10 +56,9 @@ class SweepStore(StoreCore):
         is named), on its node."""
         if not await self.distributed():
             return [self]
-        groups = await self._fetch(SHARD_GROUPS, agent=agent)
         return [
             ShardSweep(self, group, await self._node_pool(group["host"], group["port"], sweep=True))
-            for group in groups
+            for group in await self._shard_groups(agent)
         ]
 
     async def sweep_batch(
@@ -259,7 +258,7 @@ class SweepWorker:
 
 class ShardSweep(SweepStore):
     """One shard group of a Citus cluster, swept on the node that holds it, against its
-    shards by their own names (sql.sweep.on_shard): Citus plans a statement naming a
+    shards by their own names (core.on_shard): Citus plans a statement naming a
     distributed table as a distributed one, and refuses a sweep's. Its statements name
     one shard group, so a sweep of a cluster runs on every node at once. Each node keeps
     its own transaction ids, so a full sweep's hint horizon is read there too."""
@@ -270,7 +269,7 @@ class ShardSweep(SweepStore):
         self.node = f"{group['host']}:{group['port']}"
         self.shard: int = group["shard"]
         self.first_lock = self.shard * SLICES  # each shard group's slices have their own
-        self._names = dict(zip(group["tables"], group["names"], strict=True))
+        self._names = shard_names(group)
 
     def _placed(self, query: Query) -> Query:
         return on_shard(query, self._names)

@@ -8,7 +8,7 @@ from ethos.db.store.core import DISTRIBUTED_BY_AGENT, SHARD_GROUPS, statements
 STATEMENTS = statements(__file__)
 
 # The tables Citus distributes by agent, colocated with the first (whose shards name a
-# shard group: sql.sweep's shard_groups), and those it copies to every node (decision
+# shard group: core's shard_groups), and those it copies to every node (decision
 # record 0019). The rest stay on the coordinator: the retrieval queue and dead letters
 # (no agent_id yet), the audit and daemon tables.
 DISTRIBUTED = (

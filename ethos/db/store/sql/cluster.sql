@@ -6,9 +6,8 @@
 SELECT count(*) FROM citus_get_active_worker_nodes();
 
 -- name: citus_tables
--- ethos's tables Citus holds already: 'distributed' or 'reference'.
-SELECT logicalrelid::regclass::text AS table_name,
-       CASE WHEN partmethod = 'h' THEN 'distributed' ELSE 'reference' END AS kind
+-- Those of %(tables)s that Citus holds already (distributed or reference).
+SELECT logicalrelid::regclass::text AS table_name
 FROM pg_dist_partition
 WHERE logicalrelid::regclass::text = ANY (%(tables)s::text[]);
 

@@ -358,6 +358,16 @@ def hint_all(spec: TableSpec, rows: str) -> str:
     return insert_hints(spec, hint_moments(rows), since="%(now)s::timestamptz")
 
 
+def hint_live_rows(spec: TableSpec, where: str = "true") -> str:
+    """Hints of the table's live rows matching `where`, from their own moments (due_at,
+    prune_at), grouped from %(now)s: what a hint of them that was dropped stood for."""
+    return hint_all(
+        spec,
+        f"""(SELECT id, ctid AS place, agent_id, due_at, prune_at FROM {spec.name}
+             WHERE NOT pruned AND {where})""",
+    )
+
+
 def pruned_set(reason: str) -> str:
     """SET of a row soft-deleted at %(now)s for `reason`: pruned rows have no schedule."""
     return (

@@ -12,6 +12,7 @@ from ethos.db.store.sql.fragments import (
     emotion_of,
     hint_all,
     hint_both_at,
+    hint_live_rows,
     policy_columns,
     pruned_set,
     salience_call,
@@ -393,9 +394,7 @@ def build_rehint_rows_query(spec: TableSpec) -> Query:
     """The live rows among %(ids)s hinted anew from their own moments: what a dropped
     hint held of other agents' (on one server a hint holds rows of any agent; on Citus,
     of its shard's agents)."""
-    rows = f"""(SELECT id, ctid AS place, agent_id, due_at, prune_at FROM {spec.name}
-               WHERE id = ANY (%(ids)s::uuid[]) AND NOT pruned)"""
-    return sql(hint_all(spec, rows))
+    return sql(hint_live_rows(spec, "id = ANY (%(ids)s::uuid[])"))
 
 
 UNDELETABLE_TABLES = STATEMENTS["undeletable_tables"]

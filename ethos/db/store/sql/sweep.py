@@ -8,6 +8,7 @@ from ethos.db.store.core import Query, sql, statements
 from ethos.db.store.sql.fragments import (
     confidence_expr,
     emotion_of,
+    hint_live_rows,
     hint_moments,
     insert_hints,
     policy_columns,
@@ -338,11 +339,9 @@ def build_rehint_query(spec: TableSpec) -> Query:
     in one statement: what it drops and what it hints are of one snapshot, and a write
     committed after it hinted its own rows. After the rows moved (distributed), where
     their hints named places they left. How many rows it hinted."""
-    rows = f"(SELECT id, ctid AS place, agent_id, due_at, prune_at FROM {spec.name}"
-    hinted = insert_hints(spec, hint_moments(rows + " WHERE NOT pruned)"), since="%(now)s")
     return sql(f"""
     WITH dropped AS (DELETE FROM {spec.due_table}),
-    hinted AS ({hinted} RETURNING n)
+    hinted AS ({hint_live_rows(spec)} RETURNING n)
     SELECT coalesce(sum(n), 0)::bigint FROM hinted""")
 
 
