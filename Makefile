@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-stamp
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 .PHONY: install run demo test peers unit lint format typecheck bench bench-peer recall-bench lifecycle-bench browser mcp-inspector serve all clean \
-	citus citus-install citus-up citus-down citus-test bench-citus test-on
+	citus citus-install citus-up citus-down citus-test citus-suite bench-citus test-on
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -83,6 +83,10 @@ citus-down:  ## stop the three nodes (their data stays; scripts/citus.sh destroy
 
 citus-test: install  ## the Citus tests, against the cluster make citus started
 	$(BIN)/pytest -q tests/citus
+
+citus-suite: install  ## the whole suite on the cluster make citus started, every test's database distributed by agent
+	TEST_ADMIN_URL=$$(cat $${CITUS_DIR:-/tmp/ethos-citus}/url) TEST_DISTRIBUTED=1 \
+		$(BIN)/pytest -q -n 2 tests/unit tests/integration tests/acceptance
 
 bench-citus: install  ## ethos distributed on the cluster beside its coordinator alone, the same rows (ROWS=200000)
 	$(BIN)/python bench/citus.py --rows $(or $(ROWS),200000)

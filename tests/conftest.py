@@ -12,6 +12,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Self
@@ -29,7 +30,11 @@ from ethos.settings import DatabaseSettings, ImportanceSettings, Settings
 for _name in [n for n in os.environ if n.startswith("ETHOS_")]:
     del os.environ[_name]
 
-TEMPLATE = "ethos_template"
+# One per pytest-xdist worker: workers sharing a TEST_ADMIN_URL server make their own.
+TEMPLATE = "_".join(["ethos_template", *filter(None, [os.environ.get("PYTEST_XDIST_WORKER")])])
+# TEST_DISTRIBUTED: TEST_ADMIN_URL is a Citus coordinator, and every test's database is a
+# cluster database distributed by agent (`ethos distribute`), on all its nodes (issue 40).
+DISTRIBUTED = bool(os.environ.get("TEST_DISTRIBUTED"))
 _counter = itertools.count()
 
 
@@ -79,11 +84,24 @@ async def _drop_database(admin_uri: str, name: str) -> None:
 
 @pytest.fixture(scope="session")
 def template_uri(admin_uri: str) -> str:
+    if DISTRIBUTED:
+        return asyncio.run(_distributed_template(admin_uri))
     if os.environ.get("TEST_ADMIN_URL"):  # a server that outlives the session: made anew
         asyncio.run(_drop_database(admin_uri, TEMPLATE))
     asyncio.run(store.ensure_database(admin_uri, TEMPLATE))
     uri = database_uri(admin_uri, TEMPLATE)
     asyncio.run(migrate(Settings(), uri))  # as `ethos migrate` leaves it
+    return uri
+
+
+async def _distributed_template(admin_uri: str) -> str:
+    from tests.citus import cluster
+
+    await cluster.drop_cluster_database(admin_uri, TEMPLATE)
+    uri = await cluster.create_cluster_database(admin_uri, TEMPLATE)
+    await migrate(Settings(), uri)
+    await cluster.distribute(uri)
+    await cluster.freeze_cluster_database(admin_uri, TEMPLATE)
     return uri
 
 
@@ -105,16 +123,33 @@ class ConfiguredEngine(Engine):
         return self
 
 
-@pytest.fixture
-async def database_url(admin_uri: str, template_uri: str) -> AsyncIterator[str]:
-    name = f"test_{os.getpid()}_{next(_counter)}"
+@asynccontextmanager
+async def template_copy(admin_uri: str, name: str) -> AsyncIterator[str]:
+    """A database `name` copied from the migrated template (on every node of the cluster,
+    with TEST_DISTRIBUTED), dropped after: its URL."""
+    if DISTRIBUTED:
+        from tests.citus.cluster import copy_cluster_database, drop_cluster_database
+
+        try:
+            yield await copy_cluster_database(admin_uri, TEMPLATE, name)
+        finally:
+            await drop_cluster_database(admin_uri, name)
+        return
     conn = await asyncpg.connect(admin_uri)
     try:
         await conn.execute(f'CREATE DATABASE "{name}" TEMPLATE {TEMPLATE}')
-        yield database_uri(admin_uri, name)
-        await conn.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+        try:
+            yield database_uri(admin_uri, name)
+        finally:
+            await conn.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
     finally:
         await conn.close()
+
+
+@pytest.fixture
+async def database_url(admin_uri: str, template_uri: str) -> AsyncIterator[str]:
+    async with template_copy(admin_uri, f"test_{os.getpid()}_{next(_counter)}") as url:
+        yield url
 
 
 @pytest.fixture

@@ -4,6 +4,7 @@ distributed by agent, and the memories the tests add to it and to one server."""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -38,9 +39,8 @@ def with_database(url: str, name: str) -> str:
     return urlunsplit(parts._replace(path=f"/{name}"))
 
 
-async def create_cluster_database(url: str, name: str) -> str:
-    """Database `name` on the coordinator and every worker, with citus and vector, the
-    coordinator registered and the workers added: what scripts/citus.sh db does."""
+async def cluster_nodes(url: str) -> list[tuple[str, int]]:
+    """The coordinator at `url` and its active workers, as (host, port)."""
     coordinator = await asyncpg.connect(url)
     try:
         workers = await coordinator.fetch(
@@ -49,15 +49,28 @@ async def create_cluster_database(url: str, name: str) -> str:
     finally:
         await coordinator.close()
     parts = urlsplit(url)
-    user = parts.username or "postgres"
-    nodes = [(parts.hostname or "127.0.0.1", parts.port or 5432)]
-    nodes += [(w["node_name"], w["node_port"]) for w in workers]
+    return [(parts.hostname or "127.0.0.1", parts.port or 5432)] + [
+        (w["node_name"], w["node_port"]) for w in workers
+    ]
+
+
+async def _on_every_node(url: str, nodes: list[tuple[str, int]], statement: str) -> None:
+    user = urlsplit(url).username or "postgres"
     for host, port in nodes:
         admin = await asyncpg.connect(host=host, port=port, user=user, database="postgres")
         try:
-            await admin.execute(f'CREATE DATABASE "{name}"')
+            await admin.execute(statement)
         finally:
             await admin.close()
+
+
+async def create_cluster_database(url: str, name: str) -> str:
+    """Database `name` on the coordinator and every worker, with citus and vector, the
+    coordinator registered and the workers added: what scripts/citus.sh db does."""
+    nodes = await cluster_nodes(url)
+    await _on_every_node(url, nodes, f'CREATE DATABASE "{name}"')
+    user = urlsplit(url).username or "postgres"
+    for host, port in nodes:
         conn = await asyncpg.connect(host=host, port=port, user=user, database=name)
         try:
             await conn.execute("CREATE EXTENSION citus; CREATE EXTENSION vector")
@@ -65,7 +78,7 @@ async def create_cluster_database(url: str, name: str) -> str:
             await conn.close()
     conn = await asyncpg.connect(with_database(url, name))
     try:
-        await conn.execute("SELECT citus_set_coordinator_host($1, $2)", nodes[0][0], nodes[0][1])
+        await conn.execute("SELECT citus_set_coordinator_host($1, $2)", *nodes[0])
         for host, port in nodes[1:]:
             await conn.execute("SELECT citus_add_node($1, $2)", host, port)
     finally:
@@ -73,24 +86,44 @@ async def create_cluster_database(url: str, name: str) -> str:
     return with_database(url, name)
 
 
-async def drop_cluster_database(url: str, name: str) -> None:
-    coordinator = await asyncpg.connect(url)
-    try:
-        workers = await coordinator.fetch(
-            "SELECT node_name, node_port FROM citus_get_active_worker_nodes()"
-        )
-        await coordinator.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    finally:
-        await coordinator.close()
+async def freeze_cluster_database(url: str, name: str) -> None:
+    """Make cluster database `name` a template: no one connects to it any more, Citus's
+    maintenance daemons and the nodes' connections to each other included, for CREATE
+    DATABASE copies only a database no one is in."""
+    await _on_every_node(
+        url,
+        await cluster_nodes(url),
+        f'ALTER DATABASE "{name}" WITH ALLOW_CONNECTIONS false;'
+        " SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+        f" WHERE datname = '{name}' AND pid <> pg_backend_pid()",
+    )
+
+
+async def copy_cluster_database(url: str, template: str, name: str) -> str:
+    """A copy of the frozen cluster database `template` as `name`: each node's database
+    copied from its own `template`. The copies' catalogues name the same nodes and shards,
+    so together they are one cluster database again, rows and all."""
+    statement = f'CREATE DATABASE "{name}" TEMPLATE "{template}"'
     user = urlsplit(url).username or "postgres"
-    for w in workers:
-        conn = await asyncpg.connect(
-            host=w["node_name"], port=w["node_port"], user=user, database="postgres"
-        )
+    for host, port in await cluster_nodes(url):
+        admin = await asyncpg.connect(host=host, port=port, user=user, database="postgres")
         try:
-            await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            for attempt in range(50):  # (a maintenance daemon restarting may look in)
+                try:
+                    await admin.execute(statement)
+                    break
+                except asyncpg.ObjectInUseError:
+                    if attempt == 49:
+                        raise
+                    await asyncio.sleep(0.1)
         finally:
-            await conn.close()
+            await admin.close()
+    return with_database(url, name)
+
+
+async def drop_cluster_database(url: str, name: str) -> None:
+    dropped = f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'
+    await _on_every_node(url, await cluster_nodes(url), dropped)
 
 
 _counter = itertools.count()

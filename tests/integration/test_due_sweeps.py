@@ -21,7 +21,7 @@ from ethos.services.engine import Engine
 from ethos.services.sweep import Mode
 from ethos.settings import DatabaseSettings, PolicySettings, Settings
 from tests import reference_decay
-from tests.conftest import TEMPLATE, ConfiguredEngine, database_uri, near
+from tests.conftest import ConfiguredEngine, near, template_copy
 
 if TYPE_CHECKING:
     from tests.conftest import Days
@@ -46,14 +46,8 @@ def settings(database_url: str) -> Settings:
 @pytest.fixture
 async def twin_url(admin_uri: str, template_uri: str) -> AsyncIterator[str]:
     """A second database, for the same history swept the other way."""
-    name = f"twin_{uuid.uuid4().hex[:12]}"
-    conn = await asyncpg.connect(admin_uri)
-    try:
-        await conn.execute(f'CREATE DATABASE "{name}" TEMPLATE {TEMPLATE}')
-        yield database_uri(admin_uri, name)
-        await conn.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
-    finally:
-        await conn.close()
+    async with template_copy(admin_uri, f"twin_{uuid.uuid4().hex[:12]}") as url:
+        yield url
 
 
 async def check_schedules(

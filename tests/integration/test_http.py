@@ -14,7 +14,7 @@ import pytest
 
 from ethos.services.engine import Engine
 from ethos.settings import DatabaseSettings, Settings
-from tests.conftest import TEMPLATE, Cli, database_uri
+from tests.conftest import Cli, template_copy
 from tests.servers import TOKEN, serving
 
 READER = "read-only-token-for-the-test"
@@ -23,19 +23,12 @@ READER = "read-only-token-for-the-test"
 @pytest.fixture(scope="module")
 async def api(admin_uri: str, template_uri: str) -> AsyncIterator[tuple[httpx.AsyncClient, str]]:
     """One server for the module's tests, on a database of its own: (client, its URL)."""
-    name = f"http_{os.getpid()}"
-    conn = await asyncpg.connect(admin_uri)
-    await conn.execute(f'CREATE DATABASE "{name}" TEMPLATE {TEMPLATE}')
-    url = database_uri(admin_uri, name)
-    try:
-        async with (
-            serving("serve", url, "127.0.0.1") as port,
-            httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as client,
-        ):
-            yield client, url
-    finally:
-        await conn.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
-        await conn.close()
+    async with (
+        template_copy(admin_uri, f"http_{os.getpid()}") as url,
+        serving("serve", url, "127.0.0.1") as port,
+        httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as client,
+    ):
+        yield client, url
 
 
 def ok(response: httpx.Response) -> Any:

@@ -175,7 +175,8 @@ async def test_merge_merges_duplicates_loaded_by_sql(
         assert survivor["anchor_at"] == days(3)
     merged = await conn.fetch(
         "SELECT m.merged_into, s.content FROM semantic_facts AS m"
-        " JOIN semantic_facts AS s ON s.id = m.merged_into WHERE m.prune_reason = 'merged'"
+        " JOIN semantic_facts AS s ON s.agent_id = m.agent_id AND s.id = m.merged_into"
+        " WHERE m.prune_reason = 'merged'"
     )
     assert len(merged) == 200
     assert all(r["content"].startswith("fact ") for r in merged)

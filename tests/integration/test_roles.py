@@ -21,7 +21,7 @@ from ethos.services.engine import Engine
 from ethos.services.recovery import Selector
 from ethos.settings import DatabaseSettings, Settings
 from tests.acceptance.test_cli import one_line_error
-from tests.conftest import TEMPLATE, Cli, Psql, database_uri
+from tests.conftest import Cli, Psql, template_copy
 from tests.vectors import unit
 
 APP, ERASER, AGENT, AGENT_B = "app", "eraser", "agent", "agent_b"
@@ -54,16 +54,15 @@ async def house(admin_uri: str, template_uri: str) -> AsyncIterator[House]:
     name = f"roles_{os.getpid()}"
     names = {APP: f"{name}_app", ERASER: f"{name}_eraser", AGENT: f"{name}_agent_a",
              AGENT_B: f"{name}_agent_b"}  # fmt: skip
-    admin = await asyncpg.connect(admin_uri)
-    await admin.execute(f'CREATE DATABASE "{name}" TEMPLATE {TEMPLATE}')
-    house = House(database_uri(admin_uri, name), names)
     try:
-        async with Engine(Settings(database=DatabaseSettings(url=house.owner_url))) as owner:
-            agents = [(names[AGENT], "a"), (names[AGENT_B], "b")]
-            await owner.make_roles(names[APP], names[ERASER], agents)
-        yield house
+        async with template_copy(admin_uri, name) as url:
+            house = House(url, names)
+            async with Engine(Settings(database=DatabaseSettings(url=house.owner_url))) as owner:
+                agents = [(names[AGENT], "a"), (names[AGENT_B], "b")]
+                await owner.make_roles(names[APP], names[ERASER], agents)
+            yield house
     finally:
-        await admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+        admin = await asyncpg.connect(admin_uri)
         for role in (names[AGENT], names[AGENT_B], f"{names[APP]}_agents", names[ERASER],
                      names[APP]):  # fmt: skip
             await admin.execute(f"DROP ROLE IF EXISTS {role}")

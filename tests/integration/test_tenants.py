@@ -16,7 +16,7 @@ import pytest
 from ethos.domain.errors import DatabaseError
 from ethos.services.engine import Engine
 from ethos.settings import DatabaseSettings, LtpSettings, Settings, with_statement_timeout
-from tests.conftest import TEMPLATE, Cli, database_uri
+from tests.conftest import Cli, template_copy
 from tests.integration.test_roles import (
     AGENT,
     AGENT_B,
@@ -51,12 +51,11 @@ async def bare(admin_uri: str, template_uri: str) -> AsyncIterator[tuple[str, st
     """A database of its own, for `ethos roles` runs that change who may do what; its
     owner's URL and the prefix of the roles it makes."""
     name = f"converge_{os.getpid()}_{uuid.uuid4().hex[:6]}"
-    admin = await asyncpg.connect(admin_uri)
-    await admin.execute(f'CREATE DATABASE "{name}" TEMPLATE {TEMPLATE}')
     try:
-        yield database_uri(admin_uri, name), name
+        async with template_copy(admin_uri, name) as url:
+            yield url, name
     finally:
-        await admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+        admin = await asyncpg.connect(admin_uri)
         for role in ("agent_a", "agent_b", "app_agents", "eraser", "app"):
             await admin.execute(f"DROP ROLE IF EXISTS {name}_{role}")
         await admin.close()

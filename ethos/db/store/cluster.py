@@ -68,10 +68,7 @@ class ClusterStore(SweepStore):
             for r in await self._fetch(CITUS_TABLES, tables=[*REFERENCE, *DISTRIBUTED])
         }
         done.already = sorted(held)
-        async with self._transaction() as tx:
-            for row in await tx.fetch(PLANNED_ONCE):
-                done.planned_each_call.append(row["function"])
-                await tx.execute_literal(plan_each_call(row["function"]))
+        done.planned_each_call = await self.plan_functions_each_call()
         for table in REFERENCE:
             if table not in held:
                 await self._fetchval(CREATE_REFERENCE_TABLE, table=table)
@@ -100,3 +97,14 @@ class ClusterStore(SweepStore):
         for spec in MEMORY_TABLES:
             done.hinted[spec.name] = sum([await part.rehint(spec, now) for part in parts])
         return done
+
+    async def plan_functions_each_call(self) -> list[str]:
+        """The functions that keep one generic plan a session, made to plan each call
+        (Citus refuses to plan a generic one): their names. A migration that replaces
+        such a function restates its settings, so `ethos migrate` calls this again on a
+        distributed database."""
+        async with self._transaction() as tx:
+            functions = [row["function"] for row in await tx.fetch(PLANNED_ONCE)]
+            for function in functions:
+                await tx.execute_literal(plan_each_call(function))
+        return functions

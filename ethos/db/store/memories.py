@@ -104,6 +104,7 @@ class MemoryStore(StoreCore):
         if embedded is not None:
             await tx.fetch(
                 build_insert_source_vectors_query(spec),
+                agent=memory.agent_id,
                 ids=[new_id],
                 **embedding_binds([embedded]),
             )
@@ -114,6 +115,7 @@ class MemoryStore(StoreCore):
         importance): its policy, and which of those changed."""
         row = await self._fetchrow(
             build_raise_repeat_query(memory.table),
+            agent=memory.agent_id,
             id=memory_id,
             pinned=memory.pinned,
             metadata=json.dumps(memory.metadata),

@@ -10,6 +10,7 @@ from operator import attrgetter
 from typing import Any
 
 from ethos.db.store.core import Row, StoreCore, Transaction, log
+from ethos.db.store.sql.ltp import build_agents_query
 from ethos.db.store.sql.policies import (
     ASSIGN_AGENT_POLICY,
     ETHOS_SETTINGS,
@@ -178,17 +179,23 @@ class PolicyStore(StoreCore):
         return policy
 
     async def move(self, spec: TableSpec, memory_id: uuid.UUID, policy: str, now: datetime) -> Row:
-        """Move a live memory to `policy`, re-anchored at `now`."""
+        """Move a live memory to `policy`, re-anchored at `now`. Its statements name its
+        agent (on a Citus cluster, they run on the agent's shard)."""
         await self.check_table(spec)
-        async with self._transaction() as tx:
-            await tx.fetchval(build_lock_rows_query(spec), ids=[memory_id])
-            row = await tx.fetchrow(
-                build_move_query(spec),
-                id=memory_id,
-                policy=policy,
-                now=now,
-                tolerance=self.settings.decay.refresh_tolerance,
-            )
+        agents = await self._fetch(build_agents_query(spec), ids=[memory_id])
+        row = None
+        if agents:
+            agent = agents[0]["agent_id"]
+            async with self._transaction() as tx:
+                await tx.fetchval(build_lock_rows_query(spec), agent=agent, ids=[memory_id])
+                row = await tx.fetchrow(
+                    build_move_query(spec),
+                    agent=agent,
+                    id=memory_id,
+                    policy=policy,
+                    now=now,
+                    tolerance=self.settings.decay.refresh_tolerance,
+                )
         if row is None:
             states = await self.id_states(spec, [memory_id])
             if memory_id in states:

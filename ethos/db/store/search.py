@@ -157,13 +157,23 @@ class SearchStore(StoreCore):
         )  # fmt: skip
 
     async def insert_source_vectors(
-        self, spec: TableSpec, ids: list[uuid.UUID], embeddings: list[list[float]]
+        self, spec: TableSpec, memories: list[Row], embeddings: list[list[float]]
     ) -> int:
-        """Vectors embedding these memories (where none does yet): how many were made."""
-        rows = await self._fetch(
-            build_insert_source_vectors_query(spec), ids=ids, **embedding_binds(embeddings)
-        )
-        return len(rows)
+        """Vectors embedding these memories (rows of missing_vectors), where none does yet:
+        how many were made. One statement an agent (on a Citus cluster, on its shard)."""
+        agents: dict[str, list[tuple[uuid.UUID, list[float]]]] = {}
+        for memory, embedding in zip(memories, embeddings, strict=True):
+            agents.setdefault(memory["agent_id"], []).append((memory["id"], embedding))
+        made = 0
+        async with self._transaction() as tx:
+            for agent, pairs in agents.items():
+                rows = await tx.fetch(
+                    build_insert_source_vectors_query(spec), agent=agent,
+                    ids=[memory_id for memory_id, _ in pairs],
+                    **embedding_binds([embedding for _, embedding in pairs]),
+                )  # fmt: skip
+                made += len(rows)
+        return made
 
     async def build_vector_index(self) -> None:
         """Build the HNSW index with database.index_build_memory of maintenance_work_mem."""

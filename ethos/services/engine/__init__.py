@@ -76,8 +76,11 @@ class Engine(MemoryEngine, PolicyEngine, OperationsEngine, ItemEngine, ListingEn
 
 async def migrate(settings: Settings, url: str) -> None:
     """The database at `url` up to the schema, holding these settings' policies, tiers and
-    defaults: what `ethos migrate` leaves, ready to use."""
+    defaults: what `ethos migrate` leaves, ready to use (distributed on a Citus cluster:
+    the functions it replaced are made fit for Citus again, as `ethos distribute` did)."""
     # Alembic runs its own event loop: give it a thread.
     await asyncio.to_thread(db.migrate, settings, url)
     async with Engine(settings, url=url, check_settings=False) as engine:
         await engine.apply_settings()
+        if await engine.store.distributed():
+            await engine.store.plan_functions_each_call()

@@ -213,9 +213,8 @@ class MemoryEngine(RetrievalEngine):
                 vectors = await embed(
                     self.embedder, texts, self.settings.embedding, role="document"
                 )
-                ids = [row["id"] for row in rows]
-                made[spec.name] += await self.store.insert_source_vectors(spec, ids, vectors)
-                after = ids[-1]
+                made[spec.name] += await self.store.insert_source_vectors(spec, rows, vectors)
+                after = rows[-1]["id"]
         return VectorsMade(made)
 
     async def explain(

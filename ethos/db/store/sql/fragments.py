@@ -431,15 +431,17 @@ def embedding_at(position: str) -> str:
 
 @cache
 def build_insert_source_vectors_query(spec: TableSpec) -> Query:
-    """Vectors of memories %(ids)s, the embeddings in their order (embedding_at): their
-    agent, content and creation, embedding them; none where one appeared meanwhile."""
+    """Vectors of memories %(ids)s of agent %(agent)s, the embeddings in their order
+    (embedding_at): their agent, content and creation, embedding them; none where one
+    appeared meanwhile."""
     return sql(f"""
     INSERT INTO memory_vectors (agent_id, content, embedding, source_type, source_id,
                                 created_at)
     SELECT m.agent_id, m.content, {embedding_at("e.k")}, '{spec.name}', m.id, m.created_at
     FROM unnest(%(ids)s::uuid[]) WITH ORDINALITY AS e (id, k)
-    JOIN {spec.name} AS m ON m.id = e.id
+    JOIN {spec.name} AS m ON m.agent_id = %(agent)s AND m.id = e.id
     WHERE NOT EXISTS (SELECT 1 FROM memory_vectors AS v
-                      WHERE v.source_type = '{spec.name}' AND v.source_id = m.id)
+                      WHERE v.agent_id = %(agent)s AND v.source_type = '{spec.name}'
+                        AND v.source_id = m.id)
     RETURNING id
     """)

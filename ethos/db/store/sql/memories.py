@@ -111,17 +111,19 @@ def build_find_duplicate_query(spec: TableSpec) -> Query:
 
 @cache
 def build_raise_repeat_query(spec: TableSpec) -> Query:
-    """A repeat asks for more: the memory %(id)s becomes pinned if asked, takes the
-    metadata keys it lacks and the higher importance; what changed is returned."""
+    """A repeat asks for more: the memory %(id)s of agent %(agent)s becomes pinned if
+    asked, takes the metadata keys it lacks and the higher importance; what changed is
+    returned."""
     return sql(f"""
     WITH old AS (
-        SELECT id, pinned, metadata, importance FROM {spec.name} WHERE id = %(id)s FOR UPDATE
+        SELECT id, pinned, metadata, importance FROM {spec.name}
+        WHERE agent_id = %(agent)s AND id = %(id)s FOR UPDATE
     ), new AS (
         UPDATE {spec.name} AS m
         SET pinned = m.pinned OR %(pinned)s,
             metadata = %(metadata)s::jsonb || m.metadata,
             importance = greatest(m.importance, %(importance)s::float8)
-        FROM old WHERE m.id = old.id
+        FROM old WHERE m.agent_id = %(agent)s AND m.id = old.id
         RETURNING m.pinned, m.metadata, m.importance, m.policy
     )
     SELECT new.policy,

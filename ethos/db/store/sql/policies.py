@@ -23,12 +23,13 @@ STATEMENTS = statements(__file__)
 
 @cache
 def build_lock_rows_query(spec: TableSpec) -> Query:
-    """Lock rows in id order (as sweep batches lock them, which keeps deadlocks rare)
-    before a write that reads their policy: the write's own snapshot then sees them as
-    they are, whatever wrote them last."""
+    """Lock rows of agent %(agent)s in id order (as sweep batches lock them, which keeps
+    deadlocks rare) before a write that reads their policy: the write's own snapshot then
+    sees them as they are, whatever wrote them last."""
     return sql(f"""
     SELECT count(*) FROM (
-        SELECT 1 FROM {spec.name} WHERE id = ANY(%(ids)s::uuid[]) ORDER BY id FOR UPDATE
+        SELECT 1 FROM {spec.name} WHERE agent_id = %(agent)s AND id = ANY(%(ids)s::uuid[])
+        ORDER BY id FOR UPDATE
     ) AS locked
     """)
 
@@ -41,9 +42,9 @@ UPDATE memory_links AS l SET fades_at = {link_fades_at("l.weight", "l.weighted_a
 
 @cache
 def build_move_query(spec: TableSpec) -> Query:
-    """Move one live memory to %(policy)s at %(now)s: its curve is re-anchored there
-    (strength = its strength at that moment on the old curve), so its salience goes on
-    from where it was, on the new curve."""
+    """Move one live memory of agent %(agent)s to %(policy)s at %(now)s: its curve is
+    re-anchored there (strength = its strength at that moment on the old curve), so its
+    salience goes on from where it was, on the new curve."""
     at = {"anchor": "x.at", "n": "x.n", "at": "x.at", "alias": "x", "policy": "np"}
     fact_state = fact_values = fact_set = ""
     if spec.has_confidence:
@@ -60,7 +61,7 @@ def build_move_query(spec: TableSpec) -> Query:
                {"m.expires_at," if spec.has_expiry else ""} %(policy)s::text AS new_policy
         FROM {spec.name} AS m
         JOIN decay_policies AS p ON p.name = m.policy
-        WHERE m.id = %(id)s AND NOT m.pruned
+        WHERE m.agent_id = %(agent)s AND m.id = %(id)s AND NOT m.pruned
     ),
     s AS (
         {
@@ -80,7 +81,7 @@ def build_move_query(spec: TableSpec) -> Query:
             salience = s.stored_salience, policy = s.new_policy, anchor_at = s.at,
             due_at = s.due_at, prune_at = s.prune_at
         FROM s
-        WHERE m.id = s.id
+        WHERE m.agent_id = %(agent)s AND m.id = s.id
         RETURNING m.id, s.old_policy, m.policy, m.salience, m.due_at, m.prune_at, m.ctid AS place,
                   m.agent_id
     ),

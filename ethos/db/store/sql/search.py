@@ -475,7 +475,7 @@ def build_missing_vectors_query(spec: TableSpec, *, by_agent: bool) -> Query:
     """The next %(limit)s live memories after %(after)s that no vector embeds."""
     agent = "AND m.agent_id = %(agent)s" if by_agent else ""
     return sql(f"""
-    SELECT m.id, m.content FROM {spec.name} AS m
+    SELECT m.id, m.agent_id, m.content FROM {spec.name} AS m
     WHERE NOT m.pruned AND m.id > %(after)s {agent}
       AND NOT EXISTS (SELECT 1 FROM memory_vectors AS v
                       WHERE v.source_type = '{spec.name}' AND v.source_id = m.id

@@ -1,0 +1,66 @@
+"""`ethos migrate` on a database already distributed (issue 40): a migration after
+`ethos distribute` reaches every node. A database built by the migrations to 0047, then
+distributed, cannot erase an agent (its statistics' trigger reads beside a distributed
+table on a shard); `ethos migrate` to the head (0048 replaces that function) puts the
+new function on the coordinator and on both workers, and the erase then runs."""
+
+from __future__ import annotations
+
+import asyncio
+
+import asyncpg
+
+from ethos import db
+from ethos.settings import DatabaseSettings, Settings
+from tests.citus.cluster import cluster_nodes, distribute, with_database
+from tests.conftest import Cli
+
+ADD = "INSERT INTO semantic_facts (agent_id, content) VALUES ($1, $2)"
+
+
+async def definitions(url: str) -> list[str]:
+    """Each node's text of ethos_text_stats_add, the function migration 0048 replaces."""
+    name = url.rsplit("/", 1)[1]
+    found = []
+    for host, port in await cluster_nodes(url):
+        conn = await asyncpg.connect(with_database(f"postgresql://postgres@{host}:{port}", name))
+        try:
+            found.append(
+                await conn.fetchval("SELECT pg_get_functiondef('ethos_text_stats_add'::regproc)")
+            )
+        finally:
+            await conn.close()
+    return found
+
+
+async def test_a_migration_after_distribute_reaches_every_node(
+    cli: Cli, citus_database: str
+) -> None:
+    settings = Settings(database=DatabaseSettings(url=citus_database))
+    await asyncio.to_thread(db.migrate, settings, citus_database, "0047", from_baseline=True)
+    await distribute(citus_database)
+    conn = await asyncpg.connect(citus_database)
+    try:
+        for agent in "ab":
+            await conn.execute(ADD, agent, f"{agent} fears storms")
+    finally:
+        await conn.close()
+    env = {"ETHOS_DATABASE__URL": citus_database}
+    refused = cli("erase", "--agent", "a", "--yes", env=env, timeout=300)
+    assert refused.returncode == 1 and "on a shard" in refused.stderr, refused.stderr
+    assert len({*await definitions(citus_database)}) == 1
+
+    migrated = cli("migrate", env=env, timeout=300)
+    assert migrated.returncode == 0, migrated.stderr
+    after = await definitions(citus_database)
+    assert len(after) == 3 and len(set(after)) == 1
+    assert "agent_id = ANY (agents)" in after[0]
+    erased = cli("erase", "--agent", "a", "--yes", env=env, timeout=300)
+    assert erased.returncode == 0, erased.stderr
+    conn = await asyncpg.connect(citus_database)
+    try:
+        assert await conn.fetchval("SELECT array_agg(agent_id) FROM semantic_facts") == ["b"]
+        stats = "SELECT array_agg(DISTINCT agent_id) FROM lexeme_stats"
+        assert await conn.fetchval(stats) == ["b"]
+    finally:
+        await conn.close()
