@@ -17,7 +17,7 @@ from ethos import db
 from ethos.services.engine import Engine
 from ethos.settings import DatabaseSettings, LtpSettings, PolicySettings, Settings
 from tests.acceptance.daemons import FAST, DaemonProcess, wait_for
-from tests.conftest import ConfiguredEngine
+from tests.conftest import TEMPLATE, ConfiguredEngine
 
 if TYPE_CHECKING:
     from tests.conftest import Cli
@@ -232,7 +232,7 @@ async def test_while_the_database_is_gone_every_log_event_is_one_json_line(
     standard logging module: it must come out as one JSON event like ethos's own."""
     admin = await asyncpg.connect(admin_uri)
     try:
-        await admin.execute("CREATE DATABASE gone_soon TEMPLATE ethos_template")
+        await admin.execute(f"CREATE DATABASE gone_soon TEMPLATE {TEMPLATE}")
         url = admin_uri.replace("/postgres?", "/gone_soon?", 1)
         daemons.append(DaemonProcess(url, tmp_path, "d", ETHOS_LOGGING__LEVEL="debug"))
         conn = await asyncpg.connect(url)
