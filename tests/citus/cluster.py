@@ -54,14 +54,26 @@ async def cluster_nodes(url: str) -> list[tuple[str, int]]:
     ]
 
 
-async def _on_every_node(url: str, nodes: list[tuple[str, int]], statement: str) -> None:
+async def _on_every_node(
+    url: str, nodes: list[tuple[str, int]], statement: str, database: str = "postgres"
+) -> None:
+    """Run `statement` in `database` of each node. A database in use (a maintenance
+    daemon restarting may look into the template a CREATE DATABASE copies) is waited
+    for, up to 5 s."""
     user = urlsplit(url).username or "postgres"
     for host, port in nodes:
-        admin = await asyncpg.connect(host=host, port=port, user=user, database="postgres")
+        conn = await asyncpg.connect(host=host, port=port, user=user, database=database)
         try:
-            await admin.execute(statement)
+            for attempt in range(50):
+                try:
+                    await conn.execute(statement)
+                    break
+                except asyncpg.ObjectInUseError:
+                    if attempt == 49:
+                        raise
+                    await asyncio.sleep(0.1)
         finally:
-            await admin.close()
+            await conn.close()
 
 
 async def create_cluster_database(url: str, name: str) -> str:
@@ -69,13 +81,7 @@ async def create_cluster_database(url: str, name: str) -> str:
     coordinator registered and the workers added: what scripts/citus.sh db does."""
     nodes = await cluster_nodes(url)
     await _on_every_node(url, nodes, f'CREATE DATABASE "{name}"')
-    user = urlsplit(url).username or "postgres"
-    for host, port in nodes:
-        conn = await asyncpg.connect(host=host, port=port, user=user, database=name)
-        try:
-            await conn.execute("CREATE EXTENSION citus; CREATE EXTENSION vector")
-        finally:
-            await conn.close()
+    await _on_every_node(url, nodes, "CREATE EXTENSION citus; CREATE EXTENSION vector", name)
     conn = await asyncpg.connect(with_database(url, name))
     try:
         await conn.execute("SELECT citus_set_coordinator_host($1, $2)", *nodes[0])
@@ -103,21 +109,8 @@ async def copy_cluster_database(url: str, template: str, name: str) -> str:
     """A copy of the frozen cluster database `template` as `name`: each node's database
     copied from its own `template`. The copies' catalogues name the same nodes and shards,
     so together they are one cluster database again, rows and all."""
-    statement = f'CREATE DATABASE "{name}" TEMPLATE "{template}"'
-    user = urlsplit(url).username or "postgres"
-    for host, port in await cluster_nodes(url):
-        admin = await asyncpg.connect(host=host, port=port, user=user, database="postgres")
-        try:
-            for attempt in range(50):  # (a maintenance daemon restarting may look in)
-                try:
-                    await admin.execute(statement)
-                    break
-                except asyncpg.ObjectInUseError:
-                    if attempt == 49:
-                        raise
-                    await asyncio.sleep(0.1)
-        finally:
-            await admin.close()
+    copied = f'CREATE DATABASE "{name}" TEMPLATE "{template}"'
+    await _on_every_node(url, await cluster_nodes(url), copied)
     return with_database(url, name)
 
 
