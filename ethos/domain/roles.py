@@ -31,7 +31,8 @@ from ethos.domain.tables import MEMORY_TABLES
 # The columns no role but the owner changes: a memory's identity.
 FIXED_COLUMNS = ("id", "agent_id", "created_at")
 
-_DUE = tuple(f"{spec.name}_due" for spec in MEMORY_TABLES)
+MEMORY_NAMES = tuple(spec.name for spec in MEMORY_TABLES)
+_DUE = tuple(f"{name}_due" for name in MEMORY_NAMES)
 # Write rights by table; every other table and view is read-only (SELECT). Derived data
 # the engine keeps and drops: tiers (replaced by `ethos settings apply`), per-agent
 # policies, the sweep's schedule, links, retrievals recorded from SQL (popped FOR
@@ -56,7 +57,7 @@ APP_WRITES: Mapping[str, str] = {
     "retrieval_dead_letters": "SELECT, INSERT",  # events the database refused for good
     "ltp_flushes": "SELECT, INSERT, DELETE",  # receipts, aged out daily
 }
-ERASER_DELETES = tuple(spec.name for spec in MEMORY_TABLES)
+ERASER_DELETES = MEMORY_NAMES
 # Agent roles: what an agent's own connection may touch, under row-level security.
 AGENT_READS = ("decay_policies", "importance_tiers", "ethos_settings")
 # SELECT, own rows. The term statistics too: the insert trigger reads the writer's
@@ -71,7 +72,7 @@ AGENT_ROWS = (
     "agent_vector_stats",
 )
 # Row-level security's tables: the memories and everything keyed by their agent.
-ROW_LEVEL = (*(spec.name for spec in MEMORY_TABLES), *AGENT_ROWS)
+ROW_LEVEL = (*MEMORY_NAMES, *AGENT_ROWS)
 OWN = "agent_id = ANY (ethos_own_agents())"
 # The durable queue has no agent: an agent role may queue events of the memories it sees,
 # at a moment that has come (what ethos_record_retrieval checks, also for a plain INSERT).
@@ -201,30 +202,42 @@ def _row_level(roles: Roles) -> list[str]:
             f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY",
             f"CREATE POLICY ethos_service ON {table} TO {roles.app} USING (true) WITH CHECK (true)",
         ]
+    group = roles.agents_group
     out += [
-        f"CREATE POLICY ethos_agent ON {table} TO {roles.agents_group} USING ({OWN})"
-        f" WITH CHECK ({OWN})"
+        f"CREATE POLICY ethos_agent ON {table} TO {group} USING ({OWN}) WITH CHECK ({OWN})"
         for table in ROW_LEVEL
+        if table not in MEMORY_NAMES
     ]
-    # An agent's memory starts when it is written (an anchor ahead would hold it at full
-    # strength until then); the app may date a memory as its source did.
-    out += [
-        f"CREATE POLICY ethos_agent_memory_starts_when_written ON {spec.name} AS RESTRICTIVE"
-        f" FOR INSERT TO {roles.agents_group} WITH CHECK ({NOT_AHEAD})"
-        for spec in MEMORY_TABLES
-    ]
+    # A memory: its agent's, and it starts when it is written (an anchor ahead would hold
+    # it at full strength until then; the app may date a memory as its source did). Every
+    # policy is permissive, one per command: Citus gives a shard a restrictive policy as
+    # a permissive one, which would let any row in that passes the restriction alone.
+    for table in MEMORY_NAMES:
+        out += [
+            f"CREATE POLICY ethos_agent ON {table} FOR SELECT TO {group} USING ({OWN})",
+            f"CREATE POLICY ethos_agent_adds ON {table} FOR INSERT TO {group}"
+            f" WITH CHECK ({OWN} AND {NOT_AHEAD})",
+            f"CREATE POLICY ethos_agent_changes ON {table} FOR UPDATE TO {group}"
+            f" USING ({OWN}) WITH CHECK ({OWN})",
+        ]
     out.append(
-        f"CREATE POLICY ethos_agent ON retrieval_queue FOR INSERT TO {roles.agents_group}"
+        f"CREATE POLICY ethos_agent ON retrieval_queue FOR INSERT TO {group}"
         f" WITH CHECK ({QUEUE_CHECK})"
     )
     return out
 
 
 def _no_row_level() -> list[str]:
+    # ethos_agent_memory_starts_when_written: a restrictive policy earlier runs made
     return [
         *(
-            f"DROP POLICY IF EXISTS ethos_agent_memory_starts_when_written ON {spec.name}"
-            for spec in MEMORY_TABLES
+            f"DROP POLICY IF EXISTS {policy} ON {table}"
+            for table in MEMORY_NAMES
+            for policy in (
+                "ethos_agent_memory_starts_when_written",
+                "ethos_agent_adds",
+                "ethos_agent_changes",
+            )
         ),
         *(
             statement

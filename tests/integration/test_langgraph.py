@@ -163,7 +163,8 @@ async def test_an_index_ranks_by_similarity_and_ttl_expires(
         await asyncio.sleep(0.5)  # expired, not yet swept: no longer listed
         assert ("gone",) not in await store.alist_namespaces()
     vectors = await conn.fetchval(
-        "SELECT count(*) FROM memory_vectors v JOIN semantic_facts f ON f.id = v.source_id"
+        "SELECT count(*) FROM memory_vectors v JOIN semantic_facts f"
+        " ON f.agent_id = v.agent_id AND f.id = v.source_id"
         " WHERE f.client_key IN ('car', 'jazz', 'raw')"
     )
     assert vectors == 2
@@ -190,7 +191,8 @@ async def test_an_item_without_the_indexed_text_is_stored_unembedded(
         await plain.aput(("p",), "nostring", {"n": 2})
         assert [i.key for i in await plain.asearch(("p",), query="2")] == ["nostring"]
     vectors = await conn.fetchval(
-        "SELECT count(*) FROM memory_vectors v JOIN semantic_facts f ON f.id = v.source_id"
+        "SELECT count(*) FROM memory_vectors v JOIN semantic_facts f"
+        " ON f.agent_id = v.agent_id AND f.id = v.source_id"
         " WHERE f.agent_id = 'u'"
     )
     assert vectors == 0
@@ -215,6 +217,25 @@ async def test_items_stay_until_deleted_or_expired_unless_told_otherwise(
     )
     assert [tuple(r) for r in rows] == [
         ("auto", "working", True), ("kept", "permanent", False), ("ttl", "long_term", False)
+    ]  # fmt: skip
+
+
+async def test_a_replaced_item_takes_the_policy_given_else_keeps_its_own(
+    engine: Engine, conn: asyncpg.Connection
+) -> None:
+    """In one batch over two agents: a put that names a policy sets it, on a new item
+    and on one it replaces; one that names none leaves a replaced item's as it was."""
+    await engine.put_items([ItemPut("p1", "a", {"v": 1}, "a", policy="permanent"),
+                            ItemPut("p2", "b", {"v": 1}, "b", policy="permanent")])  # fmt: skip
+    await engine.put_items([
+        ItemPut("p1", "a", {"v": 2}, "a2", policy="long_term"),
+        ItemPut("p2", "b", {"v": 2}, "b2"),
+        ItemPut("p2", "c", {"v": 2}, "c", policy="long_term"),
+    ])  # fmt: skip
+    rows = await conn.fetch("SELECT agent_id, client_key, policy FROM semantic_facts"
+                            " WHERE NOT pruned ORDER BY 1, 2")  # fmt: skip
+    assert [tuple(r) for r in rows] == [
+        ("p1", "a", "long_term"), ("p2", "b", "permanent"), ("p2", "c", "long_term")
     ]  # fmt: skip
 
 
@@ -276,7 +297,8 @@ async def test_a_batch_applies_its_puts_in_order_in_one_statement(
     rows = await conn.fetch(
         """SELECT f.client_key, f.content, f.pruned, f.prune_reason,
                   array_agg(v.content ORDER BY v.content) FILTER (WHERE NOT v.pruned) AS vectors
-           FROM semantic_facts AS f LEFT JOIN memory_vectors AS v ON v.source_id = f.id
+           FROM semantic_facts AS f
+           LEFT JOIN memory_vectors AS v ON v.agent_id = f.agent_id AND v.source_id = f.id
            WHERE f.agent_id = 'u' GROUP BY f.agent_id, f.id ORDER BY f.client_key, f.created_at"""
     )
     assert [tuple(r) for r in rows] == [

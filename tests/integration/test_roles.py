@@ -206,9 +206,18 @@ async def update_another_agents(house: House, role: str) -> None:
 
 
 async def change_agent_or_creation(house: House, role: str) -> None:
+    """Refused when neither change goes through: each is tried."""
     memory = await owner_adds(house, "a")
+    refusals = []
     for change in ("agent_id = 'a'", "created_at = now()"):
-        await as_sql(house, role, f"UPDATE episodic_traces SET {change} WHERE id = $1", memory)
+        try:
+            await as_sql(house, role, f"UPDATE episodic_traces SET {change} WHERE id = $1", memory)
+        except Refused as exc:
+            refusals.append(str(exc))
+        except asyncpg.FeatureNotSupportedError as exc:  # Citus moves no row to another shard
+            refusals.append(str(exc))
+    if len(refusals) == 2:
+        raise Refused("; ".join(refusals))
 
 
 async def replace_text_keeping_the_old(house: House, role: str) -> None:

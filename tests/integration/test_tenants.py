@@ -189,16 +189,18 @@ async def one_refused(house: House) -> AsyncIterator[tuple[uuid.UUID, uuid.UUID]
     that raises stands for any permanent error of one row)."""
     bad, good = await fact_of(house, "a"), await fact_of(house, "b")
     conn = await asyncpg.connect(house.owner_url)
-    await conn.execute(f"""
+    await conn.execute("SET citus.enable_unsafe_triggers = on")  # distributed; else a no-op
+    await conn.execute("""
         CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$
-        BEGIN RAISE EXCEPTION 'refused for the test'; END $$;
+        BEGIN RAISE EXCEPTION 'refused for the test'; END $$""")
+    await conn.execute(f"""
         CREATE TRIGGER refuse BEFORE UPDATE ON semantic_facts FOR EACH ROW
-            WHEN (OLD.id = '{bad}') EXECUTE FUNCTION refuse();
-    """)
+            WHEN (OLD.id = '{bad}') EXECUTE FUNCTION refuse()""")
     try:
         yield bad, good
     finally:
-        await conn.execute("DROP TRIGGER refuse ON semantic_facts; DROP FUNCTION refuse()")
+        await conn.execute("DROP TRIGGER refuse ON semantic_facts")
+        await conn.execute("DROP FUNCTION refuse()")
         await conn.close()
 
 
@@ -281,6 +283,7 @@ async def test_a_vector_left_pointing_at_another_agent_shows_nothing_of_it(house
             " VALUES ('b', 'old', $1::vector, 'permanent')",
             str(unit(5)),
         )
+        await conn.execute("SET citus.enable_unsafe_triggers = on")  # as above
         await conn.execute("ALTER TABLE memory_vectors DISABLE TRIGGER memory_vectors_write")
         await conn.execute(
             "UPDATE memory_vectors SET source_type = 'episodic_traces', source_id = $1"
@@ -301,7 +304,7 @@ async def test_a_vector_left_pointing_at_another_agent_shows_nothing_of_it(house
 async def test_an_agent_role_learns_only_its_own_agents(house: House) -> None:
     assert await as_sql(house, AGENT, "SELECT ethos_own_agents()") == ["a"]
     assert await as_sql(house, AGENT_B, "SELECT ethos_own_agents()") == ["b"]
-    assert await as_sql(house, AGENT, "SELECT count(*) FROM ethos_own_agent_ids") == 1
+    assert await as_sql(house, AGENT, "SELECT count(*) FROM ethos_agent_roles") == 1
     with pytest.raises(asyncpg.UndefinedFunctionError):  # it answered for any role
         await as_sql(house, AGENT, "SELECT ethos_agents_of($1)", house.names[AGENT_B])
 
@@ -337,7 +340,7 @@ async def test_an_agent_role_cannot_place_a_memory_out_of_time(house: House) -> 
     """Anchored in 2150, a working memory stayed at full strength until then; an anchor
     at 'infinity' set by UPDATE broke every listing of the agent."""
     for column in ("anchor_at", "created_at"):
-        with pytest.raises(Refused, match="starts_when_written"):
+        with pytest.raises(Refused, match="row-level security"):
             await as_sql(house, AGENT, f"INSERT INTO semantic_facts (agent_id, content, {column})"
                          " VALUES ('a', 'later', '2150-01-01')")  # fmt: skip
     memory = await fact_of(house, "a")
@@ -367,7 +370,9 @@ async def test_a_statement_over_the_timeout_is_stopped_by_postgresql(
     async with Engine(timed) as engine:
         memory = await engine.add("fact", agent_id="a", content="locked")
         async with conn.transaction():
-            await conn.execute("SELECT 1 FROM semantic_facts WHERE id = $1 FOR UPDATE", memory)
+            await conn.execute(
+                "SELECT 1 FROM semantic_facts WHERE id = $1 AND agent_id = 'a' FOR UPDATE", memory
+            )
             with pytest.raises(DatabaseError, match="statement timeout"):
                 await engine.forget("fact", [memory])
 
@@ -407,5 +412,5 @@ async def test_plain_sql_refuses_a_vector_with_no_direction(
     with pytest.raises(asyncpg.CheckViolationError, match="embedding has no direction"):
         await conn.execute(
             "INSERT INTO memory_vectors (agent_id, content, embedding)"
-            f" SELECT 'a', 'x', array_fill({value}::real, ARRAY[384])::vector"
+            f" VALUES ('a', 'x', array_fill({value}::real, ARRAY[384])::vector)"
         )

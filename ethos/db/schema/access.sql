@@ -2,22 +2,30 @@
 -- memories it can see, and the one door for recording retrievals from plain SQL.
 -- `ethos roles` creates the roles and the row policies that call these functions.
 
+-- On a Citus worker the row policies call it inside the shard's query, where Citus
+-- refuses a read of another table unless told: ethos_agent_roles is a reference table,
+-- whole on every node, so the read is local and right wherever the shard moves.
 CREATE FUNCTION ethos_own_agents() RETURNS text[]
     LANGUAGE sql STABLE
+    SET citus.allow_nested_distributed_execution TO 'on'
     AS $$
-    SELECT coalesce(array_agg(agent_id), '{}') FROM ethos_own_agent_ids
+    SELECT coalesce(array_agg(agent_id), '{}') FROM ethos_agent_roles WHERE role_name = CURRENT_USER
 $$;
 
+-- PL/pgSQL: Citus cannot plan an SQL function's parameter inside its query.
 CREATE FUNCTION ethos_memory_is_visible(table_name text, id uuid) RETURNS boolean
-    LANGUAGE sql STABLE
-    AS $_$
-    SELECT CASE table_name
-        WHEN 'memory_vectors' THEN EXISTS (SELECT 1 FROM memory_vectors AS m WHERE m.id = $2)
-        WHEN 'episodic_traces' THEN EXISTS (SELECT 1 FROM episodic_traces AS m WHERE m.id = $2)
-        WHEN 'semantic_facts' THEN EXISTS (SELECT 1 FROM semantic_facts AS m WHERE m.id = $2)
+    LANGUAGE plpgsql STABLE
+    AS $$
+#variable_conflict use_variable
+BEGIN
+    RETURN CASE table_name
+        WHEN 'memory_vectors' THEN EXISTS (SELECT 1 FROM memory_vectors AS m WHERE m.id = id)
+        WHEN 'episodic_traces' THEN EXISTS (SELECT 1 FROM episodic_traces AS m WHERE m.id = id)
+        WHEN 'semantic_facts' THEN EXISTS (SELECT 1 FROM semantic_facts AS m WHERE m.id = id)
         ELSE false
-    END
-$_$;
+    END;
+END
+$$;
 
 CREATE FUNCTION ethos_record_retrieval(table_name text, ids uuid[], at timestamp with time zone DEFAULT now()) RETURNS integer
     LANGUAGE plpgsql

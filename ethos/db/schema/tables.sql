@@ -655,6 +655,12 @@ CREATE TABLE ethos_agent_roles (
 );
 ALTER TABLE ONLY ethos_agent_roles
     ADD CONSTRAINT ethos_agent_roles_pkey PRIMARY KEY (role_name, agent_id);
+-- Any role may read which agents it speaks for, and only that (ethos_own_agents()). A
+-- row policy rather than a view: Citus checks a view's tables against the role querying
+-- it, so a view would hide nothing on the workers.
+ALTER TABLE ethos_agent_roles ENABLE ROW LEVEL SECURITY;
+CREATE POLICY ethos_own ON ethos_agent_roles FOR SELECT USING (role_name = CURRENT_USER);
+GRANT SELECT ON TABLE ethos_agent_roles TO PUBLIC;
 
 -- ========================================================================================
 -- Seeds: what a database no engine has opened yet needs for rows written to it by plain

@@ -159,12 +159,6 @@ CREATE VIEW ethos_most_retrieved AS
   WHERE ((NOT pruned) AND (retrieval_count > 0))
   ORDER BY retrieval_count DESC, last_retrieved_at DESC;
 
-CREATE VIEW ethos_own_agent_ids AS
- SELECT agent_id
-   FROM ethos_agent_roles
-  WHERE (role_name = CURRENT_USER);
-GRANT SELECT ON TABLE ethos_own_agent_ids TO PUBLIC;
-
 CREATE VIEW ethos_policy_counts AS
  SELECT table_name,
     policy,

@@ -266,6 +266,9 @@ BEGIN
            array_agg(a.id) FILTER (WHERE NOT a.pruned) AS ids,
            array_agg(a.agent_id) FILTER (WHERE NOT a.pruned) AS owners
     INTO r FROM added AS a;
+    IF r.agents IS NULL THEN  -- an upsert that only updated: nothing to hint or count, and
+        RETURN NULL;          -- a statement about no agent Citus cannot route
+    END IF;
 
     -- 1. A vector of an episode or fact raises its source's automatic importance by how
     --    far it lies from its agent's other vectors (before they count it), once, while

@@ -269,8 +269,9 @@ async def ensure_database(admin_url: str, name: str, timeout_seconds: float = 30
         await conn.close()
 
 
-async def check_server(url: str, timeout_seconds: float) -> None:
-    """One line if the server is unreachable, too old, or cannot give ethos pgvector."""
+async def check_server(url: str, timeout_seconds: float) -> bool:
+    """One line if the server is unreachable, too old, or cannot give ethos pgvector.
+    Whether the database has Citus (a coordinator's, or a worker's)."""
     conn = await _connect(url, timeout_seconds)
     try:
         version = int(await _run(conn, SERVER_VERSION))
@@ -279,6 +280,7 @@ async def check_server(url: str, timeout_seconds: float) -> None:
                 f"PostgreSQL {version // 10000} is too old: ethos needs PostgreSQL 15 or newer"
             )
         available = await _run(conn, VECTOR_AVAILABLE)
+        citus = await _run(conn, CITUS_CATALOGUE) is not None
     finally:
         await conn.close()
     if available is None:
@@ -287,6 +289,7 @@ async def check_server(url: str, timeout_seconds: float) -> None:
         )
     if tuple(int(p) for p in available.split(".")[:2]) < MIN_VECTOR_VERSION:
         raise DatabaseError(f"pgvector {available} is too old: ethos needs pgvector 0.5 or newer")
+    return citus
 
 
 # Every connection of this process carries this name: an audit row it leaves `running`
@@ -332,11 +335,12 @@ def terms(matching: Sequence[Mapping[str, Any]] | None) -> str | None:
     return None if matching is None else json.dumps(list(matching))
 
 
-# A Citus node's sessions that address its shards by name (sweeps, reads of an agent).
-# Citus hides shards from the catalogue by filtering each catalogue query, and the
-# driver's look-up of a type it has not met yet (an array parameter) took 2.7-3.3 s
-# there, on each new connection, for each such type; with the filter off, and no JIT
-# compiling that query, 4 ms.
+# Every session on a Citus node, the coordinator's included (those on a worker address
+# its shards by name: sweeps, reads of an agent). Citus hides shards from the catalogue by
+# filtering each catalogue query, and the driver's look-up of a type it has not met yet
+# (an array parameter, a vector) took 0.6 s on the coordinator and 2.7-3.3 s on a
+# worker, on each new connection, for each such type; with the filter off, and no JIT
+# compiling that query, 4-17 ms.
 NODE_SESSION_SETTINGS = {"citus.override_table_visibility": "off", "jit": "off"}
 # A read of one agent on its node names its shard group's tables: as many statements as
 # groups, each planned on each connection. A generic plan is made once; the default makes
@@ -411,10 +415,11 @@ class StoreCore:
     async def open(cls, settings: Settings, url: str) -> Self:
         """Check the server, then open the pools: one for everything, and one whose
         connections sweep."""
-        await check_server(url, settings.database.connect_timeout_seconds)
+        citus = await check_server(url, settings.database.connect_timeout_seconds)
+        session = NODE_SESSION_SETTINGS if citus else None
         with translated():
-            pool = await _pool(settings, url, sweep=False)
-            sweep_pool = await _pool(settings, url, sweep=True)
+            pool = await _pool(settings, url, sweep=False, session=session)
+            sweep_pool = await _pool(settings, url, sweep=True, session=session)
         log.debug("pool_open", url=redact(url))
         return cls(settings, url, pool, sweep_pool)
 

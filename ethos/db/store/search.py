@@ -3,6 +3,7 @@ vectors with their index."""
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -13,9 +14,9 @@ from ethos.db.store.sql.fragments import build_insert_source_vectors_query
 from ethos.db.store.sql.items import (
     GET_ITEM,
     ITEM_NAMESPACES,
-    REFRESH_ITEM_TTLS,
     SEARCH_ITEMS,
     build_put_items_query,
+    build_refresh_item_ttls_query,
 )
 from ethos.db.store.sql.search import (
     BUILD_VECTOR_INDEX,
@@ -117,6 +118,10 @@ class SearchStore(StoreCore):
         """Puts and deletes of items (a value None deletes), one an item, with the
         vectors of those `embedded` ((position from 1, text, embedding) each), in one
         statement: the positions of those that made an item or deleted one."""
+        given: dict[str, dict[str, str]] = {}
+        for agent, key, policy in zip(agents, keys, policies, strict=True):
+            if policy is not None:
+                given.setdefault(agent, {})[key] = policy
         query = build_put_items_query(
             one=len(agents) == 1,
             puts=any(value is not None for value in values),
@@ -127,14 +132,32 @@ class SearchStore(StoreCore):
         rows = await self._fetch(
             query, agents=agents, keys=keys, contents=contents, values=values,
             expires_at=expires_at, policies=policies, embedded=embedded, now=now,
+            given_policies=json.dumps(given),
             vector_items=[n for n, _, _ in vectors],
             vector_contents=[text for _, text, _ in vectors],
             **embedding_binds([embedding for _, _, embedding in vectors]),
         )  # fmt: skip
         return [row["n"] for row in rows]
 
-    async def refresh_item_ttls(self, ids: list[uuid.UUID], ttl_key: str, now: datetime) -> None:
-        await self._fetchval(REFRESH_ITEM_TTLS, ids=ids, ttl_key=ttl_key, now=now)
+    async def refresh_item_ttls(self, items: list[Row], ttl_key: str, now: datetime) -> None:
+        """The expiry of these items (rows with id and agent_id) moved on: in one
+        statement, or on a Citus cluster one an agent (each on its shard), agents in
+        order, as an LTP flush goes."""
+        if not await self.distributed():
+            ids = [item["id"] for item in items]
+            query = build_refresh_item_ttls_query(by_agent=False)
+            await self._fetchval(query, ids=ids, ttl_key=ttl_key, now_epoch=now.timestamp())
+            return
+        agents: dict[str, list[uuid.UUID]] = {}
+        for item in items:
+            agents.setdefault(item["agent_id"], []).append(item["id"])
+        query = build_refresh_item_ttls_query(by_agent=True)
+        async with self._transaction() as tx:
+            for agent in sorted(agents):
+                await tx.fetchval(
+                    query, agent=agent, ids=agents[agent], ttl_key=ttl_key,
+                    now_epoch=now.timestamp(),
+                )  # fmt: skip
 
     async def search_items(self, ranked_by: str | None, *, prefix: str, **values: Any) -> list[Row]:
         """Items under a namespace (all: ""): newest first (None), ranked by "text", or by

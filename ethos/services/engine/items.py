@@ -185,7 +185,7 @@ class ItemEngine(EngineCore):
         """Items read with refresh_ttl: retrievals (LTP), and those put with a ttl expire
         that long after `now` (the others spare the statement)."""
         expiring = [
-            row["id"] for row, item in zip(rows, items, strict=True) if item.ttl_minutes is not None
+            row for row, item in zip(rows, items, strict=True) if item.ttl_minutes is not None
         ]
         if expiring:
             await self.store.refresh_item_ttls(expiring, TTL_KEY, now)

@@ -16,7 +16,9 @@ DISTRIBUTED = (
     "agent_policies", "lexeme_stats", "agent_text_stats", "agent_vector_stats",
     "episodic_traces_due", "semantic_facts_due", "memory_vectors_due",
 )  # fmt: skip
-REFERENCE = ("decay_policies", "importance_tiers", "ethos_settings")
+# ethos_agent_roles too: the row policies of `ethos roles` read it on the workers, where
+# an agent's statement runs (through the view ethos_own_agent_ids, which Citus carries).
+REFERENCE = ("decay_policies", "importance_tiers", "ethos_settings", "ethos_agent_roles")
 
 ACTIVE_WORKERS = STATEMENTS["active_workers"]
 CITUS_TABLES = STATEMENTS["citus_tables"]

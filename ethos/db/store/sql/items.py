@@ -40,7 +40,27 @@ FROM semantic_facts AS m
 WHERE {item_agent()} = %(agent)s AND m.client_key = %(key)s AND {_ITEM_LIVE}
 """)
 
-REFRESH_ITEM_TTLS = STATEMENTS["refresh_item_ttls"]
+
+@cache
+def build_refresh_item_ttls_query(*, by_agent: bool) -> Query:
+    """LangGraph's refresh_ttl: the items among %(ids)s (of agent %(agent)s: by_agent, as
+    a Citus cluster needs) that have a ttl (minutes, kept in their value's JSON under
+    %(ttl_key)s) expire that long after %(now_epoch)s (seconds since 1970: a timestamptz
+    plus an interval is STABLE, which Citus refuses beside a column in an UPDATE). The
+    rows are locked in id order, as an LTP flush locks them (build_lock_query, by agent
+    where it is by agent): two writers of the items they share, each in its plan's
+    order, would deadlock."""
+    agent = "AND agent_id = %(agent)s" if by_agent else ""
+    return sql(f"""
+    UPDATE semantic_facts AS m
+    SET expires_at = to_timestamp(%(now_epoch)s::float8
+                                  + (m.metadata ->> %(ttl_key)s)::float8 * 60)
+    FROM (SELECT id, agent_id FROM semantic_facts
+          WHERE id = ANY(%(ids)s::uuid[]) {agent} AND metadata ? %(ttl_key)s AND NOT pruned
+          ORDER BY id FOR NO KEY UPDATE) AS locked
+    WHERE m.agent_id = locked.agent_id AND m.id = locked.id
+    """)
+
 
 # The items' columns: each one's array parameter and its type.
 _ITEM_COLUMNS = (
@@ -89,8 +109,7 @@ put AS (  -- a new item, or the live one's value replaced (keeping its history)
     ON CONFLICT (agent_id, client_key) WHERE client_key IS NOT NULL AND NOT pruned
     DO UPDATE SET content = excluded.content, metadata = excluded.metadata,
                   expires_at = excluded.expires_at, updated_at = excluded.updated_at,
-                  policy = coalesce((SELECT i.policy FROM item AS i
-                                     WHERE i.agent = m.agent_id AND i.key = m.client_key),
+                  policy = coalesce(%(given_policies)s::jsonb -> m.agent_id ->> m.client_key,
                                     m.policy)
     RETURNING m.id, m.agent_id, m.client_key, (m.xmax = 0) AS created
 ),
@@ -133,11 +152,13 @@ def build_put_items_query(
     NULL: a delete), %(expires_at)s, %(policies)s (NULL: the insert trigger chooses; a
     replaced item keeps its own) and %(embedded)s (whether its vectors are given), one
     put an item (the caller keeps the last of a batch's puts of one item) in the order
-    their rows are to be locked in; their vectors: %(vector_items)s (an item's position,
-    from 1), %(vector_contents)s, and their numbers %(embeddings)s, %(dimension)s each
-    (embedding_binds). `one`: the batch is one item (its statement is planned once a
-    connection, not at each put). Each put
-    item whose vectors are given gets them in place of those it had (one per text of its
+    their rows are to be locked in. %(given_policies)s: the policies given, as JSON
+    {agent: {key: policy}}, where a replaced item reads its own (excluded.policy is the
+    trigger's choice, and Citus plans no subquery in DO UPDATE). Their vectors:
+    %(vector_items)s (an item's position, from 1), %(vector_contents)s, and their
+    numbers %(embeddings)s, %(dimension)s each (embedding_binds). `one`: the batch is one
+    item (its statement is planned once a connection, not at each put). Each put item
+    whose vectors are given gets them in place of those it had (one per text of its
     indexed fields, as LangGraph embeds each field; search scores an item by its
     nearest). Returns the position of each put that made an item or deleted one.
 

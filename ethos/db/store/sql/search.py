@@ -180,7 +180,9 @@ def word_statistics(agent: str) -> str:
     SQL expression) see them: its distinct lexemes with their IDF among that agent's
     memories (q.lexemes, q.idfs), and their average length (q.avg_length), as `bm25`
     reads them; and for each lexeme the most times one memory holds it and the fewest
-    lexemes of a memory holding it (q.max_tfs, q.min_lengths; NULL: unknown)."""
+    lexemes of a memory holding it (q.max_tfs, q.min_lengths; NULL: unknown). (The
+    lexemes are unnested in a select list: Citus refuses a set-returning function in a
+    FROM beside a reference to `agent`'s row, where the statement spans agents.)"""
     return f"""w.lexemes, w.idfs, w.max_tfs, w.min_lengths,
                coalesce(s.length::float8 / nullif(s.docs, 0), 1) AS avg_length
         FROM (SELECT) AS one
@@ -189,8 +191,8 @@ def word_statistics(agent: str) -> str:
             SELECT array_agg(x.lexeme) AS lexemes,
                    array_agg(ethos_idf(coalesce(s.docs, 0), coalesce(l.docs, 0))) AS idfs,
                    array_agg(l.max_tf) AS max_tfs, array_agg(l.min_length) AS min_lengths
-            FROM unnest(tsvector_to_array(to_tsvector({TEXT_CONFIG}, %(text)s)))
-                 AS x (lexeme)
+            FROM (SELECT unnest(tsvector_to_array(to_tsvector({TEXT_CONFIG}, %(text)s)))
+                         AS lexeme) AS x
             LEFT JOIN lexeme_stats AS l ON l.agent_id = {agent} AND l.lexeme = x.lexeme
         ) AS w"""
 
