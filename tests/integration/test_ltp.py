@@ -29,7 +29,7 @@ from ethos.services.ltp import LtpBuffer
 from ethos.services.ltp_flush import Events, Pending, apply_retrievals
 from ethos.settings import DatabaseSettings, LtpSettings, SearchSettings, Settings
 from tests import reference_decay
-from tests.conftest import WORDS_IGNORED, ConfiguredEngine
+from tests.conftest import DISTRIBUTED, WORDS_IGNORED, ConfiguredEngine
 from tests.vectors import at_cosine, mix, unit
 
 if TYPE_CHECKING:
@@ -292,6 +292,11 @@ async def test_search_bad_input(
     assert engine.ltp.stats.recorded == 0
 
 
+@pytest.mark.skipif(
+    DISTRIBUTED,
+    reason="on a Citus cluster one agent's search runs on its node, against its shards"
+    " (tests/citus/test_distributed.py checks that routing); the coordinator's EXPLAIN is Citus's",
+)
 async def test_search_uses_the_hnsw_index(
     engine: Engine, conn: asyncpg.Connection, days: Days
 ) -> None:

@@ -55,11 +55,16 @@ async def _corpus(conn: asyncpg.Connection, rng: random.Random, t0: datetime) ->
             )
     # Deletes and updates: the kept bounds (max_tf, min_length) are then wider than the
     # memories left need, as they are in use.
+    # (Each row drawn here, by its agent: a Citus cluster refuses random() in a statement
+    # over every shard.)
     for table in ("episodic_traces", "semantic_facts", "memory_vectors"):
-        await conn.execute(f"DELETE FROM {table} WHERE random() < 0.15")
-        for row in await conn.fetch(f"SELECT id FROM {table} WHERE random() < 0.15"):
-            await conn.execute(f"UPDATE {table} SET content = $2 WHERE id = $1", row["id"],
-                               _text(rng))  # fmt: skip
+        for row in await conn.fetch(f"SELECT agent_id, id FROM {table} ORDER BY agent_id, id"):
+            roll, key = rng.random(), (row["agent_id"], row["id"])
+            if roll < 0.15:
+                await conn.execute(f"DELETE FROM {table} WHERE agent_id = $1 AND id = $2", *key)
+            elif roll < 0.3:
+                await conn.execute(f"UPDATE {table} SET content = $3 WHERE agent_id = $1"
+                                   " AND id = $2", *key, _text(rng))  # fmt: skip
 
 
 async def _recall(conn: asyncpg.Connection, *, split: bool, **values: Any) -> list[tuple[Any, ...]]:

@@ -82,25 +82,26 @@ def seed_random(conn: asyncpg.Connection, t0: datetime) -> Seed:
 async def _seed_random(
     conn: asyncpg.Connection, per_table: int, agent: str, t0: datetime, policies: tuple[str, ...]
 ) -> None:
+    """In one INSERT a table, its random() drawn where the statement is planned (on a
+    Citus coordinator too, where the setseed was), anchors somewhere between creation
+    and t0, as after a retrieval."""
     for table, (column, value) in TABLE_EXTRA.items():
         await conn.execute(
             f"""
-            INSERT INTO {table} (agent_id, content, salience, created_at, retrieval_count,
-                                 pinned, policy, {column})
-            SELECT $1, 'seed ' || g, random(), $2::timestamptz - random() * interval '60 days',
-                   (random() * 12)::int, random() < 0.05,
-                   ($3::text[])[1 + floor(random() * cardinality($3))::int], {value}
-            FROM generate_series(1, {per_table}) g""",
+            INSERT INTO {table} (agent_id, content, salience, created_at, anchor_at,
+                                 retrieval_count, pinned, policy, {column})
+            SELECT $1, 'seed ' || r.g, r.salience, r.created_at,
+                   r.created_at + r.anchored * ($2::timestamptz - r.created_at),
+                   r.retrievals, r.pinned, r.policy, r.extra
+            FROM (SELECT g, random() AS salience,
+                         $2::timestamptz - random() * interval '60 days' AS created_at,
+                         (random() * 12)::int AS retrievals, random() < 0.05 AS pinned,
+                         ($3::text[])[1 + floor(random() * cardinality($3))::int] AS policy,
+                         {value} AS extra, random() AS anchored
+                  FROM generate_series(1, {per_table}) g) AS r""",
             agent,
             t0,
             list(policies),
-        )
-    # Anchors somewhere between creation and t0, as after a retrieval.
-    for spec in MEMORY_TABLES:
-        await conn.execute(
-            f"UPDATE {spec.name}"
-            " SET anchor_at = created_at + random() * ($1::timestamptz - created_at)",
-            t0,
         )
 
 
@@ -383,7 +384,7 @@ async def test_a_concurrent_update_is_never_overwritten_by_a_batch(
             # An LTP-like write holds the row while the sweep's batch reaches it.
             await other.execute(
                 "UPDATE episodic_traces SET strength = 0.9, anchor_at = $2, salience = 0.9,"
-                " retrieval_count = 1, reinforcement = 1 WHERE id = $1",
+                " retrieval_count = 1, reinforcement = 1 WHERE agent_id = 'a' AND id = $1",
                 memory,
                 days(10),
             )

@@ -9,7 +9,7 @@ import pytest
 
 from ethos.services.engine import Engine
 from ethos.settings import DatabaseSettings, SearchSettings, Settings
-from tests.conftest import WORDS_IGNORED, ConfiguredEngine, truncate
+from tests.conftest import DISTRIBUTED, WORDS_IGNORED, ConfiguredEngine, truncate
 from tests.vectors import mix, unit
 
 SHARED = unit(1)  # what every memory of the agent has in common (a speaker, a register)
@@ -99,7 +99,8 @@ async def test_the_mean_follows_inserts_updates_deletes_and_a_truncate(
     await conn.execute(
         "UPDATE memory_vectors SET embedding = $1::vector WHERE content = 'a0'", str(unit(40))
     )
-    await conn.execute("UPDATE memory_vectors SET agent_id = 'c' WHERE content = 'b0'")
+    if not DISTRIBUTED:  # Citus moves no row to another agent ("the partition value")
+        await conn.execute("UPDATE memory_vectors SET agent_id = 'c' WHERE content = 'b0'")
     await conn.execute("UPDATE memory_vectors SET pruned = true WHERE content = 'a1'")
     for agent in "abc":
         await assert_kept(conn, agent)
