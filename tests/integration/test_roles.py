@@ -212,9 +212,8 @@ async def change_agent_or_creation(house: House, role: str) -> None:
     for change in ("agent_id = 'a'", "created_at = now()"):
         try:
             await as_sql(house, role, f"UPDATE episodic_traces SET {change} WHERE id = $1", memory)
-        except Refused as exc:
-            refusals.append(str(exc))
-        except asyncpg.FeatureNotSupportedError as exc:  # Citus moves no row to another shard
+        # (FeatureNotSupportedError: Citus moves no row to another shard)
+        except (Refused, asyncpg.FeatureNotSupportedError) as exc:
             refusals.append(str(exc))
     if len(refusals) == 2:
         raise Refused("; ".join(refusals))

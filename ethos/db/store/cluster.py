@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ethos.db.store.core import CITUS_CATALOGUE, translated
+from ethos.db.store.core import translated
 from ethos.db.store.sql.cluster import (
     ACTIVE_WORKERS,
     CITUS_TABLES,
@@ -58,7 +58,7 @@ class ClusterStore(SweepStore):
         its rows move (they would fire again for rows written already). The due tables
         are emptied before they move and every row hinted again on its shard after; the
         tables moved are vacuumed and analyzed (Citus gives the shards no statistics)."""
-        if await self._fetchval(CITUS_CATALOGUE) is None:
+        if not self.citus:
             raise InputError("this server has no Citus: `ethos distribute` needs a coordinator")
         done = Distribution(nodes=await self._fetchval(ACTIVE_WORKERS))
         if done.nodes < 1:

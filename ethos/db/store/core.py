@@ -397,10 +397,17 @@ class StoreCore:
     transaction or not), the table checks, and the leader lock's connection."""
 
     def __init__(
-        self, settings: Settings, url: str, pool: asyncpg.Pool, sweep_pool: asyncpg.Pool
+        self,
+        settings: Settings,
+        url: str,
+        pool: asyncpg.Pool,
+        sweep_pool: asyncpg.Pool,
+        *,
+        citus: bool = False,
     ) -> None:
         self.settings = settings
         self.url = url
+        self.citus = citus  # the database has Citus (check_server)
         self._pool = pool
         self._sweep_pool = sweep_pool
         # a Citus cluster's nodes: (host:port, for sweeps) -> pool
@@ -421,7 +428,7 @@ class StoreCore:
             pool = await _pool(settings, url, sweep=False, session=session)
             sweep_pool = await _pool(settings, url, sweep=True, session=session)
         log.debug("pool_open", url=redact(url))
-        return cls(settings, url, pool, sweep_pool)
+        return cls(settings, url, pool, sweep_pool, citus=citus)
 
     async def distributed(self) -> bool:
         """Whether ethos's tables are distributed by agent on a Citus coordinator: then
@@ -429,8 +436,7 @@ class StoreCore:
         to the agent's shard. Read once a store (an engine opened before `ethos
         distribute` does not see it: restart it)."""
         if self._distributed is None:
-            citus = await self._fetchval(CITUS_CATALOGUE) is not None
-            self._distributed = citus and bool(await self._fetchval(DISTRIBUTED_BY_AGENT))
+            self._distributed = self.citus and bool(await self._fetchval(DISTRIBUTED_BY_AGENT))
         return self._distributed
 
     async def _node_pool(self, host: str, port: int, *, sweep: bool) -> asyncpg.Pool:

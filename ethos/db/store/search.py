@@ -143,21 +143,19 @@ class SearchStore(StoreCore):
         """The expiry of these items (rows with id and agent_id) moved on: in one
         statement, or on a Citus cluster one an agent (each on its shard), agents in
         order, as an LTP flush goes."""
-        if not await self.distributed():
-            ids = [item["id"] for item in items]
-            query = build_refresh_item_ttls_query(by_agent=False)
-            await self._fetchval(query, ids=ids, ttl_key=ttl_key, now_epoch=now.timestamp())
-            return
-        agents: dict[str, list[uuid.UUID]] = {}
+        routed = await self.distributed()
+        groups: dict[str, list[uuid.UUID]] = {}
         for item in items:
-            agents.setdefault(item["agent_id"], []).append(item["id"])
-        query = build_refresh_item_ttls_query(by_agent=True)
+            groups.setdefault(item["agent_id"] if routed else "", []).append(item["id"])
+        query = build_refresh_item_ttls_query(by_agent=routed)
+        values = [{"agent": agent, "ids": ids} for agent, ids in sorted(groups.items())]
+        moment = {"ttl_key": ttl_key, "now_epoch": now.timestamp()}
+        if len(values) == 1:  # one statement: no transaction to open around it
+            await self._fetchval(query, **values[0], **moment)
+            return
         async with self._transaction() as tx:
-            for agent in sorted(agents):
-                await tx.fetchval(
-                    query, agent=agent, ids=agents[agent], ttl_key=ttl_key,
-                    now_epoch=now.timestamp(),
-                )  # fmt: skip
+            for each in values:
+                await tx.fetchval(query, **each, **moment)
 
     async def search_items(self, ranked_by: str | None, *, prefix: str, **values: Any) -> list[Row]:
         """Items under a namespace (all: ""): newest first (None), ranked by "text", or by
