@@ -3,7 +3,9 @@ find on one server, scores and all) recorded, a retrieval
 recorded, feedback (useful and wrong) and events through the durable queue strengthen
 the same memories and learn the same links as on one server, with nothing set aside;
 a flush retried after an in-doubt commit is applied once (its receipt commits with its
-writes, on the coordinator and the shards, in one distributed transaction).
+writes, on the coordinator and the shards, in one distributed transaction); the hints a
+flush writes through the coordinator are made in the transaction ids of the node that
+keeps them, by which that node's full sweeps drop old hints.
 
 On the cluster each statement of a flush names one agent, which routes it to the
 agent's shard. Before, every flush was refused ("could not run distributed query with
@@ -32,6 +34,7 @@ from tests.citus.cluster import (
     direction,
     distribute,
     side_by_side,
+    with_database,
 )
 
 MEMORY = """SELECT agent_id, content, retrieval_count, useful_count, wrong_count, surfaced_count,
@@ -151,3 +154,45 @@ async def test_a_retried_flush_is_applied_once_on_the_cluster(citus_database: st
         }  # fmt: skip
     finally:
         await conn.close()
+
+
+NEXT_ID = "SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint"
+HINT_NODES = """SELECT h.made::text::bigint AS made, s.nodename AS host, s.nodeport AS port
+                FROM episodic_traces_due AS h
+                JOIN citus_shards AS s ON s.shardid = get_shard_id_for_distribution_column(
+                    'episodic_traces_due', h.agent_id)
+                WHERE h.at = $1"""
+
+
+async def test_a_flush_hints_in_the_ids_of_the_node_that_keeps_them(citus_database: str) -> None:
+    """Migration 0051: a column default was computed on the coordinator, whose
+    transaction ids mean nothing on a worker, and a worker's full sweep dropped the hints
+    of the rows retrieved while it ran (test_due_sweeps on the cluster: 57 rows unhinted)."""
+    settings = Settings(database=DatabaseSettings(url=citus_database))
+    await migrate(settings, citus_database)
+    await add_memories(citus_database)
+    await distribute(citus_database)
+    conn = await asyncpg.connect(citus_database)
+    nodes = {
+        (r["nodename"], r["nodeport"]): await asyncpg.connect(
+            with_database(f"postgresql://postgres@{r['nodename']}:{r['nodeport']}", "postgres")
+        )
+        for r in await conn.fetch("SELECT DISTINCT nodename, nodeport FROM citus_shards")
+    }
+    try:
+        episodes = await ids_by_content(conn, "episodic_traces")
+        chosen = [episodes[f"{agent} sailed the northern lake"] for agent in AGENTS]
+        before = {node: await c.fetchval(NEXT_ID) for node, c in nodes.items()}
+        async with Engine(settings, url=citus_database, check_settings=False) as engine:
+            await engine.record_retrieval("episode", chosen, now=day(5))
+            await engine.ltp.drain(30)
+        after = {node: await c.fetchval(NEXT_ID) for node, c in nodes.items()}
+        hints = await conn.fetch(HINT_NODES, day(5))
+        assert len({(h["host"], h["port"]) for h in hints}) == 2  # three agents, both workers
+        for hint in hints:
+            node = (hint["host"], hint["port"])
+            assert before[node] <= hint["made"] < after[node], (node, before, after, hint["made"])
+    finally:
+        await conn.close()
+        for c in nodes.values():
+            await c.close()

@@ -8,7 +8,8 @@ of the rows it names, at their places there (the sweep finds a row moved since b
 Before the write path named the agents of the rows added in every statement, each add
 failed on the cluster ("could not create distributed plan", then "could not run
 distributed query with complex table expressions" and, for vectors, "STABLE functions
-used in UPDATE queries cannot be called with column references")."""
+used in UPDATE queries cannot be called with column references"). A bulk load into one
+shard failed until migration 0051 (its statistics' ANALYZE went to every shard)."""
 
 from __future__ import annotations
 
@@ -94,5 +95,23 @@ async def test_each_hint_lies_in_the_shard_of_its_rows(citus_database: str) -> N
                 for id_, place in zip(hint["ids"], hint["places"], strict=True):
                     row = rows[id_]  # (a fact its vector raised is a newer version)
                     assert row["shard"] == hint["shard"] and (row["moved"] or row["place"] == place)
+    finally:
+        await conn.close()
+
+
+async def test_a_bulk_load_into_one_shard_is_added(citus_database: str) -> None:
+    """10,000 rows of one agent in one statement: on one server the write path analyzes
+    the statistics after them; on a shard that ANALYZE was sent to every shard, and
+    Citus refused the add ("a local execution has accessed a placement")."""
+    await migrate(Settings(database=DatabaseSettings(url=citus_database)), citus_database)
+    await distribute(citus_database)
+    conn = await asyncpg.connect(citus_database)
+    try:
+        await conn.execute("""INSERT INTO episodic_traces (agent_id, content)
+                              SELECT 'ada', 'note ' || g FROM generate_series(1, 10000) AS g""")
+        assert await conn.fetchval("SELECT count(*) FROM episodic_traces") == 10000
+        hinted = "SELECT sum(n) FROM episodic_traces_due WHERE NOT prune"
+        assert await conn.fetchval(hinted) == 10000
+        assert await conn.fetchval("SELECT docs FROM agent_text_stats") == 10000
     finally:
         await conn.close()

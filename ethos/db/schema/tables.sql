@@ -396,6 +396,8 @@ CREATE INDEX memory_revisions_memory_idx ON memory_revisions USING btree (table_
 -- groups of rows of one slice of the table with their physical places: a sweep reads
 -- the earliest groups and nothing else. `agent_id`: an agent of the group's rows, by
 -- which Citus keeps the hint in their shard, beside the places it names (decision 0019).
+-- `made`: the transaction that wrote the hint, on the node that keeps it (the trigger
+-- <table>_due_made sets it, in the write path).
 CREATE TABLE episodic_traces_due (
     prune boolean NOT NULL,
     at timestamp with time zone NOT NULL,
@@ -403,7 +405,7 @@ CREATE TABLE episodic_traces_due (
     n integer NOT NULL,
     ids uuid[] NOT NULL,
     places tid[] NOT NULL,
-    made xid8 DEFAULT pg_current_xact_id() NOT NULL,
+    made xid8 NOT NULL,
     agent_id text NOT NULL
 )
 WITH (autovacuum_vacuum_scale_factor='0.02', autovacuum_vacuum_insert_scale_factor='0.02');
@@ -416,7 +418,7 @@ CREATE TABLE semantic_facts_due (
     n integer NOT NULL,
     ids uuid[] NOT NULL,
     places tid[] NOT NULL,
-    made xid8 DEFAULT pg_current_xact_id() NOT NULL,
+    made xid8 NOT NULL,
     agent_id text NOT NULL
 )
 WITH (autovacuum_vacuum_scale_factor='0.02', autovacuum_vacuum_insert_scale_factor='0.02');
@@ -429,7 +431,7 @@ CREATE TABLE memory_vectors_due (
     n integer NOT NULL,
     ids uuid[] NOT NULL,
     places tid[] NOT NULL,
-    made xid8 DEFAULT pg_current_xact_id() NOT NULL,
+    made xid8 NOT NULL,
     agent_id text NOT NULL
 )
 WITH (autovacuum_vacuum_scale_factor='0.02', autovacuum_vacuum_insert_scale_factor='0.02');

@@ -9,6 +9,8 @@
 --                    ethos_source_pruned(): a memory's vectors are pruned and recovered
 --                    with it.
 --
+--   <table>_due_made BEFORE INSERT on a table's hints, each row: ethos_hint_made().
+--
 -- A sweep's or LTP's UPDATE writes none of the columns the first trigger names, and the
 -- third is skipped by its WHEN unless a row's pruned changes: the frequent writes pay for
 -- no trigger. Each trigger passes its table's name as the argument, so a function never
@@ -370,7 +372,10 @@ BEGIN
                count(*) AS n
         INTO written FROM added;
     END IF;
-    IF written.n >= 10000 THEN  -- a bulk load: the planner's picture of the statistics anew
+    -- A bulk load: the planner's picture of the statistics anew. Not on a Citus shard
+    -- (named otherwise than its table): an ANALYZE there goes to every shard, which Citus
+    -- refuses inside a shard's statement; the node's autovacuum analyzes its shards.
+    IF written.n >= 10000 AND TG_TABLE_NAME = memory_table THEN
         PERFORM ethos_text_stats_analyze();
     END IF;
     RETURN NULL;
@@ -422,6 +427,26 @@ CREATE TRIGGER memory_vectors_write
 CREATE TRIGGER memory_vectors_added
     AFTER INSERT ON memory_vectors REFERENCING NEW TABLE AS added
     FOR EACH STATEMENT EXECUTE FUNCTION ethos_rows_added('memory_vectors');
+
+-- A hint is made by the transaction that writes it, on the node that keeps it: a full
+-- sweep drops the hints made before it began by that node's transaction ids. (Not a
+-- column default: Citus computes an INSERT's values on the coordinator when it sends the
+-- INSERT through it, as an LTP flush's hints are, in the coordinator's ids.)
+CREATE FUNCTION ethos_hint_made() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    NEW.made := pg_current_xact_id();
+    RETURN NEW;
+END
+$$;
+
+CREATE TRIGGER episodic_traces_due_made BEFORE INSERT ON episodic_traces_due
+    FOR EACH ROW EXECUTE FUNCTION ethos_hint_made();
+CREATE TRIGGER semantic_facts_due_made BEFORE INSERT ON semantic_facts_due
+    FOR EACH ROW EXECUTE FUNCTION ethos_hint_made();
+CREATE TRIGGER memory_vectors_due_made BEFORE INSERT ON memory_vectors_due
+    FOR EACH ROW EXECUTE FUNCTION ethos_hint_made();
 
 -- Audit: a finished sweep or lifecycle run is final.
 CREATE FUNCTION ethos_finished_runs_are_final() RETURNS trigger
