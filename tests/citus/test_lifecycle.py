@@ -17,7 +17,7 @@ import asyncpg
 
 from ethos.services.engine import Engine
 from ethos.services.recovery import Selector
-from tests.citus.cluster import MADE, TABLES, direction, side_by_side
+from tests.citus.cluster import DIMENSION, MADE, TABLES, direction, side_by_side
 from tests.citus.test_ltp import day, ids_by_content
 from tests.citus.test_sweep import state
 
@@ -74,7 +74,8 @@ async def test_the_lifecycle_writes_what_it_writes_on_one_server(
 
 async def merge_near(engine: Engine, url: str) -> list[Any]:
     """Exact duplicates that plain SQL inserted (two agents) and near duplicates of three
-    agents (a vector and its copy nudged), merged."""
+    agents (a vector and its copy nudged; two vectors of episodes, whose merge merges the
+    episodes and points the vectors at the survivor), merged."""
     conn = await asyncpg.connect(url)
     try:
         await conn.execute(
@@ -92,6 +93,13 @@ async def merge_near(engine: Engine, url: str) -> list[Any]:
             await engine.add(
                 "vector", agent_id=agent, content=f"{agent} {i} {nudge}", embedding=vector
             )
+        for nudge in (0.0, 1e-4):  # vectors of episodes: the episodes merge with them
+            episode = await engine.add("episode", agent_id=agent, content=f"{agent} saw {nudge}")
+            await engine.add(
+                "vector", agent_id=agent, content=f"{agent} saw {nudge}",
+                embedding=[nudge, -20.0] + [0.25] * (DIMENSION - 2),
+                source_type="episodic_traces", source_id=episode,
+            )  # fmt: skip
     exact = await engine.merge(now=day(2))
     near = await engine.merge(near=True, now=day(2))
     return [exact.counts, near.counts]
@@ -104,7 +112,8 @@ async def test_duplicates_merge_as_on_one_server(single: str, citus_database: st
     merged = await side_by_side(single, citus_database, merge_near)
     assert merged[0] == merged[1]
     exact, near = merged[1]
-    assert exact["semantic_facts"]["merged"] == 2 and near["near"]["merged"] >= 6
+    assert exact["semantic_facts"]["merged"] == 2 and near["near"]["merged"] >= 9
+    assert near["near"]["episodic_traces_merged"] == 3
     ours, theirs = await state(single), await state(citus_database)
     for key in ours:  # (which of two equal duplicates survives follows their ids: any)
         assert sorted(map(repr, ours[key])) == sorted(map(repr, theirs[key])), key

@@ -30,6 +30,9 @@ STATISTICS = (
     "SELECT * FROM agent_text_stats ORDER BY agent_id",
     """SELECT agent_id, vectors, round(vector_norm(total)::numeric, 6) AS norm
        FROM agent_vector_stats ORDER BY agent_id""",
+    # (SQL for other uses, runbooks/recall.md: Citus refused it as an SQL function)
+    """SELECT agent, ethos_text_idf(agent, to_tsvector('english', 'storms sailed lake')) AS idf
+       FROM unnest(ARRAY['alice', 'bob', 'nobody']) AS agent ORDER BY agent""",
 )
 
 

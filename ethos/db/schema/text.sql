@@ -75,14 +75,23 @@ SET default_tablespace = '';
 
 SET default_table_access_method = heap;
 
+-- (PL/pgSQL, each call planned with its values: Citus routes the read to the agent's
+-- shard, and plans no parameter of an SQL function)
 CREATE FUNCTION ethos_text_idf(agent text, tsv tsvector) RETURNS double precision
-    LANGUAGE sql STABLE PARALLEL SAFE
+    LANGUAGE plpgsql STABLE PARALLEL SAFE
+    SET plan_cache_mode TO 'force_custom_plan'
     AS $$
-    SELECT coalesce(sum(ethos_idf(coalesce(a.docs, 0), coalesce(l.docs, 0))), 0)
+#variable_conflict use_variable
+DECLARE
+    summed double precision;
+BEGIN
+    SELECT coalesce(sum(ethos_idf(coalesce(a.docs, 0), coalesce(l.docs, 0))), 0) INTO summed
     FROM unnest(tsvector_to_array(tsv)) AS w (lexeme)
     LEFT JOIN agent_text_stats AS a ON a.agent_id = agent
     LEFT JOIN lexeme_stats AS l ON l.agent_id = agent AND l.lexeme = w.lexeme
-    WHERE w.lexeme <> ethos_agent_lexeme(agent)
+    WHERE w.lexeme <> ethos_agent_lexeme(agent);
+    RETURN summed;
+END
 $$;
 
 -- PL/pgSQL, for the IF: the deletes' statements, which only a removal (sign -1) needs,

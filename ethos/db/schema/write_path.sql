@@ -106,7 +106,6 @@ DECLARE
     -- agent's importance: its source does
     counted_old boolean := true;
     counted_new boolean := true;
-    found boolean;
 BEGIN
     IF vectors THEN
         counted_old := TG_OP <> 'INSERT' AND OLD.source_id IS NULL;
@@ -166,14 +165,17 @@ BEGIN
             IF TG_OP = 'INSERT' OR (NEW.source_type, NEW.source_id, NEW.agent_id)
                                    IS DISTINCT FROM (OLD.source_type, OLD.source_id, OLD.agent_id)
             THEN
+                -- (a read of one table by its key, no subquery: where a statement on a
+                -- node names the shard itself, as a merge's does, Citus plans the read
+                -- with the trigger's values as parameters, which it can only so)
                 IF NEW.source_type = 'episodic_traces' THEN
-                    found := EXISTS (SELECT 1 FROM episodic_traces
-                                     WHERE id = NEW.source_id AND agent_id = NEW.agent_id);
+                    PERFORM FROM episodic_traces
+                    WHERE agent_id = NEW.agent_id AND id = NEW.source_id;
                 ELSE
-                    found := EXISTS (SELECT 1 FROM semantic_facts
-                                     WHERE id = NEW.source_id AND agent_id = NEW.agent_id);
+                    PERFORM FROM semantic_facts
+                    WHERE agent_id = NEW.agent_id AND id = NEW.source_id;
                 END IF;
-                IF NOT found THEN
+                IF NOT FOUND THEN
                     RAISE EXCEPTION 'the vector''s source % % is not a memory of agent %',
                         NEW.source_type, NEW.source_id, NEW.agent_id
                         USING ERRCODE = 'foreign_key_violation';
