@@ -17,8 +17,10 @@ import asyncpg
 import httpx
 import pytest
 
+from ethos.db.store.core import node_url
 from ethos.domain.errors import InputError
 from ethos.services.engine import Engine, ItemPut
+from tests.conftest import DISTRIBUTED
 from tests.integration.test_http import ok, problem
 from tests.servers import serving
 
@@ -192,15 +194,34 @@ BLOCKED = """SELECT count(*) FROM pg_stat_activity
                AND state = 'active' AND wait_event_type = 'Lock'"""
 
 
+# On a Citus cluster: the node holding an agent's shards, and their names.
+AGENT_SHARDS = """SELECT s.nodename AS host, s.nodeport AS port, array_agg(s.shard_name) AS names
+                  FROM unnest(ARRAY['episodic_traces', 'semantic_facts', 'memory_vectors'])
+                       AS t (name)
+                  JOIN citus_shards AS s ON s.shardid = get_shard_id_for_distribution_column(
+                      t.name::regclass, $1::text)
+                  GROUP BY 1, 2"""
+
+
 @contextlib.asynccontextmanager
-async def tables_locked(database_url: str) -> AsyncIterator[asyncpg.Connection]:
+async def tables_locked(database_url: str, agent: str = "ada") -> AsyncIterator[asyncpg.Connection]:
     """Every memory table locked by another session: a recall waits until it ends (a
-    statement as slow as the test wants)."""
-    holder, watcher = await asyncpg.connect(database_url), await asyncpg.connect(database_url)
+    statement as slow as the test wants). On a Citus cluster `agent`'s shards, on the
+    node where its recall runs (the coordinator's tables do not hold it there)."""
+    url, tables = database_url, "episodic_traces, semantic_facts, memory_vectors"
+    if DISTRIBUTED:
+        coordinator = await asyncpg.connect(database_url)
+        try:
+            node = await coordinator.fetchrow(AGENT_SHARDS, agent)
+        finally:
+            await coordinator.close()
+        url, tables = node_url(database_url, node["host"], node["port"]), ", ".join(node["names"])
+    holder, watcher = await asyncpg.connect(url), await asyncpg.connect(url)
     try:
         async with holder.transaction():
-            await holder.execute("LOCK episodic_traces, semantic_facts, memory_vectors"
-                                 " IN ACCESS EXCLUSIVE MODE")  # fmt: skip
+            if DISTRIBUTED:  # (Citus guards its shards against changes by hand)
+                await holder.execute("SET LOCAL citus.enable_manual_changes_to_shards = on")
+            await holder.execute(f"LOCK {tables} IN ACCESS EXCLUSIVE MODE")
             yield watcher
     finally:
         await holder.close()

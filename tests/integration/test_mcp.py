@@ -154,7 +154,7 @@ async def test_recall_k_is_capped_and_a_call_over_its_deadline_is_stopped(
     ):
         recall = {"agent": "bo", "query": "bicycle", "record": False}
         assert "(limits.k)" in error(await client.call_tool("recall", {**recall, "k": 10**9}))
-        async with tables_locked(database_url) as watcher:
+        async with tables_locked(database_url, "bo") as watcher:
             stopped = error(await client.call_tool("recall", recall))
             assert "[mcp] request_timeout_seconds" in stopped
             assert await blocked(watcher, 0)
