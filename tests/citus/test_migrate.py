@@ -18,6 +18,21 @@ from tests.conftest import Cli
 ADD = "INSERT INTO semantic_facts (agent_id, content) VALUES ($1, $2)"
 
 
+async def shard_triggers(url: str, name: str) -> int:
+    """How many shards of the workers have a trigger `name` (Citus suffixes the shard's)."""
+    db_name = url.rsplit("/", 1)[1]
+    found = 0
+    for host, port in (await cluster_nodes(url))[1:]:
+        conn = await asyncpg.connect(with_database(f"postgresql://postgres@{host}:{port}", db_name))
+        try:
+            found += await conn.fetchval(
+                "SELECT count(*) FROM pg_trigger WHERE tgname LIKE $1 || '\\_%'", name
+            )
+        finally:
+            await conn.close()
+    return found
+
+
 async def definitions(url: str) -> list[str]:
     """Each node's text of ethos_text_stats_add, the function migration 0048 replaces."""
     name = url.rsplit("/", 1)[1]
@@ -54,6 +69,16 @@ async def test_a_migration_after_distribute_reaches_every_node(
     assert migrated.returncode == 0, migrated.stderr
     after = await definitions(citus_database)
     assert len(after) == 3 and len(set(after)) == 1
+    # a trigger a later migration makes reaches every shard (0051's on the hints)
+    conn = await asyncpg.connect(citus_database)
+    try:
+        shards = await conn.fetchval(
+            "SELECT count(*) FROM pg_dist_shard WHERE logicalrelid = $1::regclass",
+            "episodic_traces_due",
+        )
+    finally:
+        await conn.close()
+    assert await shard_triggers(citus_database, "episodic_traces_due_made") == shards > 0
     assert "agent_id = ANY (agents)" in after[0]
     erased = cli("erase", "--agent", "a", "--yes", env=env, timeout=300)
     assert erased.returncode == 0, erased.stderr
