@@ -7,6 +7,7 @@ new function on the coordinator and on both workers, and the erase then runs."""
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import asyncpg
 
@@ -18,34 +19,29 @@ from tests.conftest import Cli
 ADD = "INSERT INTO semantic_facts (agent_id, content) VALUES ($1, $2)"
 
 
-async def shard_triggers(url: str, name: str) -> int:
-    """How many shards of the workers have a trigger `name` (Citus suffixes the shard's)."""
-    db_name = url.rsplit("/", 1)[1]
-    found = 0
-    for host, port in (await cluster_nodes(url))[1:]:
-        conn = await asyncpg.connect(with_database(f"postgresql://postgres@{host}:{port}", db_name))
-        try:
-            found += await conn.fetchval(
-                "SELECT count(*) FROM pg_trigger WHERE tgname LIKE $1 || '\\_%'", name
-            )
-        finally:
-            await conn.close()
-    return found
-
-
-async def definitions(url: str) -> list[str]:
-    """Each node's text of ethos_text_stats_add, the function migration 0048 replaces."""
+async def on_each_node(url: str, query: str, *args: Any) -> list[Any]:
+    """`query`'s value on each node of the cluster (the coordinator first), in `url`'s
+    database."""
     name = url.rsplit("/", 1)[1]
     found = []
     for host, port in await cluster_nodes(url):
         conn = await asyncpg.connect(with_database(f"postgresql://postgres@{host}:{port}", name))
         try:
-            found.append(
-                await conn.fetchval("SELECT pg_get_functiondef('ethos_text_stats_add'::regproc)")
-            )
+            found.append(await conn.fetchval(query, *args))
         finally:
             await conn.close()
     return found
+
+
+async def shard_triggers(url: str, name: str) -> int:
+    """How many shards of the workers have a trigger `name` (Citus suffixes the shard's)."""
+    query = "SELECT count(*) FROM pg_trigger WHERE tgname LIKE $1 || '\\_%'"
+    return sum((await on_each_node(url, query, name))[1:])
+
+
+async def definitions(url: str) -> list[str]:
+    """Each node's text of ethos_text_stats_add, the function migration 0048 replaces."""
+    return await on_each_node(url, "SELECT pg_get_functiondef('ethos_text_stats_add'::regproc)")
 
 
 async def test_a_migration_after_distribute_reaches_every_node(

@@ -17,7 +17,7 @@ DISTRIBUTED = (
     "episodic_traces_due", "semantic_facts_due", "memory_vectors_due",
 )  # fmt: skip
 # ethos_agent_roles too: the row policies of `ethos roles` read it on the workers, where
-# an agent's statement runs (through the view ethos_own_agent_ids, which Citus carries).
+# an agent's statement runs (in ethos_own_agents(), migration 0049).
 REFERENCE = ("decay_policies", "importance_tiers", "ethos_settings", "ethos_agent_roles")
 
 ACTIVE_WORKERS = STATEMENTS["active_workers"]
