@@ -1,9 +1,12 @@
 """Term statistics (migration 0016): the write path keeps each agent's lexeme document
 frequencies, document count and summed length exact, whatever the statement; and
 (migration 0028) bounds of each lexeme's term frequency and of the length of the
-memories holding it that always hold, and are exact after a rebuild."""
+memories holding it that always hold, and are exact after a rebuild; a hard delete takes
+its rows' revisions and their share, a statement at a time (migration 0053)."""
 
 from __future__ import annotations
+
+import uuid
 
 import asyncpg
 
@@ -147,3 +150,26 @@ async def test_summed_idf_is_higher_for_rarer_words(conn: asyncpg.Connection) ->
     )
     assert idf["common"] < idf["rare"] < idf["unseen"]
     assert idf["common"] > 0 and idf["empty"] > 0
+
+
+async def test_a_delete_takes_its_rows_revisions_and_no_others(conn: asyncpg.Connection) -> None:
+    # Two agents' memories of one id (an id is an agent's own: a tenant can pick it), and
+    # another memory of each; every one revised once. One statement deletes three: all of
+    # a's, and b's other.
+    same, a_other, b_other = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
+    await conn.execute(
+        "INSERT INTO episodic_traces (agent_id, id, content) VALUES ('a', $1, 'first'),"
+        " ('b', $1, 'first'), ('a', $2, 'first'), ('b', $3, 'first')",
+        same,
+        a_other,
+        b_other,
+    )
+    await conn.execute("UPDATE episodic_traces SET content = 'second'")
+    revised = "SELECT agent_id, memory_id FROM memory_revisions ORDER BY agent_id, memory_id"
+    assert len(await conn.fetch(revised)) == 4
+    deleted = await conn.execute(
+        "DELETE FROM episodic_traces WHERE agent_id = 'a' OR id = $1", b_other
+    )
+    assert deleted == "DELETE 3"
+    assert [tuple(row) for row in await conn.fetch(revised)] == [("b", same)]
+    await assert_exact(conn)

@@ -128,13 +128,17 @@ BEGIN
         min_length = least(s.min_length, excluded.min_length);
 
     -- (each DELETE names the agents as a list too: on a Citus shard, a statement joined
-    -- to its agents only cannot be routed, and is refused)
+    -- to its agents only cannot be routed, and is refused.) The words removed are one
+    -- array, looked up by key: joined to the rows, the generic plan took each word of
+    -- every row removed again for each lexeme (0.15 s for 500 rows). A count at 0 is
+    -- never kept, so a word need not be paired with its agent here.
     IF 0 > ANY (signs) THEN
         DELETE FROM lexeme_stats AS s
-        USING unnest(agents, tsvs, signs) AS d (agent, tsv, sign),
-              unnest(tsvector_to_array(d.tsv)) AS w (lexeme)
-        WHERE s.agent_id = ANY (agents)
-          AND d.sign < 0 AND s.agent_id = d.agent AND s.lexeme = w.lexeme AND s.docs <= 0;
+        WHERE s.agent_id = ANY (agents) AND s.docs <= 0
+          AND s.lexeme = ANY (ARRAY(SELECT w.lexeme
+                                    FROM unnest(tsvs, signs) AS d (tsv, sign),
+                                         unnest(tsvector_to_array(d.tsv)) AS w (lexeme)
+                                    WHERE d.sign < 0));
 
         DELETE FROM agent_text_stats AS s
         USING unnest(agents, signs) AS d (agent, sign)

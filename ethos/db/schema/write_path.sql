@@ -1,10 +1,12 @@
 -- The write path: what happens when a row of a memory table is written, by ethos or by
 -- plain SQL (an INSERT, a COPY, an UPDATE by hand), in one place per event:
 --
---   <table>_write    BEFORE INSERT, UPDATE (of what it derives from) or DELETE, each row:
+--   <table>_write    BEFORE INSERT or UPDATE (of what it derives from), each row:
 --                    ethos_write_row() takes its steps in the order written there.
 --   <table>_added    AFTER INSERT, once a statement, over the rows it added:
 --                    ethos_rows_added(): what is done for many rows at once.
+--   <table>_removed  AFTER DELETE, once a statement, over the rows it deleted (purge,
+--                    erase, a DELETE by hand): ethos_rows_removed().
 --   <table>_pruned   (episodes and facts) AFTER UPDATE of pruned, where it changed:
 --                    ethos_source_pruned(): a memory's vectors are pruned and recovered
 --                    with it.
@@ -108,23 +110,8 @@ DECLARE
     counted_new boolean := true;
 BEGIN
     IF vectors THEN
-        counted_old := TG_OP <> 'INSERT' AND OLD.source_id IS NULL;
-        counted_new := TG_OP <> 'DELETE' AND NEW.source_id IS NULL;
-    END IF;
-
-    -- 0. A hard delete (purge, erase) takes the memory's revisions and its share of the
-    --    statistics with it.
-    IF TG_OP = 'DELETE' THEN
-        DELETE FROM memory_revisions AS r
-        WHERE r.agent_id = OLD.agent_id AND r.table_name = memory_table AND r.memory_id = OLD.id;
-        IF counted_old THEN
-            PERFORM ethos_text_stats_add(ARRAY[OLD.agent_id], ARRAY[OLD.content_tsv],
-                                         ARRAY[-1]);
-        END IF;
-        IF vectors THEN
-            PERFORM ethos_vector_stats_add(ARRAY[OLD.agent_id], ARRAY[OLD.embedding], -1);
-        END IF;
-        RETURN OLD;
+        counted_old := TG_OP = 'UPDATE' AND OLD.source_id IS NULL;
+        counted_new := NEW.source_id IS NULL;
     END IF;
 
     -- 1. The content and the agent: checked, then what is derived from them (the key a
@@ -385,6 +372,48 @@ END
 $$;
 REVOKE ALL ON FUNCTION ethos_rows_added() FROM PUBLIC;
 
+-- Each statement's rows deleted (purge, erase, a DELETE by hand), at once: their
+-- revisions and their share of the statistics go with them. As in ethos_rows_added, the
+-- rows are read into arrays first and every statement names their agents. (A row at a
+-- time, each statement planned again by Citus on a shard, a DELETE of 500 rows took
+-- 2.3 s there; on one server an erase took 0.9 ms a row.)
+CREATE FUNCTION ethos_rows_removed() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO '$user', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    memory_table text := TG_ARGV[0];
+    r record;  -- the rows deleted: their agents, each once; their ids and agents
+BEGIN
+    SELECT array_agg(DISTINCT d.agent_id) AS agents, array_agg(d.id) AS ids,
+           array_agg(d.agent_id) AS owners
+    INTO r FROM removed AS d;
+    IF r.agents IS NULL THEN  -- a DELETE of no row
+        RETURN NULL;
+    END IF;
+
+    DELETE FROM memory_revisions AS v
+    USING unnest(r.ids, r.owners) AS d (id, agent)
+    WHERE v.agent_id = ANY (r.agents) AND v.table_name = memory_table
+      AND v.agent_id = d.agent AND v.memory_id = d.id;
+
+    -- (a vector of an episode or fact counts no words: its source does)
+    IF memory_table = 'memory_vectors' THEN
+        PERFORM ethos_text_stats_add(array_agg(d.agent_id), array_agg(d.content_tsv),
+                                     array_agg(-1))
+        FROM removed AS d WHERE d.source_id IS NULL HAVING count(*) > 0;
+        PERFORM ethos_vector_stats_add(array_agg(d.agent_id), array_agg(d.embedding), -1)
+        FROM removed AS d;
+    ELSE
+        PERFORM ethos_text_stats_add(array_agg(d.agent_id), array_agg(d.content_tsv),
+                                     array_agg(-1))
+        FROM removed AS d;
+    END IF;
+    RETURN NULL;
+END
+$$;
+REVOKE ALL ON FUNCTION ethos_rows_removed() FROM PUBLIC;
+
 -- A memory pruned or recovered: its vectors follow it.
 CREATE FUNCTION ethos_source_pruned() RETURNS trigger
     LANGUAGE plpgsql
@@ -399,22 +428,28 @@ END
 $$;
 
 CREATE TRIGGER episodic_traces_write
-    BEFORE INSERT OR UPDATE OF content, agent_id, metadata, content_tsv OR DELETE
+    BEFORE INSERT OR UPDATE OF content, agent_id, metadata, content_tsv
     ON episodic_traces FOR EACH ROW EXECUTE FUNCTION ethos_write_row('episodic_traces');
 CREATE TRIGGER episodic_traces_added
     AFTER INSERT ON episodic_traces REFERENCING NEW TABLE AS added
     FOR EACH STATEMENT EXECUTE FUNCTION ethos_rows_added('episodic_traces');
+CREATE TRIGGER episodic_traces_removed
+    AFTER DELETE ON episodic_traces REFERENCING OLD TABLE AS removed
+    FOR EACH STATEMENT EXECUTE FUNCTION ethos_rows_removed('episodic_traces');
 CREATE TRIGGER episodic_traces_pruned
     AFTER UPDATE OF pruned ON episodic_traces
     FOR EACH ROW WHEN (OLD.pruned <> NEW.pruned)
     EXECUTE FUNCTION ethos_source_pruned('episodic_traces');
 
 CREATE TRIGGER semantic_facts_write
-    BEFORE INSERT OR UPDATE OF content, agent_id, metadata, content_tsv OR DELETE
+    BEFORE INSERT OR UPDATE OF content, agent_id, metadata, content_tsv
     ON semantic_facts FOR EACH ROW EXECUTE FUNCTION ethos_write_row('semantic_facts');
 CREATE TRIGGER semantic_facts_added
     AFTER INSERT ON semantic_facts REFERENCING NEW TABLE AS added
     FOR EACH STATEMENT EXECUTE FUNCTION ethos_rows_added('semantic_facts');
+CREATE TRIGGER semantic_facts_removed
+    AFTER DELETE ON semantic_facts REFERENCING OLD TABLE AS removed
+    FOR EACH STATEMENT EXECUTE FUNCTION ethos_rows_removed('semantic_facts');
 CREATE TRIGGER semantic_facts_pruned
     AFTER UPDATE OF pruned ON semantic_facts
     FOR EACH ROW WHEN (OLD.pruned <> NEW.pruned)
@@ -424,11 +459,13 @@ CREATE TRIGGER memory_vectors_write
     BEFORE INSERT
         OR UPDATE OF content, agent_id, metadata, content_tsv, embedding, source_type,
                      source_id, policy
-        OR DELETE
     ON memory_vectors FOR EACH ROW EXECUTE FUNCTION ethos_write_row('memory_vectors');
 CREATE TRIGGER memory_vectors_added
     AFTER INSERT ON memory_vectors REFERENCING NEW TABLE AS added
     FOR EACH STATEMENT EXECUTE FUNCTION ethos_rows_added('memory_vectors');
+CREATE TRIGGER memory_vectors_removed
+    AFTER DELETE ON memory_vectors REFERENCING OLD TABLE AS removed
+    FOR EACH STATEMENT EXECUTE FUNCTION ethos_rows_removed('memory_vectors');
 
 -- A hint is made by the transaction that writes it, on the node that keeps it: a full
 -- sweep drops the hints made before it began by that node's transaction ids. (Not a
