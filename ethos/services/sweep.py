@@ -228,8 +228,14 @@ async def _sweep_cluster(
     progress: Progress | None,
 ) -> None:
     """A Citus cluster's shard groups, each on its node, one connection each:
-    `sweep.workers` of them at once on every node. The counts add up across them; a
-    table is reported done when every group has swept it."""
+    `sweep.workers` of them at once on every node; a due sweep or prune pass visits only
+    the groups with something due. The counts add up across them; a table is reported
+    done when every group has swept it."""
+    if report.mode != "full":
+        due = await _together(
+            part.anything_due(report.now, prune=report.mode == "prune") for part in parts
+        )
+        parts = [part for part, anything in zip(parts, due, strict=True) if anything]
 
     def scanned(table: str, rows: int, done: bool) -> None:
         if progress is not None and not done:

@@ -82,9 +82,11 @@ async def test_one_sweeper_at_a_time_and_takeover_after_kill_9(
 async def test_sigterm_during_a_long_sweep_exits_cleanly_with_whole_batches(
     database_url: str, conn: asyncpg.Connection, daemons: list[DaemonProcess], tmp_path: Path
 ) -> None:
+    # (the policy given: a new row's own, read from its words, is planned again by Citus
+    # for every row on a cluster, where this load took over 120 s; runbooks/scaling.md)
     await conn.execute(
-        """INSERT INTO episodic_traces (agent_id, content, salience, strength)
-           SELECT 'a', 'm' || g, 0, 0.9 FROM generate_series(1, 200000) g"""
+        """INSERT INTO episodic_traces (agent_id, content, salience, strength, policy)
+           SELECT 'a', 'm' || g, 0, 0.9, 'standard' FROM generate_series(1, 200000) g"""
     )
     daemons.append(
         DaemonProcess(

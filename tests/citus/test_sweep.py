@@ -10,15 +10,18 @@ modifications with ctid on where clause are not supported"."""
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 from typing import Any
 
 import asyncpg
 
+from ethos.db.store.core import node_url
 from ethos.services.engine import Engine, migrate
 from ethos.services.sweep import Mode
 from ethos.settings import DatabaseSettings, DecaySettings, Settings
 from tests.citus.cluster import MADE, TABLES, add_memories, distribute, made_at_once
+from tests.integration.test_http_bounds import AGENT_SHARDS
 
 # (mode, days after the adds, the agent swept alone)
 SWEEPS: tuple[tuple[Mode, float, str | None], ...] = (
@@ -103,3 +106,35 @@ async def test_sweeps_write_what_they_write_on_one_server(single: str, citus_dat
             pruned.append(sum(r["pruned"] for r in theirs["episodic_traces"]))
         # the sweeps met live rows, pruned some and then the rest
         assert any(0 < n < len(theirs["episodic_traces"]) for n in pruned), pruned
+
+
+async def test_a_due_sweep_visits_only_the_shard_groups_with_something_due(
+    citus_database: str,
+) -> None:
+    # Each visit of a shard group costs its round trips whatever it holds: a sweep every
+    # hour over 30 days took 0.2 s a sweep on this cluster's 32 groups.
+    await migrate(Settings(database=DatabaseSettings(url=citus_database)), citus_database)
+    await distribute(citus_database)
+    settings = Settings(database=DatabaseSettings(url=citus_database))
+    async with Engine(settings, url=citus_database, check_settings=False) as engine:
+        await engine.add("episode", agent_id="alice", content="tea at noon")
+        coordinator = await asyncpg.connect(citus_database)
+        try:
+            alice = await coordinator.fetchrow(AGENT_SHARDS, "alice")
+            others = [await coordinator.fetchrow(AGENT_SHARDS, f"idle {i}") for i in range(50)]
+            idle = next(node for node in others if node["names"] != alice["names"])
+        finally:
+            await coordinator.close()
+        # Another group's memory tables locked on their node: a visit would wait there.
+        holder = await asyncpg.connect(node_url(citus_database, idle["host"], idle["port"]))
+        try:
+            async with holder.transaction():
+                await holder.execute("SET LOCAL citus.enable_manual_changes_to_shards = on")
+                await holder.execute(f"LOCK {', '.join(idle['names'])} IN ACCESS EXCLUSIVE MODE")
+                report = await asyncio.wait_for(
+                    engine.sweep(mode="due", trigger="manual"), timeout=30
+                )
+        finally:
+            await holder.close()
+    assert report.status == "completed"
+    assert report.tables["episodic_traces"].scanned == 1

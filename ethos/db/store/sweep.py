@@ -17,6 +17,7 @@ import asyncpg
 from ethos.db.store.core import Query, Row, StoreCore, on_shard, shard_names, translated
 from ethos.db.store.sql.fragments import MAX_ID, NIL_ID
 from ethos.db.store.sql.sweep import (
+    ANYTHING_DUE,
     FINISH_SWEEP_RUN,
     HINT_HORIZON,
     LAST_SWEEP_FINISHED,
@@ -148,6 +149,11 @@ class SweepStore(StoreCore):
                 finally:
                     if not conn.is_closed():
                         await worker.run(UNLOCK_SLICES, slices=worker.slices)
+
+    async def anything_due(self, now: datetime, *, prune: bool) -> bool:
+        """Whether a due sweep (prune: a prune pass) at `now` has anything to do here."""
+        due: bool = await self._fetchval(self._placed(ANYTHING_DUE), now=now, prune=prune)
+        return due
 
     async def count_due(self, spec: TableSpec, now: datetime, *, prune: bool) -> int:
         await self.check_table(spec)

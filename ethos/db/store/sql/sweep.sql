@@ -48,3 +48,13 @@ WITH faded AS (
     RETURNING 1
 )
 SELECT count(*) FROM faded;
+
+-- name: anything_due
+-- Whether a due sweep at %(now)s (%(prune)s: a prune pass) has anything to do here: a
+-- hint due, or, for a due sweep, a link faded. A Citus cluster's sweep visits only the
+-- shard groups that have: each visit costs its round trips (counts, slices, batches)
+-- whatever the group holds.
+SELECT EXISTS (SELECT FROM episodic_traces_due WHERE prune = %(prune)s AND at <= %(now)s)
+    OR EXISTS (SELECT FROM semantic_facts_due WHERE prune = %(prune)s AND at <= %(now)s)
+    OR EXISTS (SELECT FROM memory_vectors_due WHERE prune = %(prune)s AND at <= %(now)s)
+    OR (NOT %(prune)s AND EXISTS (SELECT FROM memory_links WHERE fades_at <= %(now)s));
