@@ -65,7 +65,8 @@ async def test_a_migration_after_distribute_reaches_every_node(
     assert migrated.returncode == 0, migrated.stderr
     after = await definitions(citus_database)
     assert len(after) == 3 and len(set(after)) == 1
-    # a trigger a later migration makes reaches every shard (0051's on the hints)
+    # a trigger a later migration makes reaches every shard (0051's on the hints; 0053's
+    # on the memories, which keeps the statistics of the erase below)
     conn = await asyncpg.connect(citus_database)
     try:
         shards = await conn.fetchval(
@@ -75,6 +76,7 @@ async def test_a_migration_after_distribute_reaches_every_node(
     finally:
         await conn.close()
     assert await shard_triggers(citus_database, "episodic_traces_due_made") == shards > 0
+    assert await shard_triggers(citus_database, "episodic_traces_removed") == shards
     assert "agent_id = ANY (agents)" in after[0]
     erased = cli("erase", "--agent", "a", "--yes", env=env, timeout=300)
     assert erased.returncode == 0, erased.stderr
