@@ -16,12 +16,11 @@ from typing import Any
 
 import asyncpg
 
-from ethos.db.store.core import node_url
 from ethos.services.engine import Engine, migrate
 from ethos.services.sweep import Mode
 from ethos.settings import DatabaseSettings, DecaySettings, Settings
 from tests.citus.cluster import MADE, TABLES, add_memories, distribute, made_at_once
-from tests.integration.test_http_bounds import AGENT_SHARDS
+from tests.integration.test_http_bounds import AGENT_SHARDS, tables_locked
 
 # (mode, days after the adds, the agent swept alone)
 SWEEPS: tuple[tuple[Mode, float, str | None], ...] = (
@@ -120,21 +119,14 @@ async def test_a_due_sweep_visits_only_the_shard_groups_with_something_due(
         await engine.add("episode", agent_id="alice", content="tea at noon")
         coordinator = await asyncpg.connect(citus_database)
         try:
-            alice = await coordinator.fetchrow(AGENT_SHARDS, "alice")
-            others = [await coordinator.fetchrow(AGENT_SHARDS, f"idle {i}") for i in range(50)]
-            idle = next(node for node in others if node["names"] != alice["names"])
+            alice = (await coordinator.fetchrow(AGENT_SHARDS, "alice"))["names"]
+            others = [f"idle {i}" for i in range(50)]
+            groups = [(await coordinator.fetchrow(AGENT_SHARDS, a))["names"] for a in others]
+            idle = next(a for a, names in zip(others, groups, strict=True) if names != alice)
         finally:
             await coordinator.close()
         # Another group's memory tables locked on their node: a visit would wait there.
-        holder = await asyncpg.connect(node_url(citus_database, idle["host"], idle["port"]))
-        try:
-            async with holder.transaction():
-                await holder.execute("SET LOCAL citus.enable_manual_changes_to_shards = on")
-                await holder.execute(f"LOCK {', '.join(idle['names'])} IN ACCESS EXCLUSIVE MODE")
-                report = await asyncio.wait_for(
-                    engine.sweep(mode="due", trigger="manual"), timeout=30
-                )
-        finally:
-            await holder.close()
+        async with tables_locked(citus_database, idle, distributed=True):
+            report = await asyncio.wait_for(engine.sweep(mode="due", trigger="manual"), timeout=30)
     assert report.status == "completed"
     assert report.tables["episodic_traces"].scanned == 1

@@ -204,12 +204,14 @@ AGENT_SHARDS = """SELECT s.nodename AS host, s.nodeport AS port, array_agg(s.sha
 
 
 @contextlib.asynccontextmanager
-async def tables_locked(database_url: str, agent: str = "ada") -> AsyncIterator[asyncpg.Connection]:
+async def tables_locked(
+    database_url: str, agent: str = "ada", *, distributed: bool = DISTRIBUTED
+) -> AsyncIterator[asyncpg.Connection]:
     """Every memory table locked by another session: a recall waits until it ends (a
     statement as slow as the test wants). On a Citus cluster `agent`'s shards, on the
     node where its recall runs (the coordinator's tables do not hold it there)."""
     url, tables = database_url, "episodic_traces, semantic_facts, memory_vectors"
-    if DISTRIBUTED:
+    if distributed:
         coordinator = await asyncpg.connect(database_url)
         try:
             node = await coordinator.fetchrow(AGENT_SHARDS, agent)
@@ -219,7 +221,7 @@ async def tables_locked(database_url: str, agent: str = "ada") -> AsyncIterator[
     holder, watcher = await asyncpg.connect(url), await asyncpg.connect(url)
     try:
         async with holder.transaction():
-            if DISTRIBUTED:  # (Citus guards its shards against changes by hand)
+            if distributed:  # (Citus guards its shards against changes by hand)
                 await holder.execute("SET LOCAL citus.enable_manual_changes_to_shards = on")
             await holder.execute(f"LOCK {tables} IN ACCESS EXCLUSIVE MODE")
             yield watcher
