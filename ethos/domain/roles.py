@@ -10,7 +10,7 @@
 - **agent roles** (optional): one database role per agent that connects with its own
   credentials. Row-level security on the memory tables, links, policies, revisions and
   term statistics lets such a role see, add and change only the rows of the agents it
-  speaks for
+  speaks for, and the database picks a new memory's id (one cannot take another's)
   (ethos_agent_roles), even in hand-written SQL; the app and eraser see every row.
 
 The plan is computed here from role names and the memory tables' columns (pure); the
@@ -167,7 +167,7 @@ def plan(
         f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {app}",  # and the ethos_* views
         f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO {app}",
         *(f"GRANT {rights} ON {table} TO {app}" for table, rights in APP_WRITES.items()),
-        *_memory_writes("INSERT", app, columns),
+        *_memory_writes(app, columns, agents=False),
         f"GRANT {app} TO {eraser}",
         f"GRANT DELETE ON {', '.join(ERASER_DELETES)} TO {eraser}",
     ]
@@ -179,17 +179,39 @@ def plan(
         f"GRANT SELECT ON {', '.join((*AGENT_READS, *AGENT_ROWS))} TO {group}",
         f"GRANT INSERT ON retrieval_queue TO {group}",  # under QUEUE_CHECK
         f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO {group}",
-        *_memory_writes("SELECT, INSERT", group, columns),
+        *_memory_writes(group, columns, agents=True),
         *_row_level(roles),
     ]
 
 
-def _memory_writes(rights: str, role: str, columns: Mapping[str, Sequence[str]]) -> list[str]:
-    """`rights` and UPDATE of every column but a memory's identity, on each memory table."""
+def shard_grants(roles: Roles) -> list[str]:
+    """On a Citus cluster, after `plan` has committed (a role it creates reaches the
+    workers then). Citus sends a new row to its shard with the id the coordinator picked:
+    the shards take it from the agents' group, and the coordinator's table still keeps
+    the group from choosing one. (A shard made later, by a rebalance, copies the table's
+    rights: it refuses the group's inserts until `ethos roles` runs again.) Each
+    statement returns the shards that refused, with the reason."""
+    if not roles.agents:
+        return []
+    return [
+        f"SELECT shardid, result FROM run_command_on_shards('{table}',"
+        f" $$GRANT INSERT (id) ON %s TO {roles.agents_group}$$) WHERE NOT success"
+        for table in MEMORY_NAMES
+    ]
+
+
+def _memory_writes(role: str, columns: Mapping[str, Sequence[str]], *, agents: bool) -> list[str]:
+    """INSERT, and UPDATE of every column but a memory's identity, on each memory table.
+    Agent roles also SELECT (under row security), and insert every column but the id:
+    the database picks it. An id is an agent's own, but the engine finds a memory by id
+    alone, so a tenant that took another agent's id would reach that agent's memory."""
     out = []
     for spec in MEMORY_TABLES:
         writable = ", ".join(c for c in columns[spec.name] if c not in FIXED_COLUMNS)
-        out.append(f"GRANT {rights}, UPDATE ({writable}) ON {spec.name} TO {role}")
+        inserts = "INSERT"
+        if agents:
+            inserts = f"SELECT, INSERT ({', '.join(c for c in columns[spec.name] if c != 'id')})"
+        out.append(f"GRANT {inserts}, UPDATE ({writable}) ON {spec.name} TO {role}")
     return out
 
 

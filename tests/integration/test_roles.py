@@ -197,6 +197,14 @@ async def insert_for_another_agent(house: House, role: str) -> None:
     await as_sql(house, role, "INSERT INTO semantic_facts (agent_id, content) VALUES ('b', 'x')")
 
 
+async def take_another_agents_id(house: House, role: str) -> None:
+    """A memory of "a" under the id of one of "b"'s: were it written, an event or a
+    command that names the id would reach both."""
+    taken = await owner_adds(house, "b")
+    await as_sql(house, role, "INSERT INTO episodic_traces (agent_id, id, content)"
+                 " VALUES ('a', $1, 'mine')", taken)  # fmt: skip
+
+
 async def update_own(house: House, role: str) -> None:
     await reaches_one(house, role, UPDATE_SALIENCE, "a")
 
@@ -304,6 +312,7 @@ TABLE: dict[Operation, tuple[str, str, str]] = {
     read_another_agents_rows: (OK, OK, NO),
     insert_own: (OK, OK, OK),
     insert_for_another_agent: (OK, OK, NO),
+    take_another_agents_id: (OK, OK, NO),
     update_own: (OK, OK, OK),
     update_another_agents: (OK, OK, NO),
     change_agent_or_creation: (NO, NO, NO),

@@ -27,7 +27,7 @@ import structlog
 
 from ethos.domain.errors import DatabaseError, InputError, TransientDatabaseError
 from ethos.domain.inputs import vector_literal
-from ethos.domain.roles import Roles, plan
+from ethos.domain.roles import Roles, plan, shard_grants
 from ethos.domain.tables import MEMORY_TABLES, TableSpec
 from ethos.logs import redact
 from ethos.settings import Settings
@@ -571,8 +571,9 @@ class StoreCore:
         former = {r["role"] for r in await self._fetch(AGENT_ROLES_NOW, group=roles.agents_group)}
         database = await self._fetchval(CURRENT_DATABASE)
         statements = plan(roles, database, columns, existing, former)
+        on_shards = shard_grants(roles) if await self.distributed() else []
         if dry_run:
-            return statements
+            return statements + on_shards
         async with self._transaction() as tx:
             for statement in statements:
                 await tx.execute_literal(statement)
@@ -581,7 +582,12 @@ class StoreCore:
                 roles=[role for role, _ in roles.agents],
                 agents=[agent for _, agent in roles.agents],
             )
-        return statements
+        for statement in on_shards:
+            refused = await self._fetch(sql(statement))
+            if refused:
+                shard, reason = refused[0]
+                raise DatabaseError(f"shard {shard} refused a grant of `ethos roles`: {reason}")
+        return statements + on_shards
 
     async def now(self) -> datetime:
         """The database's clock, without a round trip a call: this host's clock plus its
