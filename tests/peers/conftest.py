@@ -59,8 +59,13 @@ class Databases:
         if name is None:
             name = f"langgraph_{os.getpid()}_{next(self._names)}"
             _run(self.admin_uri, f'CREATE DATABASE "{name}" TEMPLATE {TEMPLATE}')
+        # A minute to connect: test_large_batches_async opens the pool's connections under
+        # 60,000 operations at once, beside the rest of the suite on two cores, where the
+        # default 10 s ran out once in CI (a connection late, nothing wrong).
         return name, Settings(
-            database=DatabaseSettings(url=database_uri(self.admin_uri, name)),
+            database=DatabaseSettings(
+                url=database_uri(self.admin_uri, name), connect_timeout_seconds=60.0
+            ),
             embedding=EmbeddingSettings(dimension=DIMENSION),
         )
 
