@@ -63,7 +63,7 @@ async def forget(engine: Engine, agent: str | None, ids: list[str]) -> dict[str,
     """Forget memories on request (the user asks, or they are obsolete). Recoverable
     with recover."""
     for spec, found in (await engine.locate(ids, agent=agent)).items():
-        await engine.forget(spec, found, trigger="api")
+        await engine.forget(spec, found, trigger="api", agent=agent)
     return {"forgotten": ids}
 
 

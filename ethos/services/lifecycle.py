@@ -203,19 +203,22 @@ async def forget(
     *,
     now: datetime,
     trigger: str,
+    agent: str | None = None,
 ) -> LifecycleReport:
     """Soft-delete on request: reason 'manual', recoverable. Every id must be a live
-    memory of the table, or nothing changes."""
-    states = await store.id_states(spec, list(ids))
+    memory of the table (of `agent`, where one is named: no other agent's memory is
+    touched, whatever its id), or nothing changes."""
+    states = await store.id_states(spec, list(ids), agent)
     unknown = [str(i) for i in ids if i not in states]
     if unknown:
-        raise InputError(f"no {spec.name} row with id {', '.join(unknown)}")
+        whose = f" of agent {agent}" if agent is not None else ""
+        raise InputError(f"no {spec.name} row{whose} with id {', '.join(unknown)}")
     gone = [str(i) for i in ids if states[i]]
     if gone:
         raise InputError(f"already pruned: {', '.join(gone)}")
     report = LifecycleReport("forget", now, False)
     async with audited(store, report, trigger, {"table": spec.name, "count": len(ids)}):
-        forgotten = await store.forget(spec, list(ids), now)
+        forgotten = await store.forget(spec, list(ids), now, agent)
         report.counts[spec.name] = {"manual": len(forgotten)}
     return report
 

@@ -134,7 +134,7 @@ class RetrievalPort(Protocol):
 
 class IdStates(Protocol):
     async def id_states(
-        self, spec: TableSpec, ids: Sequence[uuid.UUID]
+        self, spec: TableSpec, ids: Sequence[uuid.UUID], agent: str | None = None
     ) -> dict[uuid.UUID, bool]: ...
 
 
@@ -158,7 +158,7 @@ class LifecyclePort(IdStates, Protocol):
         self, spec: TableSpec, ids: list[uuid.UUID], groups: list[int], now: datetime
     ) -> Row: ...
     async def forget(
-        self, spec: TableSpec, ids: list[uuid.UUID], now: datetime
+        self, spec: TableSpec, ids: list[uuid.UUID], now: datetime, agent: str | None = None
     ) -> list[uuid.UUID]: ...
     async def forget_agent(self, spec: TableSpec, agent: str, now: datetime) -> int: ...
     async def purge(

@@ -90,7 +90,7 @@ def recorded(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, tuple[Any, ...]
     return sent
 
 
-async def test_an_agents_reads_run_on_one_shard(
+async def test_an_agents_reads_and_forget_run_on_one_shard(
     distributed: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     url = distributed.settings.database.url
@@ -104,14 +104,16 @@ async def test_an_agents_reads_run_on_one_shard(
     await distributed.memory(memory.id, agent="alice")
     await distributed.memories("alice")
     await distributed.stats("alice")
+    await distributed.forget(memory.table, [memory.id], agent="alice")
     monkeypatch.undo()
     conn = await asyncpg.connect(url)
     try:
         await _init_connection(conn)  # the vector codec ethos's connections have
         group = await conn.fetchrow(SHARD_GROUPS.text, "alice")
-        distributed_statements = on_shards = 0
+        distributed_statements = on_shards = updates = 0
         for query, args in sent:
-            if "alice" not in args or not query.lstrip().upper().startswith(("SELECT", "WITH")):
+            verb = query.lstrip().split(None, 1)[0].upper()
+            if "alice" not in args or verb not in ("SELECT", "WITH", "UPDATE"):
                 continue
             shards = set(re.findall(r"\b[a-z_]+_\d{6,}\b", query))
             if shards:  # sent to a node, against alice's shard group there (search)
@@ -122,9 +124,10 @@ async def test_an_agents_reads_run_on_one_shard(
             if "Citus" not in plan:  # the coordinator's own tables, the catalogue
                 continue
             distributed_statements += 1
+            updates += verb == "UPDATE"
             # one router task: no subplan run first, every task count 1
             counts = re.findall(r"Task Count: (\d+)", plan)
             assert counts and set(counts) == {"1"} and "Subplan" not in plan, f"{query}\n{plan}"
-        assert distributed_statements >= 3 and on_shards >= 2
+        assert distributed_statements >= 3 and on_shards >= 2 and updates == 1  # the forget
     finally:
         await conn.close()

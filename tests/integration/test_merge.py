@@ -310,6 +310,26 @@ async def test_forget_is_a_recoverable_prune_and_unknown_ids_change_nothing(
     assert keep
 
 
+async def test_a_forget_that_names_the_agent_touches_no_other_agents_memory(
+    engine: Engine, conn: asyncpg.Connection, cli: Cli, database_url: str
+) -> None:
+    """Two agents' memories of one id (an id is its agent's: the app may write one in
+    SQL, and agent roles could before `ethos roles` kept them from choosing it)."""
+    shared = uuid.uuid4()
+    await conn.execute(
+        "INSERT INTO semantic_facts (agent_id, id, content) VALUES ('a', $1, 'x'), ('b', $1, 'x')",
+        shared,
+    )
+    pruned = "SELECT agent_id, pruned FROM semantic_facts WHERE id = $1 ORDER BY agent_id"
+    with pytest.raises(InputError, match="no semantic_facts row of agent c with id"):
+        await engine.forget("fact", [shared], agent="c")
+    await engine.forget("fact", [shared], agent="a")
+    assert [tuple(r) for r in await conn.fetch(pruned, shared)] == [("a", True), ("b", False)]
+    env = {"ETHOS_DATABASE__URL": database_url}
+    assert cli("forget", "fact", str(shared), "--agent", "b", env=env).returncode == 0
+    assert [tuple(r) for r in await conn.fetch(pruned, shared)] == [("a", True), ("b", True)]
+
+
 async def test_purge_dry_run_reports_exactly_what_the_purge_deletes(
     settings: Settings, conn: asyncpg.Connection, days: Days, cli: Cli, database_url: str
 ) -> None:

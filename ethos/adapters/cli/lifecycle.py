@@ -55,7 +55,9 @@ async def cmd_merge(args: argparse.Namespace, settings: Settings) -> int:
 
 async def cmd_forget(args: argparse.Namespace, settings: Settings) -> int:
     async with Engine(settings) as engine:
-        report = await engine.forget(args.table, args.ids, now=args.now, trigger="manual")
+        report = await engine.forget(
+            args.table, args.ids, now=args.now, trigger="manual", agent=args.agent
+        )
     text = f"forgot {len(args.ids)} {args.table} rows (reason manual; ethos recover undoes it)"
     emit(args, report.as_dict(), text)
     return 0

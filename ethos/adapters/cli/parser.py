@@ -185,6 +185,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("forget", cmd_forget, "prune memories on request (recoverable)")
     p.add_argument("table", type=_table)
     p.add_argument("ids", nargs="+", metavar="ID")
+    p.add_argument("--agent", help="the memories' agent: no other agent's is touched")
     p.add_argument("--now", type=_time("now"))
 
     p = command("purge", cmd_purge, "hard-delete memories pruned before a moment (for good)")

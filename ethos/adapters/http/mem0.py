@@ -189,7 +189,8 @@ def mem0_routes(app: FastAPI) -> None:
         ):
             for table in {memory.account.table for memory in page}:
                 ids = [memory.account.id for memory in page if memory.account.table == table]
-                forgotten[table] += (await engine.forget(table, ids)).counts[table]["manual"]
+                report = await engine.forget(table, ids, agent=owners.agent)
+                forgotten[table] += report.counts[table]["manual"]
         forgotten_by_reason = {table: {"manual": n} for table, n in forgotten.items()}
         return {"message": "All relevant memories deleted",
                 "ethos": {"forgotten": forgotten_by_reason, "recoverable": True}}  # fmt: skip

@@ -151,8 +151,11 @@ AGENT_ROLES_NOW = STATEMENTS["agent_roles_now"]
 
 
 @cache
-def build_id_states_query(spec: TableSpec) -> Query:
-    return sql(f"SELECT id, pruned FROM {spec.name} WHERE id = ANY(%(ids)s::uuid[])")
+@cache
+def build_id_states_query(spec: TableSpec, *, by_agent: bool) -> Query:
+    """Whether memories %(ids)s are pruned (of %(agent)s alone: by_agent)."""
+    agent = " AND agent_id = %(agent)s" if by_agent else ""
+    return sql(f"SELECT id, pruned FROM {spec.name} WHERE id = ANY(%(ids)s::uuid[]){agent}")
 
 
 # A sweep's batches commit asynchronously and run on generic plans (see Store.open).
@@ -605,10 +608,14 @@ class StoreCore:
             self._clock_measured = time.monotonic()
         return datetime.now(UTC) + self._clock_offset
 
-    async def id_states(self, spec: TableSpec, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, bool]:
-        """id -> pruned, for the ids that exist."""
+    async def id_states(
+        self, spec: TableSpec, ids: Sequence[uuid.UUID], agent: str | None = None
+    ) -> dict[uuid.UUID, bool]:
+        """id -> pruned, for the ids that exist (as memories of `agent`, where one is
+        named)."""
         await self.check_table(spec)
-        rows = await self._fetch(build_id_states_query(spec), ids=list(ids))
+        query = build_id_states_query(spec, by_agent=agent is not None)
+        rows = await self._fetch(query, ids=list(ids), agent=agent)
         return {row["id"]: row["pruned"] for row in rows}
 
     async def interrupt_orphaned_runs(self) -> int:

@@ -111,9 +111,12 @@ class LifecycleStore(StoreCore):
             done.update(dict(row))
         return done
 
-    async def forget(self, spec: TableSpec, ids: list[uuid.UUID], now: datetime) -> list[uuid.UUID]:
+    async def forget(
+        self, spec: TableSpec, ids: list[uuid.UUID], now: datetime, agent: str | None = None
+    ) -> list[uuid.UUID]:
         await self.check_table(spec)
-        rows = await self._fetch(build_forget_query(spec), ids=ids, now=now)
+        query = build_forget_query(spec, by_agent=agent is not None)
+        rows = await self._fetch(query, ids=ids, now=now, agent=agent)
         return [row["id"] for row in rows]
 
     async def purge(

@@ -174,17 +174,22 @@ class OperationsEngine(EngineCore):
         *,
         now: datetime | None = None,
         trigger: str = TRIGGER,
+        agent: str | None = None,
     ) -> LifecycleReport:
-        """Soft-delete memories on request (reason manual; `recover` brings them back)."""
+        """Soft-delete memories on request (reason manual; `recover` brings them back);
+        memories of `agent` alone, where one is named."""
         parsed = [parse_id(i) for i in ids]
         if not parsed:
             raise InputError("forget needs at least one id")
+        if agent is not None:
+            agent_id(agent, "agent")
         return await lifecycle.forget(
             self.store,
             table_spec(table),
             parsed,
             now=await self._moment(now),
             trigger=trigger,
+            agent=agent,
         )
 
     async def forget_agent(

@@ -279,12 +279,14 @@ def build_merge_query(spec: TableSpec) -> Query:
 
 
 @cache
-def build_forget_query(spec: TableSpec) -> Query:
-    """Soft-delete live memories %(ids)s on request: reason 'manual', recoverable."""
+def build_forget_query(spec: TableSpec, *, by_agent: bool) -> Query:
+    """Soft-delete live memories %(ids)s on request (of %(agent)s alone: by_agent; on a
+    Citus cluster that routes it to the agent's shard): reason 'manual', recoverable."""
+    agent = "AND agent_id = %(agent)s" if by_agent else ""
     return sql(f"""
     UPDATE {spec.name}
     SET {pruned_set("manual")}
-    WHERE id = ANY(%(ids)s::uuid[]) AND NOT pruned
+    WHERE id = ANY(%(ids)s::uuid[]) AND NOT pruned {agent}
     RETURNING id
     """)
 
