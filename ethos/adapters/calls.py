@@ -71,7 +71,8 @@ async def recover(engine: Engine, agent: str | None, ids: list[str]) -> dict[str
     """Bring forgotten (or faded) memories back, with their content and history."""
     recovered: list[str] = []
     for spec, found in (await engine.locate(ids, agent=agent)).items():
-        report = await engine.recover(spec, Selector(ids=tuple(found)), command="api")
+        selector = Selector(ids=tuple(found), agent=agent)  # no other agent's, whatever the id
+        report = await engine.recover(spec, selector, command="api")
         recovered += [str(row["id"]) for row in report.rows]
     missing = sorted({str(parse_id(i)) for i in ids} - set(recovered))
     if missing:  # live already: nothing to bring back
