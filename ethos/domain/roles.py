@@ -10,8 +10,8 @@
 - **agent roles** (optional): one database role per agent that connects with its own
   credentials. Row-level security on the memory tables, links, policies, revisions and
   term statistics lets such a role see, add and change only the rows of the agents it
-  speaks for, and the database picks a new memory's id (one cannot take another's)
-  (ethos_agent_roles), even in hand-written SQL; the app and eraser see every row.
+  speaks for (ethos_agent_roles), even in hand-written SQL; the database picks the id of
+  a memory it adds (it cannot take another agent's). The app and eraser see every row.
 
 The plan is computed here from role names and the memory tables' columns (pure); the
 store applies it in one transaction, revoking first so the grants are exactly these, and

@@ -151,7 +151,6 @@ AGENT_ROLES_NOW = STATEMENTS["agent_roles_now"]
 
 
 @cache
-@cache
 def build_id_states_query(spec: TableSpec, *, by_agent: bool) -> Query:
     """Whether memories %(ids)s are pruned (of %(agent)s alone: by_agent)."""
     agent = " AND agent_id = %(agent)s" if by_agent else ""
