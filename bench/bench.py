@@ -31,7 +31,7 @@ from ethos.domain.explain import memory_state
 from ethos.domain.tables import EPISODES, FACTS, MEMORY_TABLES
 from ethos.services.embedding import Role, openai_embedder
 from ethos.services.engine import Engine, migrate
-from ethos.services.ltp_flush import Events, apply_retrievals
+from ethos.services.ltp_flush import Events, Pending, apply_retrievals
 from ethos.services.sweep import Mode
 from ethos.settings import (
     DatabaseSettings,
@@ -340,8 +340,8 @@ async def ltp_latency(
     latencies: list[float] = []
     deadline = time.perf_counter() + seconds
     while time.perf_counter() < deadline:
-        pending = {
-            (EPISODES, memory_id): {at: Events(retrievals=1, units=1)}
+        pending: Pending = {
+            (EPISODES, memory_id, None): {at: Events(retrievals=1, units=1)}
             for memory_id in rng.sample(ids, 50)
         }
         started = time.perf_counter()
@@ -590,7 +590,7 @@ async def retrieval_bench(
 
     async def one_by_one() -> int:
         for memory_id in picks[:5000]:
-            pending = {(EPISODES, memory_id): {at: Events(retrievals=1, units=1)}}
+            pending: Pending = {(EPISODES, memory_id, None): {at: Events(retrievals=1, units=1)}}
             await apply_retrievals(engine.store, pending, uuid.uuid4())
         return 5000
 

@@ -55,7 +55,7 @@ async def feedback(
     each other), "wrong" weakens them (a fact also loses confidence) until they are
     forgotten."""
     for spec, found in (await engine.locate(ids, agent=agent)).items():
-        await engine.feedback(spec, found, verdict)
+        await engine.feedback(spec, found, verdict, agent=agent)
     return {"ids": ids, "verdict": verdict}
 
 

@@ -74,10 +74,11 @@ AGENT_ROWS = (
 # Row-level security's tables: the memories and everything keyed by their agent.
 ROW_LEVEL = (*MEMORY_NAMES, *AGENT_ROWS)
 OWN = "agent_id = ANY (ethos_own_agents())"
-# The durable queue has no agent: an agent role may queue events of the memories it sees,
-# at a moment that has come (what ethos_record_retrieval checks, also for a plain INSERT).
+# The durable queue: an agent role may queue events of its agents' memories it sees, at a
+# moment that has come (what ethos_record_retrieval checks, also for a plain INSERT).
 QUEUE_CHECK = (
-    "ethos_memory_is_visible(table_name, memory_id) AND at <= now() + interval '5 minutes'"
+    f"{OWN} AND ethos_memory_is_visible(table_name, memory_id)"
+    " AND at <= now() + interval '5 minutes'"
 )
 
 NOT_AHEAD = "anchor_at <= now() + interval '5 minutes'"

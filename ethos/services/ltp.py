@@ -104,10 +104,16 @@ class LtpBuffer:
         self._task.add_done_callback(_report_crash)
 
     async def record(
-        self, spec: TableSpec, ids: Iterable[uuid.UUID], at: datetime, kind: Kind = "retrieval"
+        self,
+        spec: TableSpec,
+        ids: Iterable[uuid.UUID],
+        at: datetime,
+        kind: Kind = "retrieval",
+        agent: str | None = None,
     ) -> None:
-        """Buffer events: a repeated id counts as repeated events. A search's hits
-        ("surfaced") and feedback on several ids also teach their links. Waits up to
+        """Buffer events of `agent`'s memories (None: of every agent's memory with the
+        id): a repeated id counts as repeated events. A search's hits ("surfaced") and
+        feedback on several ids also teach their links. Waits up to
         ltp.full_wait_seconds when the buffer is full, then drops (and counts) them."""
         if kind not in KINDS:
             raise InputError(f"unknown event {kind!r}: use one of {', '.join(KINDS)}")
@@ -116,8 +122,8 @@ class LtpBuffer:
         # A table the flush could not write fails its caller now, not the flush later.
         ltp.boost(spec)
         await self._store.check_table(spec)
-        group = group_of(((spec, i) for i in ids), at, kind, self._settings)
-        if ltp.durable and await self._enqueue(spec, ids, at, kind, group):
+        group = group_of(((spec, i, agent) for i in ids), at, kind, self._settings)
+        if ltp.durable and await self._enqueue(spec, ids, at, kind, group, agent):
             return
         count = len(ids) + (group.pairs if group else 0)
         deadline = asyncio.get_running_loop().time() + ltp.full_wait_seconds
@@ -133,7 +139,7 @@ class LtpBuffer:
                 return
         event = event_of(kind, self._settings)
         for memory_id in ids:
-            self._pending[(spec, memory_id)].setdefault(at, Events()).add(event)
+            self._pending[(spec, memory_id, agent)].setdefault(at, Events()).add(event)
         if group is not None:
             self._groups.append(group)
         self._size += count
@@ -142,12 +148,13 @@ class LtpBuffer:
             self._wake.set()
 
     async def _enqueue(
-        self, spec: TableSpec, ids: list[uuid.UUID], at: datetime, kind: Kind, group: Group | None
-    ) -> bool:
+        self, spec: TableSpec, ids: list[uuid.UUID], at: datetime, kind: Kind,
+        group: Group | None, agent: str | None,
+    ) -> bool:  # fmt: skip
         """Durable: the events are in the database queue when this returns True. With the
         database away they go to the memory buffer instead (False), as without durable."""
         try:
-            await self._store.enqueue(spec, ids, at, kind, uuid.uuid4() if group else None)
+            await self._store.enqueue(spec, ids, at, kind, uuid.uuid4() if group else None, agent)
         except DatabaseError as exc:
             log.warning("ltp_durable_fallback", error=str(exc), count=len(ids))
             return False

@@ -28,7 +28,11 @@ log = structlog.get_logger("ethos.services.ltp")
 
 Kind = Literal["retrieval", "surfaced", "useful", "wrong"]
 KINDS: tuple[Kind, ...] = ("retrieval", "surfaced", "useful", "wrong")
-Key = tuple[TableSpec, uuid.UUID]
+# A memory events are for: its table, its id, and its agent (None: every agent's memory
+# of the id, for a caller that names no agent).
+Key = tuple[TableSpec, uuid.UUID, str | None]
+Member = tuple[uuid.UUID, str | None]  # of one table
+Owned = tuple[TableSpec, uuid.UUID, str]  # a memory found, with its agent
 
 
 @dataclass
@@ -64,9 +68,9 @@ class Group:
         return len(self.members) * (len(self.members) - 1) // 2
 
 
-# Buffered: (table, id) -> {moment: Events}.
+# Buffered: (table, id, agent) -> {moment: Events}.
 Pending = dict[Key, dict[datetime, Events]]
-Rows = dict[uuid.UUID, dict[datetime, Events]]
+Rows = dict[Member, dict[datetime, Events]]
 
 
 @dataclass
@@ -107,28 +111,46 @@ async def apply_retrievals(
         return await _apply_or_set_aside(flush, store.settings, pending, list(groups))
 
 
+# Why a queued event dated ahead of the database's clock is set aside, not applied: a
+# retrieval is recorded when it happens, and one dated decades ahead would hold its memory
+# at full strength.
+AHEAD = "a moment ahead of the database's clock"
+
+
 async def apply_queued(store: LtpFlushPort, limit: int) -> LtpResult | None:
     """Apply the oldest `limit` events of the durable queue (ethos_record_retrieval,
-    durable buffers) in the transaction that deletes them; None if it is empty."""
+    durable buffers) in the transaction that deletes them; None if it is empty. Those
+    dated ahead of the clock are set aside."""
+    settings = store.settings
     async with store.ltp_queue(limit) as (flush, rows):
         if not rows:
             return None
-        settings = store.settings
-        pending: Pending = defaultdict(dict)
-        together: dict[uuid.UUID, list[tuple[Key, datetime, str]]] = defaultdict(list)
-        for row in rows:
-            key = (table_spec(row["table_name"]), row["memory_id"])
-            event = event_of(row["kind"], settings, row["n"])
-            pending[key].setdefault(row["at"], Events()).add(event)
-            for grp in row["grps"] or ():
-                together[grp].append((key, row["at"], row["kind"]))
-        groups = [
-            group
-            for members in together.values()
-            if (group := group_of([key for key, _, _ in members], members[0][1], members[0][2],
-                                  settings))
-        ]  # fmt: skip
-        return await _apply_or_set_aside(flush, settings, pending, groups)
+        pending, groups = _queued([row for row in rows if not row["ahead"]], settings)
+        result = await _apply_or_set_aside(flush, settings, pending, groups)
+        ahead, _ = _queued([row for row in rows if row["ahead"]], settings)
+        for key, moments in ahead.items():
+            result.add(await _set_aside(flush, settings, key, moments, AHEAD))
+        return result
+
+
+def _queued(rows: list[Row], settings: Settings) -> tuple[Pending, list[Group]]:
+    """Popped events as a flush's (each for its agent's memory, where it names one), and
+    the groups they were recorded in."""
+    pending: Pending = defaultdict(dict)
+    together: dict[uuid.UUID, list[tuple[Key, datetime, str]]] = defaultdict(list)
+    for row in rows:
+        key = (table_spec(row["table_name"]), row["memory_id"], row["agent_id"])
+        event = event_of(row["kind"], settings, row["n"])
+        pending[key].setdefault(row["at"], Events()).add(event)
+        for grp in row["grps"] or ():
+            together[grp].append((key, row["at"], row["kind"]))
+    groups = [
+        group
+        for members in together.values()
+        if (group := group_of([key for key, _, _ in members], members[0][1], members[0][2],
+                              settings))
+    ]  # fmt: skip
+    return pending, groups
 
 
 async def _apply_or_set_aside(
@@ -147,7 +169,9 @@ async def _apply_or_set_aside(
         log.warning("ltp_batch_refused", error=str(exc), rows=len(pending))
     result = LtpResult()
     refused: set[Key] = set()
-    for key, moments in sorted(pending.items(), key=lambda item: (item[0][0].name, item[0][1])):
+    for key, moments in sorted(
+        pending.items(), key=lambda i: (i[0][0].name, i[0][1], i[0][2] or "")
+    ):
         try:
             async with flush.savepoint():
                 result.add(await _apply(flush, settings, {key: moments}, ()))
@@ -164,11 +188,11 @@ async def _apply_or_set_aside(
 async def _set_aside(
     flush: LtpFlush, settings: Settings, key: Key, moments: dict[datetime, Events], reason: str
 ) -> LtpResult:
-    spec, memory_id = key
+    spec, memory_id, agent = key
     units = sum(e.units for e in moments.values())
     try:
         async with flush.savepoint():
-            await flush.set_aside(spec, memory_id, kinds_of(moments, settings), reason)
+            await flush.set_aside(spec, agent, memory_id, kinds_of(moments, settings), reason)
     except TransientDatabaseError:
         raise
     except DatabaseError as exc:  # e.g. a role that may not write dead letters
@@ -184,8 +208,8 @@ async def _apply(
     flush: LtpFlush, settings: Settings, pending: Pending, groups: Iterable[Group]
 ) -> LtpResult:
     by_table: dict[TableSpec, Rows] = defaultdict(dict)
-    for (spec, memory_id), moments in pending.items():
-        by_table[spec][memory_id] = moments
+    for (spec, memory_id, agent), moments in pending.items():
+        by_table[spec][(memory_id, agent)] = moments
     result = LtpResult()
     sources: dict[TableSpec, Rows] = defaultdict(dict)
     for spec in [s for s in by_table if s.has_source]:
@@ -193,10 +217,10 @@ async def _apply(
         _account(result, spec, by_table[spec], {}, returned)
         for row in returned:
             if row.get("source_id") is not None and row["n"] > 0:
-                rows = sources[table_spec(row["source_type"])]
-                rows.setdefault(row["source_id"], {}).setdefault(row["at"], Events()).add(
-                    Events(retrievals=row["n"])
-                )
+                _add(
+                    sources[table_spec(row["source_type"])], (row["source_id"], row["agent_id"]),
+                    {row["at"]: Events(retrievals=row["n"])},
+                )  # fmt: skip
     targets = {s for s in by_table if not s.has_source} | set(sources)
     for spec in sorted(targets, key=lambda s: s.name):
         own, through = by_table.get(spec, {}), sources.get(spec, {})
@@ -246,19 +270,40 @@ def group_of(keys: Iterable[Key], at: datetime, kind: str, settings: Settings) -
 async def _apply_rounds(flush: LtpFlush, spec: TableSpec, rows: Rows) -> list[Row]:
     """The rows' rounds (_apply_agent_rounds): all at once, or on a Citus cluster one
     agent's at a time, agents in order (two flushes lock them alike): there a statement
-    names one agent, which routes it to the agent's shard. The agents are looked up by
-    id, live rows only (the others are skipped as anywhere)."""
-    if not await flush.routed():
-        return await _apply_agent_rounds(flush, spec, rows, None)
-    agents = await flush.agents(spec, sorted(rows))
+    names one agent, which routes it to the agent's shard. The agents of ids recorded
+    with none are looked up there (live rows only: the others are skipped as anywhere),
+    and on one server those of an id also recorded with its agent, whose memory would
+    be written twice in a round."""
+    routed = await flush.routed()
+    unnamed = {memory_id for memory_id, agent in rows if agent is None}
+    lookup = unnamed if routed else unnamed & {i for i, agent in rows if agent is not None}
+    owners: dict[uuid.UUID, list[str]] = {memory_id: [] for memory_id in lookup}
+    for memory_id, owner in await flush.agents(spec, sorted(lookup)) if lookup else ():
+        owners[memory_id].append(owner)
+    if not routed:
+        merged: Rows = {}
+        for (memory_id, agent), moments in rows.items():
+            for member in _members(memory_id, agent, owners):
+                _add(merged, member, moments)
+        return await _apply_agent_rounds(flush, spec, merged, None)
     by_agent: dict[str, Rows] = defaultdict(dict)
-    for memory_id, moments in rows.items():
-        if memory_id in agents:
-            by_agent[agents[memory_id]][memory_id] = moments
+    for (memory_id, agent), moments in rows.items():
+        for owner in owners[memory_id] if agent is None else [agent]:
+            _add(by_agent[owner], (memory_id, owner), moments)
     returned: list[Row] = []
     for agent, theirs in sorted(by_agent.items()):
         returned += await _apply_agent_rounds(flush, spec, theirs, agent)
     return returned
+
+
+def _members(
+    memory_id: uuid.UUID, agent: str | None, owners: dict[uuid.UUID, list[str]]
+) -> list[Member]:
+    """The memories an event recorded for (memory_id, agent) is for: with no agent, each
+    memory of the id that was looked up, else (not looked up) every one."""
+    if agent is None and memory_id in owners:
+        return [(memory_id, owner) for owner in owners[memory_id]]
+    return [(memory_id, agent)]
 
 
 async def _apply_agent_rounds(
@@ -267,17 +312,19 @@ async def _apply_agent_rounds(
     """Round i holds the i-th moment of every row whose curve changes, so a row is
     written in time order, exactly as one event after another. Hits that only count
     (no curve change) are added up in one statement. All of them are locked first."""
-    await flush.lock(spec, sorted(rows), agent)
+    members = sorted(rows, key=lambda m: (m[0], m[1] or ""))
+    await flush.lock(spec, sorted({memory_id for memory_id, _ in members}), agent)
     ordered = {
-        i: sorted((at, e) for at, e in moments.items() if e.changes_curve)
-        for i, moments in sorted(rows.items())
+        member: sorted((at, e) for at, e in rows[member].items() if e.changes_curve)
+        for member in members
     }
     returned: list[Row] = []
     for depth in range(max((len(m) for m in ordered.values()), default=0)):
         level = [(i, m[depth]) for i, m in ordered.items() if depth < len(m)]
         returned += await flush.strengthen(
             spec,
-            ids=[memory_id for memory_id, _ in level],
+            ids=[memory_id for (memory_id, _), _ in level],
+            agents=[owner for (_, owner), _ in level],
             counts=[e.retrievals for _, (_, e) in level],
             useful=[e.useful for _, (_, e) in level],
             wrong=[e.wrong for _, (_, e) in level],
@@ -286,27 +333,36 @@ async def _apply_agent_rounds(
             agent=agent,
         )
     only_counted = {
-        i: sum(e.surfaced for e in moments.values() if not e.changes_curve)
-        for i, moments in sorted(rows.items())
+        member: sum(e.surfaced for e in rows[member].values() if not e.changes_curve)
+        for member in members
     }
-    only_counted = {i: c for i, c in only_counted.items() if c}
+    only_counted = {member: c for member, c in only_counted.items() if c}
     if only_counted:
         returned += [
             {"id": row["id"], "agent_id": row["agent_id"], "n": 0, "pruned": False}
             for row in await flush.surface(
-                spec, list(only_counted), list(only_counted.values()), agent
+                spec,
+                [memory_id for memory_id, _ in only_counted],
+                [owner for _, owner in only_counted],
+                list(only_counted.values()),
+                agent,
             )
         ]
     return returned
 
 
+def _add(rows: Rows, member: Member, moments: dict[datetime, Events]) -> None:
+    """A member's events added to those rows holds for it."""
+    target = rows.setdefault(member, {})
+    for at, events in moments.items():
+        target.setdefault(at, Events()).add(events)
+
+
 def _merge(a: Rows, b: Rows) -> Rows:
     merged: Rows = {}
     for rows in (a, b):
-        for memory_id, moments in rows.items():
-            target = merged.setdefault(memory_id, {})
-            for at, events in moments.items():
-                target.setdefault(at, Events()).add(events)
+        for member, moments in rows.items():
+            _add(merged, member, moments)
     return merged
 
 
@@ -315,12 +371,17 @@ def _account(
 ) -> None:
     """Events of rows that were found count as applied (or reinforced, through a
     vector); those of unknown or pruned rows as skipped, and are logged."""
-    found = {row["id"] for row in returned}
-    result.applied += sum(e.units for i, m in own.items() if i in found for e in m.values())
+    written = {(row["id"], row["agent_id"]) for row in returned}
+    written_ids = {memory_id for memory_id, _ in written}
+
+    def found(member: Member) -> bool:
+        return member in written if member[1] is not None else member[0] in written_ids
+
+    result.applied += sum(e.units for i, m in own.items() if found(i) for e in m.values())
     result.reinforced += sum(
-        e.retrievals for i, m in through.items() if i in found for e in m.values()
+        e.retrievals for i, m in through.items() if found(i) for e in m.values()
     )
-    result.pruned += len({row["id"] for row in returned if row["pruned"]})
+    result.pruned += len({(row["id"], row["agent_id"]) for row in returned if row["pruned"]})
     promoted = [
         row
         for row in returned
@@ -332,9 +393,9 @@ def _account(
             "memory_promoted", table=spec.name, id=str(row["id"]),
             policy=row["policy"], old_policy=row["old_policy"],
         )  # fmt: skip
-    missing = [str(i) for i in own if i not in found]
+    missing = [str(member[0]) for member in own if not found(member)]
     if missing:
-        result.skipped += sum(e.units for i, m in own.items() if i not in found
+        result.skipped += sum(e.units for i, m in own.items() if not found(i)
                               for e in m.values())  # fmt: skip
         log.warning("ltp_skipped", table=spec.name, count=len(missing), ids=missing[:5])
 
@@ -347,27 +408,35 @@ async def _apply_links(flush: LtpFlush, groups: list[Group], learning_rate: floa
         return 0
     members: dict[TableSpec, set[uuid.UUID]] = defaultdict(set)
     for group in groups:
-        for spec, memory_id in group.members:
+        for spec, memory_id, _ in group.members:
             members[spec].add(memory_id)
-    agents: dict[Key, str] = {}
+    owners: dict[tuple[TableSpec, uuid.UUID], list[str]] = defaultdict(list)
     for spec, ids in members.items():
-        for memory_id, agent in (await flush.agents(spec, sorted(ids))).items():
-            agents[(spec, memory_id)] = agent
+        for memory_id, owner in await flush.agents(spec, sorted(ids)):
+            owners[(spec, memory_id)].append(owner)
     # (agent, a, b, moment) -> [co, useful, wrong]; a before b by id.
-    counts: dict[tuple[str, Key, Key, datetime], list[int]] = {}
+    counts: dict[tuple[str, Owned, Owned, datetime], list[int]] = {}
     for group in groups:
         column = _PAIR_COLUMN[group.kind]
-        live = sorted((m for m in group.members if m in agents), key=lambda m: m[1])
+        live: list[Owned] = sorted(
+            {
+                (spec, memory_id, owner)
+                for spec, memory_id, agent in group.members
+                for owner in owners[(spec, memory_id)]
+                if agent in (None, owner)
+            },
+            key=lambda m: (m[1], m[2]),
+        )
         for a, b in itertools.combinations(live, 2):
-            agent = agents[a]
-            if agent != agents[b]:
+            agent = a[2]
+            if agent != b[2]:
                 continue
             key = (agent, a, b, group.at)
             if key not in counts:
                 counts[key] = [0, 0, 0]
             counts[key][column] += 1
     # Round i holds the i-th moment of each pair; pairs in id order, every flush alike.
-    rounds: list[list[tuple[str, Key, Key, datetime]]] = []
+    rounds: list[list[tuple[str, Owned, Owned, datetime]]] = []
     last, depth = None, 0
     for key in sorted(counts, key=lambda k: (k[1][1], k[2][1], k[3])):
         pair = (key[1][1], key[2][1])

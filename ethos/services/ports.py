@@ -93,6 +93,7 @@ class LtpPort(LtpFlushPort, Protocol):
         at: datetime,
         kind: str,
         group: uuid.UUID | None,
+        agent: str | None,
     ) -> None: ...
 
 

@@ -123,10 +123,10 @@ async def nearest(
     weight = settings.search.link_weight or (1.0 if expand else 0.0)
     neighbours = await _neighbours(store, hits, agent, now, weight) if weight and hits else []
     if ltp is not None and hits:
-        await ltp.record(VECTORS, [hit.id for hit in hits], now, "surfaced")
+        await ltp.record(VECTORS, [hit.id for hit in hits], now, "surfaced", agent)
         for table in {n.table for n in neighbours}:
             found = [n.id for n in neighbours if n.table == table]
-            await ltp.record(table_spec(table), found, now, "surfaced")
+            await ltp.record(table_spec(table), found, now, "surfaced", agent)
     return sorted(hits + neighbours, key=_rank)
 
 
@@ -220,16 +220,16 @@ async def recall(
         hits = await _fuse(store, settings, hits, similar, agent, tables, now, matching)
     hits = sorted(hits, key=_rank)[:k]
     if ltp is not None:
-        await surface(ltp, hits, now)
+        await surface(ltp, hits, now, agent)
     return hits
 
 
-async def surface(ltp: LtpBuffer, hits: Sequence[Hit], now: datetime) -> None:
-    """Record recall's hits as surfaced at `now`, those of one table together (they
-    learn their links)."""
+async def surface(ltp: LtpBuffer, hits: Sequence[Hit], now: datetime, agent: str | None) -> None:
+    """Record recall's hits (of `agent`, where one is named) as surfaced at `now`, those
+    of one table together (they learn their links)."""
     for table in {h.table for h in hits}:
         await ltp.record(table_spec(table), [h.id for h in hits if h.table == table], now,
-                         "surfaced")  # fmt: skip
+                         "surfaced", agent)  # fmt: skip
 
 
 def _rank(hit: Hit) -> tuple[float, float, float, str]:

@@ -79,11 +79,16 @@ async def test_sql_callers_get_one_line_errors_and_nothing_is_queued(
     with pytest.raises(asyncpg.InvalidParameterValueError, match="at must be a moment"):
         await conn.fetchval("SELECT ethos_record_retrieval('fact', ARRAY[gen_random_uuid()], NULL)")
     assert await conn.fetchval("SELECT count(*) FROM retrieval_queue") == 0
-    # The short names work too; unknown ids are queued and skipped when applied.
+    # The short names work too; unknown ids are queued and skipped when applied. An event
+    # names its agent when the caller gives one.
     assert await conn.fetchval(
         "SELECT ethos_record_retrieval('fact', ARRAY[gen_random_uuid(), gen_random_uuid()])"
     ) == 2  # fmt: skip
-    assert await conn.fetchval("SELECT backlog FROM ethos_retrieval_queue") == 2
+    named = "SELECT ethos_record_retrieval('fact', ARRAY[gen_random_uuid()], now(), 'a')"
+    assert await conn.fetchval(named) == 1
+    assert await conn.fetchval("SELECT backlog FROM ethos_retrieval_queue") == 3
+    agents = "SELECT array_agg(agent_id ORDER BY agent_id NULLS FIRST) FROM retrieval_queue"
+    assert await conn.fetchval(agents) == [None, None, "a"]
 
 
 async def test_a_durable_process_killed_before_its_flush_loses_nothing(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import AsyncIterator, Callable
 from typing import Any
+from urllib.parse import urlsplit
 
 import asyncpg
 import pytest
@@ -106,28 +107,80 @@ async def test_an_agents_reads_and_forget_run_on_one_shard(
     await distributed.stats("alice")
     await distributed.forget(memory.table, [memory.id], agent="alice")
     monkeypatch.undo()
+    plans, on_shards = await citus_plans(url, sent, "alice")
+    for query, plan in plans:
+        assert one_router_task(plan), f"{query}\n{plan}"
+    assert len(plans) >= 3 and on_shards >= 2
+    assert sum(query.lstrip().startswith("UPDATE") for query, _ in plans) == 1  # the forget
+
+
+async def test_an_agents_queued_events_are_applied_on_its_node(
+    distributed: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Queued events that name their agent (the queue is on the coordinator) are applied
+    on the agent's node, each statement routed there, with no lookup of agents on every
+    shard. Before, an event named an id alone."""
+    url = distributed.settings.database.url
+    assert url is not None
+    conn = await asyncpg.connect(url)
+    try:
+        episodes = await conn.fetch("SELECT id FROM episodic_traces WHERE agent_id = 'alice'")
+        ids = [row["id"] for row in episodes]
+        record = "SELECT ethos_record_retrieval('episode', $1, now(), 'alice')"
+        await conn.execute(record, ids + ids[:1])
+        assert await conn.fetchval("SELECT count(*) FROM retrieval_queue") == 4
+        sent = recorded(monkeypatch)
+        assert await distributed.ltp.drain_queue()
+        monkeypatch.undo()
+        counts = "SELECT array_agg(retrieval_count ORDER BY retrieval_count) FROM episodic_traces"
+        assert await conn.fetchval(counts + " WHERE agent_id = 'alice'") == [1, 1, 2]
+        assert await conn.fetchval(counts + " WHERE agent_id = 'bob'") == [0, 0, 0]
+        node = await conn.fetchval(
+            "SELECT nodeport FROM citus_shards WHERE table_name = 'episodic_traces'::regclass"
+            " AND shardid = get_shard_id_for_distribution_column('episodic_traces', 'alice')"
+        )
+    finally:
+        await conn.close()
+    assert not any("SELECT id, agent_id FROM" in query for query, _ in sent)  # no lookup
+    plans, _ = await citus_plans(url, sent, "alice")
+    coordinator = urlsplit(url).port
+    # the strengthening: its hints are written by a second step, on the same node
+    assert any("UPDATE episodic_traces" in query for query, _ in plans)
+    for query, plan in plans:
+        workers = set(re.findall(r"Node: host=\S+ port=(\d+)", plan)) - {str(coordinator)}
+        assert workers == {str(node)}, f"{query}\n{plan}"
+        assert set(re.findall(r"Task Count: (\d+)", plan)) == {"1"}, f"{query}\n{plan}"
+
+
+def one_router_task(plan: str) -> bool:
+    """A plan Citus runs as one task on one shard, with no subplan run first."""
+    counts = re.findall(r"Task Count: (\d+)", plan)
+    return bool(counts) and set(counts) == {"1"} and "Subplan" not in plan
+
+
+async def citus_plans(
+    url: str, sent: list[tuple[str, tuple[Any, ...]]], agent: str
+) -> tuple[list[tuple[str, str]], int]:
+    """Of the statements sent with `agent` among their values: the plans of those Citus
+    plans (reads and writes of distributed tables), and how many were sent to a node
+    (search), which must name only the agent's shard group there."""
     conn = await asyncpg.connect(url)
     try:
         await _init_connection(conn)  # the vector codec ethos's connections have
-        group = await conn.fetchrow(SHARD_GROUPS.text, "alice")
-        distributed_statements = on_shards = updates = 0
+        group = await conn.fetchrow(SHARD_GROUPS.text, agent)
+        plans, on_shards = [], 0
         for query, args in sent:
             verb = query.lstrip().split(None, 1)[0].upper()
-            if "alice" not in args or verb not in ("SELECT", "WITH", "UPDATE"):
+            if agent not in args or verb not in ("SELECT", "WITH", "UPDATE"):
                 continue
             shards = set(re.findall(r"\b[a-z_]+_\d{6,}\b", query))
-            if shards:  # sent to a node, against alice's shard group there (search)
+            if shards:  # sent to a node, against the agent's shard group there
                 assert shards <= set(group["names"]), query
                 on_shards += 1
                 continue
             plan = "\n".join(r[0] for r in await conn.fetch(f"EXPLAIN {query}", *args))
-            if "Citus" not in plan:  # the coordinator's own tables, the catalogue
-                continue
-            distributed_statements += 1
-            updates += verb == "UPDATE"
-            # one router task: no subplan run first, every task count 1
-            counts = re.findall(r"Task Count: (\d+)", plan)
-            assert counts and set(counts) == {"1"} and "Subplan" not in plan, f"{query}\n{plan}"
-        assert distributed_statements >= 3 and on_shards >= 2 and updates == 1  # the forget
+            if "Citus" in plan:  # not the coordinator's own tables, the catalogue
+                plans.append((query, plan))
+        return plans, on_shards
     finally:
         await conn.close()

@@ -136,8 +136,8 @@ async def test_a_retried_flush_is_applied_once_on_the_cluster(citus_database: st
         episodes = await ids_by_content(conn, "episodic_traces")
         spec = table_spec("episode")
         pending = {  # two agents, two shards
-            (spec, episodes["alice rowed 0 miles"]): {day(1): Events(retrievals=2, units=2)},
-            (spec, episodes["bob walked 1 hills"]): {day(1): Events(retrievals=1, units=1)},
+            (spec, episodes["alice rowed 0 miles"], None): {day(1): Events(retrievals=2, units=2)},
+            (spec, episodes["bob walked 1 hills"], "bob"): {day(1): Events(retrievals=1, units=1)},
         }
         async with Engine(settings, url=citus_database, check_settings=False) as engine:
             flush = uuid.uuid4()

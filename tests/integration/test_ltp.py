@@ -33,7 +33,7 @@ from tests.conftest import DISTRIBUTED, WORDS_IGNORED, ConfiguredEngine
 from tests.vectors import at_cosine, mix, unit
 
 if TYPE_CHECKING:
-    from tests.conftest import Days
+    from tests.conftest import Cli, Days
 
 
 @pytest.fixture
@@ -408,7 +408,7 @@ async def test_a_flush_retried_after_an_in_doubt_commit_is_not_applied_twice(
     engine: Engine, conn: asyncpg.Connection, t0: datetime, days: Days
 ) -> None:
     memory = await engine.add("episode", agent_id="a", content="e", created_at=t0)
-    pending: Pending = {(EPISODES, memory): {days(1): Events(retrievals=2, units=2)}}
+    pending: Pending = {(EPISODES, memory, None): {days(1): Events(retrievals=2, units=2)}}
     flush = uuid.uuid4()
     first = await apply_retrievals(engine.store, pending, flush)
     again = await apply_retrievals(engine.store, pending, flush)
@@ -476,3 +476,50 @@ async def test_a_refused_flush_frees_its_room_for_waiting_callers(
         await conn.fetchval("SELECT retrieval_count FROM episodic_traces WHERE id = $1", memory)
         == 1
     )
+
+
+async def test_events_that_name_the_agent_reach_its_memory_of_an_id_only(
+    engine: Engine, conn: asyncpg.Connection, cli: Cli, database_url: str
+) -> None:
+    """Two agents' memories of one id (the app may write one in SQL). Before, a queued
+    event named a table and an id, and every memory of the id took it."""
+    shared = uuid.uuid4()
+    await conn.execute(
+        "INSERT INTO semantic_facts (agent_id, id, content) VALUES ('a', $1, 'x'), ('b', $1, 'x')",
+        shared,
+    )
+    counts = (
+        "SELECT agent_id, retrieval_count, wrong_count FROM semantic_facts WHERE id = $1"
+        " ORDER BY agent_id"
+    )
+
+    async def state() -> list[tuple[str, int, int]]:
+        return [tuple(row) for row in await conn.fetch(counts, shared)]
+
+    # the buffer: a retrieval of a's, a wrong of b's
+    await engine.record_retrieval("fact", [shared], agent="a")
+    await engine.feedback("fact", [shared], "wrong", agent="b")
+    await engine.ltp.drain(5)
+    assert await state() == [("a", 1, 0), ("b", 0, 1)]
+    # the queue: events of a's (a plain INSERT, and SQL's door that names it), and one
+    # that names no agent
+    await conn.execute(
+        "INSERT INTO retrieval_queue (agent_id, table_name, memory_id, at)"
+        " VALUES ('a', 'semantic_facts', $1, now())",
+        shared,
+    )
+    recorded = "SELECT ethos_record_retrieval('fact', ARRAY[$1]::uuid[], now(), $2)"
+    assert await conn.fetchval(recorded, shared, "a") == 1
+    assert await conn.fetchval(recorded, shared, None) == 1
+    assert await engine.ltp.drain_queue()
+    assert await state() == [("a", 4, 0), ("b", 1, 1)]
+    # a caller that names no agent reaches every memory of the id, as before
+    await engine.record_retrieval("fact", [shared])
+    await engine.ltp.drain(5)
+    assert await state() == [("a", 5, 0), ("b", 2, 1)]
+    env = {"ETHOS_DATABASE__URL": database_url}
+    done = cli("record-retrieval", "fact", str(shared), "--agent", "c", env=env)
+    assert done.returncode != 0
+    assert f"no semantic_facts row of agent c with id {shared}" in done.stderr
+    assert cli("feedback", "fact", str(shared), "--useful", "--agent", "b", env=env).returncode == 0
+    assert await state() == [("a", 5, 0), ("b", 3, 1)]

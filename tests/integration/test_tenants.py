@@ -116,14 +116,20 @@ async def test_an_agent_role_queues_events_only_of_its_own_memories_at_moments_c
     dated 2199 left a fact's strength at 4.9e-227. Now the queue's row policy asks what
     ethos_record_retrieval asks."""
     mine, theirs = await fact_of(house, "a"), await fact_of(house, "b")
-    insert = "INSERT INTO retrieval_queue (table_name, memory_id, at, kind) VALUES ($1, $2, $3, $4)"
+    insert = (
+        "INSERT INTO retrieval_queue (agent_id, table_name, memory_id, at, kind)"
+        " VALUES ($1, $2, $3, $4, $5)"
+    )
     now = datetime.now(UTC)
-    for memory, at in ((theirs, now), (mine, datetime(2199, 1, 1, tzinfo=UTC))):
+    for agent, memory, at in (
+        ("b", theirs, now), ("a", theirs, now), ("b", mine, now),
+        ("a", mine, datetime(2199, 1, 1, tzinfo=UTC)),
+    ):  # fmt: skip
         with pytest.raises(Refused, match="row-level security"):
-            await as_sql(house, AGENT, insert, "semantic_facts", memory, at, "wrong")
+            await as_sql(house, AGENT, insert, agent, "semantic_facts", memory, at, "wrong")
     queued = "SELECT ethos_record_retrieval('fact', ARRAY[$1, $2]::uuid[])"
     assert await as_sql(house, AGENT, queued, mine, theirs) == 1
-    await as_sql(house, AGENT, insert, "semantic_facts", mine, now, "useful")  # its own: fine
+    await as_sql(house, AGENT, insert, "a", "semantic_facts", mine, now, "useful")  # its own
     assert await as_sql(house, AGENT, "SELECT ethos_memory_is_visible('semantic_facts', $1)",
                         theirs) is False  # fmt: skip
     await drain(house)
@@ -138,8 +144,9 @@ async def test_an_agent_role_queues_events_only_of_its_own_memories_at_moments_c
 async def test_the_drain_sets_aside_a_moment_ahead_of_the_clock(house: House) -> None:
     """Whoever queued it (here the owner, whom no row policy holds)."""
     memory = await fact_of(house, "a")
-    await as_sql(house, APP, "INSERT INTO retrieval_queue (table_name, memory_id, at)"
-                 " VALUES ('semantic_facts', $1, now() + interval '1 day')", memory)  # fmt: skip
+    await as_sql(house, APP, "INSERT INTO retrieval_queue (agent_id, table_name, memory_id, at)"
+                 " VALUES ('a', 'semantic_facts', $1, now() + interval '1 day')",
+                 memory)  # fmt: skip
     await drain(house)
     assert await as_sql(house, APP, "SELECT retrieval_count FROM semantic_facts WHERE id = $1",
                         memory) == 0  # fmt: skip

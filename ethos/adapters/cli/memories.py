@@ -121,8 +121,8 @@ async def cmd_feedback(args: argparse.Namespace, settings: Settings) -> int:
     kind = "useful" if args.useful else "wrong"
     async with Engine(settings) as engine:
         await refuse_future(engine, args.now, args.allow_future, AHEAD)
-        await engine.check_ids(args.table, args.ids)
-        await engine.feedback(args.table, args.ids, kind, now=args.now)
+        await engine.check_ids(args.table, args.ids, agent=args.agent)
+        await engine.feedback(args.table, args.ids, kind, agent=args.agent, now=args.now)
     stats = engine.ltp.stats
     text = (
         f"{stats.applied} {kind} applied, {stats.skipped} skipped (unknown or pruned),"
@@ -144,8 +144,8 @@ async def cmd_links(args: argparse.Namespace, settings: Settings) -> int:
 async def cmd_record_retrieval(args: argparse.Namespace, settings: Settings) -> int:
     async with Engine(settings) as engine:
         await refuse_future(engine, args.now, args.allow_future, AHEAD)
-        await engine.check_ids(args.table, args.ids)
-        await engine.record_retrieval(args.table, args.ids, now=args.now)
+        await engine.check_ids(args.table, args.ids, agent=args.agent)
+        await engine.record_retrieval(args.table, args.ids, agent=args.agent, now=args.now)
     stats = engine.ltp.stats
     text = (
         f"{stats.applied} applied, {stats.skipped} skipped (unknown or pruned),"

@@ -290,6 +290,7 @@ def build_parser() -> argparse.ArgumentParser:
     verdict = p.add_mutually_exclusive_group(required=True)
     verdict.add_argument("--useful", action="store_true", help="reinforce (one retrieval)")
     verdict.add_argument("--wrong", action="store_true", help="weaken (× feedback.wrong_factor)")
+    p.add_argument("--agent", help="the memories' agent: no other agent's is touched")
     p.add_argument("--now", type=_time("now"))
     _allow_future(p)
 
@@ -301,6 +302,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("record-retrieval", cmd_record_retrieval, "strengthen memories read by other means")
     p.add_argument("table", type=_table)
     p.add_argument("ids", nargs="+", metavar="ID")
+    p.add_argument("--agent", help="the memories' agent: no other agent's is touched")
     p.add_argument("--now", type=_time("now"))
     _allow_future(p)
     return parser

@@ -224,7 +224,7 @@ def mem0_routes(app: FastAPI) -> None:
         if body.threshold is not None:
             kept = [hit for hit in kept if hit.score >= body.threshold]
         if may_write(request):
-            await engine.surfaced(kept)
+            await engine.surfaced(kept, agent=owners.agent)
         return {"results": [mem0_hit(hit) for hit in kept]}
 
     route(app, "GET", ("/v1/ping/",), ping, schema=False)

@@ -27,7 +27,9 @@ BEGIN
 END
 $$;
 
-CREATE FUNCTION ethos_record_retrieval(table_name text, ids uuid[], at timestamp with time zone DEFAULT now()) RETURNS integer
+-- The one door for recording retrievals from plain SQL: events of `agent`'s memories of
+-- the ids (none named: of every memory of each id), applied by the daemon's drain.
+CREATE FUNCTION ethos_record_retrieval(table_name text, ids uuid[], at timestamp with time zone DEFAULT now(), agent text DEFAULT NULL) RETURNS integer
     LANGUAGE plpgsql
     AS $_$
 #variable_conflict use_variable
@@ -50,12 +52,18 @@ BEGIN
         RAISE EXCEPTION 'at % is outside 1900 .. now: a retrieval is recorded when it happens', at
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    IF row_security_active(target) THEN  -- an agent's own connection: its rows only
-        EXECUTE format('SELECT array_agg(id) FROM %I WHERE id = ANY ($1)', target)
-            INTO ids USING ids;
+    IF agent IS NULL AND row_security_active(target) THEN
+        -- a connection under row security: the memories of the ids it sees, each event
+        -- named by its memory's agent (an agent role's queue takes its own agents' only)
+        EXECUTE format(
+            'INSERT INTO retrieval_queue (agent_id, table_name, memory_id, at)
+             SELECT m.agent_id, $1, m.id, $2 FROM unnest($3) AS e (id) JOIN %I AS m ON m.id = e.id',
+            target) USING target, at, ids;
+    ELSE
+        INSERT INTO retrieval_queue (agent_id, table_name, memory_id, at)
+        SELECT agent, target, memory_id, at FROM unnest(ids) AS memory_id
+        WHERE memory_id IS NOT NULL;
     END IF;
-    INSERT INTO retrieval_queue (table_name, memory_id, at)
-    SELECT target, memory_id, at FROM unnest(ids) AS memory_id WHERE memory_id IS NOT NULL;
     GET DIAGNOSTICS queued = ROW_COUNT;
     RETURN queued;
 END

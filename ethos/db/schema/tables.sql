@@ -477,7 +477,8 @@ ALTER TABLE ONLY agent_vector_stats
 -- ========================================================================================
 
 -- Retrievals recorded from SQL (`ethos_record_retrieval`) and feedback, drained into
--- LTP by the daemon exactly once.
+-- LTP by the daemon exactly once. An event that names its agent reaches that agent's
+-- memory of the id only; one without (NULL) every memory of the id.
 CREATE TABLE retrieval_queue (
     id bigint NOT NULL,
     table_name text NOT NULL,
@@ -486,6 +487,7 @@ CREATE TABLE retrieval_queue (
     kind text DEFAULT 'retrieval'::text NOT NULL,
     grp uuid,
     enqueued_at timestamp with time zone DEFAULT now() NOT NULL,
+    agent_id text,
     CONSTRAINT retrieval_queue_at_window CHECK (((at >= '1900-01-01 00:00:00+00'::timestamp with time zone) AND (at < '2200-01-01 00:00:00+00'::timestamp with time zone))),
     CONSTRAINT retrieval_queue_kind_check CHECK ((kind = ANY (ARRAY['retrieval'::text, 'surfaced'::text, 'useful'::text, 'wrong'::text]))),
     CONSTRAINT retrieval_queue_table_name_check CHECK ((table_name = ANY (ARRAY['memory_vectors'::text, 'episodic_traces'::text, 'semantic_facts'::text])))
@@ -513,6 +515,7 @@ CREATE TABLE retrieval_dead_letters (
     reason text NOT NULL,
     dead_at timestamp with time zone DEFAULT now() NOT NULL,
     n integer DEFAULT 1 NOT NULL,
+    agent_id text,
     CONSTRAINT retrieval_dead_letters_n_check CHECK ((n >= 1))
 );
 ALTER TABLE ONLY retrieval_dead_letters

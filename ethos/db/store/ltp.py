@@ -56,12 +56,14 @@ class LtpStore(StoreCore):
 
     async def enqueue(
         self, spec: TableSpec, ids: list[uuid.UUID], at: datetime, kind: str,
-        group: uuid.UUID | None,
+        group: uuid.UUID | None, agent: str | None,
     ) -> None:  # fmt: skip
-        """Events into the durable queue (committed when this returns)."""
+        """Events of `agent`'s memories (None: of every memory of each id) into the
+        durable queue (committed when this returns)."""
         await self._fetchval(
-            ENQUEUE_RETRIEVALS, table=spec.name, ids=ids, at=at, kind=kind, grp=group
-        )
+            ENQUEUE_RETRIEVALS, agent=agent, table=spec.name, ids=ids, at=at, kind=kind,
+            grp=group,
+        )  # fmt: skip
 
     async def queue_backlog(self) -> int:
         backlog: int = await self._fetchval(RETRIEVAL_QUEUE_BACKLOG)
@@ -155,6 +157,7 @@ class LtpFlush:
         spec: TableSpec,
         *,
         ids: list[uuid.UUID],
+        agents: list[str | None],
         counts: list[int],
         useful: list[int],
         wrong: list[int],
@@ -162,10 +165,11 @@ class LtpFlush:
         moments: list[datetime],
         agent: str | None,
     ) -> list[Row]:
-        """One round: each id at most once, with what happened to it at moments[i]
-        (retrievals, useful, wrong, surfaced); the ids all of `agent`, where one is
-        named. Returns the rows written (unknown and pruned ids are not among them), with
-        their policy before and after."""
+        """One round: each memory (ids[i] of agents[i], or of every agent where that is
+        None) at most once, with what happened to it at moments[i] (retrievals, useful,
+        wrong, surfaced); all of `agent`, where one is named. Returns the rows written
+        (unknown and pruned ids are not among them), with their policy before and
+        after."""
         await self._store.check_table(spec)
         settings = self._store.settings
         return await self._tx.fetch(
@@ -176,6 +180,7 @@ class LtpFlush:
             confidence_bonus=settings.ltp.fact_confidence_bonus,
             wrong_factor=settings.feedback.wrong_factor,
             ids=ids,
+            agents=agents,
             counts=counts,
             useful=useful,
             wrong=wrong,
@@ -191,30 +196,31 @@ class LtpFlush:
             yield
 
     async def set_aside(
-        self, spec: TableSpec, memory_id: uuid.UUID, events: Sequence[tuple[datetime, str, int]],
-        reason: str,
+        self, spec: TableSpec, agent: str | None, memory_id: uuid.UUID,
+        events: Sequence[tuple[datetime, str, int]], reason: str,
     ) -> None:  # fmt: skip
-        """Events of one memory that the database refused, into retrieval_dead_letters:
-        (moment, kind, how many)."""
+        """Events of one memory (of `agent`, where one is named) that the database
+        refused, into retrieval_dead_letters: (moment, kind, how many)."""
         moments, kinds, counts = (list(column) for column in zip(*events, strict=True))
         await self._tx.fetch(
-            SET_ASIDE_EVENTS, table=spec.name, id=memory_id, moments=moments, kinds=kinds,
-            counts=counts, reason=reason,
+            SET_ASIDE_EVENTS, table=spec.name, agent=agent, id=memory_id, moments=moments,
+            kinds=kinds, counts=counts, reason=reason,
         )  # fmt: skip
 
     async def surface(
-        self, spec: TableSpec, ids: list[uuid.UUID], counts: list[int], agent: str | None
-    ) -> list[Row]:
-        """Search hits that only count: surfaced_count + counts[i] (the ids all of
-        `agent`, where one is named)."""
+        self, spec: TableSpec, ids: list[uuid.UUID], agents: list[str | None],
+        counts: list[int], agent: str | None,
+    ) -> list[Row]:  # fmt: skip
+        """Search hits that only count: surfaced_count + counts[i] (ids and agents as
+        strengthen's)."""
         await self._store.check_table(spec)
         query = build_surfaced_query(spec, by_agent=agent is not None)
-        return await self._tx.fetch(query, ids=ids, counts=counts, agent=agent)
+        return await self._tx.fetch(query, ids=ids, agents=agents, counts=counts, agent=agent)
 
-    async def agents(self, spec: TableSpec, ids: list[uuid.UUID]) -> dict[uuid.UUID, str]:
-        """The agent of each live memory among `ids`."""
+    async def agents(self, spec: TableSpec, ids: list[uuid.UUID]) -> list[tuple[uuid.UUID, str]]:
+        """The live memories among `ids`: (id, agent), an id once for each agent."""
         rows = await self._tx.fetch(build_agents_query(spec), ids=ids)
-        return {row["id"]: row["agent_id"] for row in rows}
+        return [(row["id"], row["agent_id"]) for row in rows]
 
     async def link(self, pairs: LinkRound, *, learning_rate: float) -> int:
         """One round of link updates (each pair at most once); the count written."""

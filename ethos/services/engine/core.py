@@ -132,16 +132,19 @@ class EngineCore:
             return None
         return vector
 
-    async def check_ids(self, table: str | TableSpec, ids: Iterable[str | uuid.UUID]) -> None:
-        """Each id names a row of `table` (live or pruned), else NotFoundError names the
-        others. record_retrieval and feedback skip unknown ids instead (they must not need
-        the database when called: a blip delays them, it does not refuse them)."""
+    async def check_ids(
+        self, table: str | TableSpec, ids: Iterable[str | uuid.UUID], *, agent: str | None = None
+    ) -> None:
+        """Each id names a row of `table` (live or pruned; of `agent`, where one is
+        named), else NotFoundError names the others. record_retrieval and feedback skip
+        unknown ids instead (they must not need the database when called: a blip delays
+        them, it does not refuse them)."""
         spec = table_spec(table)
-        parsed = self._ids(ids)
-        tables = {row["id"]: row["table_name"] for row in await self.store.locate(parsed)}
-        unknown = list(dict.fromkeys(str(i) for i in parsed if tables.get(i) != spec.name))
+        held = await self._held(self._ids(ids), agent)
+        unknown = list(dict.fromkeys(str(i) for i, t in held.items() if t != spec.name))
         if unknown:
-            raise NotFoundError(f"no {spec.name} row with id {some(unknown)}", unknown)
+            whose = f" of agent {agent}" if agent else ""
+            raise NotFoundError(f"no {spec.name} row{whose} with id {some(unknown)}", unknown)
 
     def _ids(self, ids: Iterable[str | uuid.UUID]) -> list[uuid.UUID]:
         """The ids of one call: at least one, at most limits.ids."""
@@ -153,17 +156,24 @@ class EngineCore:
         """The memories by table, for callers that know only ids (ids are unique across
         tables). An unknown id, or one of another agent than `agent`, is an error."""
         parsed = self._ids(ids)
-        rows = {row["id"]: row for row in await self.store.locate(parsed)}
-        unknown = [
-            str(i) for i in parsed if i not in rows or agent not in (None, rows[i]["agent_id"])
-        ]
+        held = await self._held(parsed, agent)
+        unknown = [str(i) for i in parsed if held[i] is None]
         if unknown:
             whose = f" of agent {agent}" if agent else ""
             raise NotFoundError(f"no memory{whose} with id {some(unknown)}")
         found: dict[TableSpec, list[uuid.UUID]] = {}
         for memory_id in parsed:
-            found.setdefault(table_spec(rows[memory_id]["table_name"]), []).append(memory_id)
+            found.setdefault(table_spec(str(held[memory_id])), []).append(memory_id)
         return found
+
+    async def _held(self, ids: list[uuid.UUID], agent: str | None) -> dict[uuid.UUID, str | None]:
+        """The table of each id's memory (of `agent`, where one is named; an id may be
+        several agents'), None where there is none."""
+        held: dict[uuid.UUID, str | None] = dict.fromkeys(ids)
+        for row in await self.store.locate(ids):
+            if agent in (None, row["agent_id"]):
+                held[row["id"]] = row["table_name"]
+        return held
 
 
 def specs(tables: Iterable[str | TableSpec] | None) -> tuple[TableSpec, ...]:

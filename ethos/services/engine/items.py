@@ -189,7 +189,9 @@ class ItemEngine(EngineCore):
         ]
         if expiring:
             await self.store.refresh_item_ttls(expiring, TTL_KEY, now)
-        await self.ltp.record(FACTS, [row["id"] for row in rows], now, kind)
+        for agent in dict.fromkeys(row["agent_id"] for row in rows):
+            ids = [row["id"] for row in rows if row["agent_id"] == agent]
+            await self.ltp.record(FACTS, ids, now, kind, agent)
 
     async def item_namespaces(self) -> list[str]:
         """The agents that hold live, unexpired items."""

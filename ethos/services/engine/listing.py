@@ -203,7 +203,7 @@ class ListingEngine(EngineCore):
         row = await self.store.fetch(spec, found)
         at = await self._moment(now)
         if record and not row["pruned"]:
-            await self.ltp.record(spec, [found], at)
+            await self.ltp.record(spec, [found], at, agent=row["agent_id"])
         return describe(spec, row, at, await self.store.policy(row["policy"]))
 
     async def update(

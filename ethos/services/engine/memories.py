@@ -181,7 +181,10 @@ class MemoryEngine(RetrievalEngine):
         if created:
             return Added(memory_id, True, recalled=recalled)
         raised = await self._raise_repeat(memory, memory_id)
-        await self.ltp.record(memory.table, [memory_id], await self._moment(memory.created_at))
+        await self.ltp.record(
+            memory.table, [memory_id], await self._moment(memory.created_at),
+            agent=memory.agent_id,
+        )  # fmt: skip
         return Added(memory_id, False, raised, recalled)
 
     async def _raise_repeat(self, memory: MemoryInput, memory_id: uuid.UUID) -> tuple[str, ...]:

@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from ethos.domain.errors import InputError
-from ethos.domain.inputs import parse_id
+from ethos.domain.inputs import agent_id, parse_id
 from ethos.domain.tables import TableSpec, table_spec
 from ethos.services.engine.core import EngineCore, specs
 from ethos.services.retrieval import Hit, nearest, recall, surface
@@ -91,23 +91,27 @@ class RetrievalEngine(EngineCore):
             matching=matching,
         )
 
-    async def surfaced(self, hits: Sequence[Hit], *, now: datetime | None = None) -> None:
-        """Record hits as recall records its own (surfaced): for a caller that recalled
-        with record=False and keeps only some of them."""
-        await surface(self.ltp, hits, await self._moment(now))
+    async def surfaced(
+        self, hits: Sequence[Hit], *, agent: str | None = None, now: datetime | None = None
+    ) -> None:
+        """Record hits (of `agent`, the one recall was for) as recall records its own
+        (surfaced): for a caller that recalled with record=False and keeps only some."""
+        await surface(self.ltp, hits, await self._moment(now), _agent(agent))
 
     async def record_retrieval(
         self,
         table: str | TableSpec,
         ids: Iterable[str | uuid.UUID],
         *,
+        agent: str | None = None,
         now: datetime | None = None,
     ) -> None:
-        """Schedule LTP for memories an agent read by other means; a repeated id counts
-        as repeated retrievals. Applied in the background, and at the latest on close."""
+        """Schedule LTP for memories an agent read by other means (`agent`'s memories of
+        these ids, or every agent's where none is named); a repeated id counts as
+        repeated retrievals. Applied in the background, and at the latest on close."""
         spec = table_spec(table)
         parsed = [parse_id(i) for i in ids]
-        await self.ltp.record(spec, parsed, await self._moment(now))
+        await self.ltp.record(spec, parsed, await self._moment(now), agent=_agent(agent))
 
     async def feedback(
         self,
@@ -115,18 +119,22 @@ class RetrievalEngine(EngineCore):
         ids: Iterable[str | uuid.UUID],
         kind: str,
         *,
+        agent: str | None = None,
         now: datetime | None = None,
     ) -> None:
         """The agent used these memories ("useful": a retrieval, counted as useful) or
         they were wrong ("wrong": strength, and a fact's confidence, times
-        feedback.wrong_factor; pruned with reason feedback below the threshold). Several
-        ids in one call: their links learn too. Applied like LTP, exactly once."""
+        feedback.wrong_factor; pruned with reason feedback below the threshold), of
+        `agent` where one is named. Several ids in one call: their links learn too.
+        Applied like LTP, exactly once."""
         if kind not in ("useful", "wrong"):
             raise InputError(f"feedback is 'useful' or 'wrong' (got {kind!r})")
         spec = table_spec(table)
         parsed = self._ids(ids)
         moment = await self._moment(now)
-        await self.ltp.record(spec, parsed, moment, "useful" if kind == "useful" else "wrong")
+        await self.ltp.record(
+            spec, parsed, moment, "useful" if kind == "useful" else "wrong", _agent(agent)
+        )
 
     async def links(
         self, table: str | TableSpec, memory_id: str | uuid.UUID, *, now: datetime | None = None
@@ -149,3 +157,8 @@ class RetrievalEngine(EngineCore):
             )
             for row in await self.store.links(spec, memory, agent, at)
         ]
+
+
+def _agent(agent: str | None) -> str | None:
+    """An agent a caller named, checked; None names none."""
+    return None if agent is None else agent_id(agent, "agent")

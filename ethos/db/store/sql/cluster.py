@@ -9,8 +9,11 @@ STATEMENTS = statements(__file__)
 
 # The tables Citus distributes by agent, colocated with the first (whose shards name a
 # shard group: core's shard_groups), and those it copies to every node (decision
-# record 0019). The rest stay on the coordinator: the retrieval queue and dead letters
-# (no agent_id yet), the audit and daemon tables.
+# record 0019). The rest stay on the coordinator: the audit and daemon tables, and the
+# retrieval queue and its dead letters. Citus writes a set of rows into a distributed
+# table whose key a sequence gives by COPY, which row security refuses: under `ethos
+# roles` every ethos_record_retrieval would fail. Their events name the agent, and a
+# drain applies each agent's on its node.
 DISTRIBUTED = (
     "episodic_traces", "semantic_facts", "memory_vectors", "memory_links", "memory_revisions",
     "agent_policies", "lexeme_stats", "agent_text_stats", "agent_vector_stats",

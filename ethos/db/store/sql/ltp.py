@@ -60,8 +60,9 @@ def build_ltp_query(spec: TableSpec, *, by_agent: bool) -> Query:
     row as that write left it. `before` is the row as this statement first saw it: only
     to report what it had.
 
-    `by_agent`: the ids are all of agent %(agent)s, and the statement says so (on a Citus
-    cluster that routes it to the agent's shard).
+    Each id is that of agents[i]'s memory, or (NULL) of every agent's memory of the id:
+    a memory is in one round once. `by_agent`: the ids are all of agent %(agent)s, and
+    the statement says so (on a Citus cluster that routes it to the agent's shard).
     """
     at = {"anchor": "h.at", "n": "m.reinforcement + s.gain", "at": "h.at", "policy": "np"}
     depress = "power(%(wrong_factor)s::float8, h.w)"
@@ -131,10 +132,13 @@ def build_ltp_query(spec: TableSpec, *, by_agent: bool) -> Query:
             anchor_at = greatest(m.anchor_at, h.at),
             last_retrieved_at = CASE WHEN h.n > 0 THEN greatest(m.last_retrieved_at, h.at)
                                      ELSE m.last_retrieved_at END
-        FROM unnest(%(ids)s::uuid[], %(counts)s::int[], %(useful)s::int[], %(wrong)s::int[],
-                    %(surfaced)s::int[], %(moments)s::timestamptz[]) AS h(id, n, u, w, c, at)
-        JOIN {spec.name} AS before ON before.id = h.id {before_agent}
-        WHERE m.id = h.id AND NOT m.pruned {agent}
+        FROM unnest(%(ids)s::uuid[], %(agents)s::text[], %(counts)s::int[], %(useful)s::int[],
+                    %(wrong)s::int[], %(surfaced)s::int[], %(moments)s::timestamptz[])
+                 AS h(id, agent, n, u, w, c, at)
+        JOIN {spec.name} AS before
+          ON before.id = h.id AND before.agent_id = coalesce(h.agent, before.agent_id)
+             {before_agent}
+        WHERE m.id = h.id AND m.agent_id = before.agent_id AND NOT m.pruned {agent}
         RETURNING m.id, m.agent_id, h.n, h.at, m.pruned, before.policy AS old_policy, m.policy,
                   m.due_at, m.prune_at, before.due_at AS old_due,
                   before.prune_at AS old_prune, m.ctid AS place{source}
@@ -168,19 +172,19 @@ def build_lock_query(spec: TableSpec, *, by_agent: bool) -> Query:
 @cache
 def build_surfaced_query(spec: TableSpec, *, by_agent: bool) -> Query:
     """Search hits that only count (ltp.on_search = "count"): the row's curve is left
-    alone. (by_agent: the ids are all of agent %(agent)s.)"""
+    alone. Agents as build_ltp_query's."""
     agent = "AND m.agent_id = %(agent)s" if by_agent else ""
     return sql(f"""
     UPDATE {spec.name} AS m SET surfaced_count = least(m.surfaced_count + h.c, {COUNT_CAP})
-    FROM unnest(%(ids)s::uuid[], %(counts)s::int[]) AS h(id, c)
-    WHERE m.id = h.id AND NOT m.pruned {agent}
+    FROM unnest(%(ids)s::uuid[], %(agents)s::text[], %(counts)s::int[]) AS h(id, agent, c)
+    WHERE m.id = h.id AND m.agent_id = coalesce(h.agent, m.agent_id) AND NOT m.pruned {agent}
     RETURNING m.id, m.agent_id
     """)
 
 
 @cache
 def build_agents_query(spec: TableSpec) -> Query:
-    """Whose live memories these are (links join memories of one agent only)."""
+    """The agents of the live memories with these ids (an id may be two agents')."""
     return sql(
         f"SELECT id, agent_id FROM {spec.name} WHERE id = ANY(%(ids)s::uuid[]) AND NOT pruned"
     )
@@ -308,8 +312,8 @@ def build_neighbour_rows_query(spec: TableSpec) -> Query:
 
 CLAIM_LTP_FLUSH = STATEMENTS["claim_ltp_flush"]
 FORGET_LTP_FLUSHES = STATEMENTS["forget_ltp_flushes"]
-POP_RETRIEVAL_QUEUE = STATEMENTS["pop_retrieval_queue"]
 SET_ASIDE_EVENTS = STATEMENTS["set_aside_events"]
+POP_RETRIEVAL_QUEUE = STATEMENTS["pop_retrieval_queue"]
 ENQUEUE_RETRIEVALS = STATEMENTS["enqueue_retrievals"]
 RETRIEVAL_QUEUE_BACKLOG = STATEMENTS["retrieval_queue_backlog"]
 TOUCH_RETRIEVAL_ACTIVITY = STATEMENTS["touch_retrieval_activity"]

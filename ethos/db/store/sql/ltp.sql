@@ -14,41 +14,36 @@ DELETE FROM ltp_flushes WHERE applied_at < now() - interval '1 day';
 -- name: pop_retrieval_queue
 -- The durable path: events queued by ethos_record_retrieval() or a durable buffer. A
 -- drain pops the oldest %(limit)s in the transaction that applies them (a crash loses
--- none, applies none twice); SKIP LOCKED lets several drainers share the queue. An
--- event dated ahead of the clock is set aside, not applied: a retrieval is recorded
--- when it happens, and one dated decades ahead would hold its memory at full strength.
+-- none, applies none twice); SKIP LOCKED lets several drainers share the queue. Counted
+-- here: one row per memory (of the agent named, or none), moment and kind, with the
+-- calls it came with, and whether the moment is `ahead` of the clock: those are set
+-- aside, not applied (a retrieval is recorded when it happens, and one dated decades
+-- ahead would hold its memory at full strength).
 WITH popped AS (
     DELETE FROM retrieval_queue
     WHERE id IN (SELECT id FROM retrieval_queue ORDER BY id LIMIT %(limit)s
                  FOR UPDATE SKIP LOCKED)
-    RETURNING id, table_name, memory_id, at, kind, grp, enqueued_at,
-              at > now() + interval '5 minutes' AS ahead
-),
-set_aside AS (
-    INSERT INTO retrieval_dead_letters
-        (id, table_name, memory_id, at, kind, grp, enqueued_at, reason)
-    SELECT id, table_name, memory_id, at, kind, grp, enqueued_at,
-           'a moment ahead of the database''s clock'
-    FROM popped WHERE ahead
+    RETURNING agent_id, table_name, memory_id, at, kind, grp
 )
--- counted here: one row per memory, moment and kind (and the calls it came with)
-SELECT table_name, memory_id, at, kind, count(*)::int AS n,
-       array_agg(grp) FILTER (WHERE grp IS NOT NULL) AS grps
+SELECT agent_id, table_name, memory_id, at, kind, count(*)::int AS n,
+       array_agg(grp) FILTER (WHERE grp IS NOT NULL) AS grps,
+       at > now() + interval '5 minutes' AS ahead
 FROM popped
-WHERE NOT ahead
-GROUP BY table_name, memory_id, at, kind;
+GROUP BY agent_id, table_name, memory_id, at, kind;
 
 -- name: set_aside_events
 -- Events the database refused for good (a flush's or the queue's), kept with the reason
 -- where an operator finds them: the rest of their batch is applied without them.
-INSERT INTO retrieval_dead_letters (id, table_name, memory_id, at, kind, n, enqueued_at, reason)
-SELECT nextval(pg_get_serial_sequence('retrieval_queue', 'id')), %(table)s, %(id)s, e.at,
-       e.kind, e.n, now(), %(reason)s
+INSERT INTO retrieval_dead_letters
+    (id, agent_id, table_name, memory_id, at, kind, n, enqueued_at, reason)
+SELECT nextval(pg_get_serial_sequence('retrieval_queue', 'id')), %(agent)s, %(table)s, %(id)s,
+       e.at, e.kind, e.n, now(), %(reason)s
 FROM unnest(%(moments)s::timestamptz[], %(kinds)s::text[], %(counts)s::int[]) AS e (at, kind, n);
 
 -- name: enqueue_retrievals
-INSERT INTO retrieval_queue (table_name, memory_id, at, kind, grp)
-SELECT %(table)s, memory_id, %(at)s, %(kind)s, %(grp)s::uuid
+-- Events of agent %(agent)s's memories of the ids (NULL: of every memory of each id).
+INSERT INTO retrieval_queue (agent_id, table_name, memory_id, at, kind, grp)
+SELECT %(agent)s, %(table)s, memory_id, %(at)s, %(kind)s, %(grp)s::uuid
 FROM unnest(%(ids)s::uuid[]) AS memory_id;
 
 -- name: retrieval_queue_backlog
