@@ -133,6 +133,11 @@ def agent_id(value: Any, name: str = "agent_id") -> str:
     return value
 
 
+def named_agent(value: Any) -> str | None:
+    """An agent a caller may name (checked as agent_id), or None where it names none."""
+    return None if value is None else agent_id(value, "agent")
+
+
 _WORD = re.compile(r"\w+")
 
 

@@ -277,21 +277,20 @@ async def _apply_rounds(flush: LtpFlush, spec: TableSpec, rows: Rows) -> list[Ro
     routed = await flush.routed()
     unnamed = {memory_id for memory_id, agent in rows if agent is None}
     lookup = unnamed if routed else unnamed & {i for i, agent in rows if agent is not None}
+    # an id looked up and not found (none live) stands for no memory
     owners: dict[uuid.UUID, list[str]] = {memory_id: [] for memory_id in lookup}
-    for memory_id, owner in await flush.agents(spec, sorted(lookup)) if lookup else ():
-        owners[memory_id].append(owner)
-    if not routed:
-        merged: Rows = {}
-        for (memory_id, agent), moments in rows.items():
-            for member in _members(memory_id, agent, owners):
-                _add(merged, member, moments)
-        return await _apply_agent_rounds(flush, spec, merged, None)
-    by_agent: dict[str, Rows] = defaultdict(dict)
+    owners |= await flush.agents(spec, sorted(lookup)) if lookup else {}
+    merged: Rows = {}
     for (memory_id, agent), moments in rows.items():
-        for owner in owners[memory_id] if agent is None else [agent]:
-            _add(by_agent[owner], (memory_id, owner), moments)
+        for member in _members(memory_id, agent, owners):
+            _add(merged, member, moments)
+    if not routed:
+        return await _apply_agent_rounds(flush, spec, merged, None)
+    by_agent: dict[str | None, Rows] = defaultdict(dict)  # every one named: all looked up
+    for member, moments in merged.items():
+        by_agent[member[1]][member] = moments
     returned: list[Row] = []
-    for agent, theirs in sorted(by_agent.items()):
+    for agent, theirs in sorted(by_agent.items(), key=lambda item: item[0] or ""):
         returned += await _apply_agent_rounds(flush, spec, theirs, agent)
     return returned
 
@@ -412,8 +411,8 @@ async def _apply_links(flush: LtpFlush, groups: list[Group], learning_rate: floa
             members[spec].add(memory_id)
     owners: dict[tuple[TableSpec, uuid.UUID], list[str]] = defaultdict(list)
     for spec, ids in members.items():
-        for memory_id, owner in await flush.agents(spec, sorted(ids)):
-            owners[(spec, memory_id)].append(owner)
+        for memory_id, agents in (await flush.agents(spec, sorted(ids))).items():
+            owners[(spec, memory_id)] = agents
     # (agent, a, b, moment) -> [co, useful, wrong]; a before b by id.
     counts: dict[tuple[str, Owned, Owned, datetime], list[int]] = {}
     for group in groups:

@@ -4,6 +4,7 @@ links between memories (LinkRound, neighbours)."""
 from __future__ import annotations
 
 import uuid
+from collections import defaultdict
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -217,10 +218,12 @@ class LtpFlush:
         query = build_surfaced_query(spec, by_agent=agent is not None)
         return await self._tx.fetch(query, ids=ids, agents=agents, counts=counts, agent=agent)
 
-    async def agents(self, spec: TableSpec, ids: list[uuid.UUID]) -> list[tuple[uuid.UUID, str]]:
-        """The live memories among `ids`: (id, agent), an id once for each agent."""
-        rows = await self._tx.fetch(build_agents_query(spec), ids=ids)
-        return [(row["id"], row["agent_id"]) for row in rows]
+    async def agents(self, spec: TableSpec, ids: list[uuid.UUID]) -> dict[uuid.UUID, list[str]]:
+        """The agents of the live memories among `ids`, by id (an id may be two agents')."""
+        found: dict[uuid.UUID, list[str]] = defaultdict(list)
+        for row in await self._tx.fetch(build_agents_query(spec), ids=ids):
+            found[row["id"]].append(row["agent_id"])
+        return dict(found)
 
     async def link(self, pairs: LinkRound, *, learning_rate: float) -> int:
         """One round of link updates (each pair at most once); the count written."""

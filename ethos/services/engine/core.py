@@ -141,7 +141,7 @@ class EngineCore:
         them, it does not refuse them)."""
         spec = table_spec(table)
         held = await self._held(self._ids(ids), agent)
-        unknown = list(dict.fromkeys(str(i) for i, t in held.items() if t != spec.name))
+        unknown = [str(i) for i, table_name in held.items() if table_name != spec.name]
         if unknown:
             whose = f" of agent {agent}" if agent else ""
             raise NotFoundError(f"no {spec.name} row{whose} with id {some(unknown)}", unknown)

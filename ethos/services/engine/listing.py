@@ -14,11 +14,11 @@ from ethos.db.store import Row
 from ethos.domain.errors import InputError
 from ethos.domain.explain import Account, explain, forecast, json_value
 from ethos.domain.inputs import (
-    agent_id,
     at_most,
     aware,
     content_text,
     metadata_json,
+    named_agent,
     parse_id,
     vector_literal,
 )
@@ -155,8 +155,7 @@ class ListingEngine(EngineCore):
         if not 1 <= limit <= MAX_LIST or offset < 0:
             raise InputError(f"limit is 1..{MAX_LIST} and offset at least 0")
         at_most("offset", offset, self.settings.limits.offset, "limits.offset")
-        if agent is not None:
-            agent_id(agent, "agent")
+        named_agent(agent)
         at = await self._moment(now)
         found: list[tuple[TableSpec, Row]] = []
         for spec in specs(tables):
@@ -181,8 +180,7 @@ class ListingEngine(EngineCore):
         matching: Sequence[Mapping[str, Any]] | None = None,
     ) -> int:
         """How many memories `memories` lists with these arguments, over all its pages."""
-        if agent is not None:
-            agent_id(agent, "agent")
+        named_agent(agent)
         counts = [
             await self.store.count_memories(spec, agent, pruned=pruned, matching=matching)
             for spec in specs(tables)
@@ -286,8 +284,7 @@ class ListingEngine(EngineCore):
     ) -> list[PrunedCount]:
         """Pruned memories counted by table and reason (since a moment, or ever)."""
         at = aware(since, "since") if since else None
-        if agent is not None:
-            agent_id(agent, "agent")
+        named_agent(agent)
         return [PrunedCount(**row) for row in await self.store.pruned_by_reason(agent, at)]
 
 

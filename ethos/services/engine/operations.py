@@ -13,7 +13,7 @@ from typing import Any
 
 from ethos.db.store import Distribution
 from ethos.domain.errors import InputError
-from ethos.domain.inputs import agent_id, aware, parse_id
+from ethos.domain.inputs import aware, named_agent, parse_id
 from ethos.domain.roles import Roles
 from ethos.domain.tables import TableSpec, table_spec
 from ethos.services import lifecycle
@@ -120,7 +120,7 @@ class OperationsEngine(EngineCore):
 
     async def stats(self, agent: str | None = None) -> Stats:
         """What the monitoring views say, for one agent or all."""
-        return Stats(**await self.store.stats(None if agent is None else agent_id(agent, "agent")))
+        return Stats(**await self.store.stats(named_agent(agent)))
 
     async def recover(
         self,
@@ -181,8 +181,7 @@ class OperationsEngine(EngineCore):
         parsed = [parse_id(i) for i in ids]
         if not parsed:
             raise InputError("forget needs at least one id")
-        if agent is not None:
-            agent_id(agent, "agent")
+        named_agent(agent)
         return await lifecycle.forget(
             self.store,
             table_spec(table),

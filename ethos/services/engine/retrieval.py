@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from ethos.domain.errors import InputError
-from ethos.domain.inputs import agent_id, parse_id
+from ethos.domain.inputs import named_agent, parse_id
 from ethos.domain.tables import TableSpec, table_spec
 from ethos.services.engine.core import EngineCore, specs
 from ethos.services.retrieval import Hit, nearest, recall, surface
@@ -96,7 +96,7 @@ class RetrievalEngine(EngineCore):
     ) -> None:
         """Record hits (of `agent`, the one recall was for) as recall records its own
         (surfaced): for a caller that recalled with record=False and keeps only some."""
-        await surface(self.ltp, hits, await self._moment(now), _agent(agent))
+        await surface(self.ltp, hits, await self._moment(now), named_agent(agent))
 
     async def record_retrieval(
         self,
@@ -111,7 +111,7 @@ class RetrievalEngine(EngineCore):
         repeated retrievals. Applied in the background, and at the latest on close."""
         spec = table_spec(table)
         parsed = [parse_id(i) for i in ids]
-        await self.ltp.record(spec, parsed, await self._moment(now), agent=_agent(agent))
+        await self.ltp.record(spec, parsed, await self._moment(now), agent=named_agent(agent))
 
     async def feedback(
         self,
@@ -133,7 +133,7 @@ class RetrievalEngine(EngineCore):
         parsed = self._ids(ids)
         moment = await self._moment(now)
         await self.ltp.record(
-            spec, parsed, moment, "useful" if kind == "useful" else "wrong", _agent(agent)
+            spec, parsed, moment, "useful" if kind == "useful" else "wrong", named_agent(agent)
         )
 
     async def links(
@@ -157,8 +157,3 @@ class RetrievalEngine(EngineCore):
             )
             for row in await self.store.links(spec, memory, agent, at)
         ]
-
-
-def _agent(agent: str | None) -> str | None:
-    """An agent a caller named, checked; None names none."""
-    return None if agent is None else agent_id(agent, "agent")

@@ -312,8 +312,8 @@ def build_neighbour_rows_query(spec: TableSpec) -> Query:
 
 CLAIM_LTP_FLUSH = STATEMENTS["claim_ltp_flush"]
 FORGET_LTP_FLUSHES = STATEMENTS["forget_ltp_flushes"]
-SET_ASIDE_EVENTS = STATEMENTS["set_aside_events"]
 POP_RETRIEVAL_QUEUE = STATEMENTS["pop_retrieval_queue"]
+SET_ASIDE_EVENTS = STATEMENTS["set_aside_events"]
 ENQUEUE_RETRIEVALS = STATEMENTS["enqueue_retrievals"]
 RETRIEVAL_QUEUE_BACKLOG = STATEMENTS["retrieval_queue_backlog"]
 TOUCH_RETRIEVAL_ACTIVITY = STATEMENTS["touch_retrieval_activity"]
