@@ -61,7 +61,7 @@ from langgraph.store.postgres.aio import AsyncPostgresStore
 
 from ethos import db, logs
 from ethos.adapters.langgraph import KEEP, KEEP_UNTIL_TTL, AsyncEthosStore
-from ethos.db.store.core import embedding_binds
+from ethos.db.store.query import embedding_binds
 from ethos.db.store.sql.items import build_put_items_query
 from ethos.services.engine import migrate
 from ethos.services.engine.items import TTL_KEY

@@ -16,7 +16,8 @@ from urllib.parse import urlsplit
 import asyncpg
 import pytest
 
-from ethos.db.store.core import SHARD_GROUPS, _init_connection
+from ethos.db.store.core import SHARD_GROUPS
+from ethos.db.store.sessions import init_connection
 from ethos.services.engine import Engine, migrate
 from ethos.settings import DatabaseSettings, Settings
 from tests.citus.cluster import distribute
@@ -166,7 +167,7 @@ async def citus_plans(
     (search), which must name only the agent's shard group there."""
     conn = await asyncpg.connect(url)
     try:
-        await _init_connection(conn)  # the vector codec ethos's connections have
+        await init_connection(conn)  # the vector codec ethos's connections have
         group = await conn.fetchrow(SHARD_GROUPS.text, agent)
         plans, on_shards = [], 0
         for query, args in sent:

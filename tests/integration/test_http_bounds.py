@@ -17,7 +17,7 @@ import asyncpg
 import httpx
 import pytest
 
-from ethos.db.store.core import node_url
+from ethos.db.store.sessions import node_url
 from ethos.domain.errors import InputError
 from ethos.services.engine import Engine, ItemPut
 from tests.conftest import DISTRIBUTED

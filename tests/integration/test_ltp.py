@@ -17,7 +17,7 @@ import pytest
 
 from ethos import db
 from ethos.db.store import LtpFlush, Store
-from ethos.db.store.core import search_server_settings
+from ethos.db.store.sessions import search_server_settings
 from ethos.db.store.sql.search import SEARCH_VECTORS
 from ethos.domain import decay
 from ethos.domain.errors import DatabaseError, InputError

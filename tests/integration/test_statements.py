@@ -18,7 +18,7 @@ import pytest
 
 import ethos.db.store.sql
 from ethos.db.store import core
-from ethos.db.store.core import NamedStatements, Query
+from ethos.db.store.query import NamedStatements, Query
 from ethos.db.store.sql.cluster import NEEDS_CITUS
 from ethos.db.store.sql.items import ITEM_SCORES
 from ethos.domain.tables import MEMORY_TABLES

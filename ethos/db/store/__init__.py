@@ -6,7 +6,9 @@ LTP is a transaction object that offers exactly the statements a flush runs.
 
 Store is one class made of a mixin per concern, each beside its statements:
 
-- core: the pool, transactions, driver errors, named parameters, the server itself
+- core: the server itself, the pools, transactions, the roles' grants, the leader lock
+  (on sessions: how a connection is made and its driver errors become ethos's; and query:
+  named parameters, the named statements of a .sql file, a statement on a Citus shard)
 - memories: insert, fetch, repeats, listing, updates, revisions
 - sweep: batches, sweepers' slices, the due count, sweep runs
 - ltp: LTP flushes, the durable queue, links

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ethos.db.store.core import translated
+from ethos.db.store.sessions import translated
 from ethos.db.store.sql.cluster import (
     ACTIVE_WORKERS,
     CITUS_TABLES,

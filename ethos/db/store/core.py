@@ -1,124 +1,39 @@
-"""The core of the store: the pools, transactions, the driver errors that become
-ethos's, the named parameters every statement is written with (Query, sql), the
-server itself before a pool, the roles' grants and the leader lock. Every concern's
-mixin builds on StoreCore."""
+"""The core of the store: the server before a pool, the pools, running statements (in a
+transaction or not, on one server or an agent's Citus node), the table checks, the roles'
+grants, the database's clock and the leader lock. Every concern's mixin builds on
+StoreCore; statements are written with ethos.db.store.query, connections made by
+ethos.db.store.sessions."""
 
 from __future__ import annotations
 
 import asyncio
-import itertools
-import json
-import math
-import os
-import re
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
-from contextlib import asynccontextmanager, contextmanager
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from functools import cache
 from pathlib import Path
 from typing import Any, Self
-from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
 import structlog
 
-from ethos.domain.errors import DatabaseError, InputError, TransientDatabaseError
-from ethos.domain.inputs import vector_literal
+from ethos.db.store.query import NamedStatements, Query, on_shard, sql
+from ethos.db.store.sessions import (
+    NODE_READ_SETTINGS,
+    NODE_SESSION_SETTINGS,
+    connect,
+    make_pool,
+    node_url,
+    run,
+    translated,
+)
+from ethos.domain.errors import DatabaseError, InputError
 from ethos.domain.roles import Roles, plan, shard_grants
 from ethos.domain.tables import MEMORY_TABLES, TableSpec
 from ethos.logs import redact
 from ethos.settings import Settings
-
-_NAMED = re.compile(r"%\((\w+)\)s")
-
-
-@dataclass(frozen=True)
-class Query:
-    """A statement in asyncpg's $n form, and the name behind each position."""
-
-    text: str
-    names: tuple[str, ...]
-
-    def args(self, values: Mapping[str, Any]) -> list[Any]:
-        """The binds in position order; values the statement does not name are ignored,
-        a name without a value is a bug."""
-        missing = [name for name in self.names if name not in values]
-        if missing:
-            raise TypeError(f"query parameters without a value: {', '.join(missing)}")
-        return [values[name] for name in self.names]
-
-
-def sql(text: str) -> Query:
-    """%(name)s → $n; a name used twice is one parameter."""
-    names: list[str] = []
-
-    def position(match: re.Match[str]) -> str:
-        if match.group(1) not in names:
-            names.append(match.group(1))
-        return f"${names.index(match.group(1)) + 1}"
-
-    return Query(_NAMED.sub(position, text), tuple(names))
-
-
-def on_shard(query: Query, names: Mapping[str, str]) -> Query:
-    """`query` against the shards of one Citus shard group, on the node that holds them:
-    each table it names (`names`' keys: a bare identifier, or quoted as a regclass) by its
-    shard's name there. Citus plans what names a distributed table as a distributed
-    statement, and refuses a sweep's (its place lists span shards); a shard is a plain
-    table to its node, which keeps one generic plan of the statement a session."""
-    return _on_shard(query, tuple(sorted(names.items())))
-
-
-@cache
-def _on_shard(query: Query, names: tuple[tuple[str, str], ...]) -> Query:
-    shard = dict(names)
-    # the longest name first: episodic_traces_due is not episodic_traces followed by _due
-    tables = "|".join(sorted(map(re.escape, shard), key=len, reverse=True))
-    bare = re.compile(rf"(?<![\w'.])({tables})(?![\w'])")
-    regclass = re.compile(rf"'({tables})'::regclass")
-    text = regclass.sub(lambda m: f"'{shard[m.group(1)]}'::regclass", query.text)
-    return Query(bare.sub(lambda m: shard[m.group(1)], text), query.names)
-
-
-_BLOCK_NAME = re.compile(r"^-- name: (\w+)[ \t]*$", re.MULTILINE)
-
-
-class NamedStatements:
-    """The statements of a .sql file of named blocks: `-- name: <name>`, the block's
-    comment lines, then one statement (its `;` optional), up to the next name. psql and
-    SQL tools read the file as it is; each statement is taken by name, and a test sees
-    that every block is taken."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        _, *parts = _BLOCK_NAME.split(path.read_text(encoding="utf-8"))
-        self._texts: dict[str, str] = {}
-        for name, block in zip(parts[::2], parts[1::2], strict=True):
-            if name in self._texts:
-                raise ValueError(f"{path.name}: two statements named {name}")
-            lines = block.strip().splitlines()
-            while lines and lines[0].startswith("--"):
-                lines.pop(0)  # the block's comment is for its readers
-            self._texts[name] = "\n".join(lines).strip().removesuffix(";")
-        self.taken: set[str] = set()
-
-    def __getitem__(self, name: str) -> Query:
-        if name not in self._texts:
-            raise KeyError(f"{self.path.name} has no statement named {name}")
-        self.taken.add(name)
-        return sql(self._texts[name])
-
-    def untaken(self) -> set[str]:
-        return set(self._texts) - self.taken
-
-
-def statements(module_file: str) -> NamedStatements:
-    """The statements of the .sql file beside a module, by the module's name."""
-    return NamedStatements(Path(module_file).with_suffix(".sql"))
-
 
 STATEMENTS = NamedStatements(Path(__file__).parent / "sql" / "core.sql")
 
@@ -157,30 +72,10 @@ def build_id_states_query(spec: TableSpec, *, by_agent: bool) -> Query:
     return sql(f"SELECT id, pruned FROM {spec.name} WHERE id = ANY(%(ids)s::uuid[]){agent}")
 
 
-# A sweep's batches commit asynchronously and run on generic plans (see Store.open).
-SWEEP_SESSION_SETTINGS = {"synchronous_commit": "off", "plan_cache_mode": "force_generic_plan"}
-
-
-def search_server_settings(candidates: int, max_scan_tuples: int) -> dict[str, str]:
-    """pgvector settings for every pooled connection: enough candidates for the re-rank,
-    and iterative scans (pgvector >= 0.8) so an agent filter still fills them, bounded so
-    that a query far from all of an agent's memories cannot walk the whole graph."""
-    return {
-        "hnsw.ef_search": str(max(40, candidates)),
-        "hnsw.iterative_scan": "relaxed_order",
-        "hnsw.max_scan_tuples": str(max_scan_tuples),
-    }
-
-
 # One sweeper at a time, across processes and hosts: a session-level advisory lock,
 # released by PostgreSQL when its connection ends (kill -9 included).
 LEADER_LOCK_KEY = 0x45_54_48_4F_01
 TRY_LEADER_LOCK = STATEMENTS["try_leader_lock"]
-
-
-def statement_timeout(seconds: float) -> dict[str, str]:
-    """PostgreSQL's statement_timeout for a session, in ms; none for 0."""
-    return {"statement_timeout": str(math.ceil(seconds * 1000))} if seconds else {}
 
 
 def _interrupt_orphans(table: str) -> str:
@@ -213,60 +108,15 @@ CLOSE_TIMEOUT_SECONDS = 5.0
 MIN_SERVER_VERSION = 150000
 MIN_VECTOR_VERSION = (0, 5)
 
-# Driver errors that heal by waiting: the server is away or restarting, the connection
-# broke, or the transaction lost a deadlock or serialization race.
-_TRANSIENT = (
-    asyncpg.TransactionRollbackError,
-    asyncpg.PostgresConnectionError,
-    asyncpg.CannotConnectNowError,
-    asyncpg.AdminShutdownError,
-    asyncpg.CrashShutdownError,
-    asyncpg.InterfaceError,
-    asyncpg.ConnectionDoesNotExistError,
-    # A pooled connection caught mid-operation as the server went away (seen resetting
-    # one on release after its database was dropped): the connection is broken.
-    asyncpg.InternalClientError,
-    OSError,
-    TimeoutError,
-)
-
-
-@contextmanager
-def translated() -> Iterator[None]:
-    """Driver errors become ethos errors, with the first line of the server's message."""
-    try:
-        yield
-    except _TRANSIENT as exc:
-        raise TransientDatabaseError(_first_line(exc)) from exc
-    except asyncpg.PostgresError as exc:
-        raise DatabaseError(f"database: {_first_line(exc)}") from exc
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
-
-
-async def _connect(url: str, timeout_seconds: float) -> asyncpg.Connection:
-    try:
-        return await asyncpg.connect(url, timeout=timeout_seconds)
-    except (OSError, asyncpg.PostgresError, TimeoutError) as exc:
-        raise TransientDatabaseError(f"cannot connect to {redact(url)}: {exc}") from None
-
-
-async def _run(conn: asyncpg.Connection, query: Query, **values: Any) -> Any:
-    with translated():
-        return await conn.fetchval(query.text, *query.args(values))
-
 
 async def ensure_database(admin_url: str, name: str, timeout_seconds: float = 30) -> None:
     """CREATE DATABASE name unless it exists (safe when several processes race)."""
-    conn = await _connect(admin_url, timeout_seconds)
+    conn = await connect(admin_url, timeout_seconds)
     try:
         # The lock goes with the connection.
-        await _run(conn, LOCK_DATABASE_CREATION, key=DATABASE_CREATION_LOCK_KEY)
-        if not await _run(conn, DATABASE_EXISTS, name=name):
-            await _run(conn, create_database(name))
+        await run(conn, LOCK_DATABASE_CREATION, key=DATABASE_CREATION_LOCK_KEY)
+        if not await run(conn, DATABASE_EXISTS, name=name):
+            await run(conn, create_database(name))
     finally:
         await conn.close()
 
@@ -274,15 +124,15 @@ async def ensure_database(admin_url: str, name: str, timeout_seconds: float = 30
 async def check_server(url: str, timeout_seconds: float) -> bool:
     """One line if the server is unreachable, too old, or cannot give ethos pgvector.
     Whether the database has Citus (a coordinator's, or a worker's)."""
-    conn = await _connect(url, timeout_seconds)
+    conn = await connect(url, timeout_seconds)
     try:
-        version = int(await _run(conn, SERVER_VERSION))
+        version = int(await run(conn, SERVER_VERSION))
         if version < MIN_SERVER_VERSION:
             raise DatabaseError(
                 f"PostgreSQL {version // 10000} is too old: ethos needs PostgreSQL 15 or newer"
             )
-        available = await _run(conn, VECTOR_AVAILABLE)
-        citus = await _run(conn, CITUS_CATALOGUE) is not None
+        available = await run(conn, VECTOR_AVAILABLE)
+        citus = await run(conn, CITUS_CATALOGUE) is not None
     finally:
         await conn.close()
     if available is None:
@@ -294,104 +144,9 @@ async def check_server(url: str, timeout_seconds: float) -> bool:
     return citus
 
 
-# Every connection of this process carries this name: an audit row it leaves `running`
-# is known to be orphaned once no session has the name (see INTERRUPT_ORPHANED_RUNS).
-PROCESS_NAME = f"ethos {os.getpid()} {uuid.uuid4().hex[:12]}"
-
-
-async def _init_connection(conn: asyncpg.Connection) -> None:
-    """pgvector's text form both ways, so no binary codec (or numpy) is needed."""
-    try:
-        await conn.set_type_codec(
-            "vector", encoder=vector_literal, decoder=_parse_vector, schema="public", format="text"
-        )
-    except ValueError:
-        raise DatabaseError("the database has no ethos schema: run `ethos migrate` first") from None
-
-
-def _parse_vector(text: str) -> list[float]:
-    return [float(v) for v in text.strip("[]").split(",")] if text != "[]" else []
-
-
-async def _keep_session(conn: asyncpg.Connection) -> None:
-    """ethos's connections carry no session state but their start-up settings (a setting
-    a statement needs is SET LOCAL; a session's advisory lock is released by its holder):
-    nothing to reset when one goes back to its pool but what asyncpg always does (it rolls
-    back an open transaction). Saves a round trip per statement, about a third of a
-    one-statement call's."""
-
-
-def embedding_binds(embeddings: Sequence[Sequence[float]]) -> dict[str, Any]:
-    """The binds of embeddings written (sql.fragments.embedding_at): their numbers in one
-    float8 array, which the driver sends binary (pgvector's text form took a third of a
-    millisecond a 384-number vector to write), and how many each has."""
-    return {
-        "embeddings": list(itertools.chain.from_iterable(embeddings)),
-        "dimension": len(embeddings[0]) if embeddings else 0,
-    }
-
-
-def terms(matching: Sequence[Mapping[str, Any]] | None) -> str | None:
-    """mem0's filter terms (owners and metadata each, an OR of them) as the jsonb
-    %(matching)s its statements match (fragments.held); None: no filter."""
-    return None if matching is None else json.dumps(list(matching))
-
-
-# Every session on a Citus node, the coordinator's included (those on a worker address
-# its shards by name: sweeps, reads of an agent). Citus hides shards from the catalogue by
-# filtering each catalogue query, and the driver's look-up of a type it has not met yet
-# (an array parameter, a vector) took 0.6 s on the coordinator and 2.7-3.3 s on a
-# worker, on each new connection, for each such type; with the filter off, and no JIT
-# compiling that query, 4-17 ms.
-NODE_SESSION_SETTINGS = {"citus.override_table_visibility": "off", "jit": "off"}
-# A read of one agent on its node names its shard group's tables: as many statements as
-# groups, each planned on each connection. A generic plan is made once; the default makes
-# five custom plans first (one server's recall settles on its generic plan too).
-NODE_READ_SETTINGS = {**NODE_SESSION_SETTINGS, "plan_cache_mode": "force_generic_plan"}
-
-
-async def _pool(
-    settings: Settings, url: str, *, sweep: bool, session: Mapping[str, str] | None = None
-) -> asyncpg.Pool:
-    """The connections for everything, or (`sweep`) those that sweep. Sweep batches
-    commit asynchronously: they only materialize values that the next sweep recomputes
-    from the stored state, so a crash can cost a few batches of refresh but never
-    correctness, and no batch waits for a WAL flush. Generic plans spare re-planning
-    every batch. `session`: settings of a Citus node's sessions."""
-    if sweep:
-        sizes = (0, settings.sweep.workers + 1)  # and a prune pass beside a sweep
-        own = SWEEP_SESSION_SETTINGS
-    else:
-        sizes = (settings.database.pool_min_size, settings.database.pool_max_size)
-        own = {
-            **search_server_settings(settings.search.candidates, settings.search.max_scan_tuples),
-            **statement_timeout(settings.database.statement_timeout_seconds),
-        }
-    pool: asyncpg.Pool = await asyncpg.create_pool(
-        url,
-        min_size=sizes[0],
-        max_size=sizes[1],
-        timeout=settings.database.connect_timeout_seconds,
-        init=_init_connection,
-        reset=_keep_session,
-        server_settings={**own, **(session or {}), "application_name": PROCESS_NAME},
-        # The schedule makes statements of tens of KB: prepare them once too.
-        max_cacheable_statement_size=0,
-    )
-    return pool
-
-
 def shard_names(group: Mapping[str, Any]) -> dict[str, str]:
     """A shard group's tables (a row of SHARD_GROUPS): each table's shard name there."""
     return dict(zip(group["tables"], group["names"], strict=True))
-
-
-def node_url(url: str, host: str, port: int) -> str:
-    """`url` (its user, password, database and options) at another host and port."""
-    parts = urlsplit(url)
-    user = parts.netloc.rpartition("@")[0]
-    address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-    return urlunsplit(parts._replace(netloc=f"{user}@{address}" if user else address))
 
 
 class StoreCore:
@@ -427,8 +182,8 @@ class StoreCore:
         citus = await check_server(url, settings.database.connect_timeout_seconds)
         session = NODE_SESSION_SETTINGS if citus else None
         with translated():
-            pool = await _pool(settings, url, sweep=False, session=session)
-            sweep_pool = await _pool(settings, url, sweep=True, session=session)
+            pool = await make_pool(settings, url, sweep=False, session=session)
+            sweep_pool = await make_pool(settings, url, sweep=True, session=session)
         log.debug("pool_open", url=redact(url))
         return cls(settings, url, pool, sweep_pool, citus=citus)
 
@@ -450,7 +205,7 @@ class StoreCore:
             url = node_url(self.url, host, port)
             session = NODE_SESSION_SETTINGS if sweep else NODE_READ_SETTINGS
             with translated():
-                self._node_pools[key] = await _pool(
+                self._node_pools[key] = await make_pool(
                     self.settings, url, sweep=sweep, session=session
                 )
         return self._node_pools[key]
@@ -626,11 +381,11 @@ class StoreCore:
         """Take the leader lock, or say that it is still held. The lock lives with a
         connection of its own: while that connection answers, the lock is held."""
         if self._lock_conn is not None and not self._lock_conn.is_closed():
-            await _run(self._lock_conn, PING)
+            await run(self._lock_conn, PING)
             return True
-        conn = await _connect(self.url, self.settings.database.connect_timeout_seconds)
+        conn = await connect(self.url, self.settings.database.connect_timeout_seconds)
         try:
-            held = await _run(conn, TRY_LEADER_LOCK, key=LEADER_LOCK_KEY)
+            held = await run(conn, TRY_LEADER_LOCK, key=LEADER_LOCK_KEY)
         except BaseException:
             await conn.close()
             raise

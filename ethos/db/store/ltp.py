@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from ethos.db.store.core import Row, StoreCore, Transaction, terms
+from ethos.db.store.core import Row, StoreCore, Transaction
+from ethos.db.store.query import terms
 from ethos.db.store.sql.ltp import (
     CLAIM_LTP_FLUSH,
     ENQUEUE_RETRIEVALS,

@@ -9,7 +9,8 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from ethos.db.store.core import Row, StoreCore, embedding_binds, terms
+from ethos.db.store.core import Row, StoreCore
+from ethos.db.store.query import embedding_binds, terms
 from ethos.db.store.sql.fragments import build_insert_source_vectors_query
 from ethos.db.store.sql.items import (
     GET_ITEM,

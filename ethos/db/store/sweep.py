@@ -14,7 +14,9 @@ from typing import Any
 
 import asyncpg
 
-from ethos.db.store.core import Query, Row, StoreCore, on_shard, shard_names, translated
+from ethos.db.store.core import Row, StoreCore, shard_names
+from ethos.db.store.query import Query, on_shard
+from ethos.db.store.sessions import translated
 from ethos.db.store.sql.fragments import MAX_ID, NIL_ID
 from ethos.db.store.sql.sweep import (
     ANYTHING_DUE,

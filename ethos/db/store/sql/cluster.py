@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from ethos.db.store.core import DISTRIBUTED_BY_AGENT, SHARD_GROUPS, statements
+from ethos.db.store.core import DISTRIBUTED_BY_AGENT, SHARD_GROUPS
+from ethos.db.store.query import statements
 
 # The plain statements, in the .sql file of the same name beside this one.
 STATEMENTS = statements(__file__)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ethos.db.store.core import sql, statements
+from ethos.db.store.query import sql, statements
 from ethos.domain.tables import MEMORY_TABLES
 
 # The plain statements, in the .sql file of the same name beside this one.

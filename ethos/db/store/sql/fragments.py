@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from dataclasses import fields
 from functools import cache
 
-from ethos.db.store.core import Query, sql
+from ethos.db.store.query import Query, sql
 from ethos.domain.decay import (
     MAX_EXPONENT,
     POWER_RETENTION_AT_TAU,
@@ -422,7 +422,7 @@ def above_threshold(spec: TableSpec, alias: str = "m", policy: str = "p") -> str
 
 def embedding_at(position: str) -> str:
     """The vector at `position` (from 1) of the embeddings %(embeddings)s, one flat
-    array of %(dimension)s numbers each (store.core.embedding_binds)."""
+    array of %(dimension)s numbers each (store.query.embedding_binds)."""
     return (
         f"(%(embeddings)s::float8[])[({position} - 1) * %(dimension)s + 1"
         f" : {position} * %(dimension)s]::vector"

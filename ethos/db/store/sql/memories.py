@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from ethos.db.store.core import Query, sql, statements
+from ethos.db.store.query import Query, sql, statements
 from ethos.db.store.sql.fragments import (
     SOURCE_SPECS,
     UNEXPIRED,
