@@ -542,8 +542,10 @@ def put_binds(op: PutOp, vectors: Vectors, now: Any) -> list[Any]:
     """PUT_ITEMS's binds for one put of a new item, as the engine makes them."""
     assert op.value is not None
     content = op.value["text"]
+    agent = ".".join(op.namespace)
     return PUT_ITEMS.args(
-        {"agents": [".".join(op.namespace)], "keys": [op.key], "contents": [content],
+        {"agents": [agent], "keys": [op.key], "contents": [content],
+         "given_policies": json.dumps({agent: {op.key: KEEP}}),
          "values": [json.dumps(op.value)], "expires_at": [None], "policies": [KEEP],
          "embedded": [True], "vector_items": [1], "vector_contents": [content],
          **embedding_binds([vectors.of(content)]), "now": now}
