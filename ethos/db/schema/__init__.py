@@ -2,9 +2,10 @@
 ORDER. A fresh database is created from them; migrations only carry a database made
 earlier up to them (tests/integration/test_schema.py holds the two equal).
 
-Reading order: the tables (and the one function their defaults call), the decay math,
-text statistics, importance, the write path (the trigger functions and the triggers that
-call them), access for agent roles, the monitoring views.
+Reading order: the tables of memories and policies (and the one function their defaults
+call), those of ethos's own work (the retrieval queue, runs and audit, daemons, agent
+roles, seeds), the decay math, text statistics, importance, the write path (the trigger
+functions and the triggers that call them), access for agent roles, the monitoring views.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from importlib import resources
 
 ORDER = (
     "tables.sql",
+    "operations.sql",
     "decay.sql",
     "text.sql",
     "importance.sql",
