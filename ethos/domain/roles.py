@@ -80,6 +80,9 @@ QUEUE_CHECK = (
     f"{OWN} AND ethos_memory_is_visible(table_name, memory_id)"
     " AND at <= now() + interval '5 minutes'"
 )
+# The columns of the queue an agent role writes: an event of a memory, not a group (the
+# pairs of a group's memories learn links: one of 50,000 events would be 1.25e9 pairs).
+QUEUE_COLUMNS = "agent_id, table_name, memory_id, at, kind"
 
 NOT_AHEAD = "anchor_at <= now() + interval '5 minutes'"
 
@@ -178,7 +181,7 @@ def plan(
         *out,
         *(f"GRANT {group} TO {role}" for role in roles.agent_roles),
         f"GRANT SELECT ON {', '.join((*AGENT_READS, *AGENT_ROWS))} TO {group}",
-        f"GRANT INSERT ON retrieval_queue TO {group}",  # under QUEUE_CHECK
+        f"GRANT INSERT ({QUEUE_COLUMNS}) ON retrieval_queue TO {group}",  # under QUEUE_CHECK
         f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO {group}",
         *_memory_writes(group, columns, agents=True),
         *_row_level(roles),

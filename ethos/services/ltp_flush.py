@@ -142,13 +142,15 @@ def _queued(rows: list[Row], settings: Settings) -> tuple[Pending, list[Group]]:
     """Popped events as a flush's (each for its agent's memory, where it names one), and
     the groups they were recorded in."""
     pending: Pending = defaultdict(dict)
-    together: dict[uuid.UUID, list[tuple[Key, datetime, str]]] = defaultdict(list)
+    # a group of one agent's events (no one else's event joins it by naming its id)
+    together: dict[tuple[uuid.UUID, str | None], list[tuple[Key, datetime, str]]]
+    together = defaultdict(list)
     for row in rows:
         key = (table_spec(row["table_name"]), row["memory_id"], row["agent_id"])
         event = event_of(row["kind"], settings, row["n"])
         pending[key].setdefault(row["at"], Events()).add(event)
         for grp in row["grps"] or ():
-            together[grp].append((key, row["at"], row["kind"]))
+            together[(grp, row["agent_id"])].append((key, row["at"], row["kind"]))
     groups = [
         group
         for members in together.values()
@@ -264,10 +266,16 @@ def kinds_of(
 
 
 def group_of(keys: Iterable[Key], at: datetime, kind: str, settings: Settings) -> Group | None:
-    """The link-learning group of memories recorded in one call, if they teach links."""
+    """The link-learning group of memories recorded in one call, if they teach links. A
+    call returns or names at most limits.k or limits.ids memories: a larger group (a
+    queue written by hand) teaches none, as its pairs would grow with its square."""
     members = tuple(dict.fromkeys(keys))
     learning = settings.links.learning_rate > 0
     if len(members) < 2 or kind == "retrieval" or (kind != "wrong" and not learning):
+        return None
+    most = max(settings.limits.k, settings.limits.ids)
+    if len(members) > most:
+        log.warning("ltp_group_too_large", members=len(members), most=most, kind=kind)
         return None
     return Group("co" if kind == "surfaced" else kind, at, members)  # type: ignore[arg-type]
 

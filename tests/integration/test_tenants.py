@@ -4,6 +4,7 @@ way through that a review found, tried again."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import uuid
@@ -13,9 +14,16 @@ from datetime import UTC, datetime, timedelta
 import asyncpg
 import pytest
 
+from ethos import db
 from ethos.domain.errors import DatabaseError
 from ethos.services.engine import Engine
-from ethos.settings import DatabaseSettings, LtpSettings, Settings, with_statement_timeout
+from ethos.settings import (
+    DatabaseSettings,
+    LimitsSettings,
+    LtpSettings,
+    Settings,
+    with_statement_timeout,
+)
 from tests.conftest import Cli, template_copy
 from tests.integration.test_roles import (
     AGENT,
@@ -139,6 +147,76 @@ async def test_an_agent_role_queues_events_only_of_its_own_memories_at_moments_c
     )
     assert tuple(await one_row(house, states, theirs)) == (0, 0, 0, False)
     assert tuple(await one_row(house, states, mine)) == (2, 1, 0, False)
+
+
+async def test_an_agent_role_queues_no_group(house: House) -> None:
+    """The memories of a group learn links pair by pair: 50,000 events of one group,
+    queued by an agent role, held every tenant's drain on 1.25e9 pairs. An agent role
+    writes an event's columns only (migration 0055)."""
+    mine = await fact_of(house, "a")
+    grouped = (
+        "INSERT INTO retrieval_queue (agent_id, table_name, memory_id, at, kind, grp)"
+        " VALUES ('a', 'semantic_facts', $1, now(), 'useful', $2)"
+    )
+    with pytest.raises(Refused, match="permission denied for table retrieval_queue"):
+        await as_sql(house, AGENT, grouped, mine, uuid.uuid4())
+
+
+async def test_a_queued_group_larger_than_any_call_teaches_no_links(house: House) -> None:
+    """A group no call of ethos makes (more members than limits.k and limits.ids): its
+    events are applied, its pairs learn nothing; a group a call could make learns."""
+    facts = [await fact_of(house, "a") for _ in range(5)]
+    queued = (
+        "INSERT INTO retrieval_queue (agent_id, table_name, memory_id, at, kind, grp)"
+        " SELECT 'a', 'semantic_facts', m, now(), 'useful', $2 FROM unnest($1::uuid[]) AS m"
+    )
+    await as_sql(house, APP, queued, facts[:3], uuid.uuid4())
+    await as_sql(house, APP, queued, facts[3:], uuid.uuid4())
+    settings = Settings(
+        database=DatabaseSettings(url=house.owner_url), limits=LimitsSettings(k=2, ids=2)
+    )
+    async with Engine(settings, drains_queue=True) as engine:
+        assert await engine.ltp.drain_queue()
+    links = "SELECT count(*) FROM memory_links WHERE a_id = ANY ($1) OR b_id = ANY ($1)"
+    assert await as_sql(house, APP, links, facts[:3]) == 0
+    assert await as_sql(house, APP, links, facts[3:]) == 1
+    useful = "SELECT array_agg(useful_count) FROM semantic_facts WHERE id = ANY ($1)"
+    assert await as_sql(house, APP, useful, facts) == [1] * 5
+
+
+async def test_migrate_gives_agent_roles_made_before_it_the_queue_rule(
+    database_url: str,
+) -> None:
+    """Roles `ethos roles` made before migration 0055: the queue's policy did not ask
+    for one of the role's own agents, and the role could write a group. Migrating gives
+    them what `ethos roles` gives now, without running it again."""
+    role = f"queue_before_{os.getpid()}_{uuid.uuid4().hex[:6]}"
+    conn = await asyncpg.connect(database_url)
+    try:
+        await conn.execute(f"CREATE ROLE {role}")
+        await conn.execute(f"GRANT INSERT ON retrieval_queue TO {role}")
+        await conn.execute(
+            f"CREATE POLICY ethos_agent ON retrieval_queue FOR INSERT TO {role} WITH CHECK"
+            " (ethos_memory_is_visible(table_name, memory_id)"
+            " AND at <= now() + interval '5 minutes')"
+        )
+        await conn.execute("UPDATE alembic_version SET version_num = '0054'")
+        await asyncio.to_thread(db.migrate, Settings(), database_url)
+        check = await conn.fetchval(
+            "SELECT with_check FROM pg_policies"
+            " WHERE tablename = 'retrieval_queue' AND policyname = 'ethos_agent'"
+        )
+        assert "ethos_own_agents()" in check
+        may = "SELECT has_column_privilege($1, 'retrieval_queue', $2, 'INSERT')"
+        assert [await conn.fetchval(may, role, column) for column in ("memory_id", "grp")] == [
+            True,
+            False,
+        ]
+    finally:
+        await conn.execute("DROP POLICY IF EXISTS ethos_agent ON retrieval_queue")
+        await conn.execute(f"DROP OWNED BY {role}")
+        await conn.execute(f"DROP ROLE {role}")
+        await conn.close()
 
 
 async def test_the_drain_sets_aside_a_moment_ahead_of_the_clock(house: House) -> None:
