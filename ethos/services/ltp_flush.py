@@ -173,6 +173,8 @@ async def _apply_or_set_aside(
     except TransientDatabaseError:
         raise
     except DatabaseError as exc:
+        if await flush.distribution_changed():  # retried, routed to the agents' shards
+            raise TransientDatabaseError(f"the tables were distributed meanwhile: {exc}") from exc
         log.warning("ltp_batch_refused", error=str(exc), rows=len(pending))
     result = LtpResult()
     refused: set[Key] = set()

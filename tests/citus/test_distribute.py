@@ -9,9 +9,11 @@ from __future__ import annotations
 import json
 
 import asyncpg
+import pytest
 
+from ethos.db.store import core
 from ethos.db.store.sql.cluster import DISTRIBUTED, REFERENCE
-from ethos.services.engine import migrate
+from ethos.services.engine import Engine, migrate
 from ethos.settings import DatabaseSettings, Settings
 from tests.citus.cluster import TABLES, add_memories
 from tests.conftest import Cli
@@ -69,5 +71,38 @@ async def test_distribute_in_place_converges(cli: Cli, citus_database: str) -> N
             }
             assert hinted == moments and sum(len(h["ids"]) for h in hints) == len(moments)
             assert done["hinted"][table] == len(moments) > 0
+    finally:
+        await conn.close()
+
+
+async def test_an_engine_open_before_distribute_routes_after_it(
+    cli: Cli, citus_database: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An engine read once whether the tables were distributed: one opened before
+    `ethos distribute` kept writing statements for one server, and Citus refused its LTP
+    flushes (a lock across shards), whose events were set aside for good. Now it reads
+    again (core.DISTRIBUTION_RECHECK_SECONDS), and a flush refused before it has read
+    again is retried, routed."""
+    # (no reading again on its own before the flush: the refused flush must see it)
+    monkeypatch.setattr(core, "DISTRIBUTION_RECHECK_SECONDS", 3600.0, raising=False)
+    settings = Settings(database=DatabaseSettings(url=citus_database))
+    await migrate(settings, citus_database)
+    async with Engine(settings) as engine:
+        memory = await engine.add("fact", agent_id="alice", content="alice keeps owls")
+        assert not await engine.store.distributed()
+        done = cli("distribute", env={"ETHOS_DATABASE__URL": citus_database}, timeout=300)
+        assert done.returncode == 0, done.stderr
+        await engine.record_retrieval("fact", [memory], agent="alice")
+        await engine.feedback("fact", [memory], "useful", agent="alice")
+        await engine.ltp.drain(30)
+        stats = engine.ltp.stats
+        assert (stats.applied, stats.set_aside, stats.dropped) == (2, 0, 0)
+        assert await engine.store.distributed()
+        report = await engine.sweep(mode="full")
+        assert report.status == "completed" and report.totals()[0] >= 1
+    conn = await asyncpg.connect(citus_database)
+    try:
+        counts = "SELECT retrieval_count, useful_count FROM semantic_facts WHERE id = $1"
+        assert tuple(await conn.fetchrow(counts, memory)) == (2, 1)
     finally:
         await conn.close()

@@ -46,6 +46,10 @@ LOCK_DATABASE_CREATION = STATEMENTS["lock_database_creation"]
 DATABASE_NOW = STATEMENTS["database_now"]
 # Clocks drift apart slowly; a minute keeps the offset well within a millisecond.
 CLOCK_RESYNC_SECONDS = 60.0
+# A store opened on a Citus coordinator before `ethos distribute` reads again this often
+# whether the tables are distributed: within it of the command, its statements name one
+# agent, and a flush refused meanwhile is retried, not set aside (distribution_changed).
+DISTRIBUTION_RECHECK_SECONDS = 10.0
 PING = STATEMENTS["ping"]
 CITUS_CATALOGUE = STATEMENTS["citus_catalogue"]
 DISTRIBUTED_BY_AGENT = STATEMENTS["distributed_by_agent"]
@@ -169,7 +173,8 @@ class StoreCore:
         self._sweep_pool = sweep_pool
         # a Citus cluster's nodes: (host:port, for sweeps) -> pool
         self._node_pools: dict[tuple[str, bool], asyncpg.Pool] = {}
-        self._distributed: bool | None = None
+        self._distributed = False
+        self._distribution_due = 0.0  # (monotonic) when to read it again, on Citus
         self._lock_conn: asyncpg.Connection | None = None
         self._checked: set[str] = set()
         self._clock_offset: timedelta | None = None
@@ -190,11 +195,20 @@ class StoreCore:
     async def distributed(self) -> bool:
         """Whether ethos's tables are distributed by agent on a Citus coordinator: then
         each statement about an agent's memories names the agent alone, which routes it
-        to the agent's shard. Read once a store (an engine opened before `ethos
-        distribute` does not see it: restart it)."""
-        if self._distributed is None:
-            self._distributed = self.citus and bool(await self._fetchval(DISTRIBUTED_BY_AGENT))
+        to the agent's shard. On a coordinator whose tables are not distributed yet, read
+        again every DISTRIBUTION_RECHECK_SECONDS (never on a server without Citus)."""
+        if self.citus and not self._distributed and time.monotonic() >= self._distribution_due:
+            self._distributed = bool(await self._fetchval(DISTRIBUTED_BY_AGENT))
+            self._distribution_due = time.monotonic() + DISTRIBUTION_RECHECK_SECONDS
         return self._distributed
+
+    async def distribution_changed(self) -> bool:
+        """Whether the tables were distributed since this store last read it (read now):
+        a statement refused then may have been planned for one server."""
+        if not self.citus or self._distributed:
+            return False
+        self._distribution_due = 0.0
+        return await self.distributed()
 
     async def _node_pool(self, host: str, port: int, *, sweep: bool) -> asyncpg.Pool:
         """A pool on another node of a Citus cluster (the coordinator's user, password

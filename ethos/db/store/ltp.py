@@ -142,6 +142,11 @@ class LtpFlush:
         self._tx = tx
         self._store = store
 
+    async def distribution_changed(self) -> bool:
+        """Whether `ethos distribute` ran since this flush decided how to route (its
+        statements, written for one server, may be refused on the cluster)."""
+        return await self._store.distribution_changed()
+
     async def routed(self) -> bool:
         """Whether each statement must name one agent (a Citus cluster: it routes the
         statement to the agent's shard, and refuses to lock rows across shards)."""
