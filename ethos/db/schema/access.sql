@@ -28,7 +28,10 @@ END
 $$;
 
 -- The one door for recording retrievals from plain SQL: events of `agent`'s memories of
--- the ids (none named: of every memory of each id), applied by the daemon's drain.
+-- the ids (none named: of every memory of each id), applied by the daemon's drain; it
+-- returns how many it queued. Under row security (an agent role), an id the caller cannot
+-- see is left out when no agent is named (the events are named by the memories found),
+-- and refuses the whole call when one is (the queue's row policy checks each event).
 CREATE FUNCTION ethos_record_retrieval(table_name text, ids uuid[], at timestamp with time zone DEFAULT now(), agent text DEFAULT NULL) RETURNS integer
     LANGUAGE plpgsql
     AS $_$
