@@ -85,7 +85,9 @@ class LtpBuffer:
         self._pending: Pending = defaultdict(dict)
         self._groups: list[Group] = []
         self._retry: _Batch | None = None
-        self._size = 0  # events and pair updates not yet applied: pending and in retry
+        # events whose enqueue's answer never came, each call's under its receipt
+        self._in_doubt: list[_Batch] = []
+        self._size = 0  # events and pair updates not yet applied: pending, in doubt, in retry
         self._wake = asyncio.Event()
         self._space = asyncio.Event()
         self._flush_lock = asyncio.Lock()
@@ -123,7 +125,8 @@ class LtpBuffer:
         ltp.boost(spec)
         await self._store.check_table(spec)
         group = group_of(((spec, i, agent) for i in ids), at, kind, self._settings)
-        if ltp.durable and await self._enqueue(spec, ids, at, kind, group, agent):
+        in_doubt = await self._enqueue(spec, ids, at, kind, group, agent) if ltp.durable else False
+        if in_doubt is True:
             return
         count = len(ids) + (group.pairs if group else 0)
         deadline = asyncio.get_running_loop().time() + ltp.full_wait_seconds
@@ -138,9 +141,12 @@ class LtpBuffer:
                 log.error("ltp_dropped", reason="buffer full", count=count, backlog=self._size)
                 return
         event = event_of(kind, self._settings)
+        pending = self._pending if in_doubt is False else defaultdict(dict)
         for memory_id in ids:
-            self._pending[(spec, memory_id, agent)].setdefault(at, Events()).add(event)
-        if group is not None:
+            pending[(spec, memory_id, agent)].setdefault(at, Events()).add(event)
+        if in_doubt is not False:
+            self._in_doubt.append(_Batch(in_doubt, pending, [group] if group else [], count))
+        elif group is not None:
             self._groups.append(group)
         self._size += count
         self.stats.recorded += len(ids)
@@ -150,11 +156,21 @@ class LtpBuffer:
     async def _enqueue(
         self, spec: TableSpec, ids: list[uuid.UUID], at: datetime, kind: Kind,
         group: Group | None, agent: str | None,
-    ) -> bool:  # fmt: skip
-        """Durable: the events are in the database queue when this returns True. With the
-        database away they go to the memory buffer instead (False), as without durable."""
+    ) -> bool | uuid.UUID:  # fmt: skip
+        """Durable: True when the events are in the database queue. False when the
+        database refused them: they go to the memory buffer, as without durable. A flush
+        id when its answer never came (the database away, or the connection broken
+        around the COMMIT): the events may be queued, and are buffered as a flush of
+        their own under the receipt the enqueue writes with them, which applies them
+        at most once (while the receipt is kept: a day)."""
+        receipt = uuid.uuid4()
         try:
-            await self._store.enqueue(spec, ids, at, kind, uuid.uuid4() if group else None, agent)
+            await self._store.enqueue(
+                spec, ids, at, kind, uuid.uuid4() if group else None, agent, receipt
+            )
+        except TransientDatabaseError as exc:
+            log.warning("ltp_durable_fallback", error=str(exc), count=len(ids), in_doubt=True)
+            return receipt
         except DatabaseError as exc:
             log.warning("ltp_durable_fallback", error=str(exc), count=len(ids))
             return False
@@ -273,6 +289,8 @@ class LtpBuffer:
         return float(min(cap, 0.05 * 2**failures) * random.uniform(0.5, 1.0))
 
     def _take(self, max_rows: int) -> _Batch | None:
+        if self._in_doubt:
+            return self._in_doubt.pop(0)
         if not self._pending and not self._groups:
             return None
         pending = {key: self._pending.pop(key) for key in list(self._pending)[:max_rows]}

@@ -94,6 +94,7 @@ class LtpPort(LtpFlushPort, Protocol):
         kind: str,
         group: uuid.UUID | None,
         agent: str | None,
+        receipt: uuid.UUID,
     ) -> None: ...
 
 

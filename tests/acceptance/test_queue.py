@@ -14,6 +14,7 @@ import asyncpg
 import pytest
 
 from ethos import db
+from ethos.domain.errors import TransientDatabaseError
 from ethos.services.engine import Engine
 from ethos.settings import DatabaseSettings, LtpSettings, Settings
 from tests.acceptance.daemons import DaemonProcess, wait_for
@@ -130,3 +131,32 @@ async def test_a_durable_process_killed_before_its_flush_loses_nothing(
         status = await engine.status(60)
     assert await conn.fetchval("SELECT retrieval_count FROM semantic_facts") == 1000
     assert status.ltp.queue_backlog == 0 and engine.ltp.stats.applied == 1000
+
+
+@pytest.mark.parametrize("committed", [True, False])
+async def test_an_enqueue_whose_answer_never_came_is_applied_once(
+    database_url: str, conn: asyncpg.Connection, monkeypatch: pytest.MonkeyPatch, committed: bool
+) -> None:
+    """The connection broke around the enqueue's COMMIT: the events went to the memory
+    buffer, and where the COMMIT had gone through they were also queued, and applied
+    twice. They are buffered under the receipt the enqueue wrote with them now."""
+    settings = Settings(
+        database=DatabaseSettings(url=database_url),
+        ltp=LtpSettings(durable=True, flush_interval_seconds=3600),
+    )
+    async with Engine(settings, drains_queue=True) as engine:
+        memory = await engine.add("fact", agent_id="a", content="in doubt")
+        enqueue = engine.store.enqueue
+
+        async def broken(*args: object) -> None:
+            if committed:
+                await enqueue(*args)  # type: ignore[arg-type]
+            raise TransientDatabaseError("connection lost while waiting for the answer")
+
+        monkeypatch.setattr(engine.store, "enqueue", broken)
+        await engine.record_retrieval("fact", [memory, memory], agent="a")
+        assert engine.ltp.backlog == 2
+        assert await engine.ltp.drain_queue()
+        await engine.ltp.drain(10)
+        assert engine.ltp.backlog == 0
+    assert await conn.fetchval("SELECT retrieval_count FROM semantic_facts") == 2

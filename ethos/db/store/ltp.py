@@ -58,13 +58,14 @@ class LtpStore(StoreCore):
 
     async def enqueue(
         self, spec: TableSpec, ids: list[uuid.UUID], at: datetime, kind: str,
-        group: uuid.UUID | None, agent: str | None,
+        group: uuid.UUID | None, agent: str | None, receipt: uuid.UUID,
     ) -> None:  # fmt: skip
         """Events of `agent`'s memories (None: of every memory of each id) into the
-        durable queue (committed when this returns)."""
+        durable queue (committed when this returns), with the receipt of the flush
+        `receipt`: a flush of the same events under that id is then applied as done."""
         await self._fetchval(
             ENQUEUE_RETRIEVALS, agent=agent, table=spec.name, ids=ids, at=at, kind=kind,
-            grp=group,
+            grp=group, receipt=receipt,
         )  # fmt: skip
 
     async def queue_backlog(self) -> int:

@@ -41,7 +41,10 @@ SELECT nextval(pg_get_serial_sequence('retrieval_queue', 'id')), %(agent)s, %(ta
 FROM unnest(%(moments)s::timestamptz[], %(kinds)s::text[], %(counts)s::int[]) AS e (at, kind, n);
 
 -- name: enqueue_retrievals
--- Events of agent %(agent)s's memories of the ids (NULL: of every memory of each id).
+-- Events of agent %(agent)s's memories of the ids (NULL: of every memory of each id),
+-- with the receipt of a flush %(receipt)s: where the COMMIT of this went through unseen,
+-- the events the engine buffers instead under that flush id are not applied twice.
+WITH receipt AS (INSERT INTO ltp_flushes (id) VALUES (%(receipt)s::uuid))
 INSERT INTO retrieval_queue (agent_id, table_name, memory_id, at, kind, grp)
 SELECT %(agent)s, %(table)s, memory_id, %(at)s, %(kind)s, %(grp)s::uuid
 FROM unnest(%(ids)s::uuid[]) AS memory_id;
