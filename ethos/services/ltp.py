@@ -125,9 +125,10 @@ class LtpBuffer:
         ltp.boost(spec)
         await self._store.check_table(spec)
         group = group_of(((spec, i, agent) for i in ids), at, kind, self._settings)
-        in_doubt = await self._enqueue(spec, ids, at, kind, group, agent) if ltp.durable else False
-        if in_doubt is True:
+        queued = await self._enqueue(spec, ids, at, kind, group, agent) if ltp.durable else False
+        if queued is True:
             return
+        receipt = queued or None  # the enqueue's flush id, where it is in doubt
         count = len(ids) + (group.pairs if group else 0)
         deadline = asyncio.get_running_loop().time() + ltp.full_wait_seconds
         while self._size + count > ltp.buffer_capacity:
@@ -141,11 +142,11 @@ class LtpBuffer:
                 log.error("ltp_dropped", reason="buffer full", count=count, backlog=self._size)
                 return
         event = event_of(kind, self._settings)
-        pending = self._pending if in_doubt is False else defaultdict(dict)
+        pending = self._pending if receipt is None else defaultdict(dict)
         for memory_id in ids:
             pending[(spec, memory_id, agent)].setdefault(at, Events()).add(event)
-        if in_doubt is not False:
-            self._in_doubt.append(_Batch(in_doubt, pending, [group] if group else [], count))
+        if receipt is not None:
+            self._in_doubt.append(_Batch(receipt, pending, [group] if group else [], count))
         elif group is not None:
             self._groups.append(group)
         self._size += count

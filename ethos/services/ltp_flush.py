@@ -291,8 +291,11 @@ async def _apply_rounds(flush: LtpFlush, spec: TableSpec, rows: Rows) -> list[Ro
     be written twice in a round."""
     routed = await flush.routed()
     unnamed = [memory_id for memory_id, agent in rows if agent is None]
-    named = set() if routed else {memory_id for memory_id, agent in rows if agent is not None}
-    lookup = set(unnamed) if routed else named.intersection(unnamed) if named else set()
+    if routed:
+        lookup = set(unnamed)
+    else:
+        named = {memory_id for memory_id, agent in rows if agent is not None}
+        lookup = named.intersection(unnamed) if named else set()
     merged = rows
     if lookup:
         # an id looked up and not found (none live) stands for no memory
