@@ -11,6 +11,7 @@ import pytest
 from ethos.domain.errors import DatabaseError
 from ethos.services.engine import Engine
 from ethos.services.recovery import Selector
+from tests.conftest import DISTRIBUTED
 from tests.vectors import unit
 
 if TYPE_CHECKING:
@@ -76,3 +77,44 @@ async def test_moving_a_sources_vector_is_refused_in_one_line(
         "permanent"
     )
     await engine.move("episode", episode, "long_term")  # the source moves as any memory
+
+
+async def test_one_statement_prunes_and_recovers_its_sources_vectors_at_once(
+    engine: Engine, conn: asyncpg.Connection
+) -> None:
+    """Plain SQL that prunes some facts, recovers others and leaves the rest, for two
+    agents: each vector follows its own source, in one call of the trigger."""
+    vectors: dict[tuple[str, int], object] = {}
+    for agent in ("a", "b"):
+        for n in range(6):
+            fact = await engine.add("fact", agent_id=agent, content=f"fact {n} of {agent}")
+            vectors[agent, n] = await engine.add(
+                "vector", agent_id=agent, content=f"fact {n}", embedding=unit(n + 1),
+                source_type="fact", source_id=fact,
+            )  # fmt: skip
+    # facts 4 and 5 start pruned; the statement recovers 4 and 5, prunes 0 and 1, keeps 2, 3
+    await conn.execute(
+        """UPDATE semantic_facts SET pruned = true, pruned_at = now(), prune_reason = 'manual'
+           WHERE content LIKE 'fact 4 %' OR content LIKE 'fact 5 %'"""
+    )
+    async with conn.transaction():
+        await conn.execute("SET LOCAL track_functions = 'pl'")
+        await conn.execute(
+            """UPDATE semantic_facts
+               SET pruned = NOT pruned,
+                   pruned_at = CASE WHEN pruned THEN NULL ELSE $1::timestamptz END,
+                   prune_reason = CASE WHEN pruned THEN NULL ELSE 'decay' END
+               WHERE content ~ '^fact [0145] '""",
+            await conn.fetchval("SELECT now()"),
+        )
+        calls = await conn.fetchval(
+            "SELECT pg_stat_get_xact_function_calls('ethos_source_pruned'::regproc)"
+        )
+    if not DISTRIBUTED:  # (on a cluster it runs on the shards' nodes, once a shard)
+        assert calls == 1  # row by row, once a fact whose pruned changed: 8
+    states = {key: tuple(await conn.fetchrow(STATE, vector)) for key, vector in vectors.items()}
+    for agent in ("a", "b"):
+        assert [states[agent, n][1:] for n in range(6)] == [
+            (True, "decay"), (True, "decay"), (False, None), (False, None),
+            (False, None), (False, None),
+        ]  # fmt: skip

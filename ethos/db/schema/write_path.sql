@@ -7,15 +7,15 @@
 --                    ethos_rows_added(): what is done for many rows at once.
 --   <table>_removed  AFTER DELETE, once a statement, over the rows it deleted (purge,
 --                    erase, a DELETE by hand): ethos_rows_removed().
---   <table>_pruned   (episodes and facts) AFTER UPDATE of pruned, where it changed:
---                    ethos_source_pruned(): a memory's vectors are pruned and recovered
---                    with it.
+--   <table>_pruned   (episodes and facts) AFTER UPDATE, once a statement, over the rows
+--                    whose pruned changed: ethos_source_pruned(): a memory's vectors
+--                    are pruned and recovered with it.
 --
 --   <table>_due_made BEFORE INSERT on a table's hints, each row: ethos_hint_made().
 --
--- A sweep's or LTP's UPDATE writes none of the columns the first trigger names, and the
--- third is skipped by its WHEN unless a row's pruned changes: the frequent writes pay for
--- no trigger. Each trigger passes its table's name as the argument, so a function never
+-- A sweep's or LTP's UPDATE writes none of the columns the first trigger names: the
+-- frequent writes pay for no row trigger, and for one call of <table>_pruned a
+-- statement (a batch), which finds no row whose pruned changed. Each trigger passes its table's name as the argument, so a function never
 -- reads TG_TABLE_NAME (on a Citus shard that is the shard's name).
 --
 -- TRUNCATE runs no trigger: ethos never truncates a memory table. After a TRUNCATE by
@@ -414,15 +414,48 @@ END
 $$;
 REVOKE ALL ON FUNCTION ethos_rows_removed() FROM PUBLIC;
 
--- A memory pruned or recovered: its vectors follow it.
+-- Memories pruned or recovered by a statement: their vectors follow them, in one UPDATE.
+-- A trigger with transition tables takes no column list, so this one runs after every
+-- UPDATE of the table (a sweep's batch, an LTP flush) and returns at once unless some
+-- row's pruned changed. Row by row (an UPDATE of the vectors a source), pruning 500
+-- facts took 106 ms on one server against 27, and 238 ms against 21 on a Citus cluster.
+-- As in ethos_rows_added, the rows are read into arrays first and the UPDATE names
+-- their agents.
 CREATE FUNCTION ethos_source_pruned() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
+DECLARE
+    r record;  -- the rows whose pruned changed: ids, agents (each agent once), new state
 BEGIN
-    UPDATE memory_vectors
-    SET pruned = NEW.pruned, pruned_at = NEW.pruned_at, prune_reason = NEW.prune_reason
-    WHERE source_type = TG_ARGV[0] AND source_id = NEW.id AND agent_id = NEW.agent_id
-      AND pruned <> NEW.pruned;
+    -- (most UPDATEs, a put's or LTP's, touch live memories only: 0.035 ms less a statement)
+    IF NOT EXISTS (SELECT FROM became WHERE pruned UNION ALL SELECT FROM was WHERE pruned) THEN
+        RETURN NULL;
+    END IF;
+    -- (grouped, not joined: the plan is kept across calls, and a nested loop chosen for
+    -- a batch of 500 rows would compare every pair of an UPDATE of 100,000)
+    SELECT array_agg(c.id) AS ids, array_agg(c.agent_id) AS owners,
+           array_agg(DISTINCT c.agent_id) AS agents, array_agg(c.pruned) AS pruned,
+           array_agg(c.pruned_at) AS pruned_at, array_agg(c.prune_reason) AS reasons
+    INTO r
+    FROM (SELECT u.agent_id, u.id, bool_or(u.pruned) FILTER (WHERE u.new) AS pruned,
+                 max(u.pruned_at) FILTER (WHERE u.new) AS pruned_at,
+                 max(u.prune_reason) FILTER (WHERE u.new) AS prune_reason
+          FROM (SELECT agent_id, id, pruned, pruned_at, prune_reason, true AS new
+                FROM became
+                UNION ALL
+                SELECT agent_id, id, pruned, NULL, NULL, false FROM was) AS u
+          GROUP BY u.agent_id, u.id
+          HAVING bool_or(u.pruned) <> bool_and(u.pruned)) AS c;
+    IF r.ids IS NULL THEN
+        RETURN NULL;
+    END IF;
+
+    UPDATE memory_vectors AS v
+    SET pruned = s.pruned, pruned_at = s.pruned_at, prune_reason = s.reason
+    FROM unnest(r.ids, r.owners, r.pruned, r.pruned_at, r.reasons)
+         AS s (id, agent, pruned, pruned_at, reason)
+    WHERE v.agent_id = ANY (r.agents) AND v.source_type = TG_ARGV[0]
+      AND v.agent_id = s.agent AND v.source_id = s.id AND v.pruned <> s.pruned;
     RETURN NULL;
 END
 $$;
@@ -437,9 +470,8 @@ CREATE TRIGGER episodic_traces_removed
     AFTER DELETE ON episodic_traces REFERENCING OLD TABLE AS removed
     FOR EACH STATEMENT EXECUTE FUNCTION ethos_rows_removed('episodic_traces');
 CREATE TRIGGER episodic_traces_pruned
-    AFTER UPDATE OF pruned ON episodic_traces
-    FOR EACH ROW WHEN (OLD.pruned <> NEW.pruned)
-    EXECUTE FUNCTION ethos_source_pruned('episodic_traces');
+    AFTER UPDATE ON episodic_traces REFERENCING OLD TABLE AS was NEW TABLE AS became
+    FOR EACH STATEMENT EXECUTE FUNCTION ethos_source_pruned('episodic_traces');
 
 CREATE TRIGGER semantic_facts_write
     BEFORE INSERT OR UPDATE OF content, agent_id, metadata, content_tsv
@@ -451,9 +483,8 @@ CREATE TRIGGER semantic_facts_removed
     AFTER DELETE ON semantic_facts REFERENCING OLD TABLE AS removed
     FOR EACH STATEMENT EXECUTE FUNCTION ethos_rows_removed('semantic_facts');
 CREATE TRIGGER semantic_facts_pruned
-    AFTER UPDATE OF pruned ON semantic_facts
-    FOR EACH ROW WHEN (OLD.pruned <> NEW.pruned)
-    EXECUTE FUNCTION ethos_source_pruned('semantic_facts');
+    AFTER UPDATE ON semantic_facts REFERENCING OLD TABLE AS was NEW TABLE AS became
+    FOR EACH STATEMENT EXECUTE FUNCTION ethos_source_pruned('semantic_facts');
 
 CREATE TRIGGER memory_vectors_write
     BEFORE INSERT
