@@ -15,8 +15,9 @@
 --
 -- A sweep's or LTP's UPDATE writes none of the columns the first trigger names: the
 -- frequent writes pay for no row trigger, and for one call of <table>_pruned a
--- statement (a batch), which finds no row whose pruned changed. Each trigger passes its table's name as the argument, so a function never
--- reads TG_TABLE_NAME (on a Citus shard that is the shard's name).
+-- statement (a batch), which finds no row whose pruned changed. Each trigger passes its
+-- table's name as the argument, so a function never reads TG_TABLE_NAME (on a Citus
+-- shard that is the shard's name).
 --
 -- TRUNCATE runs no trigger: ethos never truncates a memory table. After a TRUNCATE by
 -- hand, `SELECT ethos_text_stats_rebuild(), ethos_vector_stats_rebuild()` counts the
