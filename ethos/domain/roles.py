@@ -77,12 +77,16 @@ OWN = "agent_id = ANY (ethos_own_agents())"
 # The durable queue: an agent role may queue events of its agents' memories it sees, at a
 # moment that has come (what ethos_record_retrieval checks, also for a plain INSERT).
 QUEUE_CHECK = (
-    f"{OWN} AND ethos_memory_is_visible(table_name, memory_id)"
+    f"{OWN} AND ethos_memory_is_visible(table_name, memory_id, agent_id)"
     " AND at <= now() + interval '5 minutes'"
 )
 # The columns of the queue an agent role writes: an event of a memory, not a group (the
-# pairs of a group's memories learn links: one of 50,000 events would be 1.25e9 pairs).
-QUEUE_COLUMNS = "agent_id, table_name, memory_id, at, kind"
+# pairs of a group's memories learn links: one of 50,000 events would be 1.25e9 pairs),
+# and its id (ethos_record_retrieval gives it; one agent's events key only their own).
+QUEUE_COLUMNS = "agent_id, id, table_name, memory_id, at, kind"
+# What Citus sends a shard beside the columns named: a memory's id, an event's moment
+# of queueing (the coordinator fills in the defaults).
+SHARD_COLUMNS = {**dict.fromkeys(MEMORY_NAMES, "id"), "retrieval_queue": "enqueued_at"}
 
 NOT_AHEAD = "anchor_at <= now() + interval '5 minutes'"
 
@@ -190,17 +194,18 @@ def plan(
 
 def shard_grants(roles: Roles) -> list[str]:
     """On a Citus cluster, after `plan` has committed (a role it creates reaches the
-    workers then). Citus sends a new row to its shard with the id the coordinator picked:
-    the shards take it from the agents' group, and the coordinator's table still keeps
-    the group from choosing one. (A shard made later, by a rebalance, copies the table's
-    rights: it refuses the group's inserts until `ethos roles` runs again.) Each
-    statement returns the shards that refused, with the reason."""
+    workers then). Citus sends a new row to its shard with the defaults the coordinator
+    picked (SHARD_COLUMNS): the shards take them from the agents' group, and the
+    coordinator's table still keeps the group from choosing them. (A shard made later,
+    by a rebalance, copies the table's rights: it refuses the group's inserts until
+    `ethos roles` runs again.) Each statement returns the shards that refused, with the
+    reason."""
     if not roles.agents:
         return []
     return [
         f"SELECT shardid, result FROM run_command_on_shards('{table}',"
-        f" $$GRANT INSERT (id) ON %s TO {roles.agents_group}$$) WHERE NOT success"
-        for table in MEMORY_NAMES
+        f" $$GRANT INSERT ({columns}) ON %s TO {roles.agents_group}$$) WHERE NOT success"
+        for table, columns in SHARD_COLUMNS.items()
     ]
 
 

@@ -96,9 +96,9 @@ async def test_the_counters_match_sweep_runs(
     assert found[("ethos_retrieval_dead_letters", ())] == 0
     assert json.loads((await get(port, "/healthz"))[1])["status"] == "ok"
     await conn.execute(
-        "INSERT INTO retrieval_dead_letters (id, agent_id, table_name, memory_id, at, kind,"
+        "INSERT INTO retrieval_dead_letters (agent_id, table_name, memory_id, at, kind,"
         " enqueued_at, reason)"
-        " VALUES (1, 'a', 'semantic_facts', ethos_uuid_v7(), now(), 'retrieval', now(), 'x')"
+        " VALUES ('a', 'semantic_facts', ethos_uuid_v7(), now(), 'retrieval', now(), 'x')"
     )
     status, body = await get(port, "/healthz")
     assert status == 200 and json.loads(body)["status"] == "degraded"

@@ -80,16 +80,17 @@ async def test_sql_callers_get_one_line_errors_and_nothing_is_queued(
     with pytest.raises(asyncpg.InvalidParameterValueError, match="at must be a moment"):
         await conn.fetchval("SELECT ethos_record_retrieval('fact', ARRAY[gen_random_uuid()], NULL)")
     assert await conn.fetchval("SELECT count(*) FROM retrieval_queue") == 0
-    # The short names work too; unknown ids are queued and skipped when applied. An event
-    # names its agent when the caller gives one.
-    assert await conn.fetchval(
-        "SELECT ethos_record_retrieval('fact', ARRAY[gen_random_uuid(), gen_random_uuid()])"
-    ) == 2  # fmt: skip
-    named = "SELECT ethos_record_retrieval('fact', ARRAY[gen_random_uuid()], now(), 'a')"
-    assert await conn.fetchval(named) == 1
+    # The short names work too. Each event is named by its memory's agent; an id of no
+    # memory (of the agent named, where one is) is left out.
+    added = "INSERT INTO semantic_facts (agent_id, content) VALUES ($1, 'x') RETURNING id"
+    a, b = [await conn.fetchval(added, agent) for agent in ("a", "b")]
+    every = "SELECT ethos_record_retrieval('fact', ARRAY[$1, $2, gen_random_uuid()]::uuid[])"
+    assert await conn.fetchval(every, a, b) == 2
+    named = "SELECT ethos_record_retrieval('fact', ARRAY[$1, $2]::uuid[], now(), 'a')"
+    assert await conn.fetchval(named, a, b) == 1
     assert await conn.fetchval("SELECT backlog FROM ethos_retrieval_queue") == 3
-    agents = "SELECT array_agg(agent_id ORDER BY agent_id NULLS FIRST) FROM retrieval_queue"
-    assert await conn.fetchval(agents) == [None, None, "a"]
+    agents = "SELECT array_agg(agent_id ORDER BY agent_id) FROM retrieval_queue"
+    assert await conn.fetchval(agents) == ["a", "a", "b"]
 
 
 async def test_a_durable_process_killed_before_its_flush_loses_nothing(

@@ -9,7 +9,9 @@ the value)."""
 from __future__ import annotations
 
 import re
+import uuid
 from collections.abc import AsyncIterator, Callable
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -18,6 +20,8 @@ import pytest
 
 from ethos.db.store.core import SHARD_GROUPS
 from ethos.db.store.sessions import init_connection
+from ethos.db.store.sql.ltp import build_enqueue_query
+from ethos.domain.tables import table_spec
 from ethos.services.engine import Engine, migrate
 from ethos.settings import DatabaseSettings, Settings
 from tests.citus.cluster import distribute
@@ -118,9 +122,11 @@ async def test_an_agents_reads_and_forget_run_on_one_shard(
 async def test_an_agents_queued_events_are_applied_on_its_node(
     distributed: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Queued events that name their agent (the queue is on the coordinator) are applied
-    on the agent's node, each statement routed there, with no lookup of agents on every
-    shard. Before, an event named an id alone."""
+    """Queued events are kept and applied on the agent's node: the queue is distributed
+    by agent beside the memories (migration 0057), its events written there by one
+    routed statement (not copied through the coordinator, which row security refuses)
+    and popped there. Before, the queue stayed on the coordinator; before that, an event
+    named an id alone."""
     url = distributed.settings.database.url
     assert url is not None
     conn = await asyncpg.connect(url)
@@ -130,21 +136,32 @@ async def test_an_agents_queued_events_are_applied_on_its_node(
         record = "SELECT ethos_record_retrieval('episode', $1, now(), 'alice')"
         await conn.execute(record, ids + ids[:1])
         assert await conn.fetchval("SELECT count(*) FROM retrieval_queue") == 4
+        shard_node = (
+            "SELECT nodeport FROM citus_shards WHERE table_name = $1::regclass"
+            " AND shardid = get_shard_id_for_distribution_column($1, 'alice')"
+        )
+        queue_node = await conn.fetchval(shard_node, "retrieval_queue")
+        enqueue = build_enqueue_query(table_spec("episodic_traces"))
+        values = {"agent": "alice", "ids": ids, "at": datetime.now(UTC), "kind": "retrieval",
+                  "grp": None, "call": uuid.uuid4()}  # fmt: skip
+        enqueued = "\n".join(
+            r[0] for r in await conn.fetch(f"EXPLAIN {enqueue.text}", *enqueue.args(values))
+        )
         sent = recorded(monkeypatch)
         assert await distributed.ltp.drain_queue()
         monkeypatch.undo()
         counts = "SELECT array_agg(retrieval_count ORDER BY retrieval_count) FROM episodic_traces"
         assert await conn.fetchval(counts + " WHERE agent_id = 'alice'") == [1, 1, 2]
         assert await conn.fetchval(counts + " WHERE agent_id = 'bob'") == [0, 0, 0]
-        node = await conn.fetchval(
-            "SELECT nodeport FROM citus_shards WHERE table_name = 'episodic_traces'::regclass"
-            " AND shardid = get_shard_id_for_distribution_column('episodic_traces', 'alice')"
-        )
+        node = await conn.fetchval(shard_node, "episodic_traces")
     finally:
         await conn.close()
+    assert queue_node == node
+    assert one_router_task(enqueued) and "pull to coordinator" not in enqueued, enqueued
     assert not any("SELECT id, agent_id FROM" in query for query, _ in sent)  # no lookup
     plans, _ = await citus_plans(url, sent, "alice")
     coordinator = urlsplit(url).port
+    assert any("DELETE FROM retrieval_queue" in query for query, _ in plans)  # the pop
     # the strengthening: its hints are written by a second step, on the same node
     assert any("UPDATE episodic_traces" in query for query, _ in plans)
     for query, plan in plans:

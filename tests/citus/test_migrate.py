@@ -2,7 +2,9 @@
 `ethos distribute` reaches every node. A database built by the migrations to 0047, then
 distributed, cannot erase an agent (its statistics' trigger reads beside a distributed
 table on a shard); `ethos migrate` to the head (0048 replaces that function) puts the
-new function on the coordinator and on both workers, and the erase then runs."""
+new function on the coordinator and on both workers, and the erase then runs. The queue,
+keyed without the agent before 0057, stays on the coordinator until `ethos distribute`
+runs again after the migration."""
 
 from __future__ import annotations
 
@@ -78,6 +80,18 @@ async def test_a_migration_after_distribute_reaches_every_node(
     assert await shard_triggers(citus_database, "episodic_traces_due_made") == shards > 0
     assert await shard_triggers(citus_database, "episodic_traces_removed") == shards
     assert "agent_id = ANY (agents)" in after[0]
+    # the queue, keyed by its events' ids alone before 0057, stayed on the coordinator;
+    # distributing again after the migration moves it
+    queue = (
+        "SELECT count(*) FROM pg_dist_partition WHERE logicalrelid = 'retrieval_queue'::regclass"
+    )
+    conn = await asyncpg.connect(citus_database)
+    try:
+        assert await conn.fetchval(queue) == 0
+        await distribute(citus_database)
+        assert await conn.fetchval(queue) == 1
+    finally:
+        await conn.close()
     erased = cli("erase", "--agent", "a", "--yes", env=env, timeout=300)
     assert erased.returncode == 0, erased.stderr
     conn = await asyncpg.connect(citus_database)

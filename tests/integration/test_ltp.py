@@ -510,7 +510,7 @@ async def test_events_that_name_the_agent_reach_its_memory_of_an_id_only(
     )
     recorded = "SELECT ethos_record_retrieval('fact', ARRAY[$1]::uuid[], now(), $2)"
     assert await conn.fetchval(recorded, shared, "a") == 1
-    assert await conn.fetchval(recorded, shared, None) == 1
+    assert await conn.fetchval(recorded, shared, None) == 2  # an event per memory of the id
     assert await engine.ltp.drain_queue()
     assert await state() == [("a", 4, 0), ("b", 1, 1)]
     # a caller that names no agent reaches every memory of the id, as before

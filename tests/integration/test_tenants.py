@@ -24,7 +24,7 @@ from ethos.settings import (
     Settings,
     with_statement_timeout,
 )
-from tests.conftest import Cli, template_copy
+from tests.conftest import DISTRIBUTED, Cli, template_copy
 from tests.integration.test_roles import (
     AGENT,
     AGENT_B,
@@ -138,7 +138,7 @@ async def test_an_agent_role_queues_events_only_of_its_own_memories_at_moments_c
     queued = "SELECT ethos_record_retrieval('fact', ARRAY[$1, $2]::uuid[])"
     assert await as_sql(house, AGENT, queued, mine, theirs) == 1
     await as_sql(house, AGENT, insert, "a", "semantic_facts", mine, now, "useful")  # its own
-    assert await as_sql(house, AGENT, "SELECT ethos_memory_is_visible('semantic_facts', $1)",
+    assert await as_sql(house, AGENT, "SELECT ethos_memory_is_visible('semantic_facts', $1, 'b')",
                         theirs) is False  # fmt: skip
     await drain(house)
     states = (
@@ -166,9 +166,13 @@ async def test_a_queued_group_larger_than_any_call_teaches_no_links(house: House
     """A group no call of ethos makes (more members than limits.k and limits.ids): its
     events are applied, its pairs learn nothing; a group a call could make learns."""
     facts = [await fact_of(house, "a") for _ in range(5)]
+    # a set of events as ethos writes one: read from the memories, each id given (on a
+    # cluster a random id would make it a COPY through the coordinator, which row
+    # security refuses)
     queued = (
-        "INSERT INTO retrieval_queue (agent_id, table_name, memory_id, at, kind, grp)"
-        " SELECT 'a', 'semantic_facts', m, now(), 'useful', $2 FROM unnest($1::uuid[]) AS m"
+        "INSERT INTO retrieval_queue (agent_id, id, table_name, memory_id, at, kind, grp)"
+        " SELECT m.agent_id, md5($2::uuid::text || m.id)::uuid, 'semantic_facts', m.id, now(),"
+        " 'useful', $2::uuid FROM semantic_facts AS m WHERE m.agent_id = 'a' AND m.id = ANY ($1)"
     )
     await as_sql(house, APP, queued, facts[:3], uuid.uuid4())
     await as_sql(house, APP, queued, facts[3:], uuid.uuid4())
@@ -184,6 +188,11 @@ async def test_a_queued_group_larger_than_any_call_teaches_no_links(house: House
     assert await as_sql(house, APP, useful, facts) == [1] * 5
 
 
+@pytest.mark.skipif(
+    DISTRIBUTED,
+    reason="replays 0055 on a database at the head, whose queue a cluster distributes (since"
+    " 0057): an upgrade from 0054 meets the queue on the coordinator",
+)
 async def test_migrate_gives_agent_roles_made_before_it_the_queue_rule(
     database_url: str,
 ) -> None:

@@ -40,7 +40,13 @@ async def cmd_distribute(args: argparse.Namespace, settings: Settings) -> int:
         f"distributed by agent over {done.nodes} workers: {moved} now"
         f" ({len(done.already)} tables held already); reference tables now:"
         f" {', '.join(done.reference) or 'none'}; {sum(done.hinted.values())} rows hinted"
-        " again on their shards",
+        " again on their shards"
+        + (
+            f"; left on the coordinator, keyed without the agent: {', '.join(done.left)}"
+            " (run `ethos migrate`, then this again)"
+            if done.left
+            else ""
+        ),
     )
     return 0
 

@@ -12,26 +12,45 @@ CREATE FUNCTION ethos_own_agents() RETURNS text[]
     SELECT coalesce(array_agg(agent_id), '{}') FROM ethos_agent_roles WHERE role_name = CURRENT_USER
 $$;
 
--- PL/pgSQL: Citus cannot plan an SQL function's parameter inside its query.
+-- Whether the caller sees a memory of the id (of `agent`'s, where one is named). The
+-- queue's row policy names the event's agent: on a Citus cluster it runs on the queue's
+-- shard, and reads the agent's memories in the colocated shard there (the setting lets a
+-- statement on a shard run another, which is right where it names one agent). PL/pgSQL,
+-- and the table's statement made for the values (EXECUTE): Citus routes a statement by
+-- the agent it names, and cannot plan an SQL function's parameter inside its query.
+CREATE FUNCTION ethos_memory_is_visible(table_name text, id uuid, agent text) RETURNS boolean
+    LANGUAGE plpgsql STABLE
+    SET citus.allow_nested_distributed_execution TO 'on'
+    AS $_$
+DECLARE
+    found boolean;
+BEGIN
+    IF table_name NOT IN ('memory_vectors', 'episodic_traces', 'semantic_facts') THEN
+        RETURN false;
+    END IF;
+    EXECUTE format('SELECT EXISTS (SELECT FROM %I AS m'
+                   ' WHERE m.id = $1 AND ($2::text IS NULL OR m.agent_id = $2))', table_name)
+        INTO found USING id, agent;
+    RETURN found;
+END
+$_$;
+
+-- The same, of any agent.
 CREATE FUNCTION ethos_memory_is_visible(table_name text, id uuid) RETURNS boolean
     LANGUAGE plpgsql STABLE
     AS $$
-#variable_conflict use_variable
 BEGIN
-    RETURN CASE table_name
-        WHEN 'memory_vectors' THEN EXISTS (SELECT 1 FROM memory_vectors AS m WHERE m.id = id)
-        WHEN 'episodic_traces' THEN EXISTS (SELECT 1 FROM episodic_traces AS m WHERE m.id = id)
-        WHEN 'semantic_facts' THEN EXISTS (SELECT 1 FROM semantic_facts AS m WHERE m.id = id)
-        ELSE false
-    END;
+    RETURN ethos_memory_is_visible(table_name, id, NULL);
 END
 $$;
 
 -- The one door for recording retrievals from plain SQL: events of `agent`'s memories of
 -- the ids (none named: of every memory of each id), applied by the daemon's drain; it
--- returns how many it queued. Under row security (an agent role), an id the caller cannot
--- see is left out when no agent is named (the events are named by the memories found),
--- and refuses the whole call when one is (the queue's row policy checks each event).
+-- returns how many it queued. An id of no such memory, or of none the caller sees (an
+-- agent role, under row security), is left out. Each event is named by its memory's
+-- agent and keyed by this call and its place in it: Citus writes the set on the agents'
+-- shards as one INSERT ... SELECT there, which a key from a sequence or a random
+-- default would make a COPY through the coordinator, and row security refuses COPY.
 CREATE FUNCTION ethos_record_retrieval(table_name text, ids uuid[], at timestamp with time zone DEFAULT now(), agent text DEFAULT NULL) RETURNS integer
     LANGUAGE plpgsql
     AS $_$
@@ -55,18 +74,12 @@ BEGIN
         RAISE EXCEPTION 'at % is outside 1900 .. now: a retrieval is recorded when it happens', at
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    IF agent IS NULL AND row_security_active(target) THEN
-        -- a connection under row security: the memories of the ids it sees, each event
-        -- named by its memory's agent (an agent role's queue takes its own agents' only)
-        EXECUTE format(
-            'INSERT INTO retrieval_queue (agent_id, table_name, memory_id, at)
-             SELECT m.agent_id, $1, m.id, $2 FROM unnest($3) AS e (id) JOIN %I AS m ON m.id = e.id',
-            target) USING target, at, ids;
-    ELSE
-        INSERT INTO retrieval_queue (agent_id, table_name, memory_id, at)
-        SELECT agent, target, memory_id, at FROM unnest(ids) AS memory_id
-        WHERE memory_id IS NOT NULL;
-    END IF;
+    EXECUTE format(
+        'INSERT INTO retrieval_queue (agent_id, id, table_name, memory_id, at)
+         SELECT m.agent_id, md5($5::text || e.n)::uuid, $1, m.id, $2
+         FROM unnest($3) WITH ORDINALITY AS e (id, n)
+         JOIN %I AS m ON m.id = e.id AND ($4::text IS NULL OR m.agent_id = $4)',
+        target) USING target, at, ids, agent, gen_random_uuid();
     GET DIAGNOSTICS queued = ROW_COUNT;
     RETURN queued;
 END

@@ -8,35 +8,30 @@
 -- ========================================================================================
 
 -- Retrievals recorded from SQL (`ethos_record_retrieval`) and feedback, drained into
--- LTP by the daemon exactly once. An event that names its agent reaches that agent's
--- memory of the id only; one without (NULL) every memory of the id.
+-- LTP by the daemon exactly once, oldest first. Each event names its agent's memory:
+-- the key leads with the agent, so on a Citus cluster the queue is distributed by agent
+-- beside the memories (decision record 0019). An event's id is given by the statement
+-- that writes it (a set of events: from its call and its place in it) or at random.
 CREATE TABLE retrieval_queue (
-    id bigint NOT NULL,
+    id uuid DEFAULT gen_random_uuid() NOT NULL,
     table_name text NOT NULL,
     memory_id uuid NOT NULL,
     at timestamp with time zone NOT NULL,
     kind text DEFAULT 'retrieval'::text NOT NULL,
     grp uuid,
     enqueued_at timestamp with time zone DEFAULT now() NOT NULL,
-    agent_id text,
+    agent_id text NOT NULL,
     CONSTRAINT retrieval_queue_at_window CHECK (((at >= '1900-01-01 00:00:00+00'::timestamp with time zone) AND (at < '2200-01-01 00:00:00+00'::timestamp with time zone))),
     CONSTRAINT retrieval_queue_kind_check CHECK ((kind = ANY (ARRAY['retrieval'::text, 'surfaced'::text, 'useful'::text, 'wrong'::text]))),
     CONSTRAINT retrieval_queue_table_name_check CHECK ((table_name = ANY (ARRAY['memory_vectors'::text, 'episodic_traces'::text, 'semantic_facts'::text])))
 );
-ALTER TABLE retrieval_queue ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
-    SEQUENCE NAME retrieval_queue_id_seq
-    START WITH 1
-    INCREMENT BY 1
-    NO MINVALUE
-    NO MAXVALUE
-    CACHE 1
-);
 ALTER TABLE ONLY retrieval_queue
-    ADD CONSTRAINT retrieval_queue_pkey PRIMARY KEY (id);
+    ADD CONSTRAINT retrieval_queue_pkey PRIMARY KEY (agent_id, id);
+CREATE INDEX retrieval_queue_enqueued_at_idx ON retrieval_queue USING btree (enqueued_at);
 
 -- Queued events the database refused for good, with the reason and how many.
 CREATE TABLE retrieval_dead_letters (
-    id bigint NOT NULL,
+    id uuid DEFAULT gen_random_uuid() NOT NULL,
     table_name text NOT NULL,
     memory_id uuid NOT NULL,
     at timestamp with time zone NOT NULL,

@@ -12,6 +12,7 @@ from ethos.db.store.sql.cluster import (
     CREATE_DISTRIBUTED_TABLE,
     CREATE_REFERENCE_TABLE,
     DISTRIBUTED,
+    KEYED_WITHOUT_AGENT,
     PLANNED_ONCE,
     REFERENCE,
     UNSAFE_TRIGGERS,
@@ -28,12 +29,14 @@ from ethos.domain.tables import MEMORY_TABLES
 @dataclass
 class Distribution:
     """What `distribute` did: the tables it made reference or distributed now, those
-    Citus held already, and the rows it hinted again on their shards."""
+    Citus held already, those it left on the coordinator (a key without the agent:
+    `ethos migrate` first), and the rows it hinted again on their shards."""
 
     nodes: int = 0
     reference: list[str] = field(default_factory=list)
     distributed: list[str] = field(default_factory=list)
     already: list[str] = field(default_factory=list)
+    left: list[str] = field(default_factory=list)
     planned_each_call: list[str] = field(default_factory=list)
     hinted: dict[str, int] = field(default_factory=dict)
 
@@ -43,6 +46,7 @@ class Distribution:
             "reference": self.reference,
             "distributed": self.distributed,
             "already": self.already,
+            "left": self.left,
             "planned_each_call": self.planned_each_call,
             "hinted": self.hinted,
         }
@@ -68,13 +72,16 @@ class ClusterStore(SweepStore):
             for r in await self._fetch(CITUS_TABLES, tables=[*REFERENCE, *DISTRIBUTED])
         }
         done.already = sorted(held)
+        done.left = sorted(
+            r["table_name"] for r in await self._fetch(KEYED_WITHOUT_AGENT, tables=DISTRIBUTED)
+        )
         done.planned_each_call = await self.plan_functions_each_call()
         for table in REFERENCE:
             if table not in held:
                 await self._fetchval(CREATE_REFERENCE_TABLE, table=table)
                 done.reference.append(table)
         for table in DISTRIBUTED:
-            if table in held:
+            if table in held or table in done.left:
                 continue
             async with self._transaction() as tx:
                 await tx.execute_literal(UNSAFE_TRIGGERS)

@@ -15,16 +15,17 @@ from ethos.db.store.core import Row, StoreCore, Transaction
 from ethos.db.store.query import terms
 from ethos.db.store.sql.ltp import (
     CLAIM_LTP_FLUSH,
-    ENQUEUE_RETRIEVALS,
     FORGET_LTP_FLUSHES,
     MEMORY_LINKS,
     NEIGHBOURS,
+    OLDEST_QUEUED_AGENT,
     POP_RETRIEVAL_QUEUE,
     RETRIEVAL_QUEUE_BACKLOG,
     SET_ASIDE_EVENTS,
     TOUCH_RETRIEVAL_ACTIVITY,
     WEAKEN_LINKS,
     build_agents_query,
+    build_enqueue_query,
     build_lock_query,
     build_ltp_query,
     build_neighbour_rows_query,
@@ -51,9 +52,14 @@ class LtpStore(StoreCore):
     @asynccontextmanager
     async def ltp_queue(self, limit: int) -> AsyncIterator[tuple[LtpFlush, list[Row]]]:
         """The transaction that applies the oldest `limit` queued events: they are
-        deleted in it, so they are applied exactly when it commits."""
+        deleted in it, so they are applied exactly when it commits. On a Citus cluster,
+        those of the agent of the oldest event (its shard's)."""
+        distributed = await self.distributed()
         async with self._transaction() as tx:
-            rows = await tx.fetch(POP_RETRIEVAL_QUEUE, limit=limit)
+            agent = await tx.fetchval(OLDEST_QUEUED_AGENT) if distributed else None
+            rows: list[Row] = []
+            if agent is not None or not distributed:
+                rows = await tx.fetch(POP_RETRIEVAL_QUEUE, limit=limit, agent=agent)
             yield LtpFlush(tx, self), rows
 
     async def enqueue(
@@ -62,11 +68,15 @@ class LtpStore(StoreCore):
     ) -> None:  # fmt: skip
         """Events of `agent`'s memories (None: of every memory of each id) into the
         durable queue (committed when this returns), with the receipt of the flush
-        `receipt`: a flush of the same events under that id is then applied as done."""
-        await self._fetchval(
-            ENQUEUE_RETRIEVALS, agent=agent, table=spec.name, ids=ids, at=at, kind=kind,
-            grp=group, receipt=receipt,
-        )  # fmt: skip
+        `receipt`: a flush of the same events under that id is then applied as done.
+        The receipt is a statement of its own: Citus would COPY a statement's events
+        through the coordinator beside the write of a table of the coordinator's."""
+        async with self._transaction() as tx:
+            await tx.fetchval(CLAIM_LTP_FLUSH, id=receipt)
+            await tx.fetchval(
+                build_enqueue_query(spec), agent=agent, ids=ids, at=at, kind=kind, grp=group,
+                call=receipt,
+            )  # fmt: skip
 
     async def queue_backlog(self) -> int:
         backlog: int = await self._fetchval(RETRIEVAL_QUEUE_BACKLOG)

@@ -10,15 +10,13 @@ STATEMENTS = statements(__file__)
 
 # The tables Citus distributes by agent, colocated with the first (whose shards name a
 # shard group: core's shard_groups), and those it copies to every node (decision
-# record 0019). The rest stay on the coordinator: the audit and daemon tables, and the
-# retrieval queue and its dead letters. Citus writes a set of rows into a distributed
-# table whose key a sequence gives by COPY, which row security refuses: under `ethos
-# roles` every ethos_record_retrieval would fail. Their events name the agent, and a
-# drain applies each agent's on its node.
+# record 0019), the retrieval queue among them (its key leads with the agent since
+# migration 0057). The rest stay on the coordinator: the audit and daemon tables, flush
+# receipts and dead letters.
 DISTRIBUTED = (
     "episodic_traces", "semantic_facts", "memory_vectors", "memory_links", "memory_revisions",
     "agent_policies", "lexeme_stats", "agent_text_stats", "agent_vector_stats",
-    "episodic_traces_due", "semantic_facts_due", "memory_vectors_due",
+    "episodic_traces_due", "semantic_facts_due", "memory_vectors_due", "retrieval_queue",
 )  # fmt: skip
 # ethos_agent_roles too: the row policies of `ethos roles` read it on the workers, where
 # an agent's statement runs (in ethos_own_agents(), migration 0049).
@@ -26,6 +24,7 @@ REFERENCE = ("decay_policies", "importance_tiers", "ethos_settings", "ethos_agen
 
 ACTIVE_WORKERS = STATEMENTS["active_workers"]
 CITUS_TABLES = STATEMENTS["citus_tables"]
+KEYED_WITHOUT_AGENT = STATEMENTS["keyed_without_agent"]
 PLANNED_ONCE = STATEMENTS["planned_once"]
 CREATE_REFERENCE_TABLE = STATEMENTS["create_reference_table"]
 CREATE_DISTRIBUTED_TABLE = STATEMENTS["create_distributed_table"]

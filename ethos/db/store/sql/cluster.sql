@@ -11,6 +11,16 @@ SELECT logicalrelid::regclass::text AS table_name
 FROM pg_dist_partition
 WHERE logicalrelid::regclass::text = ANY (%(tables)s::text[]);
 
+-- name: keyed_without_agent
+-- Those of %(tables)s with a primary or unique key that does not hold agent_id: Citus
+-- cannot distribute them by agent (the queue of a database migrated before 0057).
+SELECT DISTINCT conrelid::regclass::text AS table_name
+FROM pg_constraint AS c
+WHERE contype IN ('p', 'u') AND conrelid::regclass::text = ANY (%(tables)s::text[])
+  AND NOT EXISTS (SELECT FROM pg_attribute AS a
+                  WHERE a.attrelid = c.conrelid AND a.attname = 'agent_id'
+                    AND a.attnum = ANY (c.conkey));
+
 -- name: planned_once
 -- The functions that keep one generic plan a session (plan_cache_mode in their own
 -- settings): Citus routes a statement by the agent it names, which a generic plan does

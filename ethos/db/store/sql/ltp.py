@@ -310,10 +310,26 @@ def build_neighbour_rows_query(spec: TableSpec) -> Query:
     """)
 
 
+@cache
+def build_enqueue_query(spec: TableSpec) -> Query:
+    """Events of agent %(agent)s's memories of the ids (NULL: of every memory of each
+    id) into the durable queue, each named by its memory's agent and keyed by the call
+    %(call)s and its place in it, as ethos_record_retrieval keys them: Citus writes them
+    on the agents' shards, where a random key would make it COPY them through the
+    coordinator (refused under row security). An id of no such memory is left out."""
+    return sql(f"""
+    INSERT INTO retrieval_queue (agent_id, id, table_name, memory_id, at, kind, grp)
+    SELECT m.agent_id, md5(%(call)s::uuid::text || e.n)::uuid, '{spec.name}', m.id, %(at)s,
+           %(kind)s, %(grp)s::uuid
+    FROM unnest(%(ids)s::uuid[]) WITH ORDINALITY AS e (id, n)
+    JOIN {spec.name} AS m ON m.id = e.id AND (%(agent)s::text IS NULL OR m.agent_id = %(agent)s)
+    """)
+
+
 CLAIM_LTP_FLUSH = STATEMENTS["claim_ltp_flush"]
 FORGET_LTP_FLUSHES = STATEMENTS["forget_ltp_flushes"]
 POP_RETRIEVAL_QUEUE = STATEMENTS["pop_retrieval_queue"]
 SET_ASIDE_EVENTS = STATEMENTS["set_aside_events"]
-ENQUEUE_RETRIEVALS = STATEMENTS["enqueue_retrievals"]
+OLDEST_QUEUED_AGENT = STATEMENTS["oldest_queued_agent"]
 RETRIEVAL_QUEUE_BACKLOG = STATEMENTS["retrieval_queue_backlog"]
 TOUCH_RETRIEVAL_ACTIVITY = STATEMENTS["touch_retrieval_activity"]

@@ -11,18 +11,26 @@ INSERT INTO ltp_flushes (id) VALUES (%(id)s) ON CONFLICT DO NOTHING RETURNING id
 -- Receipts only need to outlive a flush's retries.
 DELETE FROM ltp_flushes WHERE applied_at < now() - interval '1 day';
 
+-- name: oldest_queued_agent
+-- On a Citus cluster a drain pops one agent's events at a time (Citus locks rows FOR
+-- UPDATE on one shard only): the agent of the oldest event.
+SELECT agent_id FROM retrieval_queue ORDER BY enqueued_at LIMIT 1;
+
 -- name: pop_retrieval_queue
 -- The durable path: events queued by ethos_record_retrieval() or a durable buffer. A
--- drain pops the oldest %(limit)s in the transaction that applies them (a crash loses
--- none, applies none twice); SKIP LOCKED lets several drainers share the queue. Counted
--- here: one row per memory (of the agent named, or none), moment and kind, with the
--- calls it came with, and whether the moment is `ahead` of the clock: those are set
--- aside, not applied (a retrieval is recorded when it happens, and one dated decades
--- ahead would hold its memory at full strength).
+-- drain pops the oldest %(limit)s (of agent %(agent)s, or of any when NULL) in the
+-- transaction that applies them (a crash loses none, applies none twice); SKIP LOCKED
+-- lets several drainers share the queue. Counted here: one row per memory, moment and
+-- kind, with the calls it came with, and whether the moment is `ahead` of the clock:
+-- those are set aside, not applied (a retrieval is recorded when it happens, and one
+-- dated decades ahead would hold its memory at full strength).
 WITH popped AS (
     DELETE FROM retrieval_queue
-    WHERE id IN (SELECT id FROM retrieval_queue ORDER BY id LIMIT %(limit)s
-                 FOR UPDATE SKIP LOCKED)
+    WHERE (%(agent)s::text IS NULL OR agent_id = %(agent)s)
+      AND (agent_id, id) IN (SELECT agent_id, id FROM retrieval_queue
+                             WHERE %(agent)s::text IS NULL OR agent_id = %(agent)s
+                             ORDER BY enqueued_at LIMIT %(limit)s
+                             FOR UPDATE SKIP LOCKED)
     RETURNING agent_id, table_name, memory_id, at, kind, grp
 )
 SELECT agent_id, table_name, memory_id, at, kind, count(*)::int AS n,
@@ -35,19 +43,9 @@ GROUP BY agent_id, table_name, memory_id, at, kind;
 -- Events the database refused for good (a flush's or the queue's), kept with the reason
 -- where an operator finds them: the rest of their batch is applied without them.
 INSERT INTO retrieval_dead_letters
-    (id, agent_id, table_name, memory_id, at, kind, n, enqueued_at, reason)
-SELECT nextval(pg_get_serial_sequence('retrieval_queue', 'id')), %(agent)s, %(table)s, %(id)s,
-       e.at, e.kind, e.n, now(), %(reason)s
+    (agent_id, table_name, memory_id, at, kind, n, enqueued_at, reason)
+SELECT %(agent)s, %(table)s, %(id)s, e.at, e.kind, e.n, now(), %(reason)s
 FROM unnest(%(moments)s::timestamptz[], %(kinds)s::text[], %(counts)s::int[]) AS e (at, kind, n);
-
--- name: enqueue_retrievals
--- Events of agent %(agent)s's memories of the ids (NULL: of every memory of each id),
--- with the receipt of a flush %(receipt)s: where the COMMIT of this went through unseen,
--- the events the engine buffers instead under that flush id are not applied twice.
-WITH receipt AS (INSERT INTO ltp_flushes (id) VALUES (%(receipt)s::uuid))
-INSERT INTO retrieval_queue (agent_id, table_name, memory_id, at, kind, grp)
-SELECT %(agent)s, %(table)s, memory_id, %(at)s, %(kind)s, %(grp)s::uuid
-FROM unnest(%(ids)s::uuid[]) AS memory_id;
 
 -- name: retrieval_queue_backlog
 SELECT count(*) FROM retrieval_queue;
