@@ -141,7 +141,7 @@ async def test_an_agents_queued_events_are_applied_on_its_node(
             " AND shardid = get_shard_id_for_distribution_column($1, 'alice')"
         )
         queue_node = await conn.fetchval(shard_node, "retrieval_queue")
-        enqueue = build_enqueue_query(table_spec("episodic_traces"))
+        enqueue = build_enqueue_query(table_spec("episodic_traces"), receipt=False)
         values = {"agent": "alice", "ids": ids, "at": datetime.now(UTC), "kind": "retrieval",
                   "grp": None, "call": uuid.uuid4()}  # fmt: skip
         enqueued = "\n".join(

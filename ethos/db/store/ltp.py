@@ -69,14 +69,16 @@ class LtpStore(StoreCore):
         """Events of `agent`'s memories (None: of every memory of each id) into the
         durable queue (committed when this returns), with the receipt of the flush
         `receipt`: a flush of the same events under that id is then applied as done.
-        The receipt is a statement of its own: Citus would COPY a statement's events
-        through the coordinator beside the write of a table of the coordinator's."""
+        On a Citus cluster the receipt is a statement of its own, in the same
+        transaction."""
+        values = {"agent": agent, "ids": ids, "at": at, "kind": kind, "grp": group,
+                  "call": receipt}  # fmt: skip
+        if not await self.distributed():
+            await self._fetchval(build_enqueue_query(spec, receipt=True), **values)
+            return
         async with self._transaction() as tx:
             await tx.fetchval(CLAIM_LTP_FLUSH, id=receipt)
-            await tx.fetchval(
-                build_enqueue_query(spec), agent=agent, ids=ids, at=at, kind=kind, grp=group,
-                call=receipt,
-            )  # fmt: skip
+            await tx.fetchval(build_enqueue_query(spec, receipt=False), **values)
 
     async def queue_backlog(self) -> int:
         backlog: int = await self._fetchval(RETRIEVAL_QUEUE_BACKLOG)

@@ -311,13 +311,16 @@ def build_neighbour_rows_query(spec: TableSpec) -> Query:
 
 
 @cache
-def build_enqueue_query(spec: TableSpec) -> Query:
+def build_enqueue_query(spec: TableSpec, *, receipt: bool) -> Query:
     """Events of agent %(agent)s's memories of the ids (NULL: of every memory of each
     id) into the durable queue, each named by its memory's agent and keyed by the call
     %(call)s and its place in it, as ethos_record_retrieval keys them: Citus writes them
     on the agents' shards, where a random key would make it COPY them through the
-    coordinator (refused under row security). An id of no such memory is left out."""
+    coordinator (refused under row security). An id of no such memory is left out.
+    With `receipt`, the statement also writes the call's flush receipt (one round trip
+    on one server; Citus would COPY the events beside a write of the coordinator's)."""
     return sql(f"""
+    {"WITH receipt AS (INSERT INTO ltp_flushes (id) VALUES (%(call)s::uuid))" if receipt else ""}
     INSERT INTO retrieval_queue (agent_id, id, table_name, memory_id, at, kind, grp)
     SELECT m.agent_id, md5(%(call)s::uuid::text || e.n)::uuid, '{spec.name}', m.id, %(at)s,
            %(kind)s, %(grp)s::uuid
