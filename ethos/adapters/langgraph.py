@@ -14,16 +14,22 @@ per text, following the fact (memory_vectors rows sourced by it, replaced at eac
 put on an existing key replaces the value and keeps the memory's history; delete is a
 soft delete (reason manual, recoverable); abatch writes each run of consecutive puts in
 one statement, all or none, the last put of an item winning, as PostgresStore writes a
-batch's puts; ttl (minutes) expires the item; get and search, unless refresh_ttl is
-off, move what they return's expiry to now + its ttl and are retrievals (LTP). An item takes
-the policy `policy` (without a ttl; default permanent) or `ttl_policy` (with one;
-default long_term), no automatic importance, unless these are None. search lists newest
-first without a query; with one it returns every item, as LangGraph's stores do, ranking
-first those it matches (with an index by its nearest vector's score with the salience
-prior, without one by text rank × salience), then the others (unembedded, or not
-matching) newest first, unscored. A vector match's score is LangGraph's for the index's
-distance_type: the cosine similarity (an exact match 1.0; the default), the inner
-product, or the negative L2 distance; not the score × salience that orders.
+batch's puts. Single operations issued at once (aget, aput, ... in one turn of the
+event loop, as asyncio.gather issues them) run as one batch, as AsyncPostgresStore's
+do: equal reads read once (and are one retrieval), an item's puts are its last put in
+the place of its first, so operations issued together have no order among them (a
+caller's own, awaited in turn, keep theirs); a run of puts or a read that fails fails
+its own callers only. ttl (minutes) expires the item; get and search, unless
+refresh_ttl is off, move what they return's expiry to now + its ttl and are retrievals
+(LTP). An item takes the policy `policy` (without a ttl; default permanent) or
+`ttl_policy` (with one; default long_term), no automatic importance, unless these are
+None. search lists newest first without a query; with one it returns every item, as
+LangGraph's stores do, ranking first those it matches (with an index by its nearest
+vector's score with the salience prior, without one by text rank × salience), then the
+others (unembedded, or not matching) newest first, unscored. A vector match's score is
+LangGraph's for the index's distance_type: the cosine similarity (an exact match 1.0;
+the default), the inner product, or the negative L2 distance; not the score × salience
+that orders.
 """
 
 from __future__ import annotations
@@ -111,6 +117,10 @@ class AsyncEthosStore(BaseStore):
             self._fields = list(index.get("fields") or ["$"])
         self._engine: Engine | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        # single operations waiting for this turn of the loop to end, and the batches
+        # they became, running (awaited before the engine closes)
+        self._waiting: list[tuple[Op, asyncio.Future[Result]]] = []
+        self._running: set[asyncio.Task[None]] = set()
 
     async def __aenter__(self) -> AsyncEthosStore:
         engine = Engine(self.settings)
@@ -124,6 +134,11 @@ class AsyncEthosStore(BaseStore):
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        while self._waiting or self._running:  # the batches of operations issued before
+            if self._running:
+                await asyncio.wait(set(self._running))
+            else:
+                await asyncio.sleep(0)  # the callback that starts the batch runs
         engine, self._engine = self._engine, None
         if engine is not None:
             await engine.close()  # applies the retrievals recorded
@@ -153,6 +168,79 @@ class AsyncEthosStore(BaseStore):
         ops = list(ops)
         for op in ops:  # a label with a "." would name another namespace: none runs
             validate_op_namespace(op)
+        if len(ops) == 1:  # aget, aput, ...: with the others of this turn of the loop
+            return [await self._together(ops[0])]
+        return await self._in_order(ops)
+
+    async def _together(self, op: Op) -> Result:
+        """`op` run in one batch with the single operations issued in this turn of the
+        event loop (a task each, under asyncio.gather): they are gathered once the turn
+        ends (a callback scheduled now runs after the steps already scheduled)."""
+        loop = asyncio.get_running_loop()
+        if self._engine is None or loop is not self._loop:
+            return (await self._in_order([op]))[0]  # the engine's own message, or error
+        if not self._waiting:
+            loop.call_soon(self._start_batch)
+        future: asyncio.Future[Result] = loop.create_future()
+        self._waiting.append((op, future))
+        return await future
+
+    def _start_batch(self) -> None:
+        waiting, self._waiting = self._waiting, []
+        task = asyncio.get_running_loop().create_task(self._run_together(waiting))
+        self._running.add(task)
+        task.add_done_callback(self._running.discard)
+
+    async def _run_together(self, waiting: list[tuple[Op, asyncio.Future[Result]]]) -> None:
+        """The operations issued together, merged (equal reads read once, an item's puts
+        one, the last, in the place of the first) and run in order: each run of puts in
+        one statement, each read alone. What fails fails its own callers only: a run of
+        puts refused (none written) runs again a put at a time."""
+        ops: list[Op] = []
+        callers: list[list[asyncio.Future[Result]]] = []
+        places: dict[Any, int] = {}
+        for op, future in waiting:
+            if future.done():  # its caller was cancelled
+                continue
+            place = _merge_key(op)
+            at = places.get(place) if place is not None else None
+            if at is None:
+                if place is not None:
+                    places[place] = len(ops)
+                ops.append(op)
+                callers.append([future])
+            else:
+                if isinstance(op, PutOp):
+                    ops[at] = op
+                callers[at].append(future)
+        parts = itertools.groupby(range(len(ops)), key=lambda i: isinstance(ops[i], PutOp))
+        try:
+            for puts, run in parts:
+                for part in [list(run)] if puts else [[i] for i in run]:
+                    results = await self._settled([ops[i] for i in part])
+                    if len(part) > 1 and isinstance(results[0], Exception):
+                        # all or none: none was written; a put at a time, each its error
+                        results = [(await self._settled([ops[i]]))[0] for i in part]
+                    for i, result in zip(part, results, strict=True):
+                        for future in callers[i]:
+                            if future.done():
+                                continue
+                            if isinstance(result, Exception):
+                                future.set_exception(result)
+                            else:
+                                future.set_result(result)
+        finally:  # cancelled (the loop closing): no caller waits for ever
+            for future in itertools.chain.from_iterable(callers):
+                future.cancel()
+
+    async def _settled(self, ops: list[Op]) -> list[Result | Exception]:
+        """The ops' results, or the error each of them gets."""
+        try:
+            return list(await self._in_order(ops))
+        except Exception as error:
+            return [error] * len(ops)
+
+    async def _in_order(self, ops: list[Op]) -> list[Result]:
         # In order; each run of puts in one statement (PostgresStore writes a batch's
         # puts at once too), where the last put of an item wins.
         results: list[Result] = []
@@ -358,6 +446,18 @@ def _filter(conditions: Mapping[str, Any]) -> tuple[dict[str, Any], str, dict[st
         else:
             contains[key] = wanted
     return contains, " && ".join(predicates) or "true", variables
+
+
+def _merge_key(op: Op) -> Any:
+    """What makes two operations issued together one: an equal read (None where an
+    operation cannot be compared, as a search with a filter), the same item put."""
+    if isinstance(op, PutOp):
+        return ("put", op.namespace, op.key)
+    try:
+        hash(op)
+    except TypeError:  # a filter's dict
+        return None
+    return op
 
 
 def _matches(namespace: tuple[str, ...], condition: MatchCondition) -> bool:

@@ -36,3 +36,8 @@ class DatabaseError(EthosError):
 class TransientDatabaseError(DatabaseError):
     """Waiting and trying again heals it: the server is away or restarting, the
     connection was lost, or the transaction lost a deadlock or serialization race."""
+
+
+class LostRaceError(TransientDatabaseError):
+    """The transaction lost a deadlock or serialization race: PostgreSQL rolled it back
+    whole, so running it again at once is safe."""

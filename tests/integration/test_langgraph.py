@@ -18,6 +18,7 @@ from langgraph.store.memory import InMemoryStore
 from ethos.adapters.langgraph import AsyncEthosStore, EthosStore
 from ethos.domain.errors import InputError
 from ethos.services.engine import Engine, ItemPut
+from ethos.services.engine.items import TTL_KEY
 from ethos.services.recovery import Selector
 from ethos.settings import Settings
 from tests.embedding_server import embed_text
@@ -318,6 +319,70 @@ async def test_a_batch_applies_its_puts_in_order_in_one_statement(
             ItemPut("u", "fresh", {"n": 3}, content="fresh again"),
         ])  # fmt: skip
     assert made == [False, False, True, False, True]
+
+
+async def test_operations_issued_together_run_as_one_batch(
+    settings: Settings, conn: asyncpg.Connection
+) -> None:
+    """Single operations issued at once (asyncio.gather) run as one batch, as
+    AsyncPostgresStore's do: the puts in one statement (one moment, their created_at),
+    an item's last put winning; equal reads read once, one retrieval. A put refused
+    fails its own caller only: the others are written a put at a time."""
+    async with AsyncEthosStore(settings) as store:
+        await store.aput(("u",), "seen", {"text": "seen before"})
+        done = await asyncio.gather(
+            *(store.aput(("u",), f"k{n}", {"text": f"item {n}"}) for n in range(30)),
+            store.aput(("u",), "twice", {"n": 1}),
+            store.aput(("u",), "twice", {"n": 2}),
+            *(store.aget(("u",), "seen") for _ in range(5)),
+        )
+        assert done[:32] == [None] * 32
+        assert all(isinstance(item, Item) and item.value == {"text": "seen before"}
+                   for item in done[32:])  # fmt: skip
+        bad = {"text": "bad", TTL_KEY: 1}
+        refused = await asyncio.gather(
+            store.aput(("u",), "left", {"text": "left"}),
+            store.aput(("u",), "bad", bad),
+            store.aput(("u",), "right", {"text": "right"}),
+            return_exceptions=True,
+        )
+        assert refused[0] is None and refused[2] is None
+        assert isinstance(refused[1], InputError) and TTL_KEY in str(refused[1])
+        await store.engine.ltp.drain(5)
+    made = await conn.fetch(
+        "SELECT client_key, metadata, created_at FROM semantic_facts"
+        " WHERE client_key LIKE 'k%' OR client_key = 'twice'"
+    )
+    assert len(made) == 31 and len({row["created_at"] for row in made}) == 1
+    assert {row["metadata"] for row in made if row["client_key"] == "twice"} == {'{"n": 2}'}
+    assert (await fact(conn, "seen"))["retrieval_count"] == 1
+    assert (await fact(conn, "left")) is not None and (await fact(conn, "right")) is not None
+    assert await fact(conn, "bad") is None
+
+
+async def test_a_statement_that_loses_a_deadlock_runs_again(
+    settings: Settings, conn: asyncpg.Connection
+) -> None:
+    """A statement of its own that PostgreSQL rolls back as a deadlock's loser runs
+    again: here moving two items' expiry (locking them by id) against a transaction
+    that locks them the other way round."""
+    async with AsyncEthosStore(settings) as store:
+        for key in ("a", "b"):
+            await store.aput(("u",), key, {"text": key}, ttl=60)
+        rows = sorted([await fact(conn, "a"), await fact(conn, "b")], key=lambda r: r["id"])
+        lock = "UPDATE semantic_facts SET expires_at = expires_at WHERE id = $1"
+        later = datetime.now(UTC) + timedelta(hours=1)
+        async with conn.transaction():
+            await conn.execute(lock, rows[1]["id"])
+            moving = asyncio.create_task(store.engine.store.refresh_item_ttls(rows, TTL_KEY, later))
+            await asyncio.sleep(0.3)  # it holds the first and waits for the second
+            await conn.execute(lock, rows[0]["id"])  # the cycle: it loses, after 1 s
+        await moving  # ran again once this transaction ended
+    for row in rows:
+        moved = await conn.fetchval(
+            "SELECT expires_at FROM semantic_facts WHERE id = $1", row["id"]
+        )
+        assert moved > later + timedelta(minutes=59)
 
 
 class State(TypedDict):

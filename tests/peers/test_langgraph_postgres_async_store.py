@@ -67,7 +67,7 @@ suite["store"] = store
 suite["_create_vector_store"] = _create_vector_store
 globals().update(upstream.tests_of(suite, LEFT_OUT))
 
-# 6,000 operations from ten threads and 60,000 at once, concurrent puts of one key among
-# them: about 10 and 70 s alone, longer beside the rest of the suite on two cores.
-for _name in ("test_large_batches", "test_large_batches_async"):
-    globals()[_name] = pytest.mark.timeout(600)(globals()[_name])
+# 6,000 operations from ten threads, concurrent puts of one key among them, each
+# thread's a batch of its own (the 60,000 issued at once run as one: about 5 s): about
+# 10 s alone, its deadlocks (a second each) and more beside the rest of the suite.
+globals()["test_large_batches"] = pytest.mark.timeout(600)(globals()["test_large_batches"])

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from functools import cache
@@ -29,7 +29,7 @@ from ethos.db.store.sessions import (
     run,
     translated,
 )
-from ethos.domain.errors import DatabaseError, InputError
+from ethos.domain.errors import DatabaseError, InputError, LostRaceError
 from ethos.domain.roles import Roles, plan, shard_grants
 from ethos.domain.tables import MEMORY_TABLES, TableSpec
 from ethos.logs import redact
@@ -50,6 +50,8 @@ CLOCK_RESYNC_SECONDS = 60.0
 # whether the tables are distributed: within it of the command, its statements name one
 # agent, and a flush refused meanwhile is retried, not set aside (distribution_changed).
 DISTRIBUTION_RECHECK_SECONDS = 10.0
+# How often a statement of its own that lost a deadlock runs (StoreCore._statement).
+RACE_ATTEMPTS = 5
 PING = STATEMENTS["ping"]
 CITUS_CATALOGUE = STATEMENTS["citus_catalogue"]
 DISTRIBUTED_BY_AGENT = STATEMENTS["distributed_by_agent"]
@@ -285,18 +287,32 @@ class StoreCore:
                 pool.terminate()
 
     async def _fetch(self, query: Query, **values: Any) -> list[Row]:
-        with translated():
-            rows: list[Row] = await self._pool.fetch(query.text, *query.args(values))
-            return rows
+        rows: list[Row] = await self._statement(self._pool.fetch, query, values)
+        return rows
 
     async def _fetchrow(self, query: Query, **values: Any) -> Row | None:
-        with translated():
-            row: Row | None = await self._pool.fetchrow(query.text, *query.args(values))
-            return row
+        row: Row | None = await self._statement(self._pool.fetchrow, query, values)
+        return row
 
     async def _fetchval(self, query: Query, **values: Any) -> Any:
-        with translated():
-            return await self._pool.fetchval(query.text, *query.args(values))
+        return await self._statement(self._pool.fetchval, query, values)
+
+    @staticmethod
+    async def _statement(
+        run: Callable[..., Awaitable[Any]], query: Query, values: Mapping[str, Any]
+    ) -> Any:
+        """One statement, a transaction of its own: one that lost a deadlock (as a batch
+        of puts, locking items by key, may against an LTP flush locking them by id) was
+        rolled back whole, and runs again, RACE_ATTEMPTS times at most."""
+        args = query.args(values)
+        for attempt in range(1, RACE_ATTEMPTS + 1):
+            try:
+                with translated():
+                    return await run(query.text, *args)
+            except LostRaceError:
+                if attempt == RACE_ATTEMPTS:
+                    raise
+        raise AssertionError("unreachable")
 
     @asynccontextmanager
     async def _transaction(self) -> AsyncIterator[Transaction]:

@@ -15,15 +15,14 @@ from urllib.parse import urlsplit, urlunsplit
 import asyncpg
 
 from ethos.db.store.query import Query
-from ethos.domain.errors import DatabaseError, TransientDatabaseError
+from ethos.domain.errors import DatabaseError, LostRaceError, TransientDatabaseError
 from ethos.domain.inputs import vector_literal
 from ethos.logs import redact
 from ethos.settings import Settings
 
 # Driver errors that heal by waiting: the server is away or restarting, the connection
-# broke, or the transaction lost a deadlock or serialization race.
+# broke (a transaction that lost a deadlock or serialization race: LostRaceError).
 _TRANSIENT = (
-    asyncpg.TransactionRollbackError,
     asyncpg.PostgresConnectionError,
     asyncpg.CannotConnectNowError,
     asyncpg.AdminShutdownError,
@@ -43,6 +42,8 @@ def translated() -> Iterator[None]:
     """Driver errors become ethos errors, with the first line of the server's message."""
     try:
         yield
+    except asyncpg.TransactionRollbackError as exc:
+        raise LostRaceError(_first_line(exc)) from exc
     except _TRANSIENT as exc:
         raise TransientDatabaseError(_first_line(exc)) from exc
     except asyncpg.PostgresError as exc:
