@@ -54,24 +54,24 @@ async def feedback(
     """Say how recalled memories served: "useful" strengthens them (and links them to
     each other), "wrong" weakens them (a fact also loses confidence) until they are
     forgotten."""
-    for spec, found in (await engine.locate(ids, agent=agent)).items():
-        await engine.feedback(spec, found, verdict, agent=agent)
+    for (spec, owner), found in (await engine.locate(ids, agent=agent)).items():
+        await engine.feedback(spec, found, verdict, agent=owner)
     return {"ids": ids, "verdict": verdict}
 
 
 async def forget(engine: Engine, agent: str | None, ids: list[str]) -> dict[str, Any]:
     """Forget memories on request (the user asks, or they are obsolete). Recoverable
     with recover."""
-    for spec, found in (await engine.locate(ids, agent=agent)).items():
-        await engine.forget(spec, found, trigger="api", agent=agent)
+    for (spec, owner), found in (await engine.locate(ids, agent=agent)).items():
+        await engine.forget(spec, found, trigger="api", agent=owner)
     return {"forgotten": ids}
 
 
 async def recover(engine: Engine, agent: str | None, ids: list[str]) -> dict[str, Any]:
     """Bring forgotten (or faded) memories back, with their content and history."""
     recovered: list[str] = []
-    for spec, found in (await engine.locate(ids, agent=agent)).items():
-        selector = Selector(ids=tuple(found), agent=agent)  # no other agent's, whatever the id
+    for (spec, owner), found in (await engine.locate(ids, agent=agent)).items():
+        selector = Selector(ids=tuple(found), agent=owner)  # no other agent's, whatever the id
         report = await engine.recover(spec, selector, command="api")
         recovered += [str(row["id"]) for row in report.rows]
     missing = sorted({str(parse_id(i)) for i in ids} - set(recovered))
@@ -82,7 +82,7 @@ async def recover(engine: Engine, agent: str | None, ids: list[str]) -> dict[str
 
 async def explain(engine: Engine, agent: str | None, id: str) -> dict[str, Any]:
     """Why a memory has its salience now, and when it will be forgotten if not used."""
-    [(spec, [memory_id])] = (await engine.locate([id], agent=agent)).items()
+    [((spec, _), [memory_id])] = (await engine.locate([id], agent=agent)).items()
     return (await engine.explain(spec, memory_id)).as_dict()
 
 

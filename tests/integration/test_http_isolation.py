@@ -223,3 +223,30 @@ async def test_history_keeps_replaced_metadata(settings: Settings) -> None:
         ok(await http.put(f"/memories/{memory_id}", json={"metadata": {"style": "ink"}}))
         history = ok(await http.get(f"/memories/{memory_id}/history"))
     assert [h["ethos"].get("old_metadata") for h in history[1:]] == [None, {"style": "oil"}]
+
+
+async def test_an_id_of_several_memories_is_refused_unless_the_agent_is_named(
+    settings: Settings, conn: asyncpg.Connection
+) -> None:
+    """Finding: mem0's DELETE names an id alone, and forgot every memory of the id:
+    another agent's too, where plain SQL gave one the same id (a key leads with its
+    agent). Now such an id is refused unless the agent is named, and what a by-id call
+    does next names the agent it found."""
+    async with served(settings) as http:
+        memory_id = await add(http, "Uma keeps bees", user_id="uma")
+        await conn.execute(
+            """INSERT INTO semantic_facts (id, agent_id, content)
+               SELECT id, 'vic', 'Vic keeps bees' FROM semantic_facts WHERE id = $1""",
+            uuid.UUID(memory_id),
+        )
+        for refused in (await http.delete(f"/memories/{memory_id}"),
+                        await http.post("/ethos/forget", json={"ids": [memory_id]})):  # fmt: skip
+            assert "names several memories" in problem(refused, 400)
+        ok(await http.post("/ethos/forget", json={"ids": [memory_id], "agent": "vic"}))
+        rows = await conn.fetch("SELECT content, pruned FROM semantic_facts ORDER BY content")
+        assert [tuple(r) for r in rows] == [("Uma keeps bees", False), ("Vic keeps bees", True)]
+        await conn.execute("DELETE FROM semantic_facts WHERE agent_id = 'vic'")
+        ok(await http.delete(f"/memories/{memory_id}"))
+    assert await conn.fetchval(
+        "SELECT pruned FROM semantic_facts WHERE id = $1", uuid.UUID(memory_id)
+    )

@@ -168,8 +168,8 @@ def mem0_routes(app: FastAPI) -> None:
     async def delete(memory_id: str, engine: EngineDep) -> dict[str, Any]:
         """Forget the memory: pruned (reason manual), recoverable; not a hard delete. A
         memory forgotten already is a 400, even when a concurrent delete took it first."""
-        [(spec, found)] = (await engine.locate([memory_id])).items()
-        if not (await engine.forget(spec, found)).counts[spec.name]["manual"]:
+        [((spec, owner), found)] = (await engine.locate([memory_id])).items()
+        if not (await engine.forget(spec, found, agent=owner)).counts[spec.name]["manual"]:
             raise InputError(f"already pruned: {found[0]}")
         return {"message": "Memory deleted successfully", "ethos": {"recoverable": True}}
 

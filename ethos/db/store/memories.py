@@ -85,9 +85,14 @@ class MemoryStore(StoreCore):
         columns = memory.columns()
         if memory.source is not None:
             source, source_id = memory.source
-            found = await tx.fetchval(build_fetch_memory_query(source), id=source_id)
+            found = await tx.fetchval(
+                build_fetch_memory_query(source, by_agent=True), id=source_id,
+                agent=memory.agent_id,
+            )  # fmt: skip
             if found is None:
-                raise NotFoundError(f"no {source.name} row with id {source_id}")
+                raise NotFoundError(
+                    f"no {source.name} row of agent {memory.agent_id} with id {source_id}"
+                )
         if dedup_near is not None:
             existing = await tx.fetchval(
                 build_find_duplicate_query(spec),
@@ -125,9 +130,14 @@ class MemoryStore(StoreCore):
         assert row is not None
         return row
 
-    async def fetch(self, spec: TableSpec, memory_id: uuid.UUID) -> Row:
+    async def fetch(
+        self, spec: TableSpec, memory_id: uuid.UUID, *, agent: str | None = None
+    ) -> Row:
+        """A memory by id (of `agent`, where the caller knows it: on a Citus cluster,
+        read on its shard alone)."""
         await self.check_table(spec)
-        row = await self._fetchrow(build_fetch_memory_query(spec), id=memory_id)
+        query = build_fetch_memory_query(spec, by_agent=agent is not None)
+        row = await self._fetchrow(query, id=memory_id, agent=agent)
         if row is None:
             raise NotFoundError(f"no {spec.name} row with id {memory_id}")
         return row

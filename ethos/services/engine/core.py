@@ -8,13 +8,13 @@ import uuid
 from collections.abc import Iterable
 from datetime import datetime
 from types import TracebackType
-from typing import Self
+from typing import NamedTuple, Self
 
 import structlog
 
 from ethos import db, logs
 from ethos.db.store import Store
-from ethos.domain.errors import NotFoundError
+from ethos.domain.errors import InputError, NotFoundError
 from ethos.domain.inputs import aware, id_list, some
 from ethos.domain.tables import MEMORY_TABLES, TableSpec, table_spec
 from ethos.services.embedding import Embedder, ProviderUnavailable, configured, embed
@@ -141,7 +141,7 @@ class EngineCore:
         them, it does not refuse them)."""
         spec = table_spec(table)
         held = await self._held(self._ids(ids), agent)
-        unknown = [str(i) for i, table_name in held.items() if table_name != spec.name]
+        unknown = [str(i) for i, whose in held.items() if whose is None or whose.spec != spec]
         if unknown:
             whose = f" of agent {agent}" if agent else ""
             raise NotFoundError(f"no {spec.name} row{whose} with id {some(unknown)}", unknown)
@@ -152,28 +152,49 @@ class EngineCore:
 
     async def locate(
         self, ids: Iterable[str | uuid.UUID], *, agent: str | None = None
-    ) -> dict[TableSpec, list[uuid.UUID]]:
-        """The memories by table, for callers that know only ids (ids are unique across
-        tables). An unknown id, or one of another agent than `agent`, is an error."""
+    ) -> dict[Whose, list[uuid.UUID]]:
+        """The memories by table and agent, for callers that know only ids (an id is
+        one memory's across the tables), so that what they do next names the agent. An
+        unknown id, or one of another agent than `agent`, is an error; so is, with no
+        agent named, an id that memories of several agents hold (their keys lead with
+        the agent: plain SQL can give an id that another agent's memory has)."""
         parsed = self._ids(ids)
         held = await self._held(parsed, agent)
         unknown = [str(i) for i in parsed if held[i] is None]
         if unknown:
             whose = f" of agent {agent}" if agent else ""
             raise NotFoundError(f"no memory{whose} with id {some(unknown)}")
-        found: dict[TableSpec, list[uuid.UUID]] = {}
-        for memory_id in parsed:
-            found.setdefault(table_spec(str(held[memory_id])), []).append(memory_id)
+        found: dict[Whose, list[uuid.UUID]] = {}
+        for memory_id, owner in held.items():
+            if owner is not None:
+                found.setdefault(owner, []).append(memory_id)
         return found
 
-    async def _held(self, ids: list[uuid.UUID], agent: str | None) -> dict[uuid.UUID, str | None]:
-        """The table of each id's memory (of `agent`, where one is named; an id may be
-        several agents'), None where there is none."""
-        held: dict[uuid.UUID, str | None] = dict.fromkeys(ids)
+    async def _held(self, ids: list[uuid.UUID], agent: str | None) -> dict[uuid.UUID, Whose | None]:
+        """The table and agent of each id's memory (of `agent`, where one is named),
+        None where there is none; an id of several is refused."""
+        held: dict[uuid.UUID, Whose | None] = dict.fromkeys(ids)
         for row in await self.store.locate(ids):
-            if agent in (None, row["agent_id"]):
-                held[row["id"]] = row["table_name"]
+            if agent not in (None, row["agent_id"]):
+                continue
+            owner, before = Whose(table_spec(row["table_name"]), row["agent_id"]), held[row["id"]]
+            if before is not None:
+                raise InputError(
+                    f"id {row['id']} names several memories ({before}, {owner}): name the"
+                    " agent where they are of several"
+                )
+            held[row["id"]] = owner
         return held
+
+
+class Whose(NamedTuple):
+    """Where a memory is: its table and its agent."""
+
+    spec: TableSpec
+    agent: str
+
+    def __str__(self) -> str:
+        return f"{self.agent}'s in {self.spec.name}"
 
 
 def specs(tables: Iterable[str | TableSpec] | None) -> tuple[TableSpec, ...]:

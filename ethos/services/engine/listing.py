@@ -197,8 +197,8 @@ class ListingEngine(EngineCore):
     ) -> MemoryView:
         """One memory by id (of `agent`, when given), described as `memories` does; with
         `record`, a live one is retrieved (LTP), as an agent reading it."""
-        [(spec, [found])] = (await self.locate([memory_id], agent=agent)).items()
-        row = await self.store.fetch(spec, found)
+        [((spec, owner), [found])] = (await self.locate([memory_id], agent=agent)).items()
+        row = await self.store.fetch(spec, found, agent=owner)
         at = await self._moment(now)
         if record and not row["pruned"]:
             await self.ltp.record(spec, [found], at, agent=row["agent_id"])

@@ -26,8 +26,9 @@ def build_insert_query(spec: TableSpec, columns: tuple[str, ...]) -> Query:
 
 
 @cache
-def build_fetch_memory_query(spec: TableSpec) -> Query:
-    return sql(f"SELECT * FROM {spec.name} WHERE id = %(id)s")
+def build_fetch_memory_query(spec: TableSpec, *, by_agent: bool) -> Query:
+    agent = "agent_id = %(agent)s AND" if by_agent else ""
+    return sql(f"SELECT * FROM {spec.name} WHERE {agent} id = %(id)s")
 
 
 @cache
