@@ -17,6 +17,7 @@ import pytest
 from ethos.adapters.door import guarded
 from ethos.adapters.http import build_app
 from ethos.adapters.http.access import framed, server_door
+from ethos.domain.errors import NotFoundError
 from ethos.services.engine import Engine
 from ethos.services.recovery import Selector
 from ethos.settings import Settings
@@ -226,7 +227,7 @@ async def test_history_keeps_replaced_metadata(settings: Settings) -> None:
 
 
 async def test_an_id_of_several_memories_is_refused_unless_the_agent_is_named(
-    settings: Settings, conn: asyncpg.Connection
+    settings: Settings, conn: asyncpg.Connection, engine: Engine
 ) -> None:
     """Finding: mem0's DELETE names an id alone, and forgot every memory of the id:
     another agent's too, where plain SQL gave one the same id (a key leads with its
@@ -242,9 +243,17 @@ async def test_an_id_of_several_memories_is_refused_unless_the_agent_is_named(
         for refused in (await http.delete(f"/memories/{memory_id}"),
                         await http.post("/ethos/forget", json={"ids": [memory_id]})):  # fmt: skip
             assert "names several memories" in problem(refused, 400)
+        assert "names several memories" in problem(
+            await http.get(f"/ethos/memories/{memory_id}/explain"), 400
+        )
         ok(await http.post("/ethos/forget", json={"ids": [memory_id], "agent": "vic"}))
         rows = await conn.fetch("SELECT content, pruned FROM semantic_facts ORDER BY content")
         assert [tuple(r) for r in rows] == [("Uma keeps bees", False), ("Vic keeps bees", True)]
+        assert (await engine.explain("fact", memory_id, agent="vic")).pruned
+        vics = await engine.history("fact", memory_id, agent="vic")
+        assert [(e.event, e.content) for e in vics] == [("add", "Vic keeps bees"), ("prune", None)]
+        with pytest.raises(NotFoundError, match="no semantic_facts row of agent eve with id"):
+            await engine.explain("fact", memory_id, agent="eve")
         await conn.execute("DELETE FROM semantic_facts WHERE agent_id = 'vic'")
         ok(await http.delete(f"/memories/{memory_id}"))
     assert await conn.fetchval(

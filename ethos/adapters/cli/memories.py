@@ -99,7 +99,7 @@ async def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
 
 async def cmd_explain(args: argparse.Namespace, settings: Settings) -> int:
     async with Engine(settings) as engine:
-        info = (await engine.explain(args.table, args.id, now=args.now)).as_dict()
+        info = (await engine.explain(args.table, args.id, now=args.now, agent=args.agent)).as_dict()
     text = "\n".join(f"{key:>18}: {value}" for key, value in info.items())
     emit(args, info, text)
     return 0

@@ -155,6 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("table", type=_table)
     p.add_argument("id")
     p.add_argument("--now", type=_time("now"))
+    p.add_argument("--agent", help="the memory's agent: read on its shard alone on a cluster")
 
     p = command(
         "daemon", cmd_daemon, "run the consolidation daemon until SIGTERM or SIGINT", reports=False

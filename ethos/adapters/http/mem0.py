@@ -208,7 +208,9 @@ def mem0_routes(app: FastAPI) -> None:
              "event": HISTORY_EVENTS[e.event], "created_at": e.at.isoformat(),
              "updated_at": None, "is_deleted": e.event == "prune", "actor_id": None,
              "role": role, "ethos": _given(e.details())}
-            for i, e in enumerate(await engine.history(account.table, memory_id))
+            for i, e in enumerate(
+                await engine.history(account.table, memory_id, agent=account.agent_id)
+            )
         ]  # fmt: skip
 
     async def search(body: SearchRequest, engine: EngineDep, request: Request) -> dict[str, Any]:

@@ -85,14 +85,10 @@ class MemoryStore(StoreCore):
         columns = memory.columns()
         if memory.source is not None:
             source, source_id = memory.source
-            found = await tx.fetchval(
-                build_fetch_memory_query(source, by_agent=True), id=source_id,
-                agent=memory.agent_id,
-            )  # fmt: skip
-            if found is None:
-                raise NotFoundError(
-                    f"no {source.name} row of agent {memory.agent_id} with id {source_id}"
-                )
+            # (of any agent: the write path refuses another agent's, in its words)
+            query = build_fetch_memory_query(source, by_agent=False)
+            if await tx.fetchval(query, id=source_id) is None:
+                raise NotFoundError(f"no {source.name} row with id {source_id}")
         if dedup_near is not None:
             existing = await tx.fetchval(
                 build_find_duplicate_query(spec),
@@ -139,7 +135,8 @@ class MemoryStore(StoreCore):
         query = build_fetch_memory_query(spec, by_agent=agent is not None)
         row = await self._fetchrow(query, id=memory_id, agent=agent)
         if row is None:
-            raise NotFoundError(f"no {spec.name} row with id {memory_id}")
+            whose = f" of agent {agent}" if agent else ""
+            raise NotFoundError(f"no {spec.name} row{whose} with id {memory_id}")
         return row
 
     async def count_live(self, spec: TableSpec, agent: str | None) -> int:
@@ -203,8 +200,8 @@ class MemoryStore(StoreCore):
         assert row is not None  # the settings' row: written when the engine opened
         return row
 
-    async def revisions_of(self, spec: TableSpec, memory_id: uuid.UUID) -> list[Row]:
-        return await self._fetch(REVISIONS_OF, table=spec.name, id=memory_id)
+    async def revisions_of(self, spec: TableSpec, memory_id: uuid.UUID, agent: str) -> list[Row]:
+        return await self._fetch(REVISIONS_OF, table=spec.name, id=memory_id, agent=agent)
 
     async def update_memory(
         self,

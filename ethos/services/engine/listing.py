@@ -242,13 +242,14 @@ class ListingEngine(EngineCore):
         )  # fmt: skip
 
     async def history(
-        self, table: str | TableSpec, memory_id: str | uuid.UUID
+        self, table: str | TableSpec, memory_id: str | uuid.UUID, *, agent: str | None = None
     ) -> list[HistoryEvent]:
-        """What happened to a memory, oldest first: added, updated (each replaced text
-        and metadata beside the new), pruned and recovered, each time."""
+        """What happened to a memory (of `agent`, where the caller knows it), oldest
+        first: added, updated (each replaced text and metadata beside the new), pruned
+        and recovered, each time."""
         spec = table_spec(table)
-        row = await self.store.fetch(spec, parse_id(memory_id))
-        revisions = await self.store.revisions_of(spec, row["id"])
+        row = await self.store.fetch(spec, parse_id(memory_id), agent=agent)
+        revisions = await self.store.revisions_of(spec, row["id"], row["agent_id"])
         texts = [r["content"] for r in revisions] + [row["content"]]
         metadata = [
             None if r["metadata"] is None else json_object(r["metadata"])  # before 0038: none

@@ -221,13 +221,18 @@ class MemoryEngine(RetrievalEngine):
         return VectorsMade(made)
 
     async def explain(
-        self, table: str | TableSpec, memory_id: str | uuid.UUID, *, now: datetime | None = None
+        self,
+        table: str | TableSpec,
+        memory_id: str | uuid.UUID,
+        *,
+        now: datetime | None = None,
+        agent: str | None = None,
     ) -> Account:
-        """Why a memory has its salience at `now` (the database's clock by default), and
-        when it will be pruned if never retrieved again; an automatic importance with the
-        words that made it."""
+        """Why a memory (of `agent`, where the caller knows it) has its salience at `now`
+        (the database's clock by default), and when it will be pruned if never retrieved
+        again; an automatic importance with the words that made it."""
         spec = table_spec(table)
-        row = await self.store.fetch(spec, parse_id(memory_id))
+        row = await self.store.fetch(spec, parse_id(memory_id), agent=agent)
         at = await self._moment(now)
         account = explain(spec, row, at, await self.store.policy(row["policy"]))
         if row["auto_importance"] is None:

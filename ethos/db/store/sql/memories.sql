@@ -43,7 +43,7 @@ LEFT JOIN (SELECT length::float8 / nullif(docs, 0) AS average FROM agent_text_st
 -- name: revisions_of
 -- A memory's earlier texts and metadata, oldest first (the write path keeps them).
 SELECT content, metadata, revised_at FROM memory_revisions
-WHERE table_name = %(table)s AND memory_id = %(id)s
+WHERE agent_id = %(agent)s AND table_name = %(table)s AND memory_id = %(id)s
 ORDER BY revised_at, id;
 
 -- name: importance_tier
