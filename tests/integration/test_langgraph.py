@@ -385,6 +385,32 @@ async def test_a_statement_that_loses_a_deadlock_runs_again(
         assert moved > later + timedelta(minutes=59)
 
 
+async def test_a_batch_of_puts_locks_its_items_as_an_ltp_flush_does(
+    settings: Settings, conn: asyncpg.Connection
+) -> None:
+    """A batch of puts locks its live items in id order, as an LTP flush and a ttl
+    refresh lock them, before it writes them by key: here a transaction locking them in
+    id order (its deadlock check after 0.1 s) gets both while the batch waits, where
+    the batch used to hold the item it writes first by key and the transaction lost a
+    deadlock."""
+    async with AsyncEthosStore(settings) as store:
+        for key in ("b", "a"):  # b's id first, a's key first
+            await store.aput(("u",), key, {"text": key})
+        by_id = sorted([await fact(conn, "a"), await fact(conn, "b")], key=lambda r: r["id"])
+        lock = "SELECT FROM semantic_facts WHERE id = $1 FOR NO KEY UPDATE"
+        async with conn.transaction():
+            await conn.execute("SET LOCAL deadlock_timeout = '100ms'")
+            await conn.execute(lock, by_id[0]["id"])
+            batch = asyncio.create_task(store.abatch([
+                PutOp(("u",), "a", {"text": "a again"}), PutOp(("u",), "b", {"text": "b again"})
+            ]))  # fmt: skip
+            await asyncio.sleep(0.3)  # it waits for b
+            await conn.execute(lock, by_id[1]["id"])
+        assert await batch == [None, None]
+        got = [await store.aget(("u",), k, refresh_ttl=False) for k in "ab"]
+        assert [item.value for item in got if item] == [{"text": "a again"}, {"text": "b again"}]
+
+
 class State(TypedDict):
     user: str
     said: str

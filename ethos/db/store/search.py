@@ -129,6 +129,8 @@ class SearchStore(StoreCore):
             deletes=None in values,
             embeds=any(embedded),
             vectors=bool(vectors),
+            # (one item's rows, the live one and its new version, make no cycle)
+            locks_first=len(agents) > 1 and not await self.distributed(),
         )
         rows = await self._fetch(
             query, agents=agents, keys=keys, contents=contents, values=values,

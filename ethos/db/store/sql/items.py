@@ -91,12 +91,25 @@ def _put_items_input(*, one: bool) -> str:
 )"""
 
 
+# The live items put or deleted, locked first, in id order, as an LTP flush and a ttl
+# refresh lock them: the parts below reach them in orders of their own (by key, puts
+# before deletes), which beside those writers made deadlocks (a second's wait each).
+_PUT_ITEMS_LOCKED = f"""locked AS MATERIALIZED (
+    SELECT m.id FROM semantic_facts AS m JOIN item AS i
+         ON {item_agent()} = i.agent AND m.client_key = i.key
+    WHERE NOT m.pruned
+    ORDER BY m.id FOR NO KEY UPDATE OF m
+)"""
+# (Each part that writes first waits for it: a condition on no column is tested once,
+# before the part reads a row.)
+_AFTER_LOCKING = "AND (SELECT count(*) FROM locked) >= 0"
+
 _PUT_ITEMS_PUT = f"""expired AS (  -- an expired item under a key put, pruned (reason expired)
     UPDATE semantic_facts AS m
     SET {pruned_set("expired")}
     FROM item AS i
     WHERE {item_agent()} = i.agent AND m.client_key = i.key AND i.value IS NOT NULL
-      AND NOT m.pruned AND m.expires_at <= %(now)s
+      AND NOT m.pruned AND m.expires_at <= %(now)s {{after_locking}}
     RETURNING m.id
 ),
 put AS (  -- a new item, or the live one's value replaced (keeping its history)
@@ -138,14 +151,14 @@ _PUT_ITEMS_DELETED = f"""deleted AS (  -- a soft delete, reason manual, recovera
     SET {pruned_set("manual")}
     FROM item AS i
     WHERE {item_agent()} = i.agent AND m.client_key = i.key AND i.value IS NULL
-      AND NOT m.pruned
+      AND NOT m.pruned {{after_locking}}
     RETURNING i.n
 )"""
 
 
 @cache
 def build_put_items_query(
-    *, one: bool, puts: bool, deletes: bool, embeds: bool, vectors: bool
+    *, one: bool, puts: bool, deletes: bool, embeds: bool, vectors: bool, locks_first: bool
 ) -> Query:
     """A batch of puts, in one statement (one round trip, one transaction). The items:
     one row each of the arrays %(agents)s, %(keys)s, %(contents)s, %(values)s (JSON;
@@ -165,6 +178,10 @@ def build_put_items_query(
     Only the parts a batch needs are in its statement: `puts` (some value is put),
     `deletes` (some is None), `embeds` (some put's vectors are given), `vectors` (there
     are some): an INSERT fires its table's statement trigger even when it adds no row.
+    `locks_first`: the live items are locked first, in id order (_PUT_ITEMS_LOCKED; not
+    on a Citus cluster, which locks rows of one shard alone, and where a batch of
+    several agents' items is a statement on several: there a batch that loses a
+    deadlock runs again).
 
     The CTEs share one snapshot, so order is forced where it matters: `expired` runs
     before any insert (the insert reads its count), so a put over an expired item finds
@@ -172,15 +189,18 @@ def build_put_items_query(
     see the vectors `vectored` inserts (rows of this statement), only those they
     replace."""
     ctes, results = [_put_items_input(one=one)], []
+    if locks_first:
+        ctes.append(_PUT_ITEMS_LOCKED)
+    after_locking = _AFTER_LOCKING if locks_first else ""
     if puts:
-        ctes.append(_PUT_ITEMS_PUT)
+        ctes.append(_PUT_ITEMS_PUT.format(after_locking=after_locking))
         if embeds:
             ctes.append(_PUT_ITEMS_REPLACED)
         if vectors:
             ctes.append(_PUT_ITEMS_VECTORED)
         results.append("SELECT n FROM put_item WHERE created")
     if deletes:
-        ctes.append(_PUT_ITEMS_DELETED)
+        ctes.append(_PUT_ITEMS_DELETED.format(after_locking=after_locking))
         results.append("SELECT n FROM deleted")
     written = ",\n".join(ctes)
     selected = "\nUNION ALL\n".join(results) or "SELECT n FROM item WHERE false"
