@@ -535,7 +535,9 @@ async def main(args: argparse.Namespace) -> None:
 # --profile: the statement of one EthosStore put of a new item with its vector
 # (ethos/db/store/sql/items.py build_put_items_query), under EXPLAIN ANALYZE.
 PROFILE_DB = "peer_ethos_profile"
-PUT_ITEMS = build_put_items_query(one=True, puts=True, deletes=False, embeds=True, vectors=True)
+PUT_ITEMS = build_put_items_query(
+    one=True, puts=True, deletes=False, embeds=True, vectors=True, locks_first=False
+)
 
 
 def put_binds(op: PutOp, vectors: Vectors, now: Any) -> list[Any]:

@@ -174,19 +174,29 @@ class AsyncEthosStore(BaseStore):
 
     async def _together(self, op: Op) -> Result:
         """`op` run in one batch with the single operations issued in this turn of the
-        event loop (a task each, under asyncio.gather): they are gathered once the turn
-        ends (a callback scheduled now runs after the steps already scheduled)."""
+        event loop (a task each, under asyncio.gather): the first of them lets the
+        others' steps already scheduled add theirs, then runs them, or itself alone."""
         loop = asyncio.get_running_loop()
         if self._engine is None or loop is not self._loop:
             return (await self._in_order([op]))[0]  # the engine's own message, or error
-        if not self._waiting:
-            loop.call_soon(self._start_batch)
         future: asyncio.Future[Result] = loop.create_future()
         self._waiting.append((op, future))
+        if len(self._waiting) > 1:  # the first of this turn runs it
+            return await future
+        try:
+            await asyncio.sleep(0)
+        except BaseException:
+            future.cancel()  # its caller is gone; the others run
+            raise
+        finally:
+            waiting, self._waiting = self._waiting, []
+            if len(waiting) > 1:
+                self._start_batch(waiting)
+        if len(waiting) == 1:  # alone: no batch to run for others
+            return (await self._in_order([op]))[0]
         return await future
 
-    def _start_batch(self) -> None:
-        waiting, self._waiting = self._waiting, []
+    def _start_batch(self, waiting: list[tuple[Op, asyncio.Future[Result]]]) -> None:
         task = asyncio.get_running_loop().create_task(self._run_together(waiting))
         self._running.add(task)
         task.add_done_callback(self._running.discard)

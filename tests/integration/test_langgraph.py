@@ -348,6 +348,14 @@ async def test_operations_issued_together_run_as_one_batch(
         )
         assert refused[0] is None and refused[2] is None
         assert isinstance(refused[1], InputError) and TTL_KEY in str(refused[1])
+        # the first caller of a turn, which gathers the others, cancelled meanwhile
+        first = asyncio.create_task(store.aput(("u",), "gone", {"text": "never"}))
+        second = asyncio.create_task(store.aput(("u",), "stays", {"text": "stays"}))
+        await asyncio.sleep(0)  # both have issued theirs; the first waits for the turn
+        first.cancel()
+        assert await second is None
+        with pytest.raises(asyncio.CancelledError):
+            await first
         await store.engine.ltp.drain(5)
     made = await conn.fetch(
         "SELECT client_key, metadata, created_at FROM semantic_facts"
@@ -358,6 +366,7 @@ async def test_operations_issued_together_run_as_one_batch(
     assert (await fact(conn, "seen"))["retrieval_count"] == 1
     assert (await fact(conn, "left")) is not None and (await fact(conn, "right")) is not None
     assert await fact(conn, "bad") is None
+    assert await fact(conn, "gone") is None and await fact(conn, "stays") is not None
 
 
 async def test_a_statement_that_loses_a_deadlock_runs_again(
