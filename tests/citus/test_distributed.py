@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 import asyncpg
 import pytest
 
+from ethos.adapters import calls
 from ethos.db.store.core import SHARD_GROUPS
 from ethos.db.store.sessions import init_connection
 from ethos.db.store.sql.ltp import build_enqueue_query
@@ -105,12 +106,14 @@ async def test_an_agents_reads_and_forget_run_on_one_shard(
     sent = recorded(monkeypatch)
     await distributed.recall("alice", "sailed lake", record=False)
     await distributed.nearest("alice", direction(1), record=False)
-    await distributed.explain(memory.table, memory.id)
+    await distributed.explain(memory.table, memory.id, agent="alice")
+    await distributed.history(memory.table, memory.id, agent="alice")
     await distributed.links(memory.table, memory.id)
     await distributed.memory(memory.id, agent="alice")
     await distributed.memories("alice")
     await distributed.stats("alice")
-    await distributed.forget(memory.table, [memory.id], agent="alice")
+    # by id alone, as mem0's DELETE: found on every shard, then forgotten on alice's
+    await calls.forget(distributed, None, [str(memory.id)])
     monkeypatch.undo()
     plans, on_shards = await citus_plans(url, sent, "alice")
     for query, plan in plans:
