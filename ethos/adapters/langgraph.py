@@ -138,7 +138,7 @@ class AsyncEthosStore(BaseStore):
             if self._running:
                 await asyncio.wait(set(self._running))
             else:
-                await asyncio.sleep(0)  # the callback that starts the batch runs
+                await asyncio.sleep(0)  # the first caller of the turn gathers them
         engine, self._engine = self._engine, None
         if engine is not None:
             await engine.close()  # applies the retrievals recorded

@@ -69,5 +69,5 @@ globals().update(upstream.tests_of(suite, LEFT_OUT))
 
 # 6,000 operations from ten threads, concurrent puts of one key among them, each
 # thread's a batch of its own (the 60,000 issued at once run as one: about 5 s): about
-# 10 s alone, its deadlocks (a second each) and more beside the rest of the suite.
+# 10 s alone, more beside the rest of the suite.
 globals()["test_large_batches"] = pytest.mark.timeout(600)(globals()["test_large_batches"])
