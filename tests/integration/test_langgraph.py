@@ -154,15 +154,16 @@ async def test_an_index_ranks_by_similarity_and_ttl_expires(
         # LangGraph's score: the cosine similarity, an exact match 1.0 (not × salience).
         [exact] = await store.asearch(("u",), query="Bob likes jazz", limit=1)
         assert exact.key == "jazz" and exact.score == pytest.approx(1.0)
-        await store.aput(("u",), "brief", {"text": "gone soon"}, ttl=0.005)  # 0.3 s
+        # 1.2 s: long enough to be read back on a loaded cluster, and the read's refresh
+        # comes before the sleep, so each is expired after it whatever the load
+        await store.aput(("u",), "brief", {"text": "gone soon"}, ttl=0.02)
+        await store.aput(("gone",), "brief", {"text": "gone soon"}, ttl=0.02)
         assert await store.aget(("u",), "brief") is not None
-        await asyncio.sleep(0.5)
+        assert ("gone",) in await store.alist_namespaces()
+        await asyncio.sleep(1.3)
         assert await store.aget(("u",), "brief") is None
         assert "brief" not in [i.key for i in await store.asearch(("u",))]
-        await store.aput(("gone",), "brief", {"text": "gone soon"}, ttl=0.005)
-        assert ("gone",) in await store.alist_namespaces()
-        await asyncio.sleep(0.5)  # expired, not yet swept: no longer listed
-        assert ("gone",) not in await store.alist_namespaces()
+        assert ("gone",) not in await store.alist_namespaces()  # expired, not yet swept
     vectors = await conn.fetchval(
         "SELECT count(*) FROM memory_vectors v JOIN semantic_facts f"
         " ON f.agent_id = v.agent_id AND f.id = v.source_id"

@@ -118,3 +118,37 @@ async def test_one_statement_prunes_and_recovers_its_sources_vectors_at_once(
             (True, "decay"), (True, "decay"), (False, None), (False, None),
             (False, None), (False, None),
         ]  # fmt: skip
+
+
+async def test_a_sources_vector_is_never_due_and_has_no_words(
+    engine: Engine, conn: asyncpg.Connection, days: Days
+) -> None:
+    """It follows its source: a sweep never looks at it (no hint, never written by one),
+    and text recall never reads it, so it carries no words; made a vector of its own
+    (plain SQL), it gets its words and its share of the text statistics."""
+    fact = await engine.add("fact", agent_id="a", content="the owl hunts at night",
+                            created_at=days(0), policy="standard")  # fmt: skip
+    sourced = await engine.add("vector", agent_id="a", content="the owl hunts at night",
+                               embedding=unit(5), source_type="fact", source_id=fact,
+                               created_at=days(0))  # fmt: skip
+    own = await engine.add("vector", agent_id="a", content="the owl sleeps by day",
+                           embedding=unit(6), created_at=days(0), policy="standard")  # fmt: skip
+    row = """SELECT due_at, prune_at, content_tsv::text AS words, xmin::text
+             FROM memory_vectors WHERE id = $1"""
+    hinted = "SELECT count(*) FROM memory_vectors_due WHERE $1 = ANY (ids)"
+    before = await conn.fetchrow(row, sourced)
+    assert (before["due_at"], before["prune_at"], before["words"]) == (None, None, "")
+    assert await conn.fetchval(hinted, sourced) == 0
+    assert await conn.fetchval(hinted, own) == 2  # looked at at once, for both kinds
+    assert "'owl'" in (await conn.fetchrow(row, own))["words"]
+    await engine.sweep(now=days(1))
+    await engine.sweep(now=days(2), mode="full")
+    assert (await conn.fetchrow(row, sourced))["xmin"] == before["xmin"]  # never written
+    assert (await conn.fetchrow(row, own))["due_at"] is not None  # scheduled by the sweep
+    docs = "SELECT docs FROM lexeme_stats WHERE agent_id = 'a' AND lexeme = 'hunt'"
+    assert await conn.fetchval(docs) == 1  # the fact's words alone
+    await conn.execute(
+        "UPDATE memory_vectors SET source_type = NULL, source_id = NULL WHERE id = $1", sourced
+    )
+    assert "'hunt'" in (await conn.fetchrow(row, sourced))["words"]
+    assert await conn.fetchval(docs) == 2

@@ -131,7 +131,15 @@ BEGIN
                 octet_length(NEW.content) USING ERRCODE = 'check_violation';
         END IF;
         NEW.content_key := ethos_content_key(NEW.content);
-        NEW.content_tsv := ethos_text_vector(ethos_text_config(), NEW.agent_id, NEW.content);
+    END IF;
+    --    The words: none for a vector of an episode or fact, which text recall never
+    --    reads (it finds the source in its own table).
+    IF TG_OP = 'INSERT' OR NEW.content IS DISTINCT FROM OLD.content
+       OR NEW.agent_id IS DISTINCT FROM OLD.agent_id OR counted_new <> counted_old THEN
+        NEW.content_tsv := CASE WHEN counted_new
+                                THEN ethos_text_vector(ethos_text_config(), NEW.agent_id,
+                                                       NEW.content)
+                                ELSE ''::tsvector END;
     END IF;
 
     -- 2. A vector has a direction: with none in float32 (all zeros, or 1e-30s whose
@@ -146,8 +154,9 @@ BEGIN
     END IF;
 
     -- 3. A vector of an episode or fact is a memory of that memory's own agent and lives
-    --    with it: the never-decaying policy, pruned and recovered with its source
-    --    (ethos_source_pruned); a move to a curve of its own is refused.
+    --    with it: the never-decaying policy, never due to a sweep (no hint is made for
+    --    it), pruned and recovered with its source (ethos_source_pruned); a move to a
+    --    curve of its own is refused.
     IF vectors THEN
         IF NEW.source_id IS NOT NULL THEN
             IF TG_OP = 'INSERT' OR (NEW.source_type, NEW.source_id, NEW.agent_id)
@@ -169,6 +178,10 @@ BEGIN
                         USING ERRCODE = 'foreign_key_violation';
                 END IF;
                 NEW.policy := 'permanent';
+                IF TG_OP = 'INSERT' THEN
+                    NEW.due_at := NULL;
+                    NEW.prune_at := NULL;
+                END IF;
             ELSIF NEW.policy <> 'permanent' THEN
                 RAISE EXCEPTION 'the vector % follows its source (% %): move the source instead',
                     NEW.id, NEW.source_type, NEW.source_id USING ERRCODE = 'check_violation';
@@ -249,15 +262,19 @@ CREATE FUNCTION ethos_rows_added() RETURNS trigger
     AS $$
 DECLARE
     memory_table text := TG_ARGV[0];
-    r record;  -- the rows added: their agents, each once; the live ones' ids and agents
+    r record;  -- the rows added: their agents, each once; ids and agents of the live
+               -- ones a sweep may find due (not those never due, as a vector of an
+               -- episode or fact)
     k float8;  -- how much particularity raises an importance (vectors only)
     v record;  -- vectors of episodes or facts: their sources, and how particular each is
     written record;
 BEGIN
     SELECT array_agg(DISTINCT a.agent_id) AS agents,
-           array_agg(a.id) FILTER (WHERE NOT a.pruned) AS ids,
-           array_agg(a.agent_id) FILTER (WHERE NOT a.pruned) AS owners
-    INTO r FROM added AS a;
+           array_agg(a.id) FILTER (WHERE a.hinted) AS ids,
+           array_agg(a.agent_id) FILTER (WHERE a.hinted) AS owners
+    INTO r
+    FROM (SELECT *, NOT pruned AND coalesce(due_at, prune_at) IS NOT NULL AS hinted
+          FROM added) AS a;
     IF r.agents IS NULL THEN  -- an upsert that only updated: nothing to hint or count, and
         RETURN NULL;          -- a statement about no agent Citus cannot route
     END IF;
@@ -311,12 +328,14 @@ BEGIN
         END IF;
     END IF;
 
-    -- 2. Hints: the sweep looks at the live rows added at once (their physical places,
-    --    which the statement's rows do not carry, read back by a probe by key for each:
-    --    a join could hash the whole table where an ANALYZE during a bulk load left the
-    --    planner sure it is empty), in one statement: a statement's start is much of
-    --    what one row costs. A hint names an agent of its rows.
-    IF memory_table = 'episodic_traces' THEN
+    -- 2. Hints: the sweep looks at once at the live rows added that may fall due (their
+    --    physical places, which the statement's rows do not carry, read back by a probe
+    --    by key for each: a join could hash the whole table where an ANALYZE during a
+    --    bulk load left the planner sure it is empty), in one statement: a statement's
+    --    start is much of what one row costs. A hint names an agent of its rows.
+    IF r.ids IS NULL THEN
+        NULL;  -- none to hint
+    ELSIF memory_table = 'episodic_traces' THEN
         INSERT INTO episodic_traces_due (agent_id, prune, at, slice, n, ids, places)
         SELECT r.agents[1], h.prune, '-infinity', h.slice, h.n, h.ids, h.places
         FROM (SELECT array_agg(a.id) AS ids, array_agg(at.place) AS places
