@@ -20,13 +20,14 @@ do: equal reads read once (and are one retrieval), an item's puts are its last p
 the place of its first, so operations issued together have no order among them (a
 caller's own, awaited in turn, keep theirs); a run of puts or a read that fails fails
 its own callers only. ttl (minutes) expires the item; get and search, unless
-refresh_ttl is off, move what they return's expiry to now + its ttl and are retrievals
-(LTP). An item takes the policy `policy` (without a ttl; default permanent) or
-`ttl_policy` (with one; default long_term), no automatic importance, unless these are
-None. search lists newest first without a query; with one it returns every item, as
-LangGraph's stores do, ranking first those it matches (with an index by its nearest
-vector's score with the salience prior, without one by text rank × salience), then the
-others (unembedded, or not matching) newest first, unscored. A vector match's score is
+refresh_ttl is off, move what they return's expiry to now + its ttl (where that moves
+it by more than 1% of the ttl) and are retrievals (LTP). An item takes the policy
+`policy` (without a ttl; default permanent) or `ttl_policy` (with one; default
+long_term), no automatic importance, unless these are None. search lists newest first
+without a query; with one it returns every item, as LangGraph's stores do, ranking
+first those it matches (with an index by its nearest vector's score with the salience
+prior, without one by text rank × salience), then the others (unembedded, or not
+matching) newest first, unscored. A vector match's score is
 LangGraph's for the index's distance_type: the cosine similarity (an exact match 1.0;
 the default), the inner product, or the negative L2 distance; not the score × salience
 that orders.

@@ -265,6 +265,30 @@ async def test_refresh_ttl_moves_the_expiry_and_still_reinforces(
     assert row["retrieval_count"] == 3  # the reads that refreshed: reinforced as well
 
 
+async def test_reads_in_quick_succession_do_not_each_write_the_item(
+    settings: Settings, conn: asyncpg.Connection
+) -> None:
+    """A read moves the expiry only by more than 1% of the ttl: a get just after the put
+    (or another read) leaves the row as it is, so it never waits on the LTP flush's lock
+    of it; one whose expiry has drawn nearer moves it to now + the ttl."""
+    expiry = "SELECT expires_at FROM semantic_facts WHERE client_key = 'hot'"
+    async with AsyncEthosStore(settings) as store:
+        await store.aput(("u",), "hot", {"text": "read often"}, ttl=60)
+        put = await conn.fetchval(expiry)
+        for _ in range(3):
+            assert await store.aget(("u",), "hot") is not None
+            assert [i.key for i in await store.asearch(("u",))] == ["hot"]
+        assert await conn.fetchval(expiry) == put  # no read moved it
+        await conn.execute(
+            "UPDATE semantic_facts SET expires_at = now() + interval '30 minutes'"
+            " WHERE client_key = 'hot'"
+        )
+        assert await store.aget(("u",), "hot") is not None
+        assert await conn.fetchval(expiry) > put - timedelta(seconds=36)  # now + 60 min
+        await store.engine.ltp.drain(5)
+    assert (await fact(conn, "hot"))["retrieval_count"] == 7  # each read reinforced it
+
+
 async def test_a_batch_applies_its_puts_in_order_in_one_statement(
     settings: Settings, conn: asyncpg.Connection
 ) -> None:

@@ -21,6 +21,20 @@ from ethos.services.retrieval import json_object
 # can move its expiry (LangGraph's refresh_ttl); the value is given back without it.
 TTL_KEY = "ethos:ttl_minutes"
 
+# A read moves an item's expiry to now + its ttl only where that moves it by more than
+# this share of the ttl: reads of an item in quick succession do not each write its row
+# (and wait on the LTP flush writing it); its expiry is at most 1% of its ttl early.
+REFRESH_SLACK = 0.01
+
+
+def needs_refresh(expires_at: datetime | None, ttl_minutes: float | None, now: datetime) -> bool:
+    """Whether a read at `now` moves the expiry of an item put with this ttl."""
+    if ttl_minutes is None:
+        return False
+    ttl = timedelta(minutes=ttl_minutes)
+    return expires_at is None or now + ttl - expires_at > ttl * REFRESH_SLACK
+
+
 # How an item's vectors are compared with a query's (LangGraph's distance_type).
 DISTANCES = ("cosine", "inner_product", "l2")
 
@@ -183,9 +197,12 @@ class ItemEngine(EngineCore):
         self, rows: Sequence[Row], items: Sequence[StoredItem], now: datetime, kind: Kind
     ) -> None:
         """Items read with refresh_ttl: retrievals (LTP), and those put with a ttl expire
-        that long after `now` (the others spare the statement)."""
+        that long after `now` (the others, and those whose expiry would hardly move, spare
+        the statement)."""
         expiring = [
-            row for row, item in zip(rows, items, strict=True) if item.ttl_minutes is not None
+            row
+            for row, item in zip(rows, items, strict=True)
+            if needs_refresh(row["expires_at"], item.ttl_minutes, now)
         ]
         if expiring:
             await self.store.refresh_item_ttls(expiring, TTL_KEY, now)

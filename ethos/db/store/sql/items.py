@@ -35,7 +35,7 @@ def item_agent(alias: str = "m") -> str:
 
 GET_ITEM = sql(f"""
 SELECT m.id, m.agent_id, m.client_key, m.metadata, m.created_at,
-       coalesce(m.updated_at, m.created_at) AS updated_at
+       coalesce(m.updated_at, m.created_at) AS updated_at, m.expires_at
 FROM semantic_facts AS m
 WHERE {item_agent()} = %(agent)s AND m.client_key = %(key)s AND {_ITEM_LIVE}
 """)
@@ -260,7 +260,7 @@ def build_search_items_query(*, ranked_by: str | None, everywhere: bool = False)
         order = f"{rank} DESC NULLS LAST, {newest}"  # PostgreSQL reuses a selected score
     return sql(f"""
     SELECT m.id, m.agent_id, m.client_key, m.metadata, m.created_at,
-           coalesce(m.updated_at, m.created_at) AS updated_at, {score} AS score
+           coalesce(m.updated_at, m.created_at) AS updated_at, m.expires_at, {score} AS score
     FROM semantic_facts AS m JOIN decay_policies AS p ON p.name = m.policy
     {join}
     WHERE m.client_key IS NOT NULL AND {_ITEM_LIVE} AND {above_threshold(FACTS)}{under}
