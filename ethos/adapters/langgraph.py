@@ -27,10 +27,9 @@ long_term), no automatic importance, unless these are None. search lists newest 
 without a query; with one it returns every item, as LangGraph's stores do, ranking
 first those it matches (with an index by its nearest vector's score with the salience
 prior, without one by text rank × salience), then the others (unembedded, or not
-matching) newest first, unscored. A vector match's score is
-LangGraph's for the index's distance_type: the cosine similarity (an exact match 1.0;
-the default), the inner product, or the negative L2 distance; not the score × salience
-that orders.
+matching) newest first, unscored. A vector match's score is LangGraph's for the index's
+distance_type: the cosine similarity (an exact match 1.0; the default), the inner
+product, or the negative L2 distance; not the score × salience that orders.
 """
 
 from __future__ import annotations

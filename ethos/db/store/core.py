@@ -305,14 +305,15 @@ class StoreCore:
         of puts, locking items by key, may against an LTP flush locking them by id) was
         rolled back whole, and runs again, RACE_ATTEMPTS times at most."""
         args = query.args(values)
-        for attempt in range(1, RACE_ATTEMPTS + 1):
+        attempt = 1
+        while True:
             try:
                 with translated():
                     return await run(query.text, *args)
             except LostRaceError:
                 if attempt == RACE_ATTEMPTS:
                     raise
-        raise AssertionError("unreachable")
+                attempt += 1
 
     @asynccontextmanager
     async def _transaction(self) -> AsyncIterator[Transaction]:

@@ -12,16 +12,18 @@ DECLARE
     -- agent's importance: its source does
     counted_old boolean := true;
     counted_new boolean := true;
+    rewritten boolean;  -- a new row, or its content or agent changed
 BEGIN
     IF vectors THEN
         counted_old := TG_OP = 'UPDATE' AND OLD.source_id IS NULL;
         counted_new := NEW.source_id IS NULL;
     END IF;
+    rewritten := TG_OP = 'INSERT' OR NEW.content IS DISTINCT FROM OLD.content
+                 OR NEW.agent_id IS DISTINCT FROM OLD.agent_id;
 
     -- 1. The content and the agent: checked, then what is derived from them (the key a
     --    repeat is found by, the words text recall searches).
-    IF TG_OP = 'INSERT' OR NEW.content IS DISTINCT FROM OLD.content
-       OR NEW.agent_id IS DISTINCT FROM OLD.agent_id THEN
+    IF rewritten THEN
         IF NEW.content !~ '[^[:space:]\u001c-\u001f\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890-\u0891\u08e2\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f]' THEN
             RAISE EXCEPTION 'content must not be empty' USING ERRCODE = 'check_violation';
         END IF;
@@ -37,8 +39,7 @@ BEGIN
     END IF;
     --    The words: none for a vector of an episode or fact, which text recall never
     --    reads (it finds the source in its own table).
-    IF TG_OP = 'INSERT' OR NEW.content IS DISTINCT FROM OLD.content
-       OR NEW.agent_id IS DISTINCT FROM OLD.agent_id OR counted_new <> counted_old THEN
+    IF rewritten OR counted_new <> counted_old THEN
         NEW.content_tsv := CASE WHEN counted_new
                                 THEN ethos_text_vector(ethos_text_config(), NEW.agent_id,
                                                        NEW.content)
