@@ -116,7 +116,7 @@ async def _merge_exact(
             counts["groups"] += len(groups)
             counts["merged"] += sum(g["n"] - 1 for g in groups)
         else:
-            await _merge_groups(store, spec, [g["ids"] for g in groups], now, counts)
+            await _merge_groups(store, spec, [g["ids"] for g in groups], now, counts, agent)
         if len(groups) < MERGE_BATCH:
             return counts
 
@@ -127,10 +127,12 @@ async def _merge_groups(
     groups: Sequence[Sequence[uuid.UUID]],
     now: datetime,
     counts: dict[str, int],
+    agent: str | None,
 ) -> None:
+    """Groups of memories (of `agent`, where one is named) merged, each into its first."""
     ids = [memory_id for group in groups for memory_id in group]
     numbers = [n for n, group in enumerate(groups) for _ in group]
-    done = await store.merge(spec, ids, numbers, now)
+    done = await store.merge(spec, ids, numbers, now, agent)
     counts["groups"] += done["groups"]
     counts["merged"] += done["merged"]
     counts["links_moved"] += done["links_moved"]
@@ -173,11 +175,11 @@ async def _merge_near(
         return counts
     counts = {"groups": 0, "merged": 0, "links_moved": 0}
     for start in range(0, len(found), MERGE_BATCH):
-        await _merge_groups(store, VECTORS, found[start : start + MERGE_BATCH], now, counts)
+        await _merge_groups(store, VECTORS, found[start : start + MERGE_BATCH], now, counts, agent)
     # The rows the merged vectors embedded: one group per group of vectors and table.
     sources = {
         row["id"]: (row["source_type"], row["source_id"])
-        for row in await store.vector_sources([m for g in found for m in g])
+        for row in await store.vector_sources([m for g in found for m in g], agent)
     }
     by_table: dict[str, list[list[uuid.UUID]]] = defaultdict(list)
     for group in found:
@@ -191,7 +193,7 @@ async def _merge_near(
                 by_table[table].append(sorted(ids))
     for table, source_groups in by_table.items():
         source_counts = {"groups": 0, "merged": 0, "links_moved": 0}
-        await _merge_groups(store, table_spec(table), source_groups, now, source_counts)
+        await _merge_groups(store, table_spec(table), source_groups, now, source_counts, agent)
         counts[f"{table}_merged"] = source_counts["merged"]
     return counts
 

@@ -428,14 +428,15 @@ async def _apply_links(flush: LtpFlush, groups: list[Group], learning_rate: floa
     groups = [g for g in groups if learning_rate > 0 or g.kind == "wrong"]
     if not groups:
         return 0
-    members: dict[TableSpec, set[uuid.UUID]] = defaultdict(set)
+    # (looked up by the agent named with them, where one is: on Citus, on its shard)
+    members: dict[tuple[TableSpec, str | None], set[uuid.UUID]] = defaultdict(set)
     for group in groups:
-        for spec, memory_id, _ in group.members:
-            members[spec].add(memory_id)
-    owners: dict[tuple[TableSpec, uuid.UUID], list[str]] = defaultdict(list)
-    for spec, ids in members.items():
-        for memory_id, agents in (await flush.agents(spec, sorted(ids))).items():
-            owners[(spec, memory_id)] = agents
+        for spec, memory_id, agent in group.members:
+            members[(spec, agent)].add(memory_id)
+    owners: dict[tuple[TableSpec, uuid.UUID], set[str]] = defaultdict(set)
+    for (spec, agent), ids in members.items():
+        for memory_id, agents in (await flush.agents(spec, sorted(ids), agent)).items():
+            owners[(spec, memory_id)].update(agents)
     # (agent, a, b, moment) -> [co, useful, wrong]; a before b by id.
     counts: dict[tuple[str, Owned, Owned, datetime], list[int]] = {}
     for group in groups:

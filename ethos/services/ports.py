@@ -155,9 +155,14 @@ class LifecyclePort(IdStates, Protocol):
     async def near_duplicates(
         self, agent: str | None, after: uuid.UUID, limit: int, threshold: float
     ) -> list[Row]: ...
-    async def vector_sources(self, ids: list[uuid.UUID]) -> list[Row]: ...
+    async def vector_sources(self, ids: list[uuid.UUID], agent: str | None = None) -> list[Row]: ...
     async def merge(
-        self, spec: TableSpec, ids: list[uuid.UUID], groups: list[int], now: datetime
+        self,
+        spec: TableSpec,
+        ids: list[uuid.UUID],
+        groups: list[int],
+        now: datetime,
+        agent: str | None = None,
     ) -> Row: ...
     async def forget(
         self, spec: TableSpec, ids: list[uuid.UUID], now: datetime, agent: str | None = None

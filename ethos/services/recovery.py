@@ -93,7 +93,7 @@ async def recover(
 ) -> RecoveryReport:
     selector.check()
     if selector.ids:
-        await _check_ids(store, spec, selector.ids)
+        await _check_ids(store, spec, selector.ids, selector.agent)
     strength = settings.recovery.strength
     report = RecoveryReport(table=spec.name, now=now, dry_run=dry_run, strength=strength)
     agents: list[str | None] = [selector.agent]
@@ -169,12 +169,16 @@ def _describe(row: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-async def _check_ids(store: RecoveryPort, spec: TableSpec, ids: tuple[uuid.UUID, ...]) -> None:
-    """Every id must name a pruned row of this table, or nothing is changed."""
-    states = await store.id_states(spec, list(ids))
+async def _check_ids(
+    store: RecoveryPort, spec: TableSpec, ids: tuple[uuid.UUID, ...], agent: str | None
+) -> None:
+    """Every id must name a pruned row of this table (of `agent`, where one is named), or
+    nothing is changed."""
+    states = await store.id_states(spec, list(ids), agent)
     unknown = [str(i) for i in ids if i not in states]
     if unknown:
-        raise NotFoundError(f"no {spec.name} row with id {', '.join(unknown)}")
+        whose = f" of agent {agent}" if agent else ""
+        raise NotFoundError(f"no {spec.name} row{whose} with id {', '.join(unknown)}")
     live = [str(i) for i in ids if not states[i]]
     if live:
         raise InputError(f"not pruned, nothing to recover: {', '.join(live)}")

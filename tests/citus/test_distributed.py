@@ -19,13 +19,14 @@ import asyncpg
 import pytest
 
 from ethos.adapters import calls
-from ethos.db.store.core import SHARD_GROUPS
+from ethos.db.store.core import SHARD_GROUPS, shard_names
 from ethos.db.store.sessions import init_connection
 from ethos.db.store.sql.ltp import build_enqueue_query
 from ethos.domain.tables import table_spec
 from ethos.services.engine import Engine, migrate
+from ethos.services.recovery import Selector
 from ethos.settings import DatabaseSettings, Settings
-from tests.citus.cluster import distribute
+from tests.citus.cluster import TABLES, distribute
 
 AGENTS = ("alice", "bob")
 DIMENSION = 384
@@ -171,6 +172,91 @@ async def test_an_agents_queued_events_are_applied_on_its_node(
         workers = set(re.findall(r"Node: host=\S+ port=(\d+)", plan)) - {str(coordinator)}
         assert workers == {str(node)}, f"{query}\n{plan}"
         assert set(re.findall(r"Task Count: (\d+)", plan)) == {"1"}, f"{query}\n{plan}"
+
+
+# Citus reports each command it sends to a shard, on a worker or run locally, naming
+# the shard's table: session settings of the connection a statement runs on.
+CITUS_COMMAND_LOG = (
+    "SET citus.log_remote_commands = on; SET citus.log_local_commands = on;"
+    " SET client_min_messages = log"
+)
+
+
+def shard_commands(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
+    """From here on, each statement ethos sends through the coordinator and each command
+    Citus sends to a shard for it: (statement, command)."""
+    log: list[tuple[str, str]] = []
+    execute = asyncpg.Connection.execute
+    for name in ("fetch", "fetchrow", "fetchval", "execute"):
+        original: Callable[..., Any] = getattr(asyncpg.Connection, name)
+
+        async def logged(self: Any, query: str, *args: Any, _o: Any = original, **kw: Any) -> Any:
+            def heard(_: Any, message: Any, statement: str = query) -> None:
+                log.append((statement, message.message))
+
+            self.add_log_listener(heard)
+            try:
+                await execute(self, CITUS_COMMAND_LOG)
+                return await _o(self, query, *args, **kw)
+            finally:
+                self.remove_log_listener(heard)
+
+        monkeypatch.setattr(asyncpg.Connection, name, logged)
+    return log
+
+
+async def test_an_agents_writes_touch_its_shard_group_alone(
+    distributed: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every command Citus sends to a shard while one agent's memories are added,
+    retrieved with LTP, given feedback, merged, swept, forgotten, recovered, purged and
+    erased is a command on that agent's shard group: no statement of them reaches
+    another shard (by Citus's own log of what it sends). A recovery, a purge, an erase, a
+    merge and the links an LTP flush learns each read or wrote every shard (their ids
+    named no agent), and so did the hints an erase gives again."""
+    url = distributed.settings.database.url
+    assert url is not None
+    conn = await asyncpg.connect(url)
+    try:
+        group = shard_names(await conn.fetchrow(SHARD_GROUPS.text, "alice"))
+        shards = "SELECT shard_name(logicalrelid, shardid) FROM pg_dist_shard"
+        every_shard = {row[0] for row in await conn.fetch(shards)}
+    finally:
+        await conn.close()
+    episode = next(
+        m.account for m in await distributed.memories("alice")
+        if m.account.table == "episodic_traces"
+    )  # fmt: skip
+    log = shard_commands(monkeypatch)
+    await distributed.add("episodic_traces", agent_id="alice", content="alice swam far")
+    await distributed.add(
+        "memory_vectors", agent_id="alice", content="alice's note", embedding=direction(5)
+    )
+    await distributed.add_many(
+        "semantic_facts", agent_id="alice", contents=["alice likes tea"] * 2 + ["alice rows"]
+    )
+    await distributed.recall("alice", "sailed lake", record=True)
+    await distributed.nearest("alice", direction(1), record=True)
+    await distributed.feedback(episode.table, [episode.id], "useful", agent="alice")
+    await distributed.ltp.drain(5)
+    await distributed.merge(agent="alice", near=True)
+    await distributed.sweep(agent="alice")
+    await distributed.sweep(agent="alice", mode="full")
+    await distributed.forget(episode.table, [episode.id], agent="alice")
+    await distributed.recover(episode.table, Selector(ids=(episode.id,), agent="alice"))
+    await distributed.forget_agent("alice")
+    await distributed.recover("semantic_facts", Selector(agent="alice"))
+    await distributed.purge(await distributed.now(), agent="alice", dry_run=True)
+    await distributed.purge(await distributed.now(), agent="alice", tables=["episodic_traces"])
+    await distributed.erase("alice", dry_run=False)
+    monkeypatch.undo()
+    touched: dict[str, set[str]] = {}
+    for statement, command in log:
+        for shard in set(re.findall(r"\b[a-z_]+_\d{6,}\b", command)) & every_shard:
+            touched.setdefault(shard, set()).add(statement)
+    elsewhere = {s for shard, sent in touched.items() if shard not in group.values() for s in sent}
+    assert not elsewhere, "\n\n".join(sorted(elsewhere))
+    assert {group[table] for table in TABLES} <= set(touched)  # the log was heard
 
 
 def one_router_task(plan: str) -> bool:

@@ -173,6 +173,9 @@ async def test_recovering_live_or_unknown_ids_changes_nothing(
         await engine.recover("episode", Selector(ids=(live, gone)))
     with pytest.raises(NotFoundError, match="no episodic_traces row"):
         await engine.recover("episode", Selector(ids=(gone, uuid.UUID(int=5))))
+    # another agent's memory is not one of the agent named: said, not skipped
+    with pytest.raises(NotFoundError, match=f"no episodic_traces row of agent b with id {gone}"):
+        await engine.recover("episode", Selector(ids=(gone,), agent="b"))
     with pytest.raises(InputError, match="say which rows"):
         await engine.recover("episode", Selector())
     assert await conn.fetchval("SELECT pruned FROM episodic_traces WHERE id = $1", gone)

@@ -24,7 +24,6 @@ from ethos.db.store.sql.lifecycle import (
     RECOVERIES_OF,
     START_CONSOLIDATION_RUN,
     UNDELETABLE_TABLES,
-    VECTOR_SOURCES,
     build_drop_agent_hints_query,
     build_duplicate_groups_query,
     build_erase_batch_query,
@@ -38,6 +37,7 @@ from ethos.db.store.sql.lifecycle import (
     build_recovery_agents_query,
     build_recovery_candidates_query,
     build_rehint_rows_query,
+    build_vector_sources_query,
 )
 from ethos.db.store.sql.ltp import build_agents_query
 from ethos.domain.tables import MEMORY_TABLES, TableSpec
@@ -79,31 +79,41 @@ class LifecycleStore(StoreCore):
         last, chosen = (kept[-1] if kept else None), set(kept)
         return [{**row, "last_id": last} for row in found if row["id"] in chosen]
 
-    async def vector_sources(self, ids: list[uuid.UUID]) -> list[Row]:
-        return await self._fetch(VECTOR_SOURCES, ids=ids)
+    async def vector_sources(self, ids: list[uuid.UUID], agent: str | None = None) -> list[Row]:
+        query = build_vector_sources_query(by_agent=agent is not None)
+        return await self._fetch(query, ids=ids, agent=agent)
 
     async def merge(
-        self, spec: TableSpec, ids: list[uuid.UUID], groups: list[int], now: datetime
+        self,
+        spec: TableSpec,
+        ids: list[uuid.UUID],
+        groups: list[int],
+        now: datetime,
+        agent: str | None = None,
     ) -> Row:
-        """Merge groups of memories (members, and the number of the group of each): the
-        groups, the merged and the links moved. On a Citus cluster one agent's groups at
-        a time (a group's members are one agent's), on the agent's node against its
-        shard group: Citus refuses the statement's lock of rows across shards."""
+        """Merge groups of memories (members, and the number of the group of each; all
+        of `agent`, where one is named): the groups, the merged and the links moved. On a
+        Citus cluster one agent's groups at a time (a group's members are one agent's;
+        looked up where none is named), on the agent's node against its shard group:
+        Citus refuses the statement's lock of rows across shards."""
         await self.check_table(spec)
         query = build_merge_query(spec)
         if not await self.distributed():
             row = await self._fetchrow(query, ids=ids, groups=groups, now=now)
             assert row is not None
             return row
-        rows = await self._fetch(build_agents_query(spec), ids=ids)
-        agents = {row["id"]: row["agent_id"] for row in rows}
+        if agent is None:
+            rows = await self._fetch(build_agents_query(spec), ids=ids)
+            agents = {row["id"]: row["agent_id"] for row in rows}
+        else:
+            agents = dict.fromkeys(ids, agent)
         by_agent: dict[str, list[tuple[uuid.UUID, int]]] = defaultdict(list)
         for member, group in zip(ids, groups, strict=True):
             if member in agents:
                 by_agent[agents[member]].append((member, group))
         done: Counter[str] = Counter(groups=0, merged=0, links_moved=0)
-        for agent, members in sorted(by_agent.items()):
-            async with self._transaction_of(agent) as tx:
+        for owner, members in sorted(by_agent.items()):
+            async with self._transaction_of(owner) as tx:
                 row = await tx.fetchrow(
                     query, ids=[m for m, _ in members], groups=[g for _, g in members], now=now
                 )
@@ -124,7 +134,12 @@ class LifecycleStore(StoreCore):
     ) -> dict[str, int]:
         """What a purge deletes (dry_run: would delete), by reason; a batch at a time."""
         await self.check_table(spec)
-        query = build_purge_count_query(spec) if dry_run else build_purge_batch_query(spec, limit)
+        by_agent = selector["agent"] is not None
+        query = (
+            build_purge_count_query(spec, by_agent=by_agent)
+            if dry_run
+            else build_purge_batch_query(spec, limit, by_agent=by_agent)
+        )
         return {row["reason"]: row["n"] for row in await self._fetch(query, **selector)}
 
     async def erase_count(self, spec: TableSpec, agent: str) -> int:
@@ -163,8 +178,9 @@ class LifecycleStore(StoreCore):
 
     async def erase_agent_hints(self, agent: str, now: datetime) -> None:
         """After an erase of the agent's memories: no hint names the agent, and the
-        other agents' rows such a hint held are hinted anew, at `now`'s grouping."""
-        async with self._transaction() as tx:
+        other agents' rows such a hint held are hinted anew, at `now`'s grouping. (On
+        Citus a hint and its rows lie in the agent's shard group: there, on its node.)"""
+        async with self._transaction_of(agent) as tx:
             for spec in MEMORY_TABLES:
                 ids = await tx.fetchval(build_drop_agent_hints_query(spec), agent=agent)
                 if ids:
@@ -207,7 +223,7 @@ class LifecycleStore(StoreCore):
     ) -> list[Row]:
         await self.check_table(spec)
         return await self._fetch(
-            build_recovery_candidates_query(spec, limit),
+            build_recovery_candidates_query(spec, limit, by_agent=selector["agent"] is not None),
             **selector,
             after=after or uuid.UUID(NIL_ID),
         )
@@ -229,7 +245,7 @@ class LifecycleStore(StoreCore):
         now: datetime,
     ) -> list[uuid.UUID]:
         rows = await self._fetch(
-            build_recover_batch_query(spec, limit),
+            build_recover_batch_query(spec, limit, by_agent=selector["agent"] is not None),
             **selector,
             after=after or uuid.UUID(NIL_ID),
             strength=strength,

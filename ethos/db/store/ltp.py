@@ -237,10 +237,14 @@ class LtpFlush:
         query = build_surfaced_query(spec, by_agent=agent is not None)
         return await self._tx.fetch(query, ids=ids, agents=agents, counts=counts, agent=agent)
 
-    async def agents(self, spec: TableSpec, ids: list[uuid.UUID]) -> dict[uuid.UUID, list[str]]:
-        """The agents of the live memories among `ids`, by id (an id may be two agents')."""
+    async def agents(
+        self, spec: TableSpec, ids: list[uuid.UUID], agent: str | None = None
+    ) -> dict[uuid.UUID, list[str]]:
+        """The agents of the live memories among `ids`, by id (an id may be two agents');
+        of `agent` alone, where one is named."""
         found: dict[uuid.UUID, list[str]] = defaultdict(list)
-        for row in await self._tx.fetch(build_agents_query(spec), ids=ids):
+        query = build_agents_query(spec, by_agent=agent is not None)
+        for row in await self._tx.fetch(query, ids=ids, agent=agent):
             found[row["id"]].append(row["agent_id"])
         return dict(found)
 

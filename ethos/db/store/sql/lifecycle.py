@@ -25,11 +25,16 @@ from ethos.domain.tables import TableSpec
 # The plain statements, in the .sql file of the same name beside this one.
 STATEMENTS = statements(__file__)
 
-# Pruned rows matching a selector; each selector part is NULL when not given.
-RECOVERY_FILTER = """
+
+def _recovery_filter(*, by_agent: bool) -> str:
+    """Pruned rows matching a selector, each other part NULL when not given; `by_agent`:
+    of %(agent)s, as a plain equality (Citus routes it to the agent's shard, where it
+    reads `%(agent)s IS NULL OR ...` as every shard)."""
+    agent = "AND agent_id = %(agent)s" if by_agent else ""
+    return f"""
     pruned
     AND (%(ids)s::uuid[] IS NULL OR id = ANY(%(ids)s))
-    AND (%(agent)s::text IS NULL OR agent_id = %(agent)s)
+    {agent}
     AND (%(since)s::timestamptz IS NULL OR pruned_at >= %(since)s)
     AND (%(until)s::timestamptz IS NULL OR pruned_at < %(until)s)
     AND (%(reason)s::text IS NULL OR prune_reason = %(reason)s)
@@ -38,27 +43,31 @@ RECOVERY_FILTER = """
 
 
 @cache
-def build_recovery_candidates_query(spec: TableSpec, batch_size: int) -> Query:
+def build_recovery_candidates_query(spec: TableSpec, batch_size: int, *, by_agent: bool) -> Query:
     return sql(f"""
     SELECT id, agent_id, left(content, 80) AS content, pruned_at, prune_reason
     FROM {spec.name}
-    WHERE {RECOVERY_FILTER}
+    WHERE {_recovery_filter(by_agent=by_agent)}
     ORDER BY id LIMIT {int(batch_size)}
     """)
 
 
 @cache
 def build_recovery_agents_query(spec: TableSpec) -> Query:
-    """The agents with pruned rows matching a selector, in order."""
-    return sql(f"SELECT DISTINCT agent_id FROM {spec.name} WHERE {RECOVERY_FILTER} ORDER BY 1")
+    """The agents with pruned rows matching a selector that names none, in order."""
+    return sql(
+        f"SELECT DISTINCT agent_id FROM {spec.name} WHERE {_recovery_filter(by_agent=False)}"
+        " ORDER BY 1"
+    )
 
 
 @cache
-def build_recover_batch_query(spec: TableSpec, batch_size: int) -> Query:
+def build_recover_batch_query(spec: TableSpec, batch_size: int, *, by_agent: bool) -> Query:
     """Bring a batch back with a fresh start: %(strength)s anchored at %(now)s, and its
     values stored as they are then; content, embedding, policy, retrieval count and
     history stay. An expired row loses its expiry, or the next sweep would prune it again
-    at once. It is scheduled anew."""
+    at once. It is scheduled anew. `by_agent`: of %(agent)s, each part saying so (on
+    Citus, one statement on the agent's shard)."""
     at = {"anchor": "b.anchor_at", "n": "b.n", "at": "b.anchor_at", "alias": "b"}
     fact_values = fact_set = ""
     if spec.has_confidence:
@@ -77,7 +86,7 @@ def build_recover_batch_query(spec: TableSpec, batch_size: int) -> Query:
                {kept_expiry}
                %(strength)s::float8 AS strength, %(now)s::timestamptz AS anchor_at
         FROM {spec.name}
-        WHERE {RECOVERY_FILTER}
+        WHERE {_recovery_filter(by_agent=by_agent)}
         ORDER BY id LIMIT {int(batch_size)}
         FOR UPDATE
     ),
@@ -101,7 +110,7 @@ def build_recover_batch_query(spec: TableSpec, batch_size: int) -> Query:
             strength = r.strength, salience = r.stored_salience, anchor_at = r.anchor_at,
             due_at = r.due_at, prune_at = r.prune_at
         FROM fresh AS r
-        WHERE m.id = r.id
+        WHERE m.id = r.id {"AND m.agent_id = %(agent)s" if by_agent else ""}
         RETURNING m.id, m.ctid AS place, m.agent_id, m.due_at, m.prune_at
     ),
     hinted AS ({hint_all(spec, "recovered")})
@@ -135,7 +144,16 @@ NEAR_DUPLICATES = STATEMENTS["near_duplicates"]
 
 NEAR_DUPLICATE_SEARCH_SETTINGS = "SET LOCAL hnsw.ef_search = 20"
 
-VECTOR_SOURCES = STATEMENTS["vector_sources"]
+
+@cache
+def build_vector_sources_query(*, by_agent: bool) -> Query:
+    """The sources (episode or fact) that vectors %(ids)s embed (of %(agent)s alone:
+    by_agent)."""
+    agent = "AND agent_id = %(agent)s" if by_agent else ""
+    return sql(f"""
+    SELECT id, source_type, source_id FROM memory_vectors
+    WHERE id = ANY(%(ids)s::uuid[]) AND source_id IS NOT NULL {agent}
+    """)
 
 
 @cache
@@ -291,28 +309,31 @@ def build_forget_query(spec: TableSpec, *, by_agent: bool) -> Query:
     """)
 
 
-# Pruned rows a purge selects; each part is NULL when not given.
-PURGE_FILTER = """
-    pruned AND pruned_at < %(before)s
-    AND (%(agent)s::text IS NULL OR agent_id = %(agent)s)
+def _purge_filter(*, by_agent: bool) -> str:
+    """Pruned rows a purge selects, the reason NULL when not given; `by_agent`: of
+    %(agent)s (as _recovery_filter's)."""
+    agent = "AND agent_id = %(agent)s" if by_agent else ""
+    return f"""
+    pruned AND pruned_at < %(before)s {agent}
     AND (%(reason)s::text IS NULL OR prune_reason = %(reason)s)
 """
 
 
 @cache
-def build_purge_count_query(spec: TableSpec) -> Query:
+def build_purge_count_query(spec: TableSpec, *, by_agent: bool) -> Query:
     """What a purge would delete, by reason (a dry run)."""
     return sql(f"""
     SELECT prune_reason AS reason, count(*) AS n FROM {spec.name}
-    WHERE {PURGE_FILTER} GROUP BY prune_reason
+    WHERE {_purge_filter(by_agent=by_agent)} GROUP BY prune_reason
     """)
 
 
-def _unlink(rows: str) -> str:
+def _unlink(rows: str, agents: str | None = None) -> str:
     """CTEs deleting the links of the memories of CTE `rows` (id, agent_id): one index
     each way (arrays, so that the planner, which cannot know how many rows there are,
-    probes the indexes; a link's agent is its memories')."""
-    agents = f"agent_id = ANY (ARRAY(SELECT DISTINCT agent_id FROM {rows}))"
+    probes the indexes; a link's agent is its memories'). `agents`: the condition on the
+    links' agent where the statement knows it (else the agents of `rows`)."""
+    agents = agents or f"agent_id = ANY (ARRAY(SELECT DISTINCT agent_id FROM {rows}))"
     return f"""
     unlinked_a AS (DELETE FROM memory_links
                    WHERE {agents} AND a_id = ANY (ARRAY(SELECT id FROM {rows}))),
@@ -321,17 +342,19 @@ def _unlink(rows: str) -> str:
 
 
 @cache
-def build_purge_batch_query(spec: TableSpec, batch_size: int) -> Query:
-    """Hard-delete a batch of pruned rows selected by PURGE_FILTER (through the pruned_at
+def build_purge_batch_query(spec: TableSpec, batch_size: int, *, by_agent: bool) -> Query:
+    """Hard-delete a batch of pruned rows selected by _purge_filter (through the pruned_at
     index, oldest first), with their links: the reasons of what was deleted. Their due
-    hints are left to drop out when popped (a hint without a row is skipped)."""
+    hints are left to drop out when popped (a hint without a row is skipped). With
+    `by_agent`, each DELETE names the agent (on Citus, the agent's shard alone)."""
+    agent = "agent_id = %(agent)s" if by_agent else None
     return sql(f"""
     WITH gone AS (
-        DELETE FROM {spec.name} WHERE id IN (
-            SELECT id FROM {spec.name} WHERE {PURGE_FILTER}
+        DELETE FROM {spec.name} WHERE {f"{agent} AND " if agent else ""}id IN (
+            SELECT id FROM {spec.name} WHERE {_purge_filter(by_agent=by_agent)}
             ORDER BY pruned_at LIMIT {int(batch_size)})
         RETURNING id, agent_id, prune_reason
-    ),{_unlink("gone")}
+    ),{_unlink("gone", agent)}
     SELECT prune_reason AS reason, count(*) AS n FROM gone GROUP BY prune_reason
     """)
 
@@ -344,14 +367,15 @@ def build_erase_count_query(spec: TableSpec) -> Query:
 @cache
 def build_erase_batch_query(spec: TableSpec, batch_size: int) -> Query:
     """Hard-delete the next batch of an agent's memories (live or pruned) after id
-    %(after)s, and their links: how many, and the last id (hints drop out as above)."""
+    %(after)s, and their links: how many, and the last id (hints drop out as above).
+    Each DELETE names the agent: on Citus, each runs on the agent's shard alone."""
     return sql(f"""
     WITH gone AS (
-        DELETE FROM {spec.name} WHERE id IN (
+        DELETE FROM {spec.name} WHERE agent_id = %(agent)s AND id IN (
             SELECT id FROM {spec.name} WHERE agent_id = %(agent)s AND id > %(after)s
             ORDER BY id LIMIT {int(batch_size)})
         RETURNING id, agent_id
-    ),{_unlink("gone")},{_tally(spec.name)}
+    ),{_unlink("gone", "agent_id = %(agent)s")},{_tally(spec.name)}
     SELECT count(*) AS n, (SELECT id FROM gone ORDER BY id DESC LIMIT 1) AS last_id FROM gone
     """)
 

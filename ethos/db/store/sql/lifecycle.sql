@@ -29,11 +29,6 @@ LEFT JOIN LATERAL (
     WHERE 1 - c.distance >= %(threshold)s::float8
 ) AS n ON true;
 
--- name: vector_sources
--- The sources (episode or fact) that vectors %(ids)s embed.
-SELECT id, source_type, source_id FROM memory_vectors
-WHERE id = ANY(%(ids)s::uuid[]) AND source_id IS NOT NULL;
-
 -- name: undeletable_tables
 -- The tables of `tables` the current role may not delete from.
 SELECT t FROM unnest(%(tables)s::text[]) AS t WHERE NOT has_table_privilege(t, 'DELETE');

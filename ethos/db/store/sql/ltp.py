@@ -183,10 +183,13 @@ def build_surfaced_query(spec: TableSpec, *, by_agent: bool) -> Query:
 
 
 @cache
-def build_agents_query(spec: TableSpec) -> Query:
-    """The agents of the live memories with these ids (an id may be two agents')."""
+def build_agents_query(spec: TableSpec, *, by_agent: bool = False) -> Query:
+    """The agents of the live memories with these ids (an id may be two agents'); with
+    `by_agent`, those of %(agent)s alone (on Citus, a read of the agent's shard)."""
+    agent = " AND agent_id = %(agent)s" if by_agent else ""
     return sql(
         f"SELECT id, agent_id FROM {spec.name} WHERE id = ANY(%(ids)s::uuid[]) AND NOT pruned"
+        + agent
     )
 
 
