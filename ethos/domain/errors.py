@@ -29,6 +29,12 @@ class NotFoundError(InputError):
         self.ids = ids or []
 
 
+def unknown_ids(what: str, ids: str, agent: str | None = None) -> str:
+    """The one line for ids that name no `what` (of `agent`, where one is named)."""
+    whose = f" of agent {agent}" if agent else ""
+    return f"no {what}{whose} with id {ids}"
+
+
 class DatabaseError(EthosError):
     """The database refused a statement, or lacks what ethos needs."""
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import structlog
 
-from ethos.domain.errors import DatabaseError, InputError
+from ethos.domain.errors import DatabaseError, InputError, unknown_ids
 from ethos.domain.tables import MEMORY_TABLES, PRUNE_REASONS, VECTORS, TableSpec, table_spec
 from ethos.services.ports import LifecyclePort
 from ethos.settings import Settings
@@ -213,8 +213,7 @@ async def forget(
     states = await store.id_states(spec, list(ids), agent)
     unknown = [str(i) for i in ids if i not in states]
     if unknown:
-        whose = f" of agent {agent}" if agent is not None else ""
-        raise InputError(f"no {spec.name} row{whose} with id {', '.join(unknown)}")
+        raise InputError(unknown_ids(f"{spec.name} row", ", ".join(unknown), agent))
     gone = [str(i) for i in ids if states[i]]
     if gone:
         raise InputError(f"already pruned: {', '.join(gone)}")

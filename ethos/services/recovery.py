@@ -12,7 +12,7 @@ from typing import Any
 
 import structlog
 
-from ethos.domain.errors import InputError, NotFoundError
+from ethos.domain.errors import InputError, NotFoundError, unknown_ids
 from ethos.domain.tables import PRUNE_REASONS, TableSpec
 from ethos.services.ports import RecoveryPort
 from ethos.settings import Settings
@@ -177,8 +177,7 @@ async def _check_ids(
     states = await store.id_states(spec, list(ids), agent)
     unknown = [str(i) for i in ids if i not in states]
     if unknown:
-        whose = f" of agent {agent}" if agent else ""
-        raise NotFoundError(f"no {spec.name} row{whose} with id {', '.join(unknown)}")
+        raise NotFoundError(unknown_ids(f"{spec.name} row", ", ".join(unknown), agent))
     live = [str(i) for i in ids if not states[i]]
     if live:
         raise InputError(f"not pruned, nothing to recover: {', '.join(live)}")

@@ -19,7 +19,7 @@ from typing import Any, Self
 import asyncpg
 import structlog
 
-from ethos.db.store.query import NamedStatements, Query, on_shard, sql
+from ethos.db.store.query import NamedStatements, Query, of_agent, on_shard, sql
 from ethos.db.store.sessions import (
     NODE_READ_SETTINGS,
     NODE_SESSION_SETTINGS,
@@ -74,8 +74,9 @@ AGENT_ROLES_NOW = STATEMENTS["agent_roles_now"]
 @cache
 def build_id_states_query(spec: TableSpec, *, by_agent: bool) -> Query:
     """Whether memories %(ids)s are pruned (of %(agent)s alone: by_agent)."""
-    agent = " AND agent_id = %(agent)s" if by_agent else ""
-    return sql(f"SELECT id, pruned FROM {spec.name} WHERE id = ANY(%(ids)s::uuid[]){agent}")
+    return sql(
+        f"SELECT id, pruned FROM {spec.name} WHERE id = ANY(%(ids)s::uuid[]) {of_agent(by_agent)}"
+    )
 
 
 # One sweeper at a time, across processes and hosts: a session-level advisory lock,

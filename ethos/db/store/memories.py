@@ -30,7 +30,7 @@ from ethos.db.store.sql.memories import (
     build_raise_repeat_query,
     build_update_memory_query,
 )
-from ethos.domain.errors import InputError, NotFoundError
+from ethos.domain.errors import InputError, NotFoundError, unknown_ids
 from ethos.domain.inputs import MemoryInput
 from ethos.domain.tables import TableSpec
 
@@ -135,8 +135,7 @@ class MemoryStore(StoreCore):
         query = build_fetch_memory_query(spec, by_agent=agent is not None)
         row = await self._fetchrow(query, id=memory_id, agent=agent)
         if row is None:
-            whose = f" of agent {agent}" if agent else ""
-            raise NotFoundError(f"no {spec.name} row{whose} with id {memory_id}")
+            raise NotFoundError(unknown_ids(f"{spec.name} row", str(memory_id), agent))
         return row
 
     async def count_live(self, spec: TableSpec, agent: str | None) -> int:

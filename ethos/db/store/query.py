@@ -1,6 +1,7 @@
 """Statements as the store writes them: named parameters (Query, sql), the named blocks
-of a .sql file (statements), a statement placed on a Citus node's shards (on_shard), and
-the binds of what a statement takes in bulk (embeddings, mem0's filter terms)."""
+of a .sql file (statements), a statement of one agent (of_agent) or placed on a Citus
+node's shards (on_shard), and the binds of what a statement takes in bulk (embeddings,
+mem0's filter terms)."""
 
 from __future__ import annotations
 
@@ -42,6 +43,14 @@ def sql(text: str) -> Query:
         return f"${names.index(match.group(1)) + 1}"
 
     return Query(_NAMED.sub(position, text), tuple(names))
+
+
+def of_agent(by_agent: bool, alias: str | None = None) -> str:
+    """The condition that a statement is of agent %(agent)s (`by_agent`; else none): a
+    plain equality, which Citus routes to the agent's shard, where it reads
+    `%(agent)s IS NULL OR ...` as every shard (decision 0019)."""
+    column = f"{alias}.agent_id" if alias else "agent_id"
+    return f"AND {column} = %(agent)s" if by_agent else ""
 
 
 def on_shard(query: Query, names: Mapping[str, str]) -> Query:

@@ -14,7 +14,7 @@ import structlog
 
 from ethos import db, logs
 from ethos.db.store import Store
-from ethos.domain.errors import InputError, NotFoundError
+from ethos.domain.errors import InputError, NotFoundError, unknown_ids
 from ethos.domain.inputs import aware, id_list, some
 from ethos.domain.tables import MEMORY_TABLES, TableSpec, table_spec
 from ethos.services.embedding import Embedder, ProviderUnavailable, configured, embed
@@ -143,8 +143,7 @@ class EngineCore:
         held = await self._held(self._ids(ids), agent)
         unknown = [str(i) for i, whose in held.items() if whose is None or whose.spec != spec]
         if unknown:
-            whose = f" of agent {agent}" if agent else ""
-            raise NotFoundError(f"no {spec.name} row{whose} with id {some(unknown)}", unknown)
+            raise NotFoundError(unknown_ids(f"{spec.name} row", some(unknown), agent), unknown)
 
     def _ids(self, ids: Iterable[str | uuid.UUID]) -> list[uuid.UUID]:
         """The ids of one call: at least one, at most limits.ids."""
@@ -162,8 +161,7 @@ class EngineCore:
         held = await self._held(parsed, agent)
         unknown = [str(i) for i in parsed if held[i] is None]
         if unknown:
-            whose = f" of agent {agent}" if agent else ""
-            raise NotFoundError(f"no memory{whose} with id {some(unknown)}")
+            raise NotFoundError(unknown_ids("memory", some(unknown), agent))
         found: dict[Whose, list[uuid.UUID]] = {}
         for memory_id, owner in held.items():
             if owner is not None:

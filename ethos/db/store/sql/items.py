@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from ethos.db.store.query import Query, sql, statements
+from ethos.db.store.query import Query, of_agent, sql, statements
 from ethos.db.store.sql.fragments import (
     TEXT_CONFIG,
     UNEXPIRED,
@@ -50,7 +50,7 @@ def build_refresh_item_ttls_query(*, by_agent: bool) -> Query:
     rows are locked in id order, as an LTP flush locks them (build_lock_query, by agent
     where it is by agent): two writers of the items they share, each in its plan's
     order, would deadlock."""
-    agent = "AND agent_id = %(agent)s" if by_agent else ""
+    agent = of_agent(by_agent)
     return sql(f"""
     UPDATE semantic_facts AS m
     SET expires_at = to_timestamp(%(now_epoch)s::float8

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from ethos.db.store.query import Query, sql, statements
+from ethos.db.store.query import Query, of_agent, sql, statements
 from ethos.db.store.sql.fragments import (
     COUNT_CAP,
     SOURCE_SPECS,
@@ -28,9 +28,8 @@ STATEMENTS = statements(__file__)
 
 def _recovery_filter(*, by_agent: bool) -> str:
     """Pruned rows matching a selector, each other part NULL when not given; `by_agent`:
-    of %(agent)s, as a plain equality (Citus routes it to the agent's shard, where it
-    reads `%(agent)s IS NULL OR ...` as every shard)."""
-    agent = "AND agent_id = %(agent)s" if by_agent else ""
+    of %(agent)s (of_agent)."""
+    agent = of_agent(by_agent)
     return f"""
     pruned
     AND (%(ids)s::uuid[] IS NULL OR id = ANY(%(ids)s))
@@ -110,7 +109,7 @@ def build_recover_batch_query(spec: TableSpec, batch_size: int, *, by_agent: boo
             strength = r.strength, salience = r.stored_salience, anchor_at = r.anchor_at,
             due_at = r.due_at, prune_at = r.prune_at
         FROM fresh AS r
-        WHERE m.id = r.id {"AND m.agent_id = %(agent)s" if by_agent else ""}
+        WHERE m.id = r.id {of_agent(by_agent, "m")}
         RETURNING m.id, m.ctid AS place, m.agent_id, m.due_at, m.prune_at
     ),
     hinted AS ({hint_all(spec, "recovered")})
@@ -127,7 +126,7 @@ def build_duplicate_groups_query(spec: TableSpec, *, by_agent: bool) -> Query:
     content (vectors: and one embedding), after the key %(after_agent)s,
     %(after_key)s: each group's ids, the earliest first. Read through the
     (agent_id, content_key) index, in key order, a batch at a time."""
-    agent = "AND agent_id = %(agent)s" if by_agent else ""
+    agent = of_agent(by_agent)
     embedding = ", embedding" if spec.has_embedding else ""
     return sql(f"""
     SELECT agent_id, content_key, array_agg(id ORDER BY created_at, id) AS ids, count(*) AS n
@@ -149,7 +148,7 @@ NEAR_DUPLICATE_SEARCH_SETTINGS = "SET LOCAL hnsw.ef_search = 20"
 def build_vector_sources_query(*, by_agent: bool) -> Query:
     """The sources (episode or fact) that vectors %(ids)s embed (of %(agent)s alone:
     by_agent)."""
-    agent = "AND agent_id = %(agent)s" if by_agent else ""
+    agent = of_agent(by_agent)
     return sql(f"""
     SELECT id, source_type, source_id FROM memory_vectors
     WHERE id = ANY(%(ids)s::uuid[]) AND source_id IS NOT NULL {agent}
@@ -300,7 +299,7 @@ def build_merge_query(spec: TableSpec) -> Query:
 def build_forget_query(spec: TableSpec, *, by_agent: bool) -> Query:
     """Soft-delete live memories %(ids)s on request (of %(agent)s alone: by_agent; on a
     Citus cluster that routes it to the agent's shard): reason 'manual', recoverable."""
-    agent = "AND agent_id = %(agent)s" if by_agent else ""
+    agent = of_agent(by_agent)
     return sql(f"""
     UPDATE {spec.name}
     SET {pruned_set("manual")}
@@ -311,8 +310,8 @@ def build_forget_query(spec: TableSpec, *, by_agent: bool) -> Query:
 
 def _purge_filter(*, by_agent: bool) -> str:
     """Pruned rows a purge selects, the reason NULL when not given; `by_agent`: of
-    %(agent)s (as _recovery_filter's)."""
-    agent = "AND agent_id = %(agent)s" if by_agent else ""
+    %(agent)s (of_agent)."""
+    agent = of_agent(by_agent)
     return f"""
     pruned AND pruned_at < %(before)s {agent}
     AND (%(reason)s::text IS NULL OR prune_reason = %(reason)s)
@@ -328,17 +327,19 @@ def build_purge_count_query(spec: TableSpec, *, by_agent: bool) -> Query:
     """)
 
 
-def _unlink(rows: str, agents: str | None = None) -> str:
+def _unlink(rows: str, *, by_agent: bool = False) -> str:
     """CTEs deleting the links of the memories of CTE `rows` (id, agent_id): one index
     each way (arrays, so that the planner, which cannot know how many rows there are,
-    probes the indexes; a link's agent is its memories'). `agents`: the condition on the
-    links' agent where the statement knows it (else the agents of `rows`)."""
-    agents = agents or f"agent_id = ANY (ARRAY(SELECT DISTINCT agent_id FROM {rows}))"
+    probes the indexes; a link's agent is its memories'): of %(agent)s (`by_agent`), else
+    of the agents of `rows`."""
+    agents = (
+        of_agent(by_agent) or f"AND agent_id = ANY (ARRAY(SELECT DISTINCT agent_id FROM {rows}))"
+    )
     return f"""
     unlinked_a AS (DELETE FROM memory_links
-                   WHERE {agents} AND a_id = ANY (ARRAY(SELECT id FROM {rows}))),
+                   WHERE a_id = ANY (ARRAY(SELECT id FROM {rows})) {agents}),
     unlinked_b AS (DELETE FROM memory_links
-                   WHERE {agents} AND b_id = ANY (ARRAY(SELECT id FROM {rows})))"""
+                   WHERE b_id = ANY (ARRAY(SELECT id FROM {rows})) {agents})"""
 
 
 @cache
@@ -347,14 +348,13 @@ def build_purge_batch_query(spec: TableSpec, batch_size: int, *, by_agent: bool)
     index, oldest first), with their links: the reasons of what was deleted. Their due
     hints are left to drop out when popped (a hint without a row is skipped). With
     `by_agent`, each DELETE names the agent (on Citus, the agent's shard alone)."""
-    agent = "agent_id = %(agent)s" if by_agent else None
     return sql(f"""
     WITH gone AS (
-        DELETE FROM {spec.name} WHERE {f"{agent} AND " if agent else ""}id IN (
+        DELETE FROM {spec.name} WHERE id IN (
             SELECT id FROM {spec.name} WHERE {_purge_filter(by_agent=by_agent)}
-            ORDER BY pruned_at LIMIT {int(batch_size)})
+            ORDER BY pruned_at LIMIT {int(batch_size)}) {of_agent(by_agent)}
         RETURNING id, agent_id, prune_reason
-    ),{_unlink("gone", agent)}
+    ),{_unlink("gone", by_agent=by_agent)}
     SELECT prune_reason AS reason, count(*) AS n FROM gone GROUP BY prune_reason
     """)
 
@@ -371,11 +371,11 @@ def build_erase_batch_query(spec: TableSpec, batch_size: int) -> Query:
     Each DELETE names the agent: on Citus, each runs on the agent's shard alone."""
     return sql(f"""
     WITH gone AS (
-        DELETE FROM {spec.name} WHERE agent_id = %(agent)s AND id IN (
+        DELETE FROM {spec.name} WHERE id IN (
             SELECT id FROM {spec.name} WHERE agent_id = %(agent)s AND id > %(after)s
-            ORDER BY id LIMIT {int(batch_size)})
+            ORDER BY id LIMIT {int(batch_size)}) {of_agent(True)}
         RETURNING id, agent_id
-    ),{_unlink("gone", "agent_id = %(agent)s")},{_tally(spec.name)}
+    ),{_unlink("gone", by_agent=True)},{_tally(spec.name)}
     SELECT count(*) AS n, (SELECT id FROM gone ORDER BY id DESC LIMIT 1) AS last_id FROM gone
     """)
 

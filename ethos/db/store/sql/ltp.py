@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from ethos.db.store.query import Query, sql, statements
+from ethos.db.store.query import Query, of_agent, sql, statements
 from ethos.db.store.sql.fragments import (
     COUNT_CAP,
     above_threshold,
@@ -81,8 +81,8 @@ def build_ltp_query(spec: TableSpec, *, by_agent: bool) -> Query:
         deciding = "stored_confidence"
     pruned = f"(h.w > 0 AND NOT (m.pinned OR x.never_decays) AND x.{deciding} < x.prune_threshold)"
     source = ", m.source_type, m.source_id" if spec.has_source else ""
-    agent = "AND m.agent_id = %(agent)s" if by_agent else ""
-    before_agent = "AND before.agent_id = %(agent)s" if by_agent else ""
+    agent = of_agent(by_agent, "m")
+    before_agent = of_agent(by_agent, "before")
     return sql(f"""
     WITH strengthened AS (
         UPDATE {spec.name} AS m
@@ -162,7 +162,7 @@ def build_lock_query(spec: TableSpec, *, by_agent: bool) -> Query:
     statements, and a writer of several rows (a sweep batch, a search moving TTLs) locks
     in id order too, so neither can hold a row the other waits for while it waits for
     one the other holds."""
-    agent = "AND agent_id = %(agent)s" if by_agent else ""
+    agent = of_agent(by_agent)
     return sql(f"""
     SELECT id FROM {spec.name} WHERE id = ANY(%(ids)s::uuid[]) {agent}
     ORDER BY id FOR NO KEY UPDATE
@@ -173,7 +173,7 @@ def build_lock_query(spec: TableSpec, *, by_agent: bool) -> Query:
 def build_surfaced_query(spec: TableSpec, *, by_agent: bool) -> Query:
     """Search hits that only count (ltp.on_search = "count"): the row's curve is left
     alone. Agents as build_ltp_query's."""
-    agent = "AND m.agent_id = %(agent)s" if by_agent else ""
+    agent = of_agent(by_agent, "m")
     return sql(f"""
     UPDATE {spec.name} AS m SET surfaced_count = least(m.surfaced_count + h.c, {COUNT_CAP})
     FROM unnest(%(ids)s::uuid[], %(agents)s::text[], %(counts)s::int[]) AS h(id, agent, c)
@@ -186,10 +186,9 @@ def build_surfaced_query(spec: TableSpec, *, by_agent: bool) -> Query:
 def build_agents_query(spec: TableSpec, *, by_agent: bool = False) -> Query:
     """The agents of the live memories with these ids (an id may be two agents'); with
     `by_agent`, those of %(agent)s alone (on Citus, a read of the agent's shard)."""
-    agent = " AND agent_id = %(agent)s" if by_agent else ""
     return sql(
         f"SELECT id, agent_id FROM {spec.name} WHERE id = ANY(%(ids)s::uuid[]) AND NOT pruned"
-        + agent
+        f" {of_agent(by_agent)}"
     )
 
 

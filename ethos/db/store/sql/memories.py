@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from ethos.db.store.query import Query, sql, statements
+from ethos.db.store.query import Query, of_agent, sql, statements
 from ethos.db.store.sql.fragments import (
     SOURCE_SPECS,
     UNEXPIRED,
@@ -27,13 +27,12 @@ def build_insert_query(spec: TableSpec, columns: tuple[str, ...]) -> Query:
 
 @cache
 def build_fetch_memory_query(spec: TableSpec, *, by_agent: bool) -> Query:
-    agent = "agent_id = %(agent)s AND" if by_agent else ""
-    return sql(f"SELECT * FROM {spec.name} WHERE {agent} id = %(id)s")
+    return sql(f"SELECT * FROM {spec.name} WHERE id = %(id)s {of_agent(by_agent)}")
 
 
 @cache
 def build_count_live_query(spec: TableSpec, *, by_agent: bool) -> Query:
-    agent = "AND agent_id = %(agent)s" if by_agent else ""
+    agent = of_agent(by_agent)
     return sql(f"SELECT count(*) FROM {spec.name} WHERE NOT pruned {agent}")
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from ethos.db.store.query import Query, sql, statements
+from ethos.db.store.query import Query, of_agent, sql, statements
 from ethos.db.store.sql.fragments import (
     TEXT_CONFIG,
     UNEXPIRED,
@@ -475,7 +475,7 @@ def build_recall_query(
 @cache
 def build_missing_vectors_query(spec: TableSpec, *, by_agent: bool) -> Query:
     """The next %(limit)s live memories after %(after)s that no vector embeds."""
-    agent = "AND m.agent_id = %(agent)s" if by_agent else ""
+    agent = of_agent(by_agent, "m")
     return sql(f"""
     SELECT m.id, m.agent_id, m.content FROM {spec.name} AS m
     WHERE NOT m.pruned AND m.id > %(after)s {agent}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from ethos.db.store.query import Query, sql, statements
+from ethos.db.store.query import Query, of_agent, sql, statements
 from ethos.db.store.sql.fragments import (
     confidence_expr,
     emotion_of,
@@ -111,7 +111,7 @@ def build_sweep_batch_query(
     # written and scheduled anew even where its values have not drifted: a full sweep
     # leaves every live row it read scheduled for later than its moment.
     drift += " OR old_due <= %(now)s OR old_prune <= %(now)s"
-    agent = "AND m.agent_id = %(agent)s" if by_agent else ""
+    agent = of_agent(by_agent, "m")
     # (The rows to write are read from the batch, not from a CTE of their own: that
     # would copy every due row once more.)
     due = "(SELECT * FROM batch WHERE is_due) AS due"
