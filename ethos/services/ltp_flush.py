@@ -428,11 +428,13 @@ async def _apply_links(flush: LtpFlush, groups: list[Group], learning_rate: floa
     groups = [g for g in groups if learning_rate > 0 or g.kind == "wrong"]
     if not groups:
         return 0
-    # (looked up by the agent named with them, where one is: on Citus, on its shard)
+    # Owners looked up once a table; on Citus by the agent named with them, where one
+    # is (a read of its shard), as _apply_rounds does.
+    routed = await flush.routed()
     members: dict[tuple[TableSpec, str | None], set[uuid.UUID]] = defaultdict(set)
     for group in groups:
         for spec, memory_id, agent in group.members:
-            members[(spec, agent)].add(memory_id)
+            members[(spec, agent if routed else None)].add(memory_id)
     owners: dict[tuple[TableSpec, uuid.UUID], set[str]] = defaultdict(set)
     for (spec, agent), ids in members.items():
         for memory_id, agents in (await flush.agents(spec, sorted(ids), agent)).items():
