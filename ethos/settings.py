@@ -49,6 +49,10 @@ class DatabaseSettings(_Section):
     # none. The HTTP and MCP servers set it to their request timeout and a margin when
     # it is 0 (with_statement_timeout): a backstop should a cancel from the server fail.
     statement_timeout_seconds: float = Field(default=0.0, ge=0)
+    # How long maintenance (LTP flushes, the queue's drain, sweep batches) waits for a lock
+    # it cannot skip; 0: as long as it takes. The rows they write are skipped, not waited
+    # for, when another transaction holds them (decision 0020).
+    maintenance_lock_timeout_seconds: float = Field(default=2.0, ge=0)
     index_build_memory: str = Field(default="1GB", pattern=r"^\d+\s*(kB|MB|GB)$")
     # The embedded server's buffer cache: "auto" is a quarter of the memory (ethos.db).
     shared_buffers: str = Field(default="auto", pattern=r"^(auto|\d+\s*(kB|MB|GB))$")
@@ -70,9 +74,18 @@ STATEMENT_TIMEOUT_MARGIN_SECONDS = 5.0
 def with_statement_timeout(settings: Settings, request_timeout_seconds: float) -> Settings:
     """`settings` for a server whose requests stop after `request_timeout_seconds`: its
     statements stop a margin later, unless [database] statement_timeout_seconds says."""
+    return _statement_timeout(settings, request_timeout_seconds + STATEMENT_TIMEOUT_MARGIN_SECONDS)
+
+
+def with_daemon_statement_timeout(settings: Settings) -> Settings:
+    """`settings` for the daemon: its statements stop after daemon.statement_timeout_seconds,
+    unless [database] statement_timeout_seconds says."""
+    return _statement_timeout(settings, settings.daemon.statement_timeout_seconds)
+
+
+def _statement_timeout(settings: Settings, seconds: float) -> Settings:
     if settings.database.statement_timeout_seconds:
         return settings
-    seconds = request_timeout_seconds + STATEMENT_TIMEOUT_MARGIN_SECONDS
     database = settings.database.model_copy(update={"statement_timeout_seconds": seconds})
     return settings.model_copy(update={"database": database})
 
@@ -258,6 +271,10 @@ class DaemonSettings(_Section):
     heartbeat_seconds: float = Field(default=5.0, gt=0)
     shutdown_timeout_seconds: float = Field(default=10.0, gt=0)
     retry_max_seconds: float = Field(default=30.0, gt=0)
+    # PostgreSQL's statement_timeout on the daemon's connections, where
+    # database.statement_timeout_seconds is 0 (0: none): a backstop, far beyond what a
+    # batch of its work takes.
+    statement_timeout_seconds: float = Field(default=600.0, ge=0)
 
     @property
     def alive_seconds(self) -> float:

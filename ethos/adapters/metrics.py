@@ -30,7 +30,7 @@ from prometheus_client.registry import Collector
 from ethos.domain.errors import DatabaseError
 from ethos.domain.inputs import host_port
 from ethos.services.daemon import Daemon
-from ethos.services.ltp import LtpStats
+from ethos.services.ltp import Held, LtpStats
 from ethos.services.sweep import SweepReport
 
 log = structlog.get_logger("ethos.adapters.metrics")
@@ -58,6 +58,7 @@ class Watched(Protocol):
     def leading(self) -> bool: ...
     def ltp_stats(self) -> LtpStats | None: ...
     def ltp_backlog(self) -> int: ...
+    def ltp_held(self) -> Held | None: ...
     async def health(self, timeout_seconds: float) -> tuple[int, dict[str, Any]]: ...
 
 
@@ -93,6 +94,10 @@ class DaemonMetrics:
             "ethos_rows_pruned", "Rows pruned by sweeps, by reason (decay or expired).",
             ["table", "reason"], registry=self.registry,
         )  # fmt: skip
+        self.held = Counter(
+            "ethos_rows_held", "Due rows a sweep left for the next one: another transaction"
+            " held them.", ["table"], registry=self.registry,
+        )  # fmt: skip
         self.state = _DatabaseState()
         self.registry.register(_StateCollector(self))
 
@@ -103,6 +108,7 @@ class DaemonMetrics:
             self.refreshed.labels(table).inc(counts.updated - counts.pruned)
             self.pruned.labels(table, "decay").inc(counts.pruned - counts.expired)
             self.pruned.labels(table, "expired").inc(counts.expired)
+            self.held.labels(table).inc(counts.held)
 
     def failed(self, trigger: str, mode: str) -> None:
         self.sweeps.labels(trigger, mode, "error").inc()
@@ -145,6 +151,8 @@ class _StateCollector(Collector):
         if state.queue_backlog is not None:
             backlog.add_metric(["queue"], state.queue_backlog)
         yield backlog
+        if (held := daemon.ltp_held()) is not None:
+            yield from _held_families(held)
         if state.dead_letters is not None:
             yield GaugeMetricFamily(
                 "ethos_retrieval_dead_letters",
@@ -167,6 +175,22 @@ class _StateCollector(Collector):
                 "ethos_last_sweep_age_seconds", "Since the last completed sweep finished.",
                 value=(state.now - state.last_sweep).total_seconds(),
             )  # fmt: skip
+
+
+def _held_families(held: Held) -> Iterator[Metric]:
+    """What LTP leaves waiting on rows other transactions hold (decision 0020)."""
+    yield GaugeMetricFamily(
+        "ethos_ltp_held_events", "LTP events in memory waiting on a row another transaction"
+        " holds.", value=held.events.units,
+    )  # fmt: skip
+    yield GaugeMetricFamily(
+        "ethos_ltp_held_agents", "Agents whose queued LTP events wait on a row another"
+        " transaction holds.", value=len(held.agents),
+    )  # fmt: skip
+    yield GaugeMetricFamily(
+        "ethos_ltp_held_oldest_seconds", "How long the LTP events waiting longest on a held"
+        " row have waited (0: none waits).", value=held.oldest_wait_seconds,
+    )  # fmt: skip
 
 
 async def serve(metrics: DaemonMetrics, listen: str) -> asyncio.Server:

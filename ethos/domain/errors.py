@@ -47,3 +47,9 @@ class TransientDatabaseError(DatabaseError):
 class LostRaceError(TransientDatabaseError):
     """The transaction lost a deadlock or serialization race: PostgreSQL rolled it back
     whole, so running it again at once is safe."""
+
+
+class LockTimeoutError(DatabaseError):
+    """A maintenance statement waited database.maintenance_lock_timeout_seconds for a lock
+    another transaction held (a tenant's, say) and gave up: what it was for waits for a
+    later pass, as a row that was skipped does."""

@@ -32,10 +32,10 @@ from ethos.db.store import Store
 from ethos.domain.errors import DatabaseError, EthosError, TransientDatabaseError
 from ethos.services.engine import Engine
 from ethos.services.lifecycle import purge_cutoff
-from ethos.services.ltp import LtpStats
+from ethos.services.ltp import Held, LtpStats
 from ethos.services.ports import DaemonPort
 from ethos.services.sweep import SweepReport
-from ethos.settings import Settings
+from ethos.settings import Settings, with_daemon_statement_timeout
 
 log = structlog.get_logger("ethos.services.daemon")
 
@@ -102,7 +102,8 @@ async def decay_sweep(cycle: Cycle) -> object:
 async def observed(
     metrics: SweepObserver | None, mode: str, sweep: Awaitable[SweepReport]
 ) -> SweepReport:
-    """A daemon sweep, counted in the metrics (when they are served)."""
+    """A daemon sweep, counted in the metrics (when they are served); rows it left for
+    the next sweep because another transaction held them are logged (decision 0020)."""
     try:
         report = await sweep
     except Exception:
@@ -111,6 +112,10 @@ async def observed(
         raise
     if metrics is not None:
         metrics.observe(report, "daemon")
+    for table, counts in report.tables.items():
+        if counts.held:
+            log.warning("sweep_rows_held", table=table, rows=counts.held, mode=mode,
+                        now=report.now.isoformat())  # fmt: skip
     return report
 
 
@@ -165,6 +170,10 @@ class Daemon:
 
     def ltp_backlog(self) -> int:
         return self._engine.ltp.backlog if self._engine is not None else 0
+
+    def ltp_held(self) -> Held | None:
+        """What LTP leaves waiting on rows other transactions hold (decision 0020)."""
+        return self._engine.ltp.held if self._engine is not None else None
 
     async def health(self, timeout_seconds: float) -> tuple[int, dict[str, Any]]:
         """(HTTP status, why): healthy while the database answers within the timeout and
@@ -352,11 +361,12 @@ class Daemon:
     async def _open(self) -> tuple[Engine, Store]:
         """The daemon's store (its pools and its lock connection) and the engine that
         works through it, opened on the first tick and kept."""
+        settings = with_daemon_statement_timeout(self.settings)
         if self._store is None:
-            url = self.url or await db.resolve_url(self.settings)
-            self._store = await Store.open(self.settings, url)
+            url = self.url or await db.resolve_url(settings)
+            self._store = await Store.open(settings, url)
         if self._engine is None:
-            engine = Engine(self.settings, store=self._store, drains_queue=True)
+            engine = Engine(settings, store=self._store, drains_queue=True)
             await engine.__aenter__()
             self._engine = engine
         return self._engine, self._store

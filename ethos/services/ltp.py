@@ -4,7 +4,10 @@ What happens to memories (retrievals, search hits, useful and wrong feedback) is
 recorded into an in-memory buffer at once; a background task applies it (ethos.services.ltp_flush
 says what a flush writes) in set-based UPDATEs, one transaction per flush. A failed
 flush is requeued and retried with backoff, with the same id, and applied exactly once;
-closing drains the buffer. What cannot be applied is counted and logged, never silent.
+closing drains the buffer. Events of an agent one of whose rows another transaction
+holds wait in the buffer (the queue's, in the queue), tried again every
+HELD_RETRY_SECONDS, and go to the durable queue if the buffer closes first (decision
+0020). What cannot be applied is counted and logged, never silent.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
+import time
 import uuid
 from collections import defaultdict
 from collections.abc import Iterable
@@ -26,6 +30,7 @@ from ethos.domain.tables import TableSpec
 from ethos.services.ltp_flush import (
     COUNTED,
     KINDS,
+    Deferred,
     Events,
     Group,
     Kind,
@@ -35,6 +40,7 @@ from ethos.services.ltp_flush import (
     apply_retrievals,
     event_of,
     group_of,
+    kinds_of,
 )
 from ethos.services.ports import LtpPort
 from ethos.settings import Settings
@@ -44,6 +50,10 @@ log = structlog.get_logger("ethos.services.ltp")
 # Queued events applied per transaction: many, since events of one row at one moment
 # coalesce into one write, and queued events arrive one SQL call at a time.
 QUEUE_BATCH = 50_000
+# Events waiting on a row another transaction holds are tried again this often; while
+# they wait, `ltp_events_held` is logged this often.
+HELD_RETRY_SECONDS = 1.0
+HELD_LOG_SECONDS = 60.0
 
 
 @dataclass
@@ -59,6 +69,7 @@ class LtpStats:
     dropped: int = 0  # what could not be buffered, applied or set aside
     queued: int = 0  # of the recorded, written to the durable queue (ltp.durable)
     failed_flushes: int = 0
+    held: int = 0  # events left for a later flush, each time (a row of their agent was held)
 
     def as_dict(self) -> dict[str, int]:
         return asdict(self)
@@ -73,6 +84,30 @@ class _Batch:
     pending: Pending
     groups: list[Group] = field(default_factory=list)
     size: int = 0
+    # what its last try left for later (a held row), known before that try's COMMIT
+    deferred: Deferred = field(default_factory=Deferred)
+
+
+@dataclass
+class Held:
+    """What waits on rows other transactions hold: the buffer's events (with the groups
+    they teach links in), and the queue's agents; since when (time.monotonic())."""
+
+    events: Deferred = field(default_factory=Deferred)
+    since: float | None = None
+    retry_at: float = 0.0
+    agents: dict[str, float] = field(default_factory=dict)  # queue: agent -> held since
+    tried: dict[str, float] = field(default_factory=dict)  # queue: agent -> last tried
+    logged_at: float = float("-inf")
+
+    @property
+    def oldest_wait_seconds(self) -> float:
+        starts = [*self.agents.values(), *([self.since] if self.since is not None else [])]
+        return time.monotonic() - min(starts) if starts else 0.0
+
+    @property
+    def size(self) -> int:
+        return self.events.units + sum(group.pairs for group in self.events.groups)
 
 
 class LtpBuffer:
@@ -91,6 +126,7 @@ class LtpBuffer:
         self._wake = asyncio.Event()
         self._space = asyncio.Event()
         self._flush_lock = asyncio.Lock()
+        self.held = Held()
         self._stopping = False
         self._task: asyncio.Task[None] | None = None
         self.stats = LtpStats()
@@ -181,11 +217,18 @@ class LtpBuffer:
         return True
 
     async def drain_queue(self) -> bool:
-        """Apply what the durable queue holds, batch by batch, until it is empty; False
-        if the database was away (what is queued stays queued)."""
+        """Apply what the durable queue holds, batch by batch, until it is empty but for
+        the events of agents a row of which another transaction held (tried again after
+        HELD_RETRY_SECONDS); False if the database was away (what is queued stays
+        queued)."""
+        held = self.held
+        now = time.monotonic()
+        waiting = {a for a, at in held.tried.items() if now - at < HELD_RETRY_SECONDS}
+        tried = set(held.agents) - waiting
         while True:
+            found = set(waiting)
             try:
-                result = await apply_queued(self._store, QUEUE_BATCH)
+                result = await apply_queued(self._store, QUEUE_BATCH, found)
             except TransientDatabaseError as exc:
                 self.stats.failed_flushes += 1
                 log.warning("ltp_queue_drain_failed", error=str(exc))
@@ -194,7 +237,14 @@ class LtpBuffer:
                 self.stats.failed_flushes += 1
                 log.error("ltp_queue_drain_failed", error=str(exc), permanent=True)
                 return False
+            for agent in found - waiting:  # held now: tried again later
+                held.agents.setdefault(agent, time.monotonic())
+                held.tried[agent] = time.monotonic()
+            waiting |= found
             if result is None:
+                for agent in tried - waiting:  # tried and no longer held
+                    del held.agents[agent], held.tried[agent]
+                self._report_held()
                 return True
             self._count(result)
 
@@ -216,7 +266,7 @@ class LtpBuffer:
             batch = self._retry
             try:
                 result = await apply_retrievals(
-                    self._store, batch.pending, batch.flush_id, batch.groups
+                    self._store, batch.pending, batch.flush_id, batch.groups, batch.deferred
                 )
             except TransientDatabaseError as exc:
                 self.stats.failed_flushes += 1
@@ -232,19 +282,92 @@ class LtpBuffer:
             if result.replayed:
                 log.warning("ltp_flush_replayed", flush_id=str(batch.flush_id), count=batch.size)
             self._count(result)
+            self._wait_for_held(batch.deferred)
             return True
 
+    def _wait_for_held(self, deferred: Deferred) -> None:
+        """Events a flush left for later (a row of their agent was held) wait in the
+        buffer, tried again after HELD_RETRY_SECONDS; logged while they do."""
+        held = self.held
+        if not deferred.pending and not deferred.groups:
+            if held.since is not None and not held.events.pending:
+                log.info("ltp_events_released", waited_seconds=round(
+                    time.monotonic() - held.since, 3))  # fmt: skip
+                held.since = None
+            return
+        events = held.events
+        for key, moments in deferred.pending.items():
+            target = events.pending.setdefault(key, {})
+            for at, e in moments.items():
+                target.setdefault(at, Events()).add(e)
+        events.groups += deferred.groups
+        events.agents |= deferred.agents
+        self._size += deferred.units + sum(group.pairs for group in deferred.groups)
+        now = time.monotonic()
+        held.since = now if held.since is None else held.since
+        held.retry_at = now + HELD_RETRY_SECONDS
+        self._report_held()
+
+    def _report_held(self) -> None:
+        """`ltp_events_held`, when events wait on a held row: at once, then every
+        HELD_LOG_SECONDS while they do."""
+        held = self.held
+        now = time.monotonic()
+        if not (held.events.pending or held.agents) or now - held.logged_at < HELD_LOG_SECONDS:
+            return
+        held.logged_at = now
+        agents = sorted({*held.agents, *(a or "(any)" for a in held.events.agents)})
+        log.warning(
+            "ltp_events_held", events=held.events.units, queued_agents=len(held.agents),
+            agents=agents[:5], tables=held.events.tables,
+            oldest_wait_seconds=round(held.oldest_wait_seconds, 3),
+        )  # fmt: skip
+
     async def drain(self, timeout_seconds: float) -> None:
-        """Flush until empty, retrying with backoff, for at most timeout_seconds."""
+        """Flush until empty, retrying with backoff (events waiting on a held row: every
+        HELD_RETRY_SECONDS), for at most timeout_seconds."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_seconds
         failures = 0
         while self._size and loop.time() < deadline:
-            if await self.flush():
+            if not self._ready():  # only events waiting on a held row
+                pause = self.held.retry_at - time.monotonic()
+            elif await self.flush():
                 failures = 0
                 continue
-            failures += 1
-            await asyncio.sleep(min(self._backoff(failures), max(deadline - loop.time(), 0)))
+            else:
+                failures += 1
+                pause = self._backoff(failures)
+            await asyncio.sleep(min(max(pause, 0.0), max(deadline - loop.time(), 0)))
+
+    def _ready(self) -> bool:
+        """Whether a flush has something to try now."""
+        waiting = self.held.events.pending or self.held.events.groups
+        return self._size > self.held.size or bool(
+            waiting and time.monotonic() >= self.held.retry_at
+        )
+
+    async def _queue_held(self) -> None:
+        """Closing: events still waiting on a held row go to the durable queue, where a
+        daemon applies them once the row is free (groups' links are not kept there)."""
+        events = self.held.events
+        for (spec, memory_id, agent), moments in events.pending.items():
+            for at, kind, n in kinds_of(moments, self._settings):
+                try:
+                    await self._store.enqueue(spec, [memory_id] * n, at, kind, None, agent,
+                                              uuid.uuid4())  # fmt: skip
+                except DatabaseError as exc:
+                    log.error("ltp_dropped", reason=f"held, and not queued: {exc}", count=n)
+                    self.stats.dropped += n
+                else:
+                    self.stats.queued += n
+        pairs = sum(group.pairs for group in events.groups)
+        if pairs:
+            log.warning("ltp_links_dropped", reason="held until the buffer closed", pairs=pairs)
+            self.stats.dropped += pairs
+        self._size -= self.held.size
+        self.held.events = Deferred()
+        self.held.since = None
 
     async def close(self) -> None:
         """Stop the background task, then apply everything still buffered."""
@@ -254,6 +377,8 @@ class LtpBuffer:
             await self._task
             self._task = None
         await self.drain(self._settings.ltp.close_timeout_seconds)
+        if self.held.events.pending or self.held.events.groups:
+            await self._queue_held()
         if self._drains_queue or self._settings.ltp.durable:
             await self.drain_queue()
         if self._size:
@@ -276,11 +401,14 @@ class LtpBuffer:
             self._wake.clear()
             if self._stopping:
                 return
-            while self._size and not self._stopping:
+            while self._ready() and not self._stopping:
+                backlog = self._size
                 if not await self.flush():
                     failures += 1
                     break
                 failures = 0
+                if self._size >= backlog:  # what it took waits on a held row
+                    break
             if self._drains_queue and not self._stopping and not await self.drain_queue():
                 failures += 1
 
@@ -292,6 +420,15 @@ class LtpBuffer:
     def _take(self, max_rows: int) -> _Batch | None:
         if self._in_doubt:
             return self._in_doubt.pop(0)
+        held = self.held
+        if (held.events.pending or held.events.groups) and time.monotonic() >= held.retry_at:
+            # the events waiting on a held row, tried again with what came since
+            for key, moments in held.events.pending.items():
+                target = self._pending.setdefault(key, {})
+                for at, e in moments.items():
+                    target.setdefault(at, Events()).add(e)
+            self._groups += held.events.groups
+            held.events = Deferred()
         if not self._pending and not self._groups:
             return None
         pending = {key: self._pending.pop(key) for key in list(self._pending)[:max_rows]}

@@ -3,7 +3,9 @@ order. Events of one row at one moment coalesce into one write; rows take their 
 in time order, in rounds; a retrieved vector strengthens the memory it embeds; links
 between memories recalled together learn last. A flush is applied exactly once per
 flush id; a batch the database refuses for good is applied row by row and what is
-refused set aside (retrieval_dead_letters), never silently lost.
+refused set aside (retrieval_dead_letters), never silently lost. A flush waits on no row
+another transaction holds (an agent role may hold its own for hours): the events of that
+row's agent are left for a later flush, and applied once it is free (decision 0020).
 """
 
 from __future__ import annotations
@@ -12,14 +14,14 @@ import itertools
 import uuid
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 
 import structlog
 
 from ethos.db.store import LinkRound, LtpFlush, Row
-from ethos.domain.errors import DatabaseError, TransientDatabaseError
+from ethos.domain.errors import DatabaseError, LockTimeoutError, TransientDatabaseError
 from ethos.domain.tables import TableSpec, table_spec
 from ethos.services.ports import LtpFlushPort
 from ethos.settings import Settings
@@ -79,6 +81,66 @@ Rows = dict[Member, dict[datetime, Events]]
 
 
 @dataclass
+class Deferred:
+    """What a flush left for a later one, and whose: the events (and the groups they
+    teach links in) of agents one of whose memories another transaction held."""
+
+    pending: Pending = field(default_factory=dict)
+    groups: list[Group] = field(default_factory=list)
+    agents: set[str | None] = field(default_factory=set)  # None: a caller naming none
+
+    @property
+    def units(self) -> int:
+        return sum(e.units for m in self.pending.values() for e in m.values())
+
+    @property
+    def tables(self) -> list[str]:
+        return sorted({spec.name for spec, _, _ in self.pending})
+
+
+class RowsHeld(Exception):
+    """Rows a flush was about to write that another transaction holds: (id, agent)."""
+
+    def __init__(self, spec: TableSpec, rows: list[tuple[uuid.UUID, str]]) -> None:
+        super().__init__(f"{len(rows)} rows of {spec.name} held by another transaction")
+        self.spec = spec
+        self.rows = rows
+
+
+@dataclass
+class _Holds:
+    """Which events wait: those of the agents a held row is of; naming no agent, those
+    of a held row's id, or (held through a vector's source) every one."""
+
+    agents: set[str] = field(default_factory=set)
+    ids: set[tuple[TableSpec, uuid.UUID]] = field(default_factory=set)
+    unnamed: bool = False
+
+    def holds(self, key: Key) -> bool:
+        spec, memory_id, agent = key
+        if agent is not None:
+            return agent in self.agents
+        return self.unnamed or (spec, memory_id) in self.ids
+
+    def add(self, held: RowsHeld, pending: Pending) -> bool:
+        """The held rows' events wait too; False if no event more does (a flush that
+        keeps meeting them goes key by key)."""
+        before = sum(map(self.holds, pending))
+        self.agents.update(agent for _, agent in held.rows)
+        self.ids.update((held.spec, memory_id) for memory_id, _ in held.rows)
+        if sum(map(self.holds, pending)) == before and not self.unnamed:
+            self.unnamed = True
+        return sum(map(self.holds, pending)) > before
+
+    def add_key(self, key: Key) -> None:
+        spec, memory_id, agent = key
+        if agent is not None:
+            self.agents.add(agent)
+        else:
+            self.ids.add((spec, memory_id))
+
+
+@dataclass
 class LtpResult:
     applied: int = 0
     skipped: int = 0
@@ -88,6 +150,7 @@ class LtpResult:
     links: int = 0
     set_aside: int = 0
     dropped: int = 0
+    held: int = 0  # left for a later flush: a row of their agent was held
     replayed: bool = False  # this flush had been applied already (an in-doubt commit)
 
     def add(self, other: LtpResult) -> None:
@@ -96,11 +159,15 @@ class LtpResult:
 
 
 COUNTED = ("applied", "skipped", "reinforced", "promoted", "pruned", "links", "set_aside",
-           "dropped")  # fmt: skip
+           "dropped", "held")  # fmt: skip
 
 
 async def apply_retrievals(
-    store: LtpFlushPort, pending: Pending, flush_id: uuid.UUID, groups: Iterable[Group] = ()
+    store: LtpFlushPort,
+    pending: Pending,
+    flush_id: uuid.UUID,
+    groups: Iterable[Group] = (),
+    deferred: Deferred | None = None,
 ) -> LtpResult:
     """Apply buffered events in one transaction, exactly once per flush id.
 
@@ -108,12 +175,24 @@ async def apply_retrievals(
     strengthens the episode or fact it embeds, at the same moment. Those
     reinforcements join the target rows' own events, so every row takes its events in
     time order, as one after another. Links come last.
+
+    What waits on a held row is written into `deferred` before the COMMIT: a retry of
+    this flush id that finds it applied (an in-doubt COMMIT) leaves the caller exactly
+    that to apply later.
     """
+    deferred = Deferred() if deferred is None else deferred
     async with store.ltp_flush(flush_id) as flush:
         if flush is None:
             units = sum(e.units for m in pending.values() for e in m.values())
-            return LtpResult(applied=units, replayed=True)
-        return await _apply_or_set_aside(flush, store.settings, pending, list(groups))
+            return LtpResult(applied=units - deferred.units, held=deferred.units, replayed=True)
+        result, held = await _apply_or_set_aside(flush, store.settings, pending, list(groups))
+        result.held = held.units
+        deferred.pending, deferred.groups, deferred.agents = (
+            held.pending,
+            held.groups,
+            held.agents,
+        )
+        return result
 
 
 # Why a queued event dated ahead of the database's clock is set aside, not applied: a
@@ -122,20 +201,40 @@ async def apply_retrievals(
 AHEAD = "a moment ahead of the database's clock"
 
 
-async def apply_queued(store: LtpFlushPort, limit: int) -> LtpResult | None:
+class _HeldAgents(Exception):
+    """A drain met rows of these agents held: its transaction is undone, and the batch
+    popped again without their events, which stay queued."""
+
+    def __init__(self, agents: set[str]) -> None:
+        super().__init__(", ".join(sorted(agents)))
+        self.agents = agents
+
+
+async def apply_queued(
+    store: LtpFlushPort, limit: int, held: set[str] | None = None
+) -> LtpResult | None:
     """Apply the oldest `limit` events of the durable queue (ethos_record_retrieval,
     durable buffers) in the transaction that deletes them; None if it is empty. Those
-    dated ahead of the clock are set aside."""
+    dated ahead of the clock are set aside. The events of agents in `held` stay queued,
+    and so do those of an agent one of whose memories another transaction holds: its
+    agent joins `held`."""
     settings = store.settings
-    async with store.ltp_queue(limit) as (flush, rows):
-        if not rows:
-            return None
-        pending, groups = _queued([row for row in rows if not row["ahead"]], settings)
-        result = await _apply_or_set_aside(flush, settings, pending, groups)
-        ahead, _ = _queued([row for row in rows if row["ahead"]], settings)
-        for key, moments in ahead.items():
-            result.add(await _set_aside(flush, settings, key, moments, AHEAD))
-        return result
+    held = set() if held is None else held
+    while True:
+        try:
+            async with store.ltp_queue(limit, sorted(held)) as (flush, rows):
+                if not rows:
+                    return None
+                pending, groups = _queued([row for row in rows if not row["ahead"]], settings)
+                result, waiting = await _apply_or_set_aside(flush, settings, pending, groups)
+                if waiting.agents:  # undone: popped again without them
+                    raise _HeldAgents({agent for agent in waiting.agents if agent is not None})
+                ahead, _ = _queued([row for row in rows if row["ahead"]], settings)
+                for key, moments in ahead.items():
+                    result.add(await _set_aside(flush, settings, key, moments, AHEAD))
+                return result
+        except _HeldAgents as exc:
+            held.update(exc.agents)
 
 
 def _queued(rows: list[Row], settings: Settings) -> tuple[Pending, list[Group]]:
@@ -162,36 +261,79 @@ def _queued(rows: list[Row], settings: Settings) -> tuple[Pending, list[Group]]:
 
 async def _apply_or_set_aside(
     flush: LtpFlush, settings: Settings, pending: Pending, groups: list[Group]
-) -> LtpResult:
-    """_apply; if the database refuses the batch for good (a row that a constraint or
-    its arithmetic refuses), each memory's events are applied on their own and those
-    refused are set aside in retrieval_dead_letters with the reason: one bad event does
-    not hold back, or take down, the events of other memories and agents."""
-    try:
-        async with flush.savepoint():
-            return await _apply(flush, settings, pending, groups)
-    except TransientDatabaseError:
-        raise
-    except DatabaseError as exc:
-        if await flush.distribution_changed():  # retried, routed to the agents' shards
-            raise TransientDatabaseError(f"the tables were distributed meanwhile: {exc}") from exc
-        log.warning("ltp_batch_refused", error=str(exc), rows=len(pending))
-    result = LtpResult()
-    refused: set[Key] = set()
-    for key, moments in sorted(
-        pending.items(), key=lambda i: (i[0][0].name, i[0][1], i[0][2] or "")
-    ):
+) -> tuple[LtpResult, Deferred]:
+    """_apply, and what waits: the events of agents one of whose rows another transaction
+    holds are left out (_apply finds such rows as it locks them, and starts again without
+    them). If the database refuses the batch for good (a row that a constraint or its
+    arithmetic refuses), each memory's events are applied on their own and those refused
+    are set aside in retrieval_dead_letters with the reason: one bad event does not hold
+    back, or take down, the events of other memories and agents."""
+    holds = _Holds()
+    while True:
+        now = {key: moments for key, moments in pending.items() if not holds.holds(key)}
         try:
             async with flush.savepoint():
-                result.add(await _apply(flush, settings, {key: moments}, ()))
+                result = await _apply(flush, settings, now, _free(groups, holds))
+            return result, _deferred(pending, groups, holds, set(now))
+        except RowsHeld as exc:
+            if holds.add(exc, pending):
+                continue
+            reason = str(exc)
+        except LockTimeoutError as exc:  # what a trigger writes, held past lock_timeout
+            reason = str(exc)
         except TransientDatabaseError:
             raise
         except DatabaseError as exc:
+            if await flush.distribution_changed():  # retried, routed to the agents' shards
+                raise TransientDatabaseError(
+                    f"the tables were distributed meanwhile: {exc}"
+                ) from exc
+            reason = str(exc)
+        break
+    log.warning("ltp_batch_refused", error=reason, rows=len(pending))
+    result = LtpResult()
+    refused: set[Key] = set()
+    applied: set[Key] = set()
+    for key, moments in sorted(now.items(), key=lambda i: (i[0][0].name, i[0][1], i[0][2] or "")):
+        if holds.holds(key):
+            continue
+        try:
+            async with flush.savepoint():
+                result.add(await _apply(flush, settings, {key: moments}, ()))
+            applied.add(key)
+        except TransientDatabaseError:
+            raise
+        except (RowsHeld, LockTimeoutError):
+            holds.add_key(key)
+        except DatabaseError as exc:
             refused.add(key)
             result.add(await _set_aside(flush, settings, key, moments, str(exc)))
-    kept = [group for group in groups if refused.isdisjoint(group.members)]
-    result.links += await _apply_links(flush, kept, settings.links.learning_rate)
-    return result
+    kept = [group for group in _free(groups, holds) if refused.isdisjoint(group.members)]
+    try:
+        async with flush.savepoint():
+            result.links += await _apply_links(flush, kept, settings.links.learning_rate)
+    except TransientDatabaseError:
+        raise
+    except DatabaseError as exc:  # links are learnt again from the next recall together
+        pairs = sum(group.pairs for group in kept)
+        log.error("ltp_links_refused", error=str(exc), pairs=pairs)
+        result.dropped += pairs
+    return result, _deferred(pending, groups, holds, applied | refused)
+
+
+def _free(groups: list[Group], holds: _Holds) -> list[Group]:
+    """The groups none of whose members waits."""
+    return [group for group in groups if not any(map(holds.holds, group.members))]
+
+
+def _deferred(pending: Pending, groups: list[Group], holds: _Holds, done: set[Key]) -> Deferred:
+    """The events not applied (nor set aside) and the groups of those that wait."""
+    waiting = {key: moments for key, moments in pending.items() if key not in done}
+    return Deferred(
+        pending=waiting,
+        groups=[group for group in groups if any(map(holds.holds, group.members))],
+        agents={agent for _, _, agent in waiting},
+    )
 
 
 async def _set_aside(
@@ -333,7 +475,9 @@ async def _apply_agent_rounds(
     written in time order, exactly as one event after another. Hits that only count
     (no curve change) are added up in one statement. All of them are locked first."""
     members = sorted(rows, key=lambda m: (m[0], m[1] or ""))
-    await flush.lock(spec, sorted({memory_id for memory_id, _ in members}), agent)
+    held = await flush.lock(spec, sorted({memory_id for memory_id, _ in members}), agent)
+    if held:
+        raise RowsHeld(spec, held)
     ordered = {
         member: sorted((at, e) for at, e in rows[member].items() if e.changes_curve)
         for member in members

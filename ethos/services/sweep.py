@@ -59,6 +59,7 @@ class TableCounts:
     updated: int = 0
     pruned: int = 0
     expired: int = 0  # of the pruned, by expires_at (the others by decay)
+    held: int = 0  # due, not written: another transaction held them (for the next sweep)
     whole: bool = False  # every live row read in keyset ranges (full, or nearly all due)
 
 
@@ -298,6 +299,7 @@ def _add(counts: TableCounts, batch: BatchResult) -> None:
     counts.updated += batch.updated
     counts.pruned += batch.pruned
     counts.expired += batch.expired
+    counts.held += batch.held
 
 
 async def _sweep_table(

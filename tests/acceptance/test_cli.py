@@ -148,6 +148,7 @@ async def test_sweep_and_explain_json(database_url: str, cli: Cli) -> None:
         "updated": 1,
         "pruned": 1,
         "expired": 0,
+        "held": 0,
         "whole": True,
     }
     dry_prune = cli(

@@ -388,25 +388,24 @@ async def test_a_concurrent_update_is_never_overwritten_by_a_batch(
                 memory,
                 days(10),
             )
-            sweep = asyncio.create_task(engine.sweep(now=days(10), mode=mode))
-            await asyncio.sleep(0.3)
-            assert not sweep.done()  # waits on the row lock, for one batch at most
-        report = await sweep
+            # The batch skips the row another transaction holds (decision 0020): it
+            # neither waits for it nor writes it.
+            report = await asyncio.wait_for(engine.sweep(now=days(10), mode=mode), 10)
     finally:
         await other.close()
+    counts = report.tables["episodic_traces"]
+    assert (counts.updated, counts.held) == (0, 1)
     row = await conn.fetchrow("SELECT * FROM episodic_traces WHERE id = $1", memory)
     assert (row["strength"], row["retrieval_count"], row["anchor_at"]) == (0.9, 1, days(10))
+    assert row["salience"] == 0.9
+    # The next sweep refreshes it, on the other write's values (a due sweep finds the
+    # hint the skipping batch put back).
+    later = days(10) + timedelta(seconds=1)
+    assert (await engine.sweep(now=later, mode=mode)).tables["episodic_traces"].updated == 1
+    row = await conn.fetchrow("SELECT * FROM episodic_traces WHERE id = $1", memory)
     p = engine.settings.policy("standard").params
-    fresh = decay.salience(memory_state(EPISODES, row), days(10), p)
-    assert fresh != 0.9
-    written = report.tables["episodic_traces"].updated
-    # Never a salience computed on the values the batch read before the other write: a
-    # batch that met the lock skips the row (its version changed) and the next sweep
-    # refreshes it; one that reached the row only after the commit (a cluster's sweep
-    # does more before it gets there) computes it on the other write's values.
-    assert row["salience"] == (pytest.approx(fresh, rel=1e-12) if written else 0.9)
-    if mode == "due":  # the hint was put back and the row looked at again
-        assert written == 1
+    fresh = decay.salience(memory_state(EPISODES, row), later, p)
+    assert fresh != 0.9 and row["salience"] == pytest.approx(fresh, rel=1e-12)
 
 
 async def test_sweep_run_is_recorded(

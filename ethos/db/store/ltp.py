@@ -13,9 +13,11 @@ from typing import Any
 
 from ethos.db.store.core import Row, StoreCore, Transaction
 from ethos.db.store.query import terms
+from ethos.db.store.sessions import lock_timeout
 from ethos.db.store.sql.ltp import (
     CLAIM_LTP_FLUSH,
     FORGET_LTP_FLUSHES,
+    MAINTENANCE_LOCK_TIMEOUT,
     MEMORY_LINKS,
     NEIGHBOURS,
     OLDEST_QUEUED_AGENT,
@@ -44,23 +46,32 @@ class LtpStore(StoreCore):
         None when a flush with that id was applied before (an in-doubt COMMIT that went
         through): there is nothing left to do."""
         async with self._transaction() as tx:
+            await self._bound_lock_waits(tx)
             if await tx.fetchval(CLAIM_LTP_FLUSH, id=flush_id) is None:
                 yield None
                 return
             yield LtpFlush(tx, self)
 
     @asynccontextmanager
-    async def ltp_queue(self, limit: int) -> AsyncIterator[tuple[LtpFlush, list[Row]]]:
-        """The transaction that applies the oldest `limit` queued events: they are
-        deleted in it, so they are applied exactly when it commits. On a Citus cluster,
-        those of the agent of the oldest event (its shard's)."""
+    async def ltp_queue(
+        self, limit: int, held: Sequence[str] = ()
+    ) -> AsyncIterator[tuple[LtpFlush, list[Row]]]:
+        """The transaction that applies the oldest `limit` queued events (of agents not
+        in `held`): they are deleted in it, so they are applied exactly when it commits.
+        On a Citus cluster, those of the agent of the oldest event (its shard's)."""
         distributed = await self.distributed()
         async with self._transaction() as tx:
-            agent = await tx.fetchval(OLDEST_QUEUED_AGENT) if distributed else None
+            await self._bound_lock_waits(tx)
+            held = list(held)
+            agent = await tx.fetchval(OLDEST_QUEUED_AGENT, held=held) if distributed else None
             rows: list[Row] = []
             if agent is not None or not distributed:
-                rows = await tx.fetch(POP_RETRIEVAL_QUEUE, limit=limit, agent=agent)
+                rows = await tx.fetch(POP_RETRIEVAL_QUEUE, limit=limit, agent=agent, held=held)
             yield LtpFlush(tx, self), rows
+
+    async def _bound_lock_waits(self, tx: Transaction) -> None:
+        seconds = self.settings.database.maintenance_lock_timeout_seconds
+        await tx.fetchval(MAINTENANCE_LOCK_TIMEOUT, timeout=lock_timeout(seconds))
 
     async def enqueue(
         self, spec: TableSpec, ids: list[uuid.UUID], at: datetime, kind: str,
@@ -165,12 +176,16 @@ class LtpFlush:
         statement to the agent's shard, and refuses to lock rows across shards)."""
         return await self._store.distributed()
 
-    async def lock(self, spec: TableSpec, ids: list[uuid.UUID], agent: str | None) -> None:
+    async def lock(
+        self, spec: TableSpec, ids: list[uuid.UUID], agent: str | None
+    ) -> list[tuple[uuid.UUID, str]]:
         """Lock the rows the flush writes in `spec` (of `agent`, where one is named), in
-        id order, before it writes them."""
+        id order, before it writes them; those another transaction holds are not waited
+        for: returned, (id, agent)."""
         await self._store.check_table(spec)
         by_agent = agent is not None
-        await self._tx.fetch(build_lock_query(spec, by_agent=by_agent), ids=ids, agent=agent)
+        held = await self._tx.fetch(build_lock_query(spec, by_agent=by_agent), ids=ids, agent=agent)
+        return [(row["id"], row["agent_id"]) for row in held]
 
     async def strengthen(
         self,

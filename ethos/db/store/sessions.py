@@ -15,7 +15,12 @@ from urllib.parse import urlsplit, urlunsplit
 import asyncpg
 
 from ethos.db.store.query import Query
-from ethos.domain.errors import DatabaseError, LostRaceError, TransientDatabaseError
+from ethos.domain.errors import (
+    DatabaseError,
+    LockTimeoutError,
+    LostRaceError,
+    TransientDatabaseError,
+)
 from ethos.domain.inputs import vector_literal
 from ethos.logs import redact
 from ethos.settings import Settings
@@ -44,6 +49,8 @@ def translated() -> Iterator[None]:
         yield
     except asyncpg.TransactionRollbackError as exc:
         raise LostRaceError(_first_line(exc)) from exc
+    except asyncpg.LockNotAvailableError as exc:
+        raise LockTimeoutError(f"database: {_first_line(exc)}") from exc
     except _TRANSIENT as exc:
         raise TransientDatabaseError(_first_line(exc)) from exc
     except asyncpg.PostgresError as exc:
@@ -69,6 +76,11 @@ async def run(conn: asyncpg.Connection, query: Query, **values: Any) -> Any:
 
 # A sweep's batches commit asynchronously and run on generic plans (see Store.open).
 SWEEP_SESSION_SETTINGS = {"synchronous_commit": "off", "plan_cache_mode": "force_generic_plan"}
+
+
+def lock_timeout(seconds: float) -> str:
+    """PostgreSQL's lock_timeout, in ms ("0": none)."""
+    return str(math.ceil(seconds * 1000))
 
 
 def search_server_settings(candidates: int, max_scan_tuples: int) -> dict[str, str]:
@@ -137,7 +149,10 @@ async def make_pool(
     every batch. `session`: settings of a Citus node's sessions."""
     if sweep:
         sizes = (0, settings.sweep.workers + 1)  # and a prune pass beside a sweep
-        own = SWEEP_SESSION_SETTINGS
+        # A batch skips the rows other transactions hold; this bounds the wait for what
+        # it cannot skip (what a trigger writes), as in LTP's flushes (decision 0020).
+        wait = lock_timeout(settings.database.maintenance_lock_timeout_seconds)
+        own = {**SWEEP_SESSION_SETTINGS, "lock_timeout": wait}
     else:
         sizes = (settings.database.pool_min_size, settings.database.pool_max_size)
         own = {

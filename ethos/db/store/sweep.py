@@ -92,8 +92,9 @@ class SweepStore(StoreCore):
         with translated():
             row = await self._sweep_pool.fetchrow(query.text, *query.args(values))
         return BatchResult(
-            row["last_id"], row["scanned"], row["updated"], row["pruned"], row["expired"]
-        )
+            row["last_id"], row["scanned"], row["updated"], row["pruned"], row["expired"],
+            held=row["held"],
+        )  # fmt: skip
 
     async def split_ids(self, spec: TableSpec, parts: int) -> list[uuid.UUID]:
         """Ids that cut the live rows of a table into `parts` ranges of about equal
@@ -226,6 +227,7 @@ class BatchResult:
     expired: int  # of the pruned, by expires_at (the others by decay)
     popped: int = 0  # due sweeps: hints taken (0: nothing left in these slices)
     visited: int = 0  # due sweeps: rows of those hints looked at (due or not)
+    held: int = 0  # due rows not written: another transaction held them (decision 0020)
 
 
 class SweepWorker:
@@ -261,6 +263,7 @@ class SweepWorker:
             row["expired"],
             row["popped"],
             row["visited"],
+            row["held"],
         )
 
 

@@ -161,11 +161,17 @@ def build_lock_query(spec: TableSpec, *, by_agent: bool) -> Query:
     before any is written: its rounds and its counted hits write them in several
     statements, and a writer of several rows (a sweep batch, a search moving TTLs) locks
     in id order too, so neither can hold a row the other waits for while it waits for
-    one the other holds."""
+    one the other holds. Rows another transaction holds are skipped, not waited for (an
+    agent role may hold its own rows as long as it likes: decision 0020): the statement
+    returns them, and the flush leaves their agents' events for a later one."""
     agent = of_agent(by_agent)
     return sql(f"""
-    SELECT id FROM {spec.name} WHERE id = ANY(%(ids)s::uuid[]) {agent}
-    ORDER BY id FOR NO KEY UPDATE
+    WITH locked AS (
+        SELECT id, agent_id FROM {spec.name} WHERE id = ANY(%(ids)s::uuid[]) {agent}
+        ORDER BY id FOR NO KEY UPDATE SKIP LOCKED
+    )
+    SELECT id, agent_id FROM {spec.name} WHERE id = ANY(%(ids)s::uuid[]) {agent}
+    EXCEPT ALL SELECT id, agent_id FROM locked
     """)
 
 
@@ -337,4 +343,5 @@ POP_RETRIEVAL_QUEUE = STATEMENTS["pop_retrieval_queue"]
 SET_ASIDE_EVENTS = STATEMENTS["set_aside_events"]
 OLDEST_QUEUED_AGENT = STATEMENTS["oldest_queued_agent"]
 RETRIEVAL_QUEUE_BACKLOG = STATEMENTS["retrieval_queue_backlog"]
+MAINTENANCE_LOCK_TIMEOUT = STATEMENTS["maintenance_lock_timeout"]
 TOUCH_RETRIEVAL_ACTIVITY = STATEMENTS["touch_retrieval_activity"]

@@ -13,8 +13,9 @@ DELETE FROM ltp_flushes WHERE applied_at < now() - interval '1 day';
 
 -- name: oldest_queued_agent
 -- On a Citus cluster a drain pops one agent's events at a time (Citus locks rows FOR
--- UPDATE on one shard only): the agent of the oldest event.
-SELECT agent_id FROM retrieval_queue ORDER BY enqueued_at LIMIT 1;
+-- UPDATE on one shard only): the agent of the oldest event, of those not in %(held)s.
+SELECT agent_id FROM retrieval_queue WHERE agent_id <> ALL (%(held)s::text[])
+ORDER BY enqueued_at LIMIT 1;
 
 -- name: pop_retrieval_queue
 -- The durable path: events queued by ethos_record_retrieval() or a durable buffer. A
@@ -23,12 +24,14 @@ SELECT agent_id FROM retrieval_queue ORDER BY enqueued_at LIMIT 1;
 -- lets several drainers share the queue. Counted here: one row per memory, moment and
 -- kind, with the calls it came with, and whether the moment is `ahead` of the clock:
 -- those are set aside, not applied (a retrieval is recorded when it happens, and one
--- dated decades ahead would hold its memory at full strength).
+-- dated decades ahead would hold its memory at full strength). The events of agents in
+-- %(held)s stay queued: a row of theirs was held by another transaction a moment ago.
 WITH popped AS (
     DELETE FROM retrieval_queue
     WHERE (%(agent)s::text IS NULL OR agent_id = %(agent)s)
       AND (agent_id, id) IN (SELECT agent_id, id FROM retrieval_queue
-                             WHERE %(agent)s::text IS NULL OR agent_id = %(agent)s
+                             WHERE (%(agent)s::text IS NULL OR agent_id = %(agent)s)
+                               AND agent_id <> ALL (%(held)s::text[])
                              ORDER BY enqueued_at LIMIT %(limit)s
                              FOR UPDATE SKIP LOCKED)
     RETURNING agent_id, table_name, memory_id, at, kind, grp
@@ -49,6 +52,12 @@ FROM unnest(%(moments)s::timestamptz[], %(kinds)s::text[], %(counts)s::int[]) AS
 
 -- name: retrieval_queue_backlog
 SELECT count(*) FROM retrieval_queue;
+
+-- name: maintenance_lock_timeout
+-- A maintenance transaction (an LTP flush, a drain of the queue) waits at most this long
+-- for a lock: beyond the rows it skips, a tenant's open transaction may hold what a
+-- trigger writes (its agent's term statistics, say).
+SELECT set_config('lock_timeout', %(timeout)s, true);
 
 -- name: touch_retrieval_activity
 INSERT INTO retrieval_activity (id, last_retrieval_at) VALUES (true, now())

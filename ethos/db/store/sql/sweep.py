@@ -50,11 +50,13 @@ def _prune_reason(spec: TableSpec) -> str:
 
 
 def _sweep_write(spec: TableSpec, source: str) -> str:
-    """Write the rows of `source` (with _sweep_columns and `reason`), in id order (as
-    LTP flushes and other sweeps lock them): their values, their prune, and when a sweep
-    must come back to them. Only where the row version is still the one computed from:
-    a retrieval's LTP committed in between is never overwritten (its own write stored
-    its values and schedule already)."""
+    """Write the rows of `source` (`(...) AS due`, with _sweep_columns and `reason`), in
+    id order (as LTP flushes and other sweeps lock them): their values, their prune, and
+    when a sweep must come back to them. Only where the row version is still the one
+    computed from: a retrieval's LTP committed in between is never overwritten (its own
+    write stored its values and schedule already). Rows another transaction holds are
+    skipped, not waited for (an agent role may hold its own for hours: decision 0020);
+    the batch puts their hints back for the next sweep."""
     stored = "salience AS stored_salience" + (
         ", confidence AS stored_confidence" if spec.has_confidence else ""
     )
@@ -65,7 +67,12 @@ def _sweep_write(spec: TableSpec, source: str) -> str:
     confidence = "confidence, " if spec.has_confidence else ""
     rows = f"""SELECT id, row_ctid, row_version, salience, {confidence}reason, due_at, prune_at,
                old_due, old_prune
-        FROM ({scheduled(spec, f"SELECT *, {stored} FROM {source}")}) AS s ORDER BY id"""
+        FROM ({scheduled(spec, f"SELECT *, {stored} FROM {source}")}) AS s
+        WHERE row_ctid = ANY (ARRAY(
+            SELECT l.ctid FROM {spec.name} AS l
+            WHERE l.ctid = ANY (ARRAY(SELECT due.row_ctid FROM {source}))
+            FOR NO KEY UPDATE SKIP LOCKED))
+        ORDER BY id"""
     set_confidence = "confidence = d.confidence," if spec.has_confidence else ""
     return f"""
         UPDATE {spec.name} AS m
@@ -87,6 +94,14 @@ _WRITTEN_COUNTS = """(
         SELECT count(*) AS updated, count(*) FILTER (WHERE reason IS NOT NULL) AS pruned,
                count(*) FILTER (WHERE reason = 'expired') AS expired
         FROM written) AS w"""
+
+
+def _held(due: str) -> str:
+    """The rows of `due` a batch did not write: another transaction held them (or had
+    just changed them)."""
+    return f"(SELECT count(*) FROM {due}) - w.updated AS held"
+
+
 # Hints a due batch considers: reading one costs a page, and groups hold many rows.
 HINTS_A_BATCH = 64
 
@@ -174,7 +189,7 @@ def build_sweep_batch_query(
     written AS ({written}),
     hinted AS ({hinted})
     SELECT (SELECT id FROM batch ORDER BY id DESC LIMIT 1) AS last_id,
-           (SELECT count(*) FROM batch) AS scanned, w.*
+           (SELECT count(*) FROM batch) AS scanned, w.*, {_held(due)}
     FROM {_WRITTEN_COUNTS}
     """)
 
@@ -189,8 +204,10 @@ def build_due_batch_query(spec: TableSpec, *, prune: bool, batch_size: int) -> Q
     rows (the last one's overflow is put back), looks at their rows, and writes those
     that are due (unscheduled rows, -infinity, are) as a full sweep would, scheduled
     anew. A hint of a row that is not due (it moved since) is put back for when it is;
-    a row that another write changed meanwhile is put back at once. Each row's own
-    due_at/prune_at is the truth; the hints only point at it.
+    one of a row that another transaction holds, or changed meanwhile, for the next
+    sweep (just after %(now)s: this one does not pop it again; a change that moved the
+    row's moment earlier hinted it). Each row's own due_at/prune_at is the truth; the
+    hints only point at it.
     """
     kind = str(prune).lower()
     old = "old_prune" if prune else "old_due"
@@ -205,7 +222,8 @@ def build_due_batch_query(spec: TableSpec, *, prune: bool, batch_size: int) -> Q
         FROM looked AS l
         WHERE NOT l.is_due AND l.{old} IS NOT NULL
         UNION ALL
-        SELECT {kind}, %(now)s, l.id, l.row_ctid, l.agent_id, ethos_slice(l.row_ctid)
+        SELECT {kind}, %(now)s::timestamptz + interval '1 microsecond', l.id, l.row_ctid,
+               l.agent_id, ethos_slice(l.row_ctid)
         FROM looked AS l
         WHERE l.is_due
           AND (SELECT count(*) FROM written) < (SELECT count(*) FROM looked WHERE is_due)
@@ -272,7 +290,8 @@ def build_due_batch_query(spec: TableSpec, *, prune: bool, batch_size: int) -> Q
     hinted AS ({hinted})
     SELECT (SELECT count(*) FROM popped) AS popped,
            (SELECT count(*) FROM taken) AS visited,
-           (SELECT count(*) FROM looked WHERE is_due) AS scanned, w.*
+           (SELECT count(*) FROM looked WHERE is_due) AS scanned, w.*,
+           {_held("looked WHERE is_due")}
     FROM {_WRITTEN_COUNTS}
     """
     )
