@@ -51,20 +51,15 @@ def owner(house: House, **ltp_settings: object) -> Engine:
     return Engine(settings, drains_queue=True)
 
 
-async def episodes(house: House, created_at: datetime | None = None) -> tuple[uuid.UUID, ...]:
+async def episodes(house: House, created_at: datetime | None = None) -> list[uuid.UUID]:
     """An episode of agent a (the one whose row gets held) and one of agent b."""
     async with owner(house) as engine:
-        return tuple(
-            [
-                await engine.add(
-                    "episode",
-                    agent_id=agent,
-                    content=f"note of {agent} {uuid.uuid4()}",
-                    created_at=created_at,
-                )  # fmt: skip
-                for agent in ("a", "b")
-            ]
-        )
+        return [
+            await engine.add(
+                "episode", agent_id=agent, content=f"note {uuid.uuid4()}", created_at=created_at
+            )
+            for agent in ("a", "b")
+        ]
 
 
 async def count(house: House, memory: uuid.UUID) -> object:
