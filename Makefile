@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: install run demo test peers unit lint format typecheck bench bench-peer recall-bench lifecycle-bench browser mcp-inspector serve all clean \
+.PHONY: install run demo test peers unit lint format typecheck bench bench-tenants bench-peer recall-bench lifecycle-bench browser mcp-inspector serve all clean \
 	citus citus-install citus-up citus-down citus-test citus-suite bench-citus test-on
 
 $(STAMP): pyproject.toml
@@ -50,6 +50,9 @@ typecheck: install
 
 bench: install  ## ROWS=1000000 VECTORS=100000 by default; smaller: make bench ROWS=100000
 	$(BIN)/python bench/bench.py --rows $(or $(ROWS),1000000) --vectors $(or $(VECTORS),100000)
+
+bench-tenants: install  ## tenants' p50/p99 beside one holding row locks and one sending bad batches (GOOD=4 PHASE=20 seconds)
+	$(BIN)/python bench/tenants.py --good $(or $(GOOD),4) --seconds $(or $(PHASE),20)
 
 bench-peer: install  ## ethos's LangGraph store vs LangGraph's PostgresStore, one run (ITEMS=100000; QUICK=1)
 	$(BIN)/pip install --quiet -e '.[bench]'
