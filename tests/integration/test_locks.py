@@ -160,3 +160,38 @@ async def test_a_sweep_skips_a_held_row_and_the_next_one_writes_it(
         later = await engine.sweep(now=second, tables=["episode"])
     assert later.tables["episodic_traces"].held == 0
     assert await as_sql(house, APP, scheduled, a, second)
+
+
+# --- a batch fails only the callers whose operations fail -------------------------------
+
+
+async def test_a_refused_link_takes_no_event_from_the_flush(house: House) -> None:
+    """Before, a link the database refused failed the whole flush for good: every
+    caller's events in it were dropped."""
+    a1, a2, b = [await fact_of(house, agent) for agent in ("a", "a", "b")]
+    conn = await asyncpg.connect(house.owner_url)
+    await conn.execute("SET citus.enable_unsafe_triggers = on")  # distributed; else a no-op
+    await conn.execute("""
+        CREATE FUNCTION refuse_link() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN RAISE EXCEPTION 'link refused for the test'; END $$""")
+    await conn.execute("""
+        CREATE TRIGGER refuse_link BEFORE INSERT OR UPDATE ON memory_links FOR EACH ROW
+            WHEN (NEW.agent_id = 'a') EXECUTE FUNCTION refuse_link()""")
+    try:
+        async with owner(house, flush_interval_seconds=3600) as engine:
+            await engine.feedback("fact", [a1, a2], "useful", agent="a")
+            await engine.record_retrieval("fact", [b], agent="b")
+            assert await engine.ltp.flush()
+            stats = engine.ltp.stats
+    finally:
+        await conn.execute("DROP TRIGGER refuse_link ON memory_links")
+        await conn.execute("DROP FUNCTION refuse_link()")
+        await conn.close()
+    assert (stats.applied, stats.dropped) == (3, 1)  # the pair's link alone
+    facts = "SELECT array_agg(retrieval_count ORDER BY id) FROM semantic_facts WHERE id = ANY($1)"
+    assert await as_sql(house, APP, facts, sorted([a1, a2, b])) == [1, 1, 1]
+
+
+async def fact_of(house: House, agent: str) -> uuid.UUID:
+    async with owner(house) as engine:
+        return await engine.add("fact", agent_id=agent, content=f"fact {uuid.uuid4()}")
