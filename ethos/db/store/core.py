@@ -29,7 +29,14 @@ from ethos.db.store.sessions import (
     run,
     translated,
 )
-from ethos.domain.errors import DatabaseError, InputError, LostRaceError
+from ethos.db.store.sql.ltp import build_agents_query
+from ethos.domain.errors import (
+    DatabaseError,
+    InputError,
+    LostRaceError,
+    NotFoundError,
+    unknown_ids,
+)
 from ethos.domain.roles import Roles, plan, shard_grants
 from ethos.domain.tables import MEMORY_TABLES, TableSpec
 from ethos.logs import redact
@@ -393,6 +400,30 @@ class StoreCore:
             self._clock_offset = server - sent
             self._clock_measured = time.monotonic()
         return datetime.now(UTC) + self._clock_offset
+
+    async def live_owner(
+        self, spec: TableSpec, memory_id: uuid.UUID, agent: str | None
+    ) -> str | None:
+        """The agent whose live memory of `spec` `memory_id` is, for a statement about it
+        to name: `agent` where one is named, else the one agent that holds it live (None:
+        none does). Two agents may hold one id: then the agent must be named."""
+        if agent is not None:
+            return agent
+        rows = await self._fetch(build_agents_query(spec), ids=[memory_id])
+        agents = sorted(row["agent_id"] for row in rows)
+        if len(agents) > 1:
+            raise InputError(
+                f"{spec.name} {memory_id} is a memory of {len(agents)} agents"
+                f" ({', '.join(agents)}): name the agent (--agent)"
+            )
+        return agents[0] if agents else None
+
+    async def missing(self, spec: TableSpec, memory_id: uuid.UUID, agent: str | None) -> InputError:
+        """The one line for a by-id write that found no live memory (of `agent`, where
+        one is named): pruned, or unknown."""
+        if memory_id in await self.id_states(spec, [memory_id], agent):
+            return InputError(f"{spec.name} {memory_id} is pruned: recover it first")
+        return NotFoundError(unknown_ids(f"{spec.name} row", str(memory_id), agent))
 
     async def id_states(
         self, spec: TableSpec, ids: Sequence[uuid.UUID], agent: str | None = None
