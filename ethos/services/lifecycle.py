@@ -188,19 +188,19 @@ async def _merge_near(
     # The rows the merged vectors embedded: one group per group of vectors and table.
     sources: dict[Member, tuple[str, uuid.UUID]] = {}
     for owner in sorted({owner for owner, _ in found}):
-        ids = [member for agent_of, group in found if agent_of == owner for member in group]
-        for row in await store.vector_sources(owner, ids):
+        own = [vector for agent_of, group in found if agent_of == owner for vector in group]
+        for row in await store.vector_sources(owner, own):
             sources[(owner, row["id"])] = (row["source_type"], row["source_id"])
     by_table: dict[str, list[Group]] = defaultdict(list)
     for owner, group in found:
         embedded: dict[str, set[uuid.UUID]] = defaultdict(set)
-        for member in group:
-            if (owner, member) in sources:
-                table, source_id = sources[(owner, member)]
+        for vector in group:
+            if (owner, vector) in sources:
+                table, source_id = sources[(owner, vector)]
                 embedded[table].add(source_id)
-        for table, ids in embedded.items():
-            if len(ids) > 1:
-                by_table[table].append((owner, sorted(ids)))
+        for table, source_ids in embedded.items():
+            if len(source_ids) > 1:
+                by_table[table].append((owner, sorted(source_ids)))
     for table, source_groups in by_table.items():
         source_counts = {"groups": 0, "merged": 0, "links_moved": 0}
         await _merge_groups(store, table_spec(table), source_groups, now, source_counts)
@@ -219,7 +219,8 @@ async def forget(
 ) -> LifecycleReport:
     """Soft-delete on request: reason 'manual', recoverable. Every id must be a live
     memory of the table (of `agent`, where one is named: no other agent's memory is
-    touched, whatever its id), or nothing changes."""
+    touched, whatever its id; where none is, of one agent, each forgotten as its
+    agent's), or nothing changes."""
     states = await store.id_states(spec, list(ids), agent)
     unknown = [str(i) for i in ids if i not in states]
     if unknown:
@@ -227,10 +228,13 @@ async def forget(
     gone = [str(i) for i in ids if states[i]]
     if gone:
         raise InputError(f"already pruned: {', '.join(gone)}")
+    owners = {agent: list(ids)} if agent is not None else await store.live_owners(spec, ids)
     report = LifecycleReport("forget", now, False)
     async with audited(store, report, trigger, {"table": spec.name, "count": len(ids)}):
-        forgotten = await store.forget(spec, list(ids), now, agent)
-        report.counts[spec.name] = {"manual": len(forgotten)}
+        report.counts[spec.name] = {"manual": 0}
+        for owner, own in sorted(owners.items()):
+            forgotten = await store.forget(spec, own, now, owner)
+            report.counts[spec.name]["manual"] += len(forgotten)
     return report
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import os
 import uuid
+from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -17,6 +18,7 @@ from ethos.adapters.langgraph import AsyncEthosStore
 from ethos.domain.errors import InputError
 from ethos.services.daemon import Cycle, merge_duplicates
 from ethos.services.engine import Engine
+from ethos.services.recovery import Selector
 from ethos.settings import DatabaseSettings, Settings
 from tests.conftest import WORDS_IGNORED, ConfiguredEngine
 from tests.servers import TOKEN, serving
@@ -90,12 +92,13 @@ async def test_mem0_memories_of_other_owners_are_never_merged(
                     seen[bot] = ([m["memory"] for m in listed], [h["memory"] for h in found])
                 return seen
 
-            ids = {
-                bot: await asyncio.to_thread(client.add, "My allergy is peanuts", user_id="dana",
-                                             agent_id=bot, infer=False)  # fmt: skip
+            added = [
+                await asyncio.to_thread(
+                    client.add, "My allergy is peanuts", user_id="dana", agent_id=bot, infer=False
+                )
                 for bot in bots
-            }
-            assert len({added["results"][0]["id"] for added in ids.values()}) == 2
+            ]
+            assert len({a["results"][0]["id"] for a in added}) == 2  # not one another's repeat
             expected = {bot: (["My allergy is peanuts"], ["My allergy is peanuts"]) for bot in bots}
             assert await asyncio.to_thread(held) == expected
             await daemon_merge(settings)
@@ -189,3 +192,35 @@ async def test_move_names_the_agent_and_asks_for_it_when_an_id_is_shared(
     assert policies == {"uma": "long_term", "vic": "permanent"}
     with pytest.raises(InputError, match=f"no semantic_facts row of agent wes with id {memory_id}"):
         await engine.move("fact", memory_id, "working", agent="wes")
+
+
+async def test_forget_purge_and_recovery_never_reach_another_agents_memory_of_the_id(
+    engine: Engine, conn: asyncpg.Connection
+) -> None:
+    """Findings of the check over the statements (test_statements): a purge of every
+    agent deleted another agent's live memory of a purged id, a recovery rewrote its
+    curve, and a forget that names no agent forgot both."""
+    memory_id = await engine.add("fact", agent_id="uma", content="Uma keeps bees")
+    await shared_id(conn, "semantic_facts", memory_id, "vic")
+    with pytest.raises(InputError, match=r"of 2 agents \(uma, vic\): name the agent"):
+        await engine.forget("fact", [memory_id])
+    assert await conn.fetchval("SELECT count(*) FROM lifecycle_runs") == 0  # nothing done
+    await engine.forget("fact", [memory_id], agent="uma")
+    vic = await conn.fetchrow(
+        "SELECT * FROM semantic_facts WHERE agent_id = 'vic' AND id = $1", memory_id
+    )
+    assert not vic["pruned"]
+    recovered = await engine.recover("fact", Selector(ids=(memory_id,)))
+    assert len(recovered.rows) == 1
+    again = await conn.fetchrow(
+        "SELECT * FROM semantic_facts WHERE agent_id = 'vic' AND id = $1", memory_id
+    )
+    assert (again["strength"], again["anchor_at"]) == (vic["strength"], vic["anchor_at"])
+    at = await engine.now()
+    await engine.forget("fact", [memory_id], agent="uma", now=at)
+    purged = await engine.purge(
+        at + timedelta(seconds=1), tables=["fact"], now=at + timedelta(seconds=2)
+    )
+    assert purged.counts["semantic_facts"] == {"manual": 1}
+    left = await conn.fetch("SELECT agent_id, pruned FROM semantic_facts WHERE id = $1", memory_id)
+    assert [tuple(r) for r in left] == [("vic", False)]

@@ -108,11 +108,10 @@ class LifecycleStore(StoreCore):
         return done
 
     async def forget(
-        self, spec: TableSpec, ids: list[uuid.UUID], now: datetime, agent: str | None = None
+        self, spec: TableSpec, ids: list[uuid.UUID], now: datetime, agent: str
     ) -> list[uuid.UUID]:
         await self.check_table(spec)
-        query = build_forget_query(spec, by_agent=agent is not None)
-        rows = await self._fetch(query, ids=ids, now=now, agent=agent)
+        rows = await self._fetch(build_forget_query(spec), ids=ids, now=now, agent=agent)
         return [row["id"] for row in rows]
 
     async def purge(

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, Literal
 
-from ethos.db.store.core import Row, StoreCore, Transaction
+from ethos.db.store.core import Row, StoreCore, Transaction, shared_id
 from ethos.db.store.query import embedding_binds, terms
 from ethos.db.store.sql.fragments import build_insert_source_vectors_query
 from ethos.db.store.sql.memories import (
@@ -127,13 +127,16 @@ class MemoryStore(StoreCore):
         self, spec: TableSpec, memory_id: uuid.UUID, *, agent: str | None = None
     ) -> Row:
         """A memory by id (of `agent`, where the caller knows it: on a Citus cluster,
-        read on its shard alone)."""
+        read on its shard alone; where it does not, an id of several agents' memories is
+        refused)."""
         await self.check_table(spec)
         query = build_fetch_memory_query(spec, by_agent=agent is not None)
-        row = await self._fetchrow(query, id=memory_id, agent=agent)
-        if row is None:
+        rows = await self._fetch(query, id=memory_id, agent=agent)
+        if not rows:
             raise NotFoundError(unknown_ids(f"{spec.name} row", str(memory_id), agent))
-        return row
+        if len(rows) > 1:
+            raise shared_id(spec, memory_id, [row["agent_id"] for row in rows])
+        return rows[0]
 
     async def count_live(self, spec: TableSpec, agent: str | None) -> int:
         await self.check_table(spec)

@@ -81,7 +81,7 @@ def build_recover_batch_query(spec: TableSpec, batch_size: int, *, by_agent: boo
     )
     return sql(f"""
     WITH batch AS (
-        SELECT id, policy, created_at, pinned, reinforcement AS n,
+        SELECT id, agent_id, policy, created_at, pinned, reinforcement AS n,
                {spec.emotion_column or "0"} AS emotion,
                {kept_expiry}
                %(strength)s::float8 AS strength, %(now)s::timestamptz AS anchor_at
@@ -110,7 +110,7 @@ def build_recover_batch_query(spec: TableSpec, batch_size: int, *, by_agent: boo
             strength = r.strength, salience = r.stored_salience, anchor_at = r.anchor_at,
             due_at = r.due_at, prune_at = r.prune_at
         FROM fresh AS r
-        WHERE m.id = r.id {of_agent(by_agent, "m")}
+        WHERE m.agent_id = r.agent_id AND m.id = r.id {of_agent(by_agent, "m")}
         RETURNING m.id, m.ctid AS place, m.agent_id, m.due_at, m.prune_at
     ),
     hinted AS ({hint_all(spec, "recovered")})
@@ -299,14 +299,13 @@ def build_merge_query(spec: TableSpec) -> Query:
 
 
 @cache
-def build_forget_query(spec: TableSpec, *, by_agent: bool) -> Query:
-    """Soft-delete live memories %(ids)s on request (of %(agent)s alone: by_agent; on a
-    Citus cluster that routes it to the agent's shard): reason 'manual', recoverable."""
-    agent = of_agent(by_agent)
+def build_forget_query(spec: TableSpec) -> Query:
+    """Soft-delete live memories %(ids)s of %(agent)s on request (on a Citus cluster,
+    on the agent's shard): reason 'manual', recoverable."""
     return sql(f"""
     UPDATE {spec.name}
     SET {pruned_set("manual")}
-    WHERE id = ANY(%(ids)s::uuid[]) AND NOT pruned {agent}
+    WHERE agent_id = %(agent)s AND id = ANY(%(ids)s::uuid[]) AND NOT pruned
     RETURNING id
     """)
 
@@ -349,12 +348,13 @@ def _unlink(rows: str, *, by_agent: bool = False) -> str:
 def build_purge_batch_query(spec: TableSpec, batch_size: int, *, by_agent: bool) -> Query:
     """Hard-delete a batch of pruned rows selected by _purge_filter (through the pruned_at
     index, oldest first), with their links: the reasons of what was deleted. Their due
-    hints are left to drop out when popped (a hint without a row is skipped). With
-    `by_agent`, each DELETE names the agent (on Citus, the agent's shard alone)."""
+    hints are left to drop out when popped (a hint without a row is skipped). A row is
+    its agent and id: another agent's memory of the same id stays. With `by_agent`, each
+    DELETE names the agent (on Citus, the agent's shard alone)."""
     return sql(f"""
     WITH gone AS (
-        DELETE FROM {spec.name} WHERE id IN (
-            SELECT id FROM {spec.name} WHERE {_purge_filter(by_agent=by_agent)}
+        DELETE FROM {spec.name} WHERE (agent_id, id) IN (
+            SELECT agent_id, id FROM {spec.name} WHERE {_purge_filter(by_agent=by_agent)}
             ORDER BY pruned_at LIMIT {int(batch_size)}) {of_agent(by_agent)}
         RETURNING id, agent_id, prune_reason
     ),{_unlink("gone", by_agent=by_agent)}
@@ -374,8 +374,8 @@ def build_erase_batch_query(spec: TableSpec, batch_size: int) -> Query:
     Each DELETE names the agent: on Citus, each runs on the agent's shard alone."""
     return sql(f"""
     WITH gone AS (
-        DELETE FROM {spec.name} WHERE id IN (
-            SELECT id FROM {spec.name} WHERE agent_id = %(agent)s AND id > %(after)s
+        DELETE FROM {spec.name} WHERE (agent_id, id) IN (
+            SELECT agent_id, id FROM {spec.name} WHERE agent_id = %(agent)s AND id > %(after)s
             ORDER BY id LIMIT {int(batch_size)}) {of_agent(True)}
         RETURNING id, agent_id
     ),{_unlink("gone", by_agent=True)},{_tally(spec.name)}
