@@ -101,22 +101,33 @@ async def merge_duplicates(
     return report
 
 
+# Where a scan of duplicate groups starts: before every agent, content key and identity.
+_FIRST_GROUP = ("", uuid.UUID(int=0), "null")
+
+# A group of duplicates: its agent, and its members' ids (the one merged into first).
+Group = tuple[str, list[uuid.UUID]]
+# A memory as a merge names it: its agent and its id (two agents may hold one id).
+Member = tuple[str, uuid.UUID]
+
+
 async def _merge_exact(
     store: LifecyclePort, spec: TableSpec, agent: str | None, now: datetime, dry_run: bool
 ) -> dict[str, int]:
     counts = {"scanned_groups": 0, "groups": 0, "merged": 0, "links_moved": 0}
-    after = ("", uuid.UUID(int=0))
+    after = _FIRST_GROUP
     while True:
         groups = await store.duplicate_groups(spec, agent, after, MERGE_BATCH)
         if not groups:
             return counts
-        after = (groups[-1]["agent_id"], groups[-1]["content_key"])
+        last = groups[-1]
+        after = (last["agent_id"], last["content_key"], last["identity"])
         counts["scanned_groups"] += len(groups)
         if dry_run:
             counts["groups"] += len(groups)
             counts["merged"] += sum(g["n"] - 1 for g in groups)
         else:
-            await _merge_groups(store, spec, [g["ids"] for g in groups], now, counts, agent)
+            await _merge_groups(store, spec, [(g["agent_id"], g["ids"]) for g in groups], now,
+                                counts)  # fmt: skip
         if len(groups) < MERGE_BATCH:
             return counts
 
@@ -124,15 +135,12 @@ async def _merge_exact(
 async def _merge_groups(
     store: LifecyclePort,
     spec: TableSpec,
-    groups: Sequence[Sequence[uuid.UUID]],
+    groups: Sequence[Group],
     now: datetime,
     counts: dict[str, int],
-    agent: str | None,
 ) -> None:
-    """Groups of memories (of `agent`, where one is named) merged, each into its first."""
-    ids = [memory_id for group in groups for memory_id in group]
-    numbers = [n for n, group in enumerate(groups) for _ in group]
-    done = await store.merge(spec, ids, numbers, now, agent)
+    """Groups of memories, each of one agent, merged, each into its first."""
+    done = await store.merge(spec, groups, now)
     counts["groups"] += done["groups"]
     counts["merged"] += done["merged"]
     counts["links_moved"] += done["links_moved"]
@@ -145,9 +153,9 @@ async def _merge_near(
     through the HNSW index, grouped (a chain of near pairs is one group) and merged;
     where a group's vectors embed rows of one table, those rows merge too."""
     threshold = settings.dedup.near_threshold
-    parent: dict[uuid.UUID, uuid.UUID] = {}
+    parent: dict[Member, Member] = {}
 
-    def root(x: uuid.UUID) -> uuid.UUID:
+    def root(x: Member) -> Member:
         while parent.get(x, x) != x:
             parent[x] = parent.get(parent[x], parent[x])
             x = parent[x]
@@ -159,41 +167,43 @@ async def _merge_near(
         if not rows:
             break
         for row in rows:
-            if row["other"] is not None:
-                a, b = root(row["id"]), root(row["other"])
+            if row["other"] is not None:  # a neighbour is of the vector's agent
+                a = root((row["agent_id"], row["id"]))
+                b = root((row["agent_id"], row["other"]))
                 parent.setdefault(a, a)
                 parent.setdefault(b, b)
                 if a != b:
                     parent[max(a, b)] = min(a, b)
         after = rows[0]["last_id"]
-    groups: dict[uuid.UUID, list[uuid.UUID]] = defaultdict(list)
+    members: dict[Member, list[uuid.UUID]] = defaultdict(list)
     for member in parent:
-        groups[root(member)].append(member)
-    found = [sorted(g) for g in groups.values() if len(g) > 1]
-    counts = {"groups": len(found), "merged": sum(len(g) - 1 for g in found)}
+        members[root(member)].append(member[1])
+    found = [(owner, sorted(ids)) for (owner, _), ids in members.items() if len(ids) > 1]
+    counts = {"groups": len(found), "merged": sum(len(ids) - 1 for _, ids in found)}
     if dry_run or not found:
         return counts
     counts = {"groups": 0, "merged": 0, "links_moved": 0}
     for start in range(0, len(found), MERGE_BATCH):
-        await _merge_groups(store, VECTORS, found[start : start + MERGE_BATCH], now, counts, agent)
+        await _merge_groups(store, VECTORS, found[start : start + MERGE_BATCH], now, counts)
     # The rows the merged vectors embedded: one group per group of vectors and table.
-    sources = {
-        row["id"]: (row["source_type"], row["source_id"])
-        for row in await store.vector_sources([m for g in found for m in g], agent)
-    }
-    by_table: dict[str, list[list[uuid.UUID]]] = defaultdict(list)
-    for group in found:
+    sources: dict[Member, tuple[str, uuid.UUID]] = {}
+    for owner in sorted({owner for owner, _ in found}):
+        own = [vector for agent_of, group in found if agent_of == owner for vector in group]
+        for row in await store.vector_sources(owner, own):
+            sources[(owner, row["id"])] = (row["source_type"], row["source_id"])
+    by_table: dict[str, list[Group]] = defaultdict(list)
+    for owner, group in found:
         embedded: dict[str, set[uuid.UUID]] = defaultdict(set)
-        for member in group:
-            if member in sources:
-                table, source_id = sources[member]
+        for vector in group:
+            if (owner, vector) in sources:
+                table, source_id = sources[(owner, vector)]
                 embedded[table].add(source_id)
-        for table, ids in embedded.items():
-            if len(ids) > 1:
-                by_table[table].append(sorted(ids))
+        for table, source_ids in embedded.items():
+            if len(source_ids) > 1:
+                by_table[table].append((owner, sorted(source_ids)))
     for table, source_groups in by_table.items():
         source_counts = {"groups": 0, "merged": 0, "links_moved": 0}
-        await _merge_groups(store, table_spec(table), source_groups, now, source_counts, agent)
+        await _merge_groups(store, table_spec(table), source_groups, now, source_counts)
         counts[f"{table}_merged"] = source_counts["merged"]
     return counts
 
@@ -209,7 +219,8 @@ async def forget(
 ) -> LifecycleReport:
     """Soft-delete on request: reason 'manual', recoverable. Every id must be a live
     memory of the table (of `agent`, where one is named: no other agent's memory is
-    touched, whatever its id), or nothing changes."""
+    touched, whatever its id; where none is, of one agent, each forgotten as its
+    agent's), or nothing changes."""
     states = await store.id_states(spec, list(ids), agent)
     unknown = [str(i) for i in ids if i not in states]
     if unknown:
@@ -217,10 +228,13 @@ async def forget(
     gone = [str(i) for i in ids if states[i]]
     if gone:
         raise InputError(f"already pruned: {', '.join(gone)}")
+    owners = {agent: list(ids)} if agent is not None else await store.live_owners(spec, ids)
     report = LifecycleReport("forget", now, False)
     async with audited(store, report, trigger, {"table": spec.name, "count": len(ids)}):
-        forgotten = await store.forget(spec, list(ids), now, agent)
-        report.counts[spec.name] = {"manual": len(forgotten)}
+        report.counts[spec.name] = {"manual": 0}
+        for owner, own in sorted(owners.items()):
+            forgotten = await store.forget(spec, own, now, owner)
+            report.counts[spec.name]["manual"] += len(forgotten)
     return report
 
 

@@ -152,22 +152,20 @@ class LifecyclePort(IdStates, Protocol):
         self, run_id: int, *, status: str, counts: Mapping[str, Any], error: str | None
     ) -> None: ...
     async def duplicate_groups(
-        self, spec: TableSpec, agent: str | None, after: tuple[str, uuid.UUID], limit: int
+        self, spec: TableSpec, agent: str | None, after: tuple[str, uuid.UUID, str], limit: int
     ) -> list[Row]: ...
     async def near_duplicates(
         self, agent: str | None, after: uuid.UUID, limit: int, threshold: float
     ) -> list[Row]: ...
-    async def vector_sources(self, ids: list[uuid.UUID], agent: str | None = None) -> list[Row]: ...
+    async def vector_sources(self, agent: str, ids: list[uuid.UUID]) -> list[Row]: ...
     async def merge(
-        self,
-        spec: TableSpec,
-        ids: list[uuid.UUID],
-        groups: list[int],
-        now: datetime,
-        agent: str | None = None,
+        self, spec: TableSpec, groups: Sequence[tuple[str, Sequence[uuid.UUID]]], now: datetime
     ) -> Row: ...
+    async def live_owners(
+        self, spec: TableSpec, ids: Sequence[uuid.UUID]
+    ) -> dict[str, list[uuid.UUID]]: ...
     async def forget(
-        self, spec: TableSpec, ids: list[uuid.UUID], now: datetime, agent: str | None = None
+        self, spec: TableSpec, ids: list[uuid.UUID], now: datetime, agent: str
     ) -> list[uuid.UUID]: ...
     async def forget_agent(self, spec: TableSpec, agent: str, now: datetime) -> int: ...
     async def purge(

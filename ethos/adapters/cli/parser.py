@@ -249,6 +249,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("table", type=_table)
     p.add_argument("id")
     p.add_argument("--policy", required=True)
+    p.add_argument("--agent", help="whose memory: needed where several agents hold the id")
     p.add_argument("--now", type=_time("now"))
 
     p = command("search", cmd_search, "an agent's memories that answer a query, by text or vector")

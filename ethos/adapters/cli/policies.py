@@ -110,9 +110,10 @@ async def cmd_policy_unassign(args: argparse.Namespace, settings: Settings) -> i
 
 async def cmd_move(args: argparse.Namespace, settings: Settings) -> int:
     async with Engine(settings) as engine:
-        moved = await engine.move(args.table, args.id, args.policy, now=args.now)
+        moved = await engine.move(args.table, args.id, args.policy, agent=args.agent,
+                                  now=args.now)  # fmt: skip
     text = (
-        f"moved {moved.id} from {moved.old_policy} to {moved.policy}"
+        f"moved {moved.agent}'s {moved.id} from {moved.old_policy} to {moved.policy}"
         f" (salience {moved.salience:.4f} at {moved.now.isoformat()})"
     )
     emit(args, moved.as_dict(), text)

@@ -86,8 +86,7 @@ def mem0_routes(app: FastAPI) -> None:
         fields = {"importance": body.importance, "policy": body.policy,
                   "expires_at": _expiry(body.kind, body.expiration_date)}  # fmt: skip
         added = await engine.add_many(
-            body.kind, agent_id=owners.agent, contents=texts, owners=owners.ids,
-            metadata_each=each,
+            body.kind, agent_id=owners.agent, contents=texts, metadata_each=each,
             **{name: value for name, value in fields.items() if value is not None},
         )  # fmt: skip
         return {"results": [
@@ -161,7 +160,7 @@ def mem0_routes(app: FastAPI) -> None:
             expires_at = _expiry(memory.account.table, body.expiration_date)
         await engine.update(
             memory.account.table, memory_id, content=body.text, metadata=metadata,
-            expires_at=expires_at,
+            expires_at=expires_at, agent=memory.account.agent_id,
         )  # fmt: skip
         return {"message": "Memory updated successfully!", "id": str(memory.account.id)}
 

@@ -70,7 +70,9 @@ def ethos_routes(app: FastAPI, settings: Settings) -> None:
     async def move(memory_id: str, body: Move, engine: EngineDep) -> dict[str, Any]:
         """Another policy, re-anchored now (the dashboard's pin: permanent)."""
         memory = await engine.memory(memory_id)
-        return (await engine.move(memory.account.table, memory_id, body.policy)).as_dict()
+        moved = await engine.move(memory.account.table, memory_id, body.policy,
+                                  agent=memory.account.agent_id)  # fmt: skip
+        return moved.as_dict()
 
     async def links(memory_id: str, engine: EngineDep) -> list[dict[str, Any]]:
         """Its associations, strongest first."""

@@ -29,7 +29,13 @@ from ethos.db.store.sessions import (
     run,
     translated,
 )
-from ethos.domain.errors import DatabaseError, InputError, LostRaceError
+from ethos.domain.errors import (
+    DatabaseError,
+    InputError,
+    LostRaceError,
+    NotFoundError,
+    unknown_ids,
+)
 from ethos.domain.roles import Roles, plan, shard_grants
 from ethos.domain.tables import MEMORY_TABLES, TableSpec
 from ethos.logs import redact
@@ -73,9 +79,11 @@ AGENT_ROLES_NOW = STATEMENTS["agent_roles_now"]
 
 @cache
 def build_id_states_query(spec: TableSpec, *, by_agent: bool) -> Query:
-    """Whether memories %(ids)s are pruned (of %(agent)s alone: by_agent)."""
+    """Whether memories %(ids)s are pruned, and whose they are (of %(agent)s alone:
+    by_agent)."""
     return sql(
-        f"SELECT id, pruned FROM {spec.name} WHERE id = ANY(%(ids)s::uuid[]) {of_agent(by_agent)}"
+        f"SELECT id, agent_id, pruned FROM {spec.name} WHERE id = ANY(%(ids)s::uuid[])"
+        f" {of_agent(by_agent)}"
     )
 
 
@@ -154,6 +162,14 @@ async def check_server(url: str, timeout_seconds: float) -> bool:
 def shard_names(group: Mapping[str, Any]) -> dict[str, str]:
     """A shard group's tables (a row of SHARD_GROUPS): each table's shard name there."""
     return dict(zip(group["tables"], group["names"], strict=True))
+
+
+def shared_id(spec: TableSpec, memory_id: uuid.UUID, agents: Sequence[str]) -> InputError:
+    """The one line for an id that memories of several agents hold, given without one."""
+    return InputError(
+        f"{spec.name} {memory_id} is a memory of {len(agents)} agents"
+        f" ({', '.join(sorted(agents))}): name the agent (--agent)"
+    )
 
 
 class StoreCore:
@@ -393,6 +409,42 @@ class StoreCore:
             self._clock_offset = server - sent
             self._clock_measured = time.monotonic()
         return datetime.now(UTC) + self._clock_offset
+
+    async def live_owners(
+        self, spec: TableSpec, ids: Sequence[uuid.UUID]
+    ) -> dict[str, list[uuid.UUID]]:
+        """The agents whose live memories of `spec` these ids are, each with its ids, for
+        the statements about them to name. Two agents may hold one id: such an id is
+        refused, and the agent must be named."""
+        held: dict[uuid.UUID, list[str]] = {}
+        query = build_id_states_query(spec, by_agent=False)
+        for row in await self._fetch(query, ids=list(ids), agent=None):
+            if not row["pruned"]:
+                held.setdefault(row["id"], []).append(row["agent_id"])
+        for memory_id, agents in sorted(held.items()):
+            if len(agents) > 1:
+                raise shared_id(spec, memory_id, agents)
+        owners: dict[str, list[uuid.UUID]] = {}
+        for memory_id in ids:
+            if memory_id in held:
+                owners.setdefault(held[memory_id][0], []).append(memory_id)
+        return owners
+
+    async def live_owner(
+        self, spec: TableSpec, memory_id: uuid.UUID, agent: str | None
+    ) -> str | None:
+        """The agent whose live memory of `spec` `memory_id` is: `agent` where one is
+        named, else the one agent that holds it live (None: none does; live_owners)."""
+        if agent is not None:
+            return agent
+        return next(iter(await self.live_owners(spec, [memory_id])), None)
+
+    async def missing(self, spec: TableSpec, memory_id: uuid.UUID, agent: str | None) -> InputError:
+        """The one line for a by-id write that found no live memory (of `agent`, where
+        one is named): pruned, or unknown."""
+        if memory_id in await self.id_states(spec, [memory_id], agent):
+            return InputError(f"{spec.name} {memory_id} is pruned: recover it first")
+        return NotFoundError(unknown_ids(f"{spec.name} row", str(memory_id), agent))
 
     async def id_states(
         self, spec: TableSpec, ids: Sequence[uuid.UUID], agent: str | None = None

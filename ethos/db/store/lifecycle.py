@@ -24,6 +24,7 @@ from ethos.db.store.sql.lifecycle import (
     RECOVERIES_OF,
     START_CONSOLIDATION_RUN,
     UNDELETABLE_TABLES,
+    VECTOR_SOURCES,
     build_drop_agent_hints_query,
     build_duplicate_groups_query,
     build_erase_batch_query,
@@ -37,9 +38,7 @@ from ethos.db.store.sql.lifecycle import (
     build_recovery_agents_query,
     build_recovery_candidates_query,
     build_rehint_rows_query,
-    build_vector_sources_query,
 )
-from ethos.db.store.sql.ltp import build_agents_query
 from ethos.domain.tables import MEMORY_TABLES, TableSpec
 
 
@@ -47,7 +46,7 @@ class LifecycleStore(StoreCore):
     """Store's lifecycle: merge, forget, purge, erase, recovery, their audit."""
 
     async def duplicate_groups(
-        self, spec: TableSpec, agent: str | None, after: tuple[str, uuid.UUID], limit: int
+        self, spec: TableSpec, agent: str | None, after: tuple[str, uuid.UUID, str], limit: int
     ) -> list[Row]:
         await self.check_table(spec)
         return await self._fetch(
@@ -55,6 +54,7 @@ class LifecycleStore(StoreCore):
             agent=agent,
             after_agent=after[0],
             after_key=after[1],
+            after_identity=after[2],
             limit=limit,
         )
 
@@ -79,54 +79,39 @@ class LifecycleStore(StoreCore):
         last, chosen = (kept[-1] if kept else None), set(kept)
         return [{**row, "last_id": last} for row in found if row["id"] in chosen]
 
-    async def vector_sources(self, ids: list[uuid.UUID], agent: str | None = None) -> list[Row]:
-        query = build_vector_sources_query(by_agent=agent is not None)
-        return await self._fetch(query, ids=ids, agent=agent)
+    async def vector_sources(self, agent: str, ids: list[uuid.UUID]) -> list[Row]:
+        """The sources that these vectors of `agent` embed."""
+        return await self._fetch_of(VECTOR_SOURCES, agent=agent, ids=ids)
 
     async def merge(
-        self,
-        spec: TableSpec,
-        ids: list[uuid.UUID],
-        groups: list[int],
-        now: datetime,
-        agent: str | None = None,
+        self, spec: TableSpec, groups: Sequence[tuple[str, Sequence[uuid.UUID]]], now: datetime
     ) -> Row:
-        """Merge groups of memories (members, and the number of the group of each; all
-        of `agent`, where one is named): the groups, the merged and the links moved. On a
-        Citus cluster one agent's groups at a time (a group's members are one agent's;
-        looked up where none is named), on the agent's node against its shard group:
-        Citus refuses the statement's lock of rows across shards."""
+        """Merge groups of memories (each its agent and its members' ids): the groups,
+        the merged and the links moved. On a Citus cluster one agent's groups at a time,
+        on the agent's node against its shard group: Citus refuses the statement's lock
+        of rows across shards."""
         await self.check_table(spec)
         query = build_merge_query(spec)
         if not await self.distributed():
-            row = await self._fetchrow(query, ids=ids, groups=groups, now=now)
+            row = await self._fetchrow(query, **_members(groups), now=now)
             assert row is not None
             return row
-        if agent is None:
-            rows = await self._fetch(build_agents_query(spec), ids=ids)
-            agents = {row["id"]: row["agent_id"] for row in rows}
-        else:
-            agents = dict.fromkeys(ids, agent)
-        by_agent: dict[str, list[tuple[uuid.UUID, int]]] = defaultdict(list)
-        for member, group in zip(ids, groups, strict=True):
-            if member in agents:
-                by_agent[agents[member]].append((member, group))
+        by_agent: dict[str, list[tuple[str, Sequence[uuid.UUID]]]] = defaultdict(list)
+        for group in groups:
+            by_agent[group[0]].append(group)
         done: Counter[str] = Counter(groups=0, merged=0, links_moved=0)
-        for owner, members in sorted(by_agent.items()):
+        for owner, own in sorted(by_agent.items()):
             async with self._transaction_of(owner) as tx:
-                row = await tx.fetchrow(
-                    query, ids=[m for m, _ in members], groups=[g for _, g in members], now=now
-                )
+                row = await tx.fetchrow(query, **_members(own), now=now)
             assert row is not None
             done.update(dict(row))
         return done
 
     async def forget(
-        self, spec: TableSpec, ids: list[uuid.UUID], now: datetime, agent: str | None = None
+        self, spec: TableSpec, ids: list[uuid.UUID], now: datetime, agent: str
     ) -> list[uuid.UUID]:
         await self.check_table(spec)
-        query = build_forget_query(spec, by_agent=agent is not None)
-        rows = await self._fetch(query, ids=ids, now=now, agent=agent)
+        rows = await self._fetch(build_forget_query(spec), ids=ids, now=now, agent=agent)
         return [row["id"] for row in rows]
 
     async def purge(
@@ -274,3 +259,13 @@ class LifecycleStore(StoreCore):
             strength=strength,
         )
         return recovery_id
+
+
+def _members(groups: Sequence[tuple[str, Sequence[uuid.UUID]]]) -> dict[str, list[Any]]:
+    """The merge statement's binds of groups: each member's agent, id and group number."""
+    members = [(n, agent, member) for n, (agent, ids) in enumerate(groups) for member in ids]
+    return {
+        "agents": [agent for _, agent, _ in members],
+        "ids": [member for _, _, member in members],
+        "groups": [n for n, _, _ in members],
+    }

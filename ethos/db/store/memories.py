@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, Literal
 
-from ethos.db.store.core import Row, StoreCore, Transaction
+from ethos.db.store.core import Row, StoreCore, Transaction, shared_id
 from ethos.db.store.query import embedding_binds, terms
 from ethos.db.store.sql.fragments import build_insert_source_vectors_query
 from ethos.db.store.sql.memories import (
@@ -30,7 +30,7 @@ from ethos.db.store.sql.memories import (
     build_raise_repeat_query,
     build_update_memory_query,
 )
-from ethos.domain.errors import InputError, NotFoundError, unknown_ids
+from ethos.domain.errors import NotFoundError, unknown_ids
 from ethos.domain.inputs import MemoryInput
 from ethos.domain.tables import TableSpec
 
@@ -44,16 +44,14 @@ class MemoryStore(StoreCore):
         *,
         dedup_near: float | None = None,
         embedded: Sequence[list[float] | None] | None = None,
-        owners: Mapping[str, str] | None = None,
     ) -> list[tuple[uuid.UUID, bool]]:
         """Insert memories (`embedded`: the vector that embeds each, or None, written
         with it), in one transaction: all of them or, on an error, none; each as (its
         id, True). With `dedup_near`, a live memory of the agent with the same
         normalised content (a vector: and an embedding at least `dedup_near`
         cosine-similar) is found instead: (its id, False); adds of one content are then
-        taken one at a time, so concurrent ones make one row. With `owners` (mem0's), a
-        duplicate must be of exactly those owners."""
-        scope = None if owners is None else json.dumps(dict(owners))
+        taken one at a time, so concurrent ones make one row. A duplicate is of the
+        memory's own identity (its mem0 owners: fragments.identity)."""
         vectors = embedded or [None] * len(memories)
         for spec in {memory.table for memory in memories}:
             await self.check_table(spec)
@@ -69,7 +67,7 @@ class MemoryStore(StoreCore):
                 await tx.fetchval(LOCK_CONTENT, table=table, agent=agent, content=content)
             for memory, vector in zip(memories, vectors, strict=True):
                 at = memory.created_at or now
-                found.append(await self._insert(tx, memory, dedup_near, at, vector, scope))
+                found.append(await self._insert(tx, memory, dedup_near, at, vector))
         return found
 
     @staticmethod
@@ -79,7 +77,6 @@ class MemoryStore(StoreCore):
         dedup_near: float | None,
         at: datetime | None,
         embedded: list[float] | None,
-        owners: str | None,
     ) -> tuple[uuid.UUID, bool]:
         spec = memory.table
         columns = memory.columns()
@@ -97,7 +94,7 @@ class MemoryStore(StoreCore):
                 embedding=memory.embedding,
                 near=dedup_near,
                 now=at,
-                owners=owners,
+                metadata=columns["metadata"],
             )
             if existing is not None:
                 return existing, False
@@ -130,13 +127,16 @@ class MemoryStore(StoreCore):
         self, spec: TableSpec, memory_id: uuid.UUID, *, agent: str | None = None
     ) -> Row:
         """A memory by id (of `agent`, where the caller knows it: on a Citus cluster,
-        read on its shard alone)."""
+        read on its shard alone; where it does not, an id of several agents' memories is
+        refused)."""
         await self.check_table(spec)
         query = build_fetch_memory_query(spec, by_agent=agent is not None)
-        row = await self._fetchrow(query, id=memory_id, agent=agent)
-        if row is None:
+        rows = await self._fetch(query, id=memory_id, agent=agent)
+        if not rows:
             raise NotFoundError(unknown_ids(f"{spec.name} row", str(memory_id), agent))
-        return row
+        if len(rows) > 1:
+            raise shared_id(spec, memory_id, [row["agent_id"] for row in rows])
+        return rows[0]
 
     async def count_live(self, spec: TableSpec, agent: str | None) -> int:
         await self.check_table(spec)
@@ -212,19 +212,20 @@ class MemoryStore(StoreCore):
         embedding: str | None,
         now: datetime,
         expires_at: datetime | Literal["keep"] | None = "keep",
+        agent: str | None = None,
     ) -> None:
-        """A live memory's text and metadata replaced (None: kept), and its expiry (None:
-        none); one line if it is pruned or unknown."""
+        """A live memory's (of `agent`; where none is named, of the one agent that holds
+        the id) text and metadata replaced (None: kept), and its expiry (None: none); one
+        line if it is pruned or unknown."""
         await self.check_table(spec)
-        found = await self._fetchval(
-            build_update_memory_query(spec), id=memory_id, content=content,
+        owner = await self.live_owner(spec, memory_id, agent)
+        found = owner is not None and await self._fetchval(
+            build_update_memory_query(spec), id=memory_id, agent=owner, content=content,
             metadata=metadata, embedding=embedding, now=now,
             expire=expires_at != "keep", expires_at=None if expires_at == "keep" else expires_at,
         )  # fmt: skip
-        if found is None:
-            if memory_id in await self.id_states(spec, [memory_id]):
-                raise InputError(f"{spec.name} {memory_id} is pruned: recover it first")
-            raise NotFoundError(f"no {spec.name} row with id {memory_id}")
+        if not found:
+            raise await self.missing(spec, memory_id, agent)
 
     async def stats(self, agent: str | None) -> dict[str, list[dict[str, Any]]]:
         async with self._transaction() as tx:

@@ -10,7 +10,6 @@ from operator import attrgetter
 from typing import Any
 
 from ethos.db.store.core import Row, StoreCore, Transaction, log
-from ethos.db.store.sql.ltp import build_agents_query
 from ethos.db.store.sql.policies import (
     ASSIGN_AGENT_POLICY,
     ETHOS_SETTINGS,
@@ -178,27 +177,26 @@ class PolicyStore(StoreCore):
         policy: str | None = await self._fetchval(UNASSIGN_AGENT_POLICY, agent=agent)
         return policy
 
-    async def move(self, spec: TableSpec, memory_id: uuid.UUID, policy: str, now: datetime) -> Row:
-        """Move a live memory to `policy`, re-anchored at `now`. Its statements name its
-        agent (on a Citus cluster, they run on the agent's shard)."""
+    async def move(
+        self, spec: TableSpec, memory_id: uuid.UUID, policy: str, now: datetime, agent: str | None
+    ) -> Row:
+        """Move a live memory (of `agent`; where none is named, of the one agent that
+        holds the id) to `policy`, re-anchored at `now`. Its statements name its agent
+        (on a Citus cluster, they run on the agent's shard)."""
         await self.check_table(spec)
-        agents = await self._fetch(build_agents_query(spec), ids=[memory_id])
+        owner = await self.live_owner(spec, memory_id, agent)
         row = None
-        if agents:
-            agent = agents[0]["agent_id"]
+        if owner is not None:
             async with self._transaction() as tx:
-                await tx.fetchval(build_lock_rows_query(spec), agent=agent, ids=[memory_id])
+                await tx.fetchval(build_lock_rows_query(spec), agent=owner, ids=[memory_id])
                 row = await tx.fetchrow(
                     build_move_query(spec),
-                    agent=agent,
+                    agent=owner,
                     id=memory_id,
                     policy=policy,
                     now=now,
                     tolerance=self.settings.decay.refresh_tolerance,
                 )
         if row is None:
-            states = await self.id_states(spec, [memory_id])
-            if memory_id in states:
-                raise InputError(f"{spec.name} {memory_id} is pruned: recover it first")
-            raise NotFoundError(f"no {spec.name} row with id {memory_id}")
+            raise await self.missing(spec, memory_id, agent)
         return row

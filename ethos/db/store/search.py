@@ -147,11 +147,14 @@ class SearchStore(StoreCore):
         statement, or on a Citus cluster one an agent (each on its shard), agents in
         order, as an LTP flush goes."""
         routed = await self.distributed()
-        groups: dict[str, list[uuid.UUID]] = {}
+        groups: dict[str, list[Row]] = {}
         for item in items:
-            groups.setdefault(item["agent_id"] if routed else "", []).append(item["id"])
+            groups.setdefault(item["agent_id"] if routed else "", []).append(item)
         query = build_refresh_item_ttls_query(by_agent=routed)
-        values = [{"agent": agent, "ids": ids} for agent, ids in sorted(groups.items())]
+        values = [
+            {"agent": agent, "agents": [i["agent_id"] for i in own], "ids": [i["id"] for i in own]}
+            for agent, own in sorted(groups.items())
+        ]
         moment = {"ttl_key": ttl_key, "now_epoch": now.timestamp()}
         if len(values) == 1:  # one statement: no transaction to open around it
             await self._fetchval(query, **values[0], **moment)

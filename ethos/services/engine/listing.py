@@ -212,11 +212,13 @@ class ListingEngine(EngineCore):
         content: str | None = None,
         metadata: Mapping[str, Any] | None = None,
         expires_at: datetime | Literal["keep"] | None = "keep",
+        agent: str | None = None,
         now: datetime | None = None,
     ) -> None:
-        """Replace a live memory's text, metadata and/or expiry (None: it never expires;
-        a table with expires_at only); its curve, retrievals and links stay. A new text
-        is embedded again where the memory has a vector (a provider)."""
+        """Replace a live memory's (of `agent`: needed where several agents hold the id)
+        text, metadata and/or expiry (None: it never expires; a table with expires_at
+        only); its curve, retrievals and links stay. A new text is embedded again where
+        the memory has a vector (a provider)."""
         spec = table_spec(table)
         if content is None and metadata is None and expires_at == "keep":
             raise InputError("give the new text, metadata or expiry")
@@ -239,6 +241,7 @@ class ListingEngine(EngineCore):
             spec, parse_id(memory_id), content=content,
             metadata=stored,
             embedding=embedding, now=await self._moment(now), expires_at=expires_at,
+            agent=agent,
         )  # fmt: skip
 
     async def history(

@@ -116,15 +116,14 @@ class MemoryEngine(RetrievalEngine):
         *,
         agent_id: str,
         contents: Sequence[str],
-        owners: Mapping[str, str] | None = None,
         metadata_each: Sequence[Mapping[str, Any]] | None = None,
         **fields: Any,
     ) -> list[Added]:
         """Insert one memory per content, each with the same fields, as add_detailed
         does each (without recall): every content is checked first, then all are written
-        in one transaction, so an error stores none of them. `owners`: the mem0 owners
-        the memories are added for (in metadata.mem0), whose memories alone are their
-        duplicates. `metadata_each`: each content's own metadata, instead of `metadata`."""
+        in one transaction, so an error stores none of them (a duplicate is of the same
+        mem0 owners, metadata.mem0, as each). `metadata_each`: each content's own
+        metadata, instead of `metadata`."""
         spec = table_spec(table)
         if not contents:
             raise InputError("give at least one content")
@@ -136,7 +135,7 @@ class MemoryEngine(RetrievalEngine):
         ]
         found = await self.store.insert_many(
             [memory for memory, _ in built], dedup_near=self._dedup_near(spec),
-            embedded=[vector for _, vector in built], owners=owners,
+            embedded=[vector for _, vector in built],
         )  # fmt: skip
         return [
             await self._added(memory, memory_id, created)
@@ -198,7 +197,8 @@ class MemoryEngine(RetrievalEngine):
         if asked is not None and _lives_longer(
             self.settings.policy(asked), self.settings.policy_table.get(row["policy"])
         ):
-            await self.store.move(memory.table, memory_id, asked, await self._moment(None))
+            now = await self._moment(None)
+            await self.store.move(memory.table, memory_id, asked, now, memory.agent_id)
             raised.append("policy")
         return tuple(raised)
 

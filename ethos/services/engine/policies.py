@@ -21,6 +21,7 @@ class Moved:
 
     table: str
     id: uuid.UUID
+    agent: str
     policy: str
     old_policy: str
     salience: float
@@ -45,15 +46,18 @@ class PolicyEngine(EngineCore):
         memory_id: str | uuid.UUID,
         policy: str,
         *,
+        agent: str | None = None,
         now: datetime | None = None,
     ) -> Moved:
-        """Move a live memory to another policy. Its curve is re-anchored at `now` (its
-        strength then on the old curve), so its salience goes on from there."""
+        """Move a live memory (of `agent`: needed where several agents hold the id) to
+        another policy. Its curve is re-anchored at `now` (its strength then on the old
+        curve), so its salience goes on from there."""
         self.settings.policy(policy)
         spec = table_spec(table)
         at = await self._moment(now)
-        row = await self.store.move(spec, parse_id(memory_id), policy, at)
-        return Moved(spec.name, row["id"], row["policy"], row["old_policy"], row["salience"], at)
+        row = await self.store.move(spec, parse_id(memory_id), policy, at, agent)
+        return Moved(spec.name, row["id"], row["agent_id"], row["policy"], row["old_policy"],
+                     row["salience"], at)  # fmt: skip
 
     async def policies(self) -> list[Policy]:
         """The policies in the database: the settings' (as `ethos settings apply` wrote

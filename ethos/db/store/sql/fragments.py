@@ -398,6 +398,19 @@ def mem0_owners(metadata: str = "m.metadata", agent: str = "m.agent_id") -> str:
     return f"coalesce({kept}, jsonb_build_object('user_id', {agent}))"
 
 
+def identity(
+    metadata: str = "m.metadata", agent: str = "m.agent_id", key: str = "m.client_key"
+) -> str:
+    """What makes a memory itself beside its agent and normalised content (jsonb): its
+    LangGraph key (an item is its key: two keys are never one memory, whatever their
+    values; a memory without one is never an item's duplicate), and its mem0 owners
+    (memories of different owner sets are never one). The one rule of duplicates
+    (decision 0018): a repeat found at write (memories.build_find_duplicate_query) and a
+    group the merge makes (lifecycle.build_duplicate_groups_query) share agent, content
+    key and this."""
+    return f"jsonb_build_array({key}, {mem0_owners(metadata, agent)})"
+
+
 def held(metadata: str = "m.metadata", agent: str = "m.agent_id") -> str:
     """Whether a memory of `agent` with this `metadata` holds the mem0 owners and the
     metadata of one of the terms %(matching)s (jsonb containment), or there are none

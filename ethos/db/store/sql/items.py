@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from ethos.db.store.query import Query, of_agent, sql, statements
+from ethos.db.store.query import Query, sql, statements
 from ethos.db.store.sql.fragments import (
     TEXT_CONFIG,
     UNEXPIRED,
@@ -44,19 +44,23 @@ WHERE {item_agent()} = %(agent)s AND m.client_key = %(key)s AND {_ITEM_LIVE}
 @cache
 def build_refresh_item_ttls_query(*, by_agent: bool) -> Query:
     """LangGraph's refresh_ttl: the items among %(ids)s (of agent %(agent)s: by_agent, as
-    a Citus cluster needs) that have a ttl (minutes, kept in their value's JSON under
-    %(ttl_key)s) expire that long after %(now_epoch)s (seconds since 1970: a timestamptz
-    plus an interval is STABLE, which Citus refuses beside a column in an UPDATE). The
-    rows are locked in id order, as an LTP flush locks them (build_lock_query, by agent
-    where it is by agent): two writers of the items they share, each in its plan's
-    order, would deadlock."""
-    agent = of_agent(by_agent)
+    a Citus cluster needs; else each of its agent in %(agents)s: two agents may hold one
+    id) that have a ttl (minutes, kept in their value's JSON under %(ttl_key)s) expire
+    that long after %(now_epoch)s (seconds since 1970: a timestamptz plus an interval is
+    STABLE, which Citus refuses beside a column in an UPDATE). The rows are locked in id
+    order, as an LTP flush locks them (build_lock_query, by agent where it is by agent):
+    two writers of the items they share, each in its plan's order, would deadlock."""
+    items = (
+        "agent_id = %(agent)s AND id = ANY(%(ids)s::uuid[])"
+        if by_agent
+        else "(agent_id, id) IN (SELECT * FROM unnest(%(agents)s::text[], %(ids)s::uuid[]))"
+    )
     return sql(f"""
     UPDATE semantic_facts AS m
     SET expires_at = to_timestamp(%(now_epoch)s::float8
                                   + (m.metadata ->> %(ttl_key)s)::float8 * 60)
     FROM (SELECT id, agent_id FROM semantic_facts
-          WHERE id = ANY(%(ids)s::uuid[]) {agent} AND metadata ? %(ttl_key)s AND NOT pruned
+          WHERE {items} AND metadata ? %(ttl_key)s AND NOT pruned
           ORDER BY id FOR NO KEY UPDATE) AS locked
     WHERE m.agent_id = locked.agent_id AND m.id = locked.id
     """)

@@ -13,6 +13,7 @@ from ethos.db.store.sql.fragments import (
     hint_all,
     hint_both_at,
     hint_live_rows,
+    identity,
     policy_columns,
     pruned_set,
     salience_call,
@@ -80,7 +81,7 @@ def build_recover_batch_query(spec: TableSpec, batch_size: int, *, by_agent: boo
     )
     return sql(f"""
     WITH batch AS (
-        SELECT id, policy, created_at, pinned, reinforcement AS n,
+        SELECT id, agent_id, policy, created_at, pinned, reinforcement AS n,
                {spec.emotion_column or "0"} AS emotion,
                {kept_expiry}
                %(strength)s::float8 AS strength, %(now)s::timestamptz AS anchor_at
@@ -109,7 +110,7 @@ def build_recover_batch_query(spec: TableSpec, batch_size: int, *, by_agent: boo
             strength = r.strength, salience = r.stored_salience, anchor_at = r.anchor_at,
             due_at = r.due_at, prune_at = r.prune_at
         FROM fresh AS r
-        WHERE m.id = r.id {of_agent(by_agent, "m")}
+        WHERE m.agent_id = r.agent_id AND m.id = r.id {of_agent(by_agent, "m")}
         RETURNING m.id, m.ctid AS place, m.agent_id, m.due_at, m.prune_at
     ),
     hinted AS ({hint_all(spec, "recovered")})
@@ -123,18 +124,22 @@ RECORD_RECOVERY = STATEMENTS["record_recovery"]
 @cache
 def build_duplicate_groups_query(spec: TableSpec, *, by_agent: bool) -> Query:
     """The next %(limit)s groups of live memories of one agent with one normalised
-    content (vectors: and one embedding), after the key %(after_agent)s,
-    %(after_key)s: each group's ids, the earliest first. Read through the
+    content and one identity (fragments.identity: an item's key, its mem0 owners;
+    vectors: and one embedding), after the key %(after_agent)s, %(after_key)s,
+    %(after_identity)s: each group's ids, the earliest first. Read through the
     (agent_id, content_key) index, in key order, a batch at a time."""
     agent = of_agent(by_agent)
     embedding = ", embedding" if spec.has_embedding else ""
     return sql(f"""
-    SELECT agent_id, content_key, array_agg(id ORDER BY created_at, id) AS ids, count(*) AS n
-    FROM {spec.name}
-    WHERE NOT pruned AND (agent_id, content_key) > (%(after_agent)s, %(after_key)s) {agent}
-    GROUP BY agent_id, content_key{embedding}
+    SELECT agent_id, content_key, {identity()} AS identity,
+           array_agg(id ORDER BY created_at, id) AS ids, count(*) AS n
+    FROM {spec.name} AS m
+    WHERE NOT pruned AND (agent_id, content_key) >= (%(after_agent)s, %(after_key)s)
+      AND (agent_id, content_key, {identity()})
+          > (%(after_agent)s, %(after_key)s, %(after_identity)s::jsonb) {agent}
+    GROUP BY agent_id, content_key, {identity()}{embedding}
     HAVING count(*) > 1
-    ORDER BY agent_id, content_key
+    ORDER BY agent_id, content_key, {identity()}
     LIMIT %(limit)s
     """)
 
@@ -144,27 +149,21 @@ NEAR_DUPLICATES = STATEMENTS["near_duplicates"]
 NEAR_DUPLICATE_SEARCH_SETTINGS = "SET LOCAL hnsw.ef_search = 20"
 
 
-@cache
-def build_vector_sources_query(*, by_agent: bool) -> Query:
-    """The sources (episode or fact) that vectors %(ids)s embed (of %(agent)s alone:
-    by_agent)."""
-    agent = of_agent(by_agent)
-    return sql(f"""
-    SELECT id, source_type, source_id FROM memory_vectors
-    WHERE id = ANY(%(ids)s::uuid[]) AND source_id IS NOT NULL {agent}
-    """)
+VECTOR_SOURCES = STATEMENTS["vector_sources"]
 
 
 @cache
 def build_merge_query(spec: TableSpec) -> Query:
-    """Merge groups of live memories of one agent (members %(ids)s, group numbers
-    %(groups)s) at %(now)s: the earliest of each group survives; its retrieval count
-    (and surfaced, useful, wrong counts) becomes the sum of the group's, and its curve
-    that of the member with the highest salience now, re-anchored now (its strength
-    then, its policy). The others are pruned, reason 'merged', merged_into the
+    """Merge groups of live memories, each of one agent (members %(agents)s, %(ids)s,
+    group numbers %(groups)s; each part names the agent of the rows it reads or writes:
+    two agents may hold one id) at %(now)s: the earliest of each group survives; its
+    retrieval count (and surfaced, useful, wrong counts) becomes the sum of the group's,
+    and its curve that of the member with the highest salience now, re-anchored now (its
+    strength then, its policy). The others are pruned, reason 'merged', merged_into the
     survivor. Vectors that embedded a merged memory embed the survivor; the merged
     memories' links move to it. The survivor is pinned if any member was. The survivor
-    is due at once (the next pass schedules it)."""
+    is due at once (the next pass schedules it). Members of different identities
+    (fragments.identity) are never one memory."""
     fact_best = ", m.confidence_strength AS conf" if spec.has_confidence else ""
     fact_state = (
         f", {strength_at_call('b.conf', at='%(now)s', alias='b')} AS confidence_strength"
@@ -184,7 +183,8 @@ def build_merge_query(spec: TableSpec) -> Query:
     repointed AS (
         UPDATE memory_vectors AS v SET source_id = merged.merged_into
         FROM merged
-        WHERE v.source_type = '{spec.name}' AND v.source_id = merged.id
+        WHERE v.agent_id = merged.agent_id AND v.source_type = '{spec.name}'
+          AND v.source_id = merged.id
         RETURNING 1
     ),"""
         if spec in SOURCE_SPECS
@@ -195,9 +195,9 @@ def build_merge_query(spec: TableSpec) -> Query:
         SELECT m.id, g.n AS grp, m.agent_id, m.created_at, m.retrieval_count, m.reinforcement,
                m.surfaced_count, m.useful_count, m.wrong_count, m.last_retrieved_at,
                m.strength, m.anchor_at, m.pinned, m.policy{fact_best},
-               {salience_expr(spec)} AS salience_now
-        FROM unnest(%(ids)s::uuid[], %(groups)s::int[]) AS g(id, n)
-        JOIN {spec.name} AS m ON m.id = g.id
+               {salience_expr(spec)} AS salience_now, {identity()} AS identity
+        FROM unnest(%(agents)s::text[], %(ids)s::uuid[], %(groups)s::int[]) AS g(agent, id, n)
+        JOIN {spec.name} AS m ON m.agent_id = g.agent AND m.id = g.id
         JOIN decay_policies AS p ON p.name = m.policy
         WHERE NOT m.pruned
         ORDER BY m.id
@@ -205,13 +205,16 @@ def build_merge_query(spec: TableSpec) -> Query:
     ),
     ranked AS (
         SELECT members.*,
-               first_value(id) OVER (PARTITION BY grp ORDER BY created_at, id) AS survivor,
-               first_value(id) OVER (PARTITION BY grp ORDER BY salience_now DESC, id) AS best,
-               count(*) OVER (PARTITION BY grp) AS size
+               first_value(id) OVER (one ORDER BY created_at, id) AS survivor,
+               first_value(id) OVER (one ORDER BY salience_now DESC, id) AS best,
+               count(*) OVER one AS size
         FROM members
+        -- a group given is one memory only where its members share an identity: those
+        -- that do not (near-duplicate vectors, the rows they embed) make groups of each
+        WINDOW one AS (PARTITION BY grp, identity)
     ),
     groups AS (
-        SELECT r.survivor, r.grp,  -- counts summed, at most the tables' cap
+        SELECT r.agent_id, r.survivor,  -- counts summed, at most the tables' cap
                least(sum(r.retrieval_count), {COUNT_CAP})::int AS retrieval_count,
                least(sum(r.reinforcement), {COUNT_CAP}) AS reinforcement,
                least(sum(r.surfaced_count), {COUNT_CAP})::int AS surfaced_count,
@@ -220,7 +223,7 @@ def build_merge_query(spec: TableSpec) -> Query:
                max(r.last_retrieved_at) AS last_retrieved_at,
                bool_or(r.pinned) AS pinned,  -- a pin on any member stays with the memory
                (array_agg(r.best))[1] AS best  -- one value per group
-        FROM ranked AS r WHERE r.size > 1 GROUP BY r.survivor, r.grp
+        FROM ranked AS r WHERE r.size > 1 GROUP BY r.agent_id, r.survivor
     ),
     best AS (
         SELECT g.*, {strength_at_call("b.strength", at="%(now)s", alias="b")} AS strength,
@@ -239,7 +242,7 @@ def build_merge_query(spec: TableSpec) -> Query:
             salience = {salience_call("g.strength", emotion=emotion_of(spec), **new_state)},
             due_at = %(now)s, prune_at = %(now)s
         FROM best AS g JOIN decay_policies AS gp ON gp.name = g.policy
-        WHERE m.id = g.survivor
+        WHERE m.agent_id = g.agent_id AND m.id = g.survivor
         RETURNING m.id, m.ctid AS place, m.agent_id
     ),
     hinted AS ({hint_both_at(spec, "survived", "%(now)s")}),
@@ -247,7 +250,7 @@ def build_merge_query(spec: TableSpec) -> Query:
         UPDATE {spec.name} AS m
         SET {pruned_set("merged")}, merged_into = r.survivor
         FROM ranked AS r
-        WHERE m.id = r.id AND r.id <> r.survivor AND r.size > 1
+        WHERE m.agent_id = r.agent_id AND m.id = r.id AND r.id <> r.survivor AND r.size > 1
         RETURNING m.id, m.agent_id, m.merged_into
     ),{repoint}
     moved AS (
@@ -296,14 +299,13 @@ def build_merge_query(spec: TableSpec) -> Query:
 
 
 @cache
-def build_forget_query(spec: TableSpec, *, by_agent: bool) -> Query:
-    """Soft-delete live memories %(ids)s on request (of %(agent)s alone: by_agent; on a
-    Citus cluster that routes it to the agent's shard): reason 'manual', recoverable."""
-    agent = of_agent(by_agent)
+def build_forget_query(spec: TableSpec) -> Query:
+    """Soft-delete live memories %(ids)s of %(agent)s on request (on a Citus cluster,
+    on the agent's shard): reason 'manual', recoverable."""
     return sql(f"""
     UPDATE {spec.name}
     SET {pruned_set("manual")}
-    WHERE id = ANY(%(ids)s::uuid[]) AND NOT pruned {agent}
+    WHERE agent_id = %(agent)s AND id = ANY(%(ids)s::uuid[]) AND NOT pruned
     RETURNING id
     """)
 
@@ -346,12 +348,13 @@ def _unlink(rows: str, *, by_agent: bool = False) -> str:
 def build_purge_batch_query(spec: TableSpec, batch_size: int, *, by_agent: bool) -> Query:
     """Hard-delete a batch of pruned rows selected by _purge_filter (through the pruned_at
     index, oldest first), with their links: the reasons of what was deleted. Their due
-    hints are left to drop out when popped (a hint without a row is skipped). With
-    `by_agent`, each DELETE names the agent (on Citus, the agent's shard alone)."""
+    hints are left to drop out when popped (a hint without a row is skipped). A row is
+    its agent and id: another agent's memory of the same id stays. With `by_agent`, each
+    DELETE names the agent (on Citus, the agent's shard alone)."""
     return sql(f"""
     WITH gone AS (
-        DELETE FROM {spec.name} WHERE id IN (
-            SELECT id FROM {spec.name} WHERE {_purge_filter(by_agent=by_agent)}
+        DELETE FROM {spec.name} WHERE (agent_id, id) IN (
+            SELECT agent_id, id FROM {spec.name} WHERE {_purge_filter(by_agent=by_agent)}
             ORDER BY pruned_at LIMIT {int(batch_size)}) {of_agent(by_agent)}
         RETURNING id, agent_id, prune_reason
     ),{_unlink("gone", by_agent=by_agent)}
@@ -371,8 +374,8 @@ def build_erase_batch_query(spec: TableSpec, batch_size: int) -> Query:
     Each DELETE names the agent: on Citus, each runs on the agent's shard alone."""
     return sql(f"""
     WITH gone AS (
-        DELETE FROM {spec.name} WHERE id IN (
-            SELECT id FROM {spec.name} WHERE agent_id = %(agent)s AND id > %(after)s
+        DELETE FROM {spec.name} WHERE (agent_id, id) IN (
+            SELECT agent_id, id FROM {spec.name} WHERE agent_id = %(agent)s AND id > %(after)s
             ORDER BY id LIMIT {int(batch_size)}) {of_agent(True)}
         RETURNING id, agent_id
     ),{_unlink("gone", by_agent=True)},{_tally(spec.name)}

@@ -9,15 +9,16 @@ VALUES (%(now)s, %(table)s, %(selector)s::jsonb, %(command)s, %(recovered)s, %(s
 RETURNING id;
 
 -- name: near_duplicates
--- The next %(limit)s live vectors after %(after)s, each with its nearest neighbours of
--- the same agent at least %(threshold)s cosine-similar (other is NULL when it has none),
--- found through the HNSW index (never all pairs); last_id is where the batch ended.
+-- The next %(limit)s live vectors after %(after)s, each with its agent and its nearest
+-- neighbours of the same agent at least %(threshold)s cosine-similar (other is NULL when
+-- it has none), found through the HNSW index (never all pairs); last_id is where the
+-- batch ended.
 WITH batch AS MATERIALIZED (
     SELECT id, agent_id, embedding FROM memory_vectors
     WHERE NOT pruned AND id > %(after)s AND (%(agent)s::text IS NULL OR agent_id = %(agent)s)
     ORDER BY id LIMIT %(limit)s
 )
-SELECT v.id, n.id AS other, (SELECT max(id::text)::uuid FROM batch) AS last_id
+SELECT v.id, v.agent_id, n.id AS other, (SELECT max(id::text)::uuid FROM batch) AS last_id
 FROM batch AS v
 LEFT JOIN LATERAL (
     SELECT c.id FROM (
@@ -28,6 +29,11 @@ LEFT JOIN LATERAL (
     ) AS c
     WHERE 1 - c.distance >= %(threshold)s::float8
 ) AS n ON true;
+
+-- name: vector_sources
+-- The sources (episode or fact) that vectors %(ids)s of agent %(agent)s embed.
+SELECT id, source_type, source_id FROM memory_vectors
+WHERE agent_id = %(agent)s AND id = ANY(%(ids)s::uuid[]) AND source_id IS NOT NULL;
 
 -- name: undeletable_tables
 -- The tables of `tables` the current role may not delete from.

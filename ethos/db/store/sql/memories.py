@@ -10,7 +10,7 @@ from ethos.db.store.sql.fragments import (
     UNEXPIRED,
     above_threshold,
     held,
-    mem0_owners,
+    identity,
 )
 from ethos.domain.tables import TableSpec
 
@@ -90,9 +90,9 @@ def build_find_duplicate_query(spec: TableSpec) -> Query:
     """A memory of the agent with the same normalised content (a vector: and an
     embedding at least %(near)s cosine-similar), the earliest, that is still a memory at
     %(now)s: not pruned, not expired, not below its threshold (a sweep would prune it,
-    and the new one with it). With %(owners)s, only one of those mem0 owners exactly
-    (metadata.mem0; a memory added otherwise is its agent's, as user_id): a repeat in
-    another run or for another agent of the user is another memory."""
+    and the new one with it). Of the same identity as the new memory (its %(metadata)s;
+    fragments.identity): a repeat for other mem0 owners, or a LangGraph item, is another
+    memory."""
     near = (
         "AND 1 - (m.embedding <=> %(embedding)s::vector) >= %(near)s::float8"
         if spec.has_embedding
@@ -104,7 +104,7 @@ def build_find_duplicate_query(spec: TableSpec) -> Query:
     WHERE m.agent_id = %(agent)s AND m.content_key = ethos_content_key(%(content)s)
       AND NOT m.pruned {unexpired} AND {above_threshold(spec)}
       {near}
-      AND (%(owners)s::jsonb IS NULL OR {mem0_owners()} = %(owners)s::jsonb)
+      AND {identity()} = {identity("%(metadata)s::jsonb", "%(agent)s::text", "NULL::text")}
     ORDER BY m.created_at, m.id LIMIT 1
     """)
 
@@ -168,10 +168,11 @@ REVISIONS_OF = STATEMENTS["revisions_of"]
 
 @cache
 def build_update_memory_query(spec: TableSpec) -> Query:
-    """A live memory's text %(content)s and metadata %(metadata)s (each kept when NULL),
-    and where the table has one, its expiry %(expires_at)s (when %(expire)s), updated at
-    %(now)s; its curve and history stay. %(embedding)s, when given, is the new
-    text's: a vector's own, or that of the vector made from an episode or fact."""
+    """A live memory's (of %(agent)s) text %(content)s and metadata %(metadata)s (each
+    kept when NULL), and where the table has one, its expiry %(expires_at)s (when
+    %(expire)s), updated at %(now)s; its curve and history stay. %(embedding)s, when
+    given, is the new text's: a vector's own, or that of the vector made from an episode
+    or fact."""
     embedding = ""
     if spec.has_embedding:
         embedding = "embedding = coalesce(%(embedding)s::vector, embedding),"
@@ -192,7 +193,7 @@ def build_update_memory_query(spec: TableSpec) -> Query:
         UPDATE {spec.name}
         SET content = coalesce(%(content)s, content), {embedding} {expiry}
             metadata = coalesce(%(metadata)s::jsonb, metadata), updated_at = %(now)s
-        WHERE id = %(id)s AND NOT pruned
+        WHERE agent_id = %(agent)s AND id = %(id)s AND NOT pruned
         RETURNING id, agent_id, content
     ){revector}
     SELECT id FROM updated
