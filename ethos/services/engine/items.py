@@ -102,7 +102,8 @@ class ItemEngine(EngineCore):
 
     async def put_items(self, puts: Sequence[ItemPut]) -> list[bool]:
         """Apply the puts, in one statement (one transaction), as if one after another:
-        of puts of the same item the last wins. A put stores its value as the fact of
+        of puts of the same item the last wins (each is checked: one refused, none is
+        written). A put stores its value as the fact of
         its agent under its key (its text: `content`), or replaces the value of the one
         there, which keeps its history; one of value None deletes the item (a soft
         delete, reason manual: `ethos recover` brings it back). For each put, whether it
@@ -114,7 +115,8 @@ class ItemEngine(EngineCore):
         # the same items cannot deadlock.
         winners = [n for _, n in sorted(last.items())]
         items = [puts[n] for n in winners]
-        stored = [self._stored(item) for item in items]
+        checked = [self._stored(put) for put in puts]  # a put a later one replaces too
+        stored = [checked[n] for n in winners]
         now = await self._moment(None)
         changed = await self.store.put_items(
             agents=[item.agent for item in items],
