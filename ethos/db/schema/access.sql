@@ -12,6 +12,17 @@ CREATE FUNCTION ethos_own_agents() RETURNS text[]
     SELECT coalesce(array_agg(agent_id), '{}') FROM ethos_agent_roles WHERE role_name = CURRENT_USER
 $$;
 
+-- The agents a role may write as: those it speaks for, if it is an agent role (any
+-- agent, NULL, if it is not: row security does not restrict it). The vector write
+-- trigger asks it of the role its caller runs as (the trigger runs as its owner).
+CREATE FUNCTION ethos_role_agents(role_name text) RETURNS text[]
+    LANGUAGE sql STABLE
+    SET citus.allow_nested_distributed_execution TO 'on'
+    AS $_$
+    SELECT array_agg(r.agent_id) FROM ethos_agent_roles AS r WHERE r.role_name = $1
+$_$;
+REVOKE ALL ON FUNCTION ethos_role_agents(text) FROM PUBLIC;
+
 -- Whether the caller sees a memory of the id (of `agent`'s, where one is named). The
 -- queue's row policy names the event's agent: on a Citus cluster it runs on the queue's
 -- shard, and reads the agent's memories in the colocated shard there (the setting lets a
