@@ -199,6 +199,20 @@ async def test_dates_at_the_calendars_edge_are_refused_not_a_500(
             assert problem(answer, 422).startswith("expiration_date:")
 
 
+async def test_a_bad_add_fails_its_own_caller_only(api: tuple[httpx.AsyncClient, str]) -> None:
+    """Adds sent at once, of the same fact for the same user: one with metadata
+    PostgreSQL refuses (a NUL) is a 400 of its own; the valid one is stored."""
+    http, _ = api
+    body = {"text": "Gil keeps bees", "user_id": "gil"}
+    good, bad = await asyncio.gather(
+        http.post("/memories", json={**body, "metadata": {"hive": "north"}}),
+        http.post("/memories", json={**body, "metadata": {"hive": "so\u0000uth"}}),
+    )
+    assert "must not contain NUL" in problem(bad, 400)
+    [added] = ok(good)["results"]
+    assert ok(await http.get(f"/memories/{added['id']}"))["metadata"] == {"hive": "north"}
+
+
 async def test_retrievals_through_http_reinforce_as_the_python_api_does(
     database_url: str, settings: Settings, conn: asyncpg.Connection
 ) -> None:
