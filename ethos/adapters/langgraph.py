@@ -203,11 +203,13 @@ class AsyncEthosStore(BaseStore):
 
     async def _run_together(self, waiting: list[tuple[Op, asyncio.Future[Result]]]) -> None:
         """The operations issued together, merged (equal reads read once, an item's puts
-        one, the last, in the place of the first) and run in order: each run of puts in
-        one statement, each read alone. What fails fails its own callers only: a run of
-        puts refused (none written) runs again a put at a time."""
+        in the place of the first, where the last wins) and run in order: each run of
+        puts in one statement, each read alone. What fails fails its own callers only: a
+        run of puts refused (none written; every put is checked, the ones a later put
+        replaces too) runs again each caller's put alone, in the order issued, as if
+        they had been run one after the other."""
         ops: list[Op] = []
-        callers: list[list[asyncio.Future[Result]]] = []
+        callers: list[list[tuple[Op, asyncio.Future[Result]]]] = []
         places: dict[Any, int] = {}
         for op, future in waiting:
             if future.done():  # its caller was cancelled
@@ -218,29 +220,25 @@ class AsyncEthosStore(BaseStore):
                 if place is not None:
                     places[place] = len(ops)
                 ops.append(op)
-                callers.append([future])
+                callers.append([(op, future)])
             else:
-                if isinstance(op, PutOp):
-                    ops[at] = op
-                callers[at].append(future)
+                callers[at].append((op, future))
         parts = itertools.groupby(range(len(ops)), key=lambda i: isinstance(ops[i], PutOp))
         try:
             for puts, run in parts:
-                for part in [list(run)] if puts else [[i] for i in run]:
-                    results = await self._settled([ops[i] for i in part])
-                    if len(part) > 1 and isinstance(results[0], Exception):
-                        # all or none: none was written; a put at a time, each its error
-                        results = [(await self._settled([ops[i]]))[0] for i in part]
-                    for i, result in zip(part, results, strict=True):
-                        for future in callers[i]:
-                            if future.done():
-                                continue
-                            if isinstance(result, Exception):
-                                future.set_exception(result)
-                            else:
-                                future.set_result(result)
+                if not puts:
+                    for i in run:
+                        [result] = await self._settled([ops[i]])
+                        _answer([(future, result) for _, future in callers[i]])
+                    continue
+                each = [caller for i in run for caller in callers[i]]
+                results = await self._settled([op for op, _ in each])
+                if isinstance(results[0], Exception) and len(each) > 1:
+                    # all or none: none was written; a put at a time, each its error
+                    results = [(await self._settled([op]))[0] for op, _ in each]
+                _answer([(future, r) for (_, future), r in zip(each, results, strict=True)])
         finally:  # cancelled (the loop closing): no caller waits for ever
-            for future in itertools.chain.from_iterable(callers):
+            for _, future in itertools.chain.from_iterable(callers):
                 future.cancel()
 
     async def _settled(self, ops: list[Op]) -> list[Result | Exception]:
@@ -456,6 +454,17 @@ def _filter(conditions: Mapping[str, Any]) -> tuple[dict[str, Any], str, dict[st
         else:
             contains[key] = wanted
     return contains, " && ".join(predicates) or "true", variables
+
+
+def _answer(results: list[tuple[asyncio.Future[Result], Result | Exception]]) -> None:
+    """Each waiting caller's result, or its error."""
+    for future, result in results:
+        if future.done():
+            continue
+        if isinstance(result, Exception):
+            future.set_exception(result)
+        else:
+            future.set_result(result)
 
 
 def _merge_key(op: Op) -> Any:

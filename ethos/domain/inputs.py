@@ -11,7 +11,7 @@ import uuid
 from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
 from ethos.domain.errors import InputError
@@ -44,6 +44,59 @@ def aware(value: datetime, name: str = "time") -> datetime:
     if not EARLIEST <= value < LATEST:
         raise InputError(f"bad {name} {value.isoformat()!r}: ethos takes moments from 1900 to 2199")
     return value
+
+
+def day_end(day: date, name: str) -> datetime:
+    """The moment a calendar day (UTC) ends and the next begins: what is kept through
+    `day` expires then. The last day ethos takes ends before LATEST."""
+    last = (LATEST - timedelta(days=1)).date()
+    if not EARLIEST.date() <= day < last:
+        raise InputError(
+            f"bad {name} {day.isoformat()!r}: ethos takes days from"
+            f" {EARLIEST.date().isoformat()} to {(last - timedelta(days=1)).isoformat()}"
+        )
+    return datetime.combine(day + timedelta(days=1), time(), UTC)
+
+
+def minutes_after(start: datetime, minutes: float, name: str) -> datetime:
+    """`minutes` (a finite number) after `start`: a moment ethos takes."""
+    if isinstance(minutes, bool) or not isinstance(minutes, int | float):
+        raise InputError(f"bad {name} {minutes!r}: a number of minutes")
+    try:
+        end: datetime | None = start + timedelta(minutes=minutes)
+    except (OverflowError, ValueError):  # out of datetime's range, or NaN
+        end = None
+    if end is None or not EARLIEST <= end < LATEST:
+        raise InputError(
+            f"bad {name} {minutes!r}: that many minutes after {start:%Y-%m-%d} is not a"
+            " moment ethos takes (from 1900 to 2199)"
+        )
+    return end
+
+
+# How far ahead of the database's clock a moment may be without `allow_future`: room for
+# the caller's clock to run a little ahead of the server's.
+FUTURE_SKEW = timedelta(minutes=1)
+
+
+def not_ahead(name: str, value: datetime, clock: datetime, effect: str) -> None:
+    """Refuse `value` when it is more than FUTURE_SKEW ahead of `clock` (the database's);
+    `effect` says what such a moment would do."""
+    ahead = value - clock
+    if ahead > FUTURE_SKEW:
+        raise InputError(
+            f"`{name}` {value.isoformat()} is {_span(ahead)} ahead of the database's clock:"
+            f" {effect} (`allow_future` if that is meant)"
+        )
+
+
+def _span(span: timedelta) -> str:
+    """A span as a person reads it: 26 days, 5 h, 3 min."""
+    if span >= timedelta(days=2):
+        return f"{span.days:,} days"
+    if span >= timedelta(hours=2):
+        return f"{span.total_seconds() / 3600:.0f} h"
+    return f"{span.total_seconds() / 60:.0f} min"
 
 
 def host_port(value: str, name: str) -> tuple[str, int]:

@@ -90,6 +90,10 @@ SHARD_COLUMNS = {**dict.fromkeys(MEMORY_NAMES, "id"), "retrieval_queue": "enqueu
 
 NOT_AHEAD = "anchor_at <= now() + interval '5 minutes'"
 
+# The role the SECURITY DEFINER functions belong to (the schema makes it, access.sql):
+# under row security it needs a policy of its own on each table, as the app has.
+DEFINER = "ethos_definer"
+
 _NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 
 
@@ -181,6 +185,7 @@ def plan(
     ]
     if not roles.agents:  # row-level security off: the group must hold nothing
         return out + _no_row_level()
+    definer = DEFINER in existing  # (absent where the owner could not make it)
     return [
         *out,
         *(f"GRANT {group} TO {role}" for role in roles.agent_roles),
@@ -188,7 +193,7 @@ def plan(
         f"GRANT INSERT ({QUEUE_COLUMNS}) ON retrieval_queue TO {group}",  # under QUEUE_CHECK
         f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO {group}",
         *_memory_writes(group, columns, agents=True),
-        *_row_level(roles),
+        *_row_level(roles, definer=definer),
     ]
 
 
@@ -224,14 +229,20 @@ def _memory_writes(role: str, columns: Mapping[str, Sequence[str]], *, agents: b
     return out
 
 
-def _row_level(roles: Roles) -> list[str]:
-    """Row security on: the app (and the eraser, its member) sees every row; an agent
-    role only its agents' rows, in reads and writes alike."""
+def _row_level(roles: Roles, *, definer: bool) -> list[str]:
+    """Row security on: the app (and the eraser, its member) sees every row, and so do
+    the definer functions (`definer`: their role exists); an agent role only its agents'
+    rows, in reads and writes alike."""
     out = _no_row_level()
     for table in (*ROW_LEVEL, "retrieval_queue"):
         out += [
             f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY",
             f"CREATE POLICY ethos_service ON {table} TO {roles.app} USING (true) WITH CHECK (true)",
+        ]
+    if definer:
+        out += [
+            f"CREATE POLICY ethos_definer ON {table} TO {DEFINER} USING (true) WITH CHECK (true)"
+            for table in ROW_LEVEL
         ]
     group = roles.agents_group
     out += [
@@ -275,6 +286,7 @@ def _no_row_level() -> list[str]:
             for table in (*ROW_LEVEL, "retrieval_queue")
             for statement in (
                 f"DROP POLICY IF EXISTS ethos_service ON {table}",
+                f"DROP POLICY IF EXISTS ethos_definer ON {table}",
                 f"DROP POLICY IF EXISTS ethos_agent ON {table}",
                 f"ALTER TABLE {table} DISABLE ROW LEVEL SECURITY",
             )

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from tests.conftest import Cli, Psql
 
 EMBEDDING = json.dumps([0.01] * 384)
+FUTURE = "2099-01-01T00:00:00Z"  # a typo's year: decades ahead of the clock
 
 
 def one_line_error(result: subprocess.CompletedProcess[str]) -> str:
@@ -119,6 +120,14 @@ async def test_add_and_bad_input(database_url: str, conn: asyncpg.Connection, cl
         "salience must be between 0 and 1": ["episode", "--salience", "1.5"],
         "unknown table": ["memories"],
         "bad created-at": ["episode", "--created-at", "last tuesday"],
+        "--created-at 2099-01-01T00:00:00+00:00 is": ["episode", "--created-at", FUTURE],
+        "bad created-at '0001-01-01T00:00:00+00:00'": [
+            "episode", "--created-at", "0001-01-01T00:00:00Z",
+        ],
+        "bad created-at '10000-01-01Z'": ["episode", "--created-at", "10000-01-01Z"],
+        "bad expires-at '9999-12-31T00:00:00+00:00'": [
+            "fact", "--expires-at", "9999-12-31T00:00:00Z",
+        ],
         "no episodic_traces row": [
             "vector", "--embedding", EMBEDDING, "--source-type", "episode",
             "--source-id", "00000000-0000-0000-0000-000000000001",
@@ -133,6 +142,11 @@ async def test_add_and_bad_input(database_url: str, conn: asyncpg.Connection, cl
         for t in ("episodic_traces", "memory_vectors", "semantic_facts")
     ]
     assert counts == [1, 1, 0]
+    meant = cli(
+        "add", "fact", "--agent", "a1", "--content", "x", "--created-at", FUTURE,
+        "--allow-future", env=env,
+    )  # fmt: skip
+    assert meant.returncode == 0, meant.stderr
 
 
 async def test_sweep_and_explain_json(database_url: str, cli: Cli) -> None:

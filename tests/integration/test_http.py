@@ -175,6 +175,44 @@ async def test_errors_are_one_line_problem_details(api: tuple[httpx.AsyncClient,
     assert problem(await http.get("/nowhere"), 404) == "Not Found"
 
 
+async def test_dates_at_the_calendars_edge_are_refused_not_a_500(
+    api: tuple[httpx.AsyncClient, str],
+) -> None:
+    """An expiration_date ethos cannot store (before 1900, after 2199, or past what a
+    date can be) is a one-line problem on add and update, never a 500."""
+    http, _ = api
+    body = {"text": "edge of the calendar", "user_id": "edge"}
+    [memory] = ok(await http.post("/memories", json=body))["results"]
+    last = ok(await http.post("/memories", json={**body, "expiration_date": "2199-12-30"}))
+    assert last["results"][0]["event"] == "NONE"  # the same fact, kept till then
+    for day in ("9999-12-31", "0001-01-01", "1899-12-31", "2199-12-31"):
+        added = await http.post("/memories", json={**body, "expiration_date": day})
+        updated = await http.put(f"/memories/{memory['id']}", json={"expiration_date": day})
+        for answer in (added, updated):
+            assert f"bad expiration_date {day!r}: ethos takes days from 1900-01-01" in problem(
+                answer, 400
+            )
+    for day in ("10000-01-01", "0000-01-01", "2026-02-30"):  # no such date: the schema's
+        added = await http.post("/memories", json={**body, "expiration_date": day})
+        updated = await http.put(f"/memories/{memory['id']}", json={"expiration_date": day})
+        for answer in (added, updated):
+            assert problem(answer, 422).startswith("expiration_date:")
+
+
+async def test_a_bad_add_fails_its_own_caller_only(api: tuple[httpx.AsyncClient, str]) -> None:
+    """Adds sent at once, of the same fact for the same user: one with metadata
+    PostgreSQL refuses (a NUL) is a 400 of its own; the valid one is stored."""
+    http, _ = api
+    body = {"text": "Gil keeps bees", "user_id": "gil"}
+    good, bad = await asyncio.gather(
+        http.post("/memories", json={**body, "metadata": {"hive": "north"}}),
+        http.post("/memories", json={**body, "metadata": {"hive": "so\u0000uth"}}),
+    )
+    assert "must not contain NUL" in problem(bad, 400)
+    [added] = ok(good)["results"]
+    assert ok(await http.get(f"/memories/{added['id']}"))["metadata"] == {"hive": "north"}
+
+
 async def test_retrievals_through_http_reinforce_as_the_python_api_does(
     database_url: str, settings: Settings, conn: asyncpg.Connection
 ) -> None:

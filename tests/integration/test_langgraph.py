@@ -395,6 +395,29 @@ async def test_operations_issued_together_run_as_one_batch(
     assert await fact(conn, "gone") is None and await fact(conn, "stays") is not None
 
 
+async def test_a_bad_put_of_an_item_fails_its_own_caller_only(
+    settings: Settings, conn: asyncpg.Connection
+) -> None:
+    """Two callers put one item in the same turn: the valid put is stored and the
+    refused one fails alone, as when they run one after the other (the last put of an
+    item wins only when it can be written)."""
+    bad = {"text": "bad", TTL_KEY: 1}
+    async with AsyncEthosStore(settings) as store:
+        for first, second in (({"text": "good"}, bad), (bad, {"text": "good too"})):
+            done = await asyncio.gather(
+                store.aput(("u",), "same", first),
+                store.aput(("u",), "same", second),
+                store.aput(("u",), "other", {"text": "other"}),
+                return_exceptions=True,
+            )
+            refused = [result for result in done if isinstance(result, Exception)]
+            assert len(refused) == 1 and isinstance(refused[0], InputError), done
+            assert TTL_KEY in str(refused[0])
+            item = await store.aget(("u",), "same", refresh_ttl=False)
+            assert item is not None and item.value == (second if first is bad else first)
+    assert (await fact(conn, "other")) is not None
+
+
 async def test_a_statement_that_loses_a_deadlock_runs_again(
     settings: Settings, conn: asyncpg.Connection
 ) -> None:

@@ -189,3 +189,7 @@ def expiration(client: Any) -> None:
     assert client.get(trial["id"])["ethos"]["expires_at"] is None
     with pytest.raises(Mem0Error, match="episodes do not expire, they fade"):
         client.add("Frank jogs", user_id="frank", kind="episode", expiration_date="2030-01-31")
+    with pytest.raises(Mem0Error, match="bad expiration_date '9999-12-31'"):
+        client.add("Frank's trial never ends", user_id="frank", expiration_date="9999-12-31")
+    with pytest.raises(Mem0Error, match="bad expiration_date '9999-12-31'"):
+        client.update(trial["id"], expiration_date="9999-12-31")

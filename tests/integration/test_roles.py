@@ -441,6 +441,41 @@ async def test_no_role_but_the_owner_attaches_a_function_of_the_owners_rights(
     assert paths == ['search_path="$user", public, pg_temp']
 
 
+async def test_the_definer_functions_run_as_a_role_made_for_them(house: House) -> None:
+    """The SECURITY DEFINER functions were the owner's (a superuser's on the embedded
+    server): a flaw in one would have run with every right. They are ethos_definer's, a
+    role no one logs in as, which may not delete a memory, change what it does not keep,
+    or pass row security without a policy."""
+    owners = await as_sql(
+        house,
+        APP,
+        "SELECT array_agg(DISTINCT pg_get_userbyid(proowner)) FROM pg_proc"
+        " WHERE prosecdef AND proname LIKE 'ethos%'"
+        " AND (proname <> 'ethos_text_stats_analyze'"
+        "      OR current_setting('server_version_num')::int >= 170000)",
+    )
+    assert owners == ["ethos_definer"]
+    role = await as_sql(
+        house,
+        APP,
+        "SELECT ARRAY[rolcanlogin, rolsuper, rolbypassrls, rolcreaterole, rolcreatedb]"
+        " FROM pg_roles WHERE rolname = 'ethos_definer'",
+    )
+    assert role == [False] * 5
+    rights = await as_sql(
+        house,
+        APP,
+        "SELECT ARRAY[has_table_privilege('ethos_definer', 'episodic_traces', 'DELETE'),"
+        " has_column_privilege('ethos_definer', 'semantic_facts', 'content', 'UPDATE'),"
+        " has_table_privilege('ethos_definer', 'retrieval_queue', 'SELECT'),"
+        " has_column_privilege('ethos_definer', 'semantic_facts', 'policy', 'UPDATE')]",
+    )
+    assert rights == [False, False, False, True]
+    # and the write path still works for every role through them
+    await as_sql(house, AGENT, "INSERT INTO episodic_traces (agent_id, content) VALUES ('a', 'y')")
+    assert await owner_adds(house, "b")
+
+
 async def test_an_agent_role_reads_only_its_own_agents_mean(house: House) -> None:
     """Its vector inserts keep its mean (the trigger runs as the owner); another agent's
     mean, which says what that agent's memories are about, stays hidden."""

@@ -366,6 +366,27 @@ async def test_a_vectors_source_is_a_memory_of_its_own_agent(house: House, cli: 
     assert len(done.stderr.strip().splitlines()) == 1
 
 
+async def test_the_source_check_does_not_tell_an_agent_what_another_holds(
+    house: House,
+) -> None:
+    """a's role adding a vector of agent b got "is not a memory of agent b" for an id b
+    does not hold, and the row policy's refusal for one b holds: the source check ran
+    first, and told a which ids b holds. Both are now the row policy's refusal."""
+    held, not_held = await owner_adds(house, "b"), await owner_adds(house, "a")
+    add = ("INSERT INTO memory_vectors (agent_id, content, embedding, source_type, source_id)"
+           " VALUES ('b', 'x', $1::vector, 'episodic_traces', $2)")  # fmt: skip
+    answers = []
+    for source in (held, not_held, str(uuid.uuid4())):
+        with pytest.raises(Refused) as refused:
+            await as_sql(house, AGENT, add, str(unit(3)), uuid.UUID(source))
+        answers.append(str(refused.value))
+    assert len(set(answers)) == 1 and "row-level security" in answers[0], answers
+    # its own agent's vector: the source check answers as before
+    with pytest.raises(asyncpg.ForeignKeyViolationError, match="not a memory of agent a"):
+        await as_sql(house, AGENT, add.replace("'b'", "'a'"), str(unit(3)), uuid.UUID(held))
+    assert await as_sql(house, APP, "SELECT count(*) FROM memory_vectors WHERE content = 'x'") == 0
+
+
 async def test_a_vector_left_pointing_at_another_agent_shows_nothing_of_it(house: House) -> None:
     """A vector stored before the check (here: with the check switched off) is read as
     having no live source: b's search shows neither a's text nor its salience."""
@@ -445,7 +466,9 @@ async def test_an_agent_role_cannot_place_a_memory_out_of_time(house: House) -> 
     # the owner may still place memories in simulated time
     later = datetime.now(UTC) + timedelta(days=30)
     async with owner(house) as engine:
-        assert await engine.add("fact", agent_id="a", content="simulated", created_at=later)
+        assert await engine.add(
+            "fact", agent_id="a", content="simulated", created_at=later, allow_future=True
+        )
 
 
 # --- every request bounded, also in PostgreSQL ------------------------------------------

@@ -36,6 +36,7 @@ async def cmd_add(args: argparse.Namespace, settings: Settings) -> int:
             agent_id=args.agent,
             content=args.content,
             recall=args.recall,
+            allow_future=args.allow_future,
             **{k: v for k, v in fields.items() if v is not None},
         )
     raised = f"; raised: {', '.join(added.raised)}" if added.raised else ""

@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 
-from ethos.domain.errors import InputError
+from ethos.domain.inputs import not_ahead
 from ethos.services.engine import Engine
-
-# How far ahead of the database's clock a --now may be without --allow-future: room for
-# the caller's clock to run a little ahead of the server's.
-FUTURE_SKEW = timedelta(minutes=1)
 
 
 async def refuse_future(engine: Engine, now: datetime | None, allowed: bool, effect: str) -> None:
@@ -17,9 +13,4 @@ async def refuse_future(engine: Engine, now: datetime | None, allowed: bool, eff
     such a moment would do."""
     if now is None or allowed:
         return
-    ahead = now - await engine.now()
-    if ahead > FUTURE_SKEW:
-        raise InputError(
-            f"--now is {ahead} ahead of the database's clock: {effect}"
-            " (--allow-future if that is meant)"
-        )
+    not_ahead("now", now, await engine.now(), effect)

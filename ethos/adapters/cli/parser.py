@@ -70,9 +70,9 @@ def _time(name: str) -> Callable[[str], datetime]:
     return parse
 
 
-def _allow_future(p: argparse.ArgumentParser) -> None:
+def _allow_future(p: argparse.ArgumentParser, flag: str = "--now") -> None:
     p.add_argument(
-        "--allow-future", action="store_true", help="a --now more than a minute ahead of now"
+        "--allow-future", action="store_true", help=f"a {flag} more than a minute ahead of now"
     )
 
 
@@ -131,6 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--source-type", type=_table)
     p.add_argument("--source-id")
     p.add_argument("--created-at", type=_time("created-at"))
+    _allow_future(p, "--created-at")
     p.add_argument("--expires-at", type=_time("expires-at"))
     p.add_argument("--pinned", action="store_true", default=None)
     p.add_argument("--metadata", help="a JSON object")

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import date, datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from ethos.domain.inputs import day_end
 from ethos.domain.tables import table_spec
 from ethos.services.engine import MemoryView
 from ethos.services.retrieval import Hit
@@ -56,7 +57,7 @@ class MemoryUpdate(BaseModel):
 def expiry(day: date | None) -> datetime | None:
     """mem0's expiration_date as ethos's expires_at: a memory is kept all through that
     day (UTC) and expires as the next begins, as mem0 counts it."""
-    return None if day is None else datetime.combine(day + timedelta(days=1), time(), UTC)
+    return None if day is None else day_end(day, "expiration_date")
 
 
 class SearchRequest(Owners):

@@ -12,6 +12,17 @@ CREATE FUNCTION ethos_own_agents() RETURNS text[]
     SELECT coalesce(array_agg(agent_id), '{}') FROM ethos_agent_roles WHERE role_name = CURRENT_USER
 $$;
 
+-- The agents a role may write as: those it speaks for, if it is an agent role (any
+-- agent, NULL, if it is not: row security does not restrict it). The vector write
+-- trigger asks it of the role its caller runs as (the trigger runs as its owner).
+CREATE FUNCTION ethos_role_agents(role_name text) RETURNS text[]
+    LANGUAGE sql STABLE
+    SET citus.allow_nested_distributed_execution TO 'on'
+    AS $_$
+    SELECT array_agg(r.agent_id) FROM ethos_agent_roles AS r WHERE r.role_name = $1
+$_$;
+REVOKE ALL ON FUNCTION ethos_role_agents(text) FROM PUBLIC;
+
 -- Whether the caller sees a memory of the id (of `agent`'s, where one is named). The
 -- queue's row policy names the event's agent: on a Citus cluster it runs on the queue's
 -- shard, and reads the agent's memories in the colocated shard there (the setting lets a
@@ -84,3 +95,58 @@ BEGIN
     RETURN queued;
 END
 $_$;
+
+-- The SECURITY DEFINER functions run as ethos_definer, a role made for them (NOLOGIN: no
+-- one connects as it), with the rights they need and no more: a flaw in one would not
+-- run with the owner's rights (a superuser's, on the embedded server). The owner is made
+-- a member, so that later migrations can replace them; ALTER ... OWNER needs the new
+-- owner to have CREATE on the schema. ANALYZE needs ownership of the table before
+-- PostgreSQL 17 (MAINTAIN since): there ethos_text_stats_analyze, which takes nothing
+-- and analyzes two fixed tables, stays the owner's. Where the owner may not create roles
+-- and the role does not exist, the functions stay the owner's, and a notice says so.
+-- Under row security (agent roles) `ethos roles` gives the role a policy on each table.
+DO $do$
+BEGIN
+    IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'ethos_definer') THEN
+        IF NOT (SELECT r.rolsuper OR r.rolcreaterole FROM pg_roles AS r
+                WHERE r.rolname = current_user) THEN
+            RAISE NOTICE 'the SECURITY DEFINER functions stay the owner''s: % may not create the role ethos_definer',
+                current_user;
+            RETURN;
+        END IF;
+        CREATE ROLE ethos_definer NOLOGIN;
+    END IF;
+    IF NOT pg_has_role(current_user, 'ethos_definer', 'USAGE') THEN
+        GRANT ethos_definer TO CURRENT_USER;
+    END IF;
+    GRANT USAGE, CREATE ON SCHEMA public TO ethos_definer;
+    GRANT SELECT ON memory_vectors, ethos_settings, importance_tiers, agent_policies,
+                    ethos_agent_roles TO ethos_definer;
+    GRANT SELECT, UPDATE (auto_importance, auto_particularity, policy)
+        ON episodic_traces, semantic_facts TO ethos_definer;
+    GRANT SELECT, INSERT ON episodic_traces_due, semantic_facts_due, memory_vectors_due
+        TO ethos_definer;
+    GRANT SELECT, INSERT, UPDATE, DELETE ON lexeme_stats, agent_text_stats, agent_vector_stats
+        TO ethos_definer;
+    GRANT SELECT, INSERT, DELETE ON memory_revisions TO ethos_definer;
+    IF NOT EXISTS (SELECT FROM pg_policies WHERE tablename = 'ethos_agent_roles'
+                                             AND policyname = 'ethos_definer') THEN
+        CREATE POLICY ethos_definer ON ethos_agent_roles FOR SELECT TO ethos_definer
+            USING (true);
+    END IF;
+    ALTER FUNCTION ethos_role_agents(text) OWNER TO ethos_definer;
+    ALTER FUNCTION ethos_vector_stats_add(text[], vector[], integer) OWNER TO ethos_definer;
+    ALTER FUNCTION ethos_vector_stats_rebuild() OWNER TO ethos_definer;
+    ALTER FUNCTION ethos_text_stats_add(text[], tsvector[], integer[]) OWNER TO ethos_definer;
+    ALTER FUNCTION ethos_text_stats_rebuild() OWNER TO ethos_definer;
+    ALTER FUNCTION ethos_write_row() OWNER TO ethos_definer;
+    ALTER FUNCTION ethos_rows_added() OWNER TO ethos_definer;
+    ALTER FUNCTION ethos_rows_removed() OWNER TO ethos_definer;
+    IF current_setting('server_version_num')::int >= 170000 THEN
+        EXECUTE 'GRANT MAINTAIN ON lexeme_stats, agent_text_stats TO ethos_definer';
+        ALTER FUNCTION ethos_text_stats_analyze() OWNER TO ethos_definer;
+    ELSE
+        GRANT EXECUTE ON FUNCTION ethos_text_stats_analyze() TO ethos_definer;
+    END IF;
+END
+$do$;

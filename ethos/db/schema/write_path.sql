@@ -163,6 +163,16 @@ BEGIN
             IF TG_OP = 'INSERT' OR (NEW.source_type, NEW.source_id, NEW.agent_id)
                                    IS DISTINCT FROM (OLD.source_type, OLD.source_id, OLD.agent_id)
             THEN
+                -- An agent role's vector of another agent: refused as the row policy
+                -- (which runs after this trigger) refuses it, before the source is read:
+                -- whether that agent holds the source is not for this one to know.
+                IF NOT NEW.agent_id = ANY (ethos_role_agents(
+                        coalesce(nullif(current_setting('role'), 'none'), session_user)))
+                THEN
+                    RAISE EXCEPTION
+                        'new row violates row-level security policy for table "memory_vectors"'
+                        USING ERRCODE = 'insufficient_privilege';
+                END IF;
                 -- (a read of one table by its key, no subquery: where a statement on a
                 -- node names the shard itself, as a merge's does, Citus plans the read
                 -- with the trigger's values as parameters, which it can only so)

@@ -36,7 +36,7 @@ from ethos.domain.errors import (
     NotFoundError,
     unknown_ids,
 )
-from ethos.domain.roles import Roles, plan, shard_grants
+from ethos.domain.roles import DEFINER, Roles, plan, shard_grants
 from ethos.domain.tables import MEMORY_TABLES, TableSpec
 from ethos.logs import redact
 from ethos.settings import Settings
@@ -371,7 +371,7 @@ class StoreCore:
                                                                     table=spec.name)]
             for spec in MEMORY_TABLES
         }  # fmt: skip
-        names = [roles.app, roles.eraser, roles.agents_group, *roles.agent_roles]
+        names = [roles.app, roles.eraser, roles.agents_group, *roles.agent_roles, DEFINER]
         existing = {r["rolname"] for r in await self._fetch(EXISTING_ROLES, names=names)}
         former = {r["role"] for r in await self._fetch(AGENT_ROLES_NOW, group=roles.agents_group)}
         database = await self._fetchval(CURRENT_DATABASE)

@@ -10,7 +10,13 @@ from typing import Any
 
 from ethos.db.store import Row
 from ethos.domain.errors import InputError
-from ethos.domain.inputs import at_most, content_text, metadata_json, query_text
+from ethos.domain.inputs import (
+    at_most,
+    content_text,
+    metadata_json,
+    minutes_after,
+    query_text,
+)
 from ethos.domain.tables import FACTS
 from ethos.services.embedding import check_dimension
 from ethos.services.engine.core import EngineCore
@@ -102,7 +108,8 @@ class ItemEngine(EngineCore):
 
     async def put_items(self, puts: Sequence[ItemPut]) -> list[bool]:
         """Apply the puts, in one statement (one transaction), as if one after another:
-        of puts of the same item the last wins. A put stores its value as the fact of
+        of puts of the same item the last wins (each is checked: one refused, none is
+        written). A put stores its value as the fact of
         its agent under its key (its text: `content`), or replaces the value of the one
         there, which keeps its history; one of value None deletes the item (a soft
         delete, reason manual: `ethos recover` brings it back). For each put, whether it
@@ -114,17 +121,15 @@ class ItemEngine(EngineCore):
         # the same items cannot deadlock.
         winners = [n for _, n in sorted(last.items())]
         items = [puts[n] for n in winners]
-        stored = [self._stored(item) for item in items]
         now = await self._moment(None)
+        checked = [self._stored(put, now) for put in puts]  # a put a later one replaces too
+        stored = [checked[n] for n in winners]
         changed = await self.store.put_items(
             agents=[item.agent for item in items],
             keys=[item.key for item in items],
-            contents=[content for content, _ in stored],
-            values=[value for _, value in stored],
-            expires_at=[
-                None if item.ttl_minutes is None else now + timedelta(minutes=item.ttl_minutes)
-                for item in items
-            ],
+            contents=[content for content, _, _ in stored],
+            values=[value for _, value, _ in stored],
+            expires_at=[expires_at for _, _, expires_at in stored],
             policies=[item.policy for item in items],
             embedded=[item.vectors is not None for item in items],
             vectors=[
@@ -137,21 +142,27 @@ class ItemEngine(EngineCore):
         made = {winners[position - 1] for position in changed}
         return [n in made for n in range(len(puts))]
 
-    def _stored(self, put: ItemPut) -> tuple[str | None, str | None]:
-        """The put's content and value as stored, checked (None, None: a delete)."""
+    def _stored(
+        self, put: ItemPut, now: datetime
+    ) -> tuple[str | None, str | None, datetime | None]:
+        """The put's content, value and expiry as stored, checked (None, None, None: a
+        delete)."""
         if put.value is None:
-            return None, None
+            return None, None, None
         if TTL_KEY in put.value:
             raise InputError(
                 f"an item's value must not hold the key {TTL_KEY!r} (ethos keeps its ttl there)"
             )
+        expires_at = None
+        if put.ttl_minutes is not None:
+            expires_at = minutes_after(now, put.ttl_minutes, "ttl_minutes")
         kept = put.value if put.ttl_minutes is None else {**put.value, TTL_KEY: put.ttl_minutes}
         value = metadata_json(kept, self.settings.limits.metadata_bytes, "an item's value")
         if put.vectors is not None:
             check_dimension([e for _, e in put.vectors], self.settings.embedding.dimension)
         if put.policy is not None:
             self.settings.policy(put.policy)
-        return content_text(put.content), value
+        return content_text(put.content), value, expires_at
 
     async def search_items(
         self,

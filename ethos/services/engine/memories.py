@@ -17,6 +17,7 @@ from ethos.domain.inputs import (
     content_text,
     first_words,
     metadata_json,
+    not_ahead,
     parse_id,
 )
 from ethos.domain.policies import Policy
@@ -81,6 +82,7 @@ class MemoryEngine(RetrievalEngine):
         agent_id: str,
         content: str,
         recall: int = 0,
+        allow_future: bool = False,
         **fields: Any,
     ) -> Added:
         """Insert one memory. See MemoryInput for the fields each table accepts.
@@ -96,11 +98,15 @@ class MemoryEngine(RetrievalEngine):
 
         With `recall` = k > 0 the new text first recalls the agent's k best memories at
         the memory's moment, which are reinforced as any recall's hits are (what the
-        conversation returns to lives longer), then it is stored: `recalled`."""
+        conversation returns to lives longer), then it is stored: `recalled`.
+
+        A `created_at` over a minute ahead of the database's clock is refused (a typo
+        would make a memory that does not decay for years) unless `allow_future`."""
         if not isinstance(recall, int) or isinstance(recall, bool) or not 0 <= recall <= 100:
             raise InputError(f"recall must be a whole number from 0 to 100, not {recall!r}")
         spec = table_spec(table)
         memory, embedded = await self._input(spec, agent_id, content, fields)
+        await self._not_ahead(memory.created_at, allow_future)
         recalled: list[Hit] = []
         if recall:  # a long text recalls by its first words, as a query may have no more
             query = first_words(memory.content, self.settings.limits.query_words)
@@ -117,13 +123,14 @@ class MemoryEngine(RetrievalEngine):
         agent_id: str,
         contents: Sequence[str],
         metadata_each: Sequence[Mapping[str, Any]] | None = None,
+        allow_future: bool = False,
         **fields: Any,
     ) -> list[Added]:
         """Insert one memory per content, each with the same fields, as add_detailed
         does each (without recall): every content is checked first, then all are written
         in one transaction, so an error stores none of them (a duplicate is of the same
         mem0 owners, metadata.mem0, as each). `metadata_each`: each content's own
-        metadata, instead of `metadata`."""
+        metadata, instead of `metadata`; `allow_future`: as add_detailed's."""
         spec = table_spec(table)
         if not contents:
             raise InputError("give at least one content")
@@ -133,6 +140,7 @@ class MemoryEngine(RetrievalEngine):
             await self._input(spec, agent_id, content, {**fields, **own})
             for content, own in zip(contents, each, strict=True)
         ]
+        await self._not_ahead(built[0][0].created_at, allow_future)
         found = await self.store.insert_many(
             [memory for memory, _ in built], dedup_near=self._dedup_near(spec),
             embedded=[vector for _, vector in built],
@@ -162,6 +170,11 @@ class MemoryEngine(RetrievalEngine):
             spec, self.settings.embedding.dimension, agent_id=agent_id, content=content, **fields
         )
         return memory, embedded
+
+    async def _not_ahead(self, created_at: datetime | None, allow_future: bool) -> None:
+        if created_at is not None and not allow_future:
+            effect = "the memory would not begin to decay until then"
+            not_ahead("created_at", created_at, await self.store.now(), effect)
 
     def _dedup_near(self, spec: TableSpec) -> float | None:
         """The similarity a vector's duplicate needs in `spec` (its content must be the
