@@ -74,6 +74,8 @@ async def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
     def why(h: Hit) -> str:
         if h.via:
             return f"  (linked to {h.via})"
+        if not h.matched:
+            return "  (beside a match: counted, not reinforced)"
         return f"  sim {h.similarity:.4f}" if h.similarity is not None else ""
 
     def relevance(h: Hit) -> str:
@@ -85,9 +87,11 @@ async def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
         for h in hits
     ]
     # What the hits were recorded as: retrievals that reinforce them, surfacings that
-    # only count (ltp.on_search = "count"), or nothing (--no-record).
+    # only count (ltp.on_search = "count"; a hit found only through others, always),
+    # or nothing (--no-record).
     recorded = "none" if args.no_record else settings.ltp.on_search
-    reinforced = [str(h.id) for h in hits] if recorded == "reinforce" and not stats.dropped else []
+    reinforcing = recorded == "reinforce" and not stats.dropped
+    reinforced = [str(h.id) for h in hits if h.matched] if reinforcing else []
     emit(
         args,
         {"hits": [h.as_dict() for h in hits], "recorded": recorded, "reinforced": reinforced,
