@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import Any
 
 from ethos.adapters.cli.moments import refuse_future
@@ -44,8 +45,20 @@ async def cmd_add(args: argparse.Namespace, settings: Settings) -> int:
         if added.created
         else f"{added.id} (a duplicate: the existing memory, retrieved{raised})"
     )
+    lifetime = added.lifetime()
+    text += f"\n  policy {added.policy}: " + (
+        "never forgotten"
+        if added.prunes_at is None
+        else f"forgotten in {lifetime['forgotten_in']} ({lifetime['prunes_at']}) unless used"
+    )
     text += "".join(f"\n  recalled {h.table} {h.id}: {h.content}" for h in added.recalled)
-    data: dict[str, Any] = {"id": str(added.id), "created": added.created}
+    data: dict[str, Any] = {"id": str(added.id), "created": added.created, **lifetime}
+    warning = added.warning(
+        f"give --policy {settings.decay.default_policy} or --importance to keep it"
+    )
+    if warning:
+        data["warning"] = warning
+        print(f"ethos: warning: {warning}", file=sys.stderr)
     if args.recall:
         data["recalled"] = [{"table": h.table, "id": str(h.id)} for h in added.recalled]
     emit(args, data if added.created else {**data, "raised": list(added.raised)}, text)

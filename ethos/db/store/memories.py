@@ -45,12 +45,13 @@ class MemoryStore(StoreCore):
         dedup_near: float | None = None,
         embedded: Sequence[list[float] | None] | None = None,
         owners: Mapping[str, str] | None = None,
-    ) -> list[tuple[uuid.UUID, bool]]:
+    ) -> list[tuple[uuid.UUID, Row | None]]:
         """Insert memories (`embedded`: the vector that embeds each, or None, written
         with it), in one transaction: all of them or, on an error, none; each as (its
-        id, True). With `dedup_near`, a live memory of the agent with the same
-        normalised content (a vector: and an embedding at least `dedup_near`
-        cosine-similar) is found instead: (its id, False); adds of one content are then
+        id, its row as written: explain.lifetime_columns). With `dedup_near`, a live
+        memory of the agent with the same normalised content (a vector: and an
+        embedding at least `dedup_near` cosine-similar) is found instead: (its id,
+        None); adds of one content are then
         taken one at a time, so concurrent ones make one row. With `owners` (mem0's), a
         duplicate must be of exactly those owners."""
         scope = None if owners is None else json.dumps(dict(owners))
@@ -80,7 +81,7 @@ class MemoryStore(StoreCore):
         at: datetime | None,
         embedded: list[float] | None,
         owners: str | None,
-    ) -> tuple[uuid.UUID, bool]:
+    ) -> tuple[uuid.UUID, Row | None]:
         spec = memory.table
         columns = memory.columns()
         if memory.source is not None:
@@ -100,9 +101,11 @@ class MemoryStore(StoreCore):
                 owners=owners,
             )
             if existing is not None:
-                return existing, False
+                return existing, None
         query = build_insert_query(spec, tuple(columns))
-        new_id: uuid.UUID = await tx.fetchval(query, **columns)
+        row = await tx.fetchrow(query, **columns)
+        assert row is not None  # an INSERT … VALUES returns its row
+        new_id: uuid.UUID = row["id"]
         if embedded is not None:
             await tx.fetch(
                 build_insert_source_vectors_query(spec),
@@ -110,7 +113,7 @@ class MemoryStore(StoreCore):
                 ids=[new_id],
                 **embedding_binds([embedded]),
             )
-        return new_id, True
+        return new_id, row
 
     async def raise_repeat(self, memory: MemoryInput, memory_id: uuid.UUID) -> Row:
         """Give the memory what its repeat asks for beyond it (pin, metadata keys,
