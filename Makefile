@@ -65,6 +65,10 @@ recall-bench: install  ## LoCoMo recall@k: ethos text/hybrid, BM25, dense (DATA=
 lifecycle-bench: install  ## LoCoMo replayed as an agent would: what forgetting keeps (DATA=...)
 	$(BIN)/python bench/lifecycle.py --data $(or $(DATA),../shared/data/locomo)
 
+.PHONY: unmatched-bench
+unmatched-bench: install  ## LoCoMo: hits that their own words do not match, reinforced (DATA=...)
+	$(BIN)/python bench/unmatched.py --data $(or $(DATA),../shared/data/locomo)
+
 browser:  ## Debian's Chromium and its driver, for the dashboard's browser test (root)
 	apt-get update && apt-get install -y chromium chromium-driver
 

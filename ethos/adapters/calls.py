@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from ethos.domain.errors import InputError
 from ethos.domain.inputs import parse_id, some
-from ethos.services.engine import Engine
+from ethos.services.engine import Added, Engine
 from ethos.services.recovery import Selector
 
 
@@ -33,19 +33,31 @@ async def remember(
     importance 0..1 or a named policy choose how long it lasts (without them, how
     informative the text is); metadata is kept with it. recall=k first recalls the k
     memories this text brings back, which are strengthened (what a conversation returns
-    to lives longer) and returned as `recalled`. Returns its id; a fact the agent already
-    holds is not stored twice (created is false, it is reinforced, and `raised` names
-    what the repeat gave it: a longer-lived policy, a higher importance)."""
+    to lives longer) and returned as `recalled`. Returns its id, its policy and when it
+    will be forgotten unless used (prunes_at, forgotten_in; a warning when that is
+    sooner than usual: give a policy or an importance to keep it); a fact the agent
+    already holds is not stored twice (created is false, it is reinforced, and `raised`
+    names what the repeat gave it: a longer-lived policy, a higher importance)."""
     fields = {"emotional_tone": emotional_tone, "confidence": confidence,
               "importance": importance, "policy": policy, "metadata": metadata}  # fmt: skip
     added = await engine.add_detailed(
         kind, agent_id=agent, content=content, recall=recall,
         **{name: value for name, value in fields.items() if value is not None},
     )  # fmt: skip
-    result: dict[str, Any] = {"id": str(added.id), "kind": kind, "created": added.created}
+    result: dict[str, Any] = {"id": str(added.id), "kind": kind, "created": added.created,
+                              **lifetime(engine, added)}  # fmt: skip
     if recall:
         result["recalled"] = [{"id": str(h.id), "content": h.content} for h in added.recalled]
     return result if added.created else {**result, "raised": list(added.raised)}
+
+
+def lifetime(engine: Engine, added: Added) -> dict[str, Any]:
+    """What an add answers of its memory's forgetting: its policy, prunes_at and
+    forgotten_in, and for a short-lived one a warning naming the arguments that keep
+    it (those of remember and of mem0's add)."""
+    default = engine.settings.decay.default_policy
+    warning = added.warning(f"give policy={default!r} or an importance to keep it")
+    return added.lifetime() | ({"warning": warning} if warning else {})
 
 
 async def feedback(

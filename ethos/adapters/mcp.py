@@ -160,15 +160,16 @@ async def recall(
 ) -> list[dict[str, Any]]:
     """Recall memories that answer a question or topic, best first: their content, kind,
     relevance (to the query), salience (how alive the memory is, 0..1) and score. Use
-    before answering from memory. Recalling strengthens what is recalled (reinforced:
-    true); record=false only looks."""
+    before answering from memory. Recalling strengthens what its words match (reinforced:
+    true); a memory found only beside one is counted, not strengthened; record=false
+    only looks."""
     hits = await engine.recall(agent, query, k=k, tables=kinds, record=record)
     reinforced = record and engine.settings.ltp.on_search == "reinforce"
     return [
         {"id": str(h.id), "kind": _kind(h.table), "content": h.content,
          "relevance": None if h.relevance is None else round(h.relevance, 6),
          "salience": round(h.salience, 4), "score": round(h.score, 6),
-         "reinforced": reinforced}
+         "reinforced": reinforced and h.matched}
         for h in hits
     ]  # fmt: skip
 

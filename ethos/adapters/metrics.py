@@ -142,7 +142,7 @@ class _StateCollector(Collector):
             "ethos_retrievals", "LTP events by what became of them.", labels=["outcome"]
         )
         if stats is not None:
-            for outcome in ("recorded", "applied", "skipped", "dropped"):
+            for outcome in ("recorded", "unmatched", "applied", "skipped", "dropped"):
                 retrievals.add_metric([outcome], getattr(stats, outcome))
         yield retrievals
         backlog = GaugeMetricFamily("ethos_ltp_backlog", "LTP events waiting to be applied.",

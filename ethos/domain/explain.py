@@ -99,18 +99,40 @@ def json_value(value: Any) -> Any:
     return value
 
 
+# What a row needs for prunes_at: its curve (memory_state's), and whether it is pruned.
+def lifetime_columns(spec: TableSpec) -> tuple[str, ...]:
+    """The columns prunes_at reads of a row of `spec`'s table."""
+    extra = [spec.emotion_column] if spec.emotion_column else []
+    extra += ["confidence_strength"] if spec.has_confidence else []
+    extra += ["expires_at"] if spec.has_expiry else []
+    return ("id", "agent_id", "policy", "strength", "anchor_at", "created_at",
+            "reinforcement", "pinned", "pruned", *extra)  # fmt: skip
+
+
+def prunes_at(
+    spec: TableSpec, row: Mapping[str, Any], now: datetime, policy: Policy
+) -> datetime | None:
+    """When the row will be pruned if never retrieved again, seen at `now` (None: never;
+    a pruned row: None). Facts are forgotten on their confidence; vectors also when
+    they expire."""
+    if row["pruned"]:
+        return None
+    state = memory_state(spec, row, confidence=spec.has_confidence)
+    at = decay.prunes_at(state, now, policy.params)
+    expires_at = row.get("expires_at") if spec.has_expiry else None
+    if expires_at is not None and not state.pinned:
+        at = min(at, expires_at) if at else expires_at
+    return at
+
+
 def explain(spec: TableSpec, row: Mapping[str, Any], now: datetime, policy: Policy) -> Account:
     """Every factor of a row's salience at `now` under its policy, and when it will be
     pruned if never retrieved again."""
     p = policy.params
     state = memory_state(spec, row)
     frequency_boost, emotional_boost = decay.boosts(state, now, p)
-    # Facts are forgotten on their confidence; vectors also when they expire.
     deciding = memory_state(spec, row, confidence=True) if spec.has_confidence else state
-    prunes_at = None if row["pruned"] else decay.prunes_at(deciding, now, p)
     expires_at = row.get("expires_at") if spec.has_expiry else None
-    if expires_at is not None and not state.pinned and not row["pruned"]:
-        prunes_at = min(prunes_at, expires_at) if prunes_at else expires_at
     return Account(
         table=spec.name,
         id=row["id"],
@@ -142,7 +164,7 @@ def explain(spec: TableSpec, row: Mapping[str, Any], now: datetime, policy: Poli
         pruned=row["pruned"],
         pruned_at=row["pruned_at"],
         prune_reason=row["prune_reason"],
-        prunes_at=prunes_at,
+        prunes_at=prunes_at(spec, row, now, policy),
         confidence=decay.salience(deciding, now, p) if spec.has_confidence else None,
         stored_confidence=row["confidence"] if spec.has_confidence else None,
         expires_at=expires_at,

@@ -118,5 +118,17 @@ def plot(policies: Iterable[Policy], path: Path) -> None:
     plt.close(figure)
 
 
+def forgotten_in(prunes_at: datetime | None, at: datetime) -> str:
+    """How long from `at` until `prunes_at` (None: "never"), as a person reads it."""
+    if prunes_at is None:
+        return "never"
+    return _duration(max(decay.days_between(at, prunes_at), 0.0))
+
+
 def _duration(days: float) -> str:
-    return f"{days * 24:.3g} h" if days < 2 else f"{days:.3g} d"
+    hours = days * 24
+    if hours < 1:
+        return f"{round(hours * 60)} min"
+    if days < 2:
+        return f"{hours:.3g} h"
+    return f"{days:.3g} d" if days < 730 else f"{days / 365.25:.3g} years"

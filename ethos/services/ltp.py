@@ -59,6 +59,7 @@ HELD_LOG_SECONDS = 60.0
 @dataclass
 class LtpStats:
     recorded: int = 0  # retrievals, hits and feedback accepted into the buffer
+    unmatched: int = 0  # of them, hits found only through others: counted, not reinforced
     applied: int = 0  # of them, written to their rows
     skipped: int = 0  # of unknown or pruned rows (nothing to write)
     reinforced: int = 0  # episodes and facts strengthened through a retrieved vector
@@ -186,7 +187,7 @@ class LtpBuffer:
         elif group is not None:
             self._groups.append(group)
         self._size += count
-        self.stats.recorded += len(ids)
+        self._accepted(kind, len(ids))
         if len(self._pending) >= ltp.flush_max_rows:
             self._wake.set()
 
@@ -211,10 +212,15 @@ class LtpBuffer:
         except DatabaseError as exc:
             log.warning("ltp_durable_fallback", error=str(exc), count=len(ids))
             return False
-        self.stats.recorded += len(ids)
+        self._accepted(kind, len(ids))
         self.stats.queued += len(ids)
         self._wake.set()
         return True
+
+    def _accepted(self, kind: Kind, count: int) -> None:
+        self.stats.recorded += count
+        if kind == "unmatched":
+            self.stats.unmatched += count
 
     async def drain_queue(self) -> bool:
         """Apply what the durable queue holds, batch by batch, until it is empty but for

@@ -28,8 +28,11 @@ from ethos.settings import Settings
 
 log = structlog.get_logger("ethos.services.ltp")
 
-Kind = Literal["retrieval", "surfaced", "useful", "wrong"]
-KINDS: tuple[Kind, ...] = ("retrieval", "surfaced", "useful", "wrong")
+# "surfaced": a search hit its own words or vector matched (a retrieval, per
+# ltp.on_search); "unmatched": a hit found only through others (the turns beside it, a
+# link), which is counted as surfaced and never reinforces (decision record 0020).
+Kind = Literal["retrieval", "surfaced", "unmatched", "useful", "wrong"]
+KINDS: tuple[Kind, ...] = ("retrieval", "surfaced", "unmatched", "useful", "wrong")
 # A memory events are for: its table, its id, and its agent (None: every agent's memory
 # of the id, for a caller that names no agent).
 Key = tuple[TableSpec, uuid.UUID, str | None]
@@ -45,6 +48,7 @@ class Events:
     useful: int = 0  # of them, confirmed useful by feedback
     wrong: int = 0  # marked wrong: long-term depression
     surfaced: int = 0  # returned by a search
+    unmatched: int = 0  # of them, found only through others: never reinforcing
     units: int = 0  # the calls it stands for (what `applied` and `skipped` count)
 
     def add(self, other: Events) -> None:
@@ -54,6 +58,7 @@ class Events:
         self.useful += other.useful
         self.wrong += other.wrong
         self.surfaced += other.surfaced
+        self.unmatched += other.unmatched
         self.units += other.units
 
     @property
@@ -388,6 +393,8 @@ def event_of(kind: str, settings: Settings, n: int = 1) -> Events:
     if kind == "surfaced":
         reinforce = settings.ltp.on_search == "reinforce"
         return Events(retrievals=n * int(reinforce), surfaced=n, units=n)
+    if kind == "unmatched":
+        return Events(surfaced=n, unmatched=n, units=n)
     if kind == "useful":
         return Events(retrievals=n, useful=n, units=n)
     if kind == "wrong":
@@ -403,8 +410,10 @@ def kinds_of(
     reinforcing = settings.ltp.on_search == "reinforce"
     out: list[tuple[datetime, Kind, int]] = []
     for at, e in sorted(moments.items()):
-        plain = e.retrievals - e.useful - (e.surfaced if reinforcing else 0)
-        counts = {"retrieval": plain, "useful": e.useful, "wrong": e.wrong, "surfaced": e.surfaced}
+        matched = e.surfaced - e.unmatched
+        plain = e.retrievals - e.useful - (matched if reinforcing else 0)
+        counts = {"retrieval": plain, "useful": e.useful, "wrong": e.wrong,
+                  "surfaced": matched, "unmatched": e.unmatched}  # fmt: skip
         out += [(at, kind, counts[kind]) for kind in KINDS if counts[kind] > 0]
     return out
 
@@ -412,10 +421,11 @@ def kinds_of(
 def group_of(keys: Iterable[Key], at: datetime, kind: str, settings: Settings) -> Group | None:
     """The link-learning group of memories recorded in one call, if they teach links. A
     call returns or names at most limits.k or limits.ids memories: a larger group (a
-    queue written by hand) teaches none, as its pairs would grow with its square."""
+    queue written by hand) teaches none, as its pairs would grow with its square. Hits
+    found only through others ("unmatched") teach none: they were not recalled."""
     members = tuple(dict.fromkeys(keys))
     learning = settings.links.learning_rate > 0
-    if len(members) < 2 or kind == "retrieval" or (kind != "wrong" and not learning):
+    if len(members) < 2 or kind in ("retrieval", "unmatched") or (kind != "wrong" and not learning):
         return None
     most = max(settings.limits.k, settings.limits.ids)
     if len(members) > most:

@@ -10,7 +10,9 @@ would prune them; until it runs they count as pruned).
 
 Results return before any write: the hits are recorded in the LTP buffer as surfaced
 (reinforced or only counted, per ltp.on_search; their links learn from being recalled
-together), not awaited.
+together), not awaited. A hit that its own words (or vector) do not match, found only
+through others (the turns beside it, a link), is `unmatched`: recorded as surfaced
+but never reinforced, and it learns no link (decision record 0020).
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ class Hit:
     relevance: float | None = None  # what the prior multiplies (None: a linked neighbour)
     created_at: datetime | None = None
     updated_at: datetime | None = None  # None: never updated
+    matched: bool = True  # False: found only through others (its neighbours, a link)
 
     def as_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -83,6 +86,8 @@ class Hit:
             data["link_weight"] = self.link_weight
         if self.text_rank is not None:
             data["text_rank"] = self.text_rank
+        if not self.matched:
+            data["matched"] = False
         return data
 
 
@@ -123,10 +128,7 @@ async def nearest(
     weight = settings.search.link_weight or (1.0 if expand else 0.0)
     neighbours = await _neighbours(store, hits, agent, now, weight) if weight and hits else []
     if ltp is not None and hits:
-        await ltp.record(VECTORS, [hit.id for hit in hits], now, "surfaced", agent)
-        for table in {n.table for n in neighbours}:
-            found = [n.id for n in neighbours if n.table == table]
-            await ltp.record(table_spec(table), found, now, "surfaced", agent)
+        await surface(ltp, hits + neighbours, now, agent)
     return sorted(hits + neighbours, key=_rank)
 
 
@@ -163,6 +165,7 @@ async def _neighbours(
                     link_weight=link_weight,
                     created_at=row["created_at"],
                     updated_at=row["updated_at"],
+                    matched=False,
                 )
             )
     return found
@@ -213,7 +216,7 @@ async def recall(
         Hit(id=row["id"], content=row["content"], similarity=None, salience=row["salience"],
             score=row["score"], metadata=json_object(row["metadata"]), table=row["table_name"],
             text_rank=row["text_rank"], relevance=row["relevance"],
-            created_at=row["created_at"], updated_at=row["updated_at"])
+            created_at=row["created_at"], updated_at=row["updated_at"], matched=row["matched"])
         for row in rows
     ]  # fmt: skip
     if vector is not None:
@@ -225,11 +228,20 @@ async def recall(
 
 
 async def surface(ltp: LtpBuffer, hits: Sequence[Hit], now: datetime, agent: str | None) -> None:
-    """Record recall's hits (of `agent`, where one is named) as surfaced at `now`, those
-    of one table together (they learn their links)."""
-    for table in {h.table for h in hits}:
-        await ltp.record(table_spec(table), [h.id for h in hits if h.table == table], now,
-                         "surfaced", agent)  # fmt: skip
+    """Record hits (of `agent`, where one is named) at `now`: those their own words or
+    vector matched as surfaced, those of one table together (they learn their links);
+    the others as unmatched (only counted)."""
+    for (table, matched), ids in _by_table(hits).items():
+        await ltp.record(table_spec(table), ids, now, "surfaced" if matched else "unmatched",
+                         agent)  # fmt: skip
+
+
+def _by_table(hits: Sequence[Hit]) -> dict[tuple[str, bool], list[uuid.UUID]]:
+    """The hits' ids by table and whether they matched, in the hits' order."""
+    groups: dict[tuple[str, bool], list[uuid.UUID]] = {}
+    for hit in hits:
+        groups.setdefault((hit.table, hit.matched), []).append(hit.id)
+    return groups
 
 
 def _rank(hit: Hit) -> tuple[float, float, float, str]:
@@ -262,7 +274,8 @@ async def _fuse(
     """Text and vector candidates, each score normalised over its candidates, fused as
     (1 − v) × text + v × vector (v: search.vector_weight; a candidate of one side only
     has 0 on the other), × the salience prior. A vector that embeds an episode or fact
-    stands for it. `rows`: the vector candidates (store.search)."""
+    stands for it. `rows`: the vector candidates (store.search). A hit its own vector
+    matched (one of them) is matched, whatever its words."""
     names = {spec.name for spec in tables}
     text = _normalised({(hit.table, hit.id): hit.relevance or 0.0 for hit in text_hits})
     found = {(hit.table, hit.id): hit for hit in text_hits}
@@ -301,7 +314,8 @@ async def _fuse(
         relevance = (1 - v) * text.get(key, 0.0) + v * vectors.get(key, 0.0)
         fused.append(
             replace(hit, similarity=cosine.get(key), relevance=relevance,
-                    score=relevance * (1 + w * hit.salience))
+                    score=relevance * (1 + w * hit.salience),
+                    matched=hit.matched or key in similar)
         )  # fmt: skip
     return fused
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import Any
 
 from ethos.adapters.cli.moments import refuse_future
@@ -45,8 +46,20 @@ async def cmd_add(args: argparse.Namespace, settings: Settings) -> int:
         if added.created
         else f"{added.id} (a duplicate: the existing memory, retrieved{raised})"
     )
+    lifetime = added.lifetime()
+    text += f"\n  policy {added.policy}: " + (
+        "never forgotten"
+        if added.prunes_at is None
+        else f"forgotten in {lifetime['forgotten_in']} ({lifetime['prunes_at']}) unless used"
+    )
     text += "".join(f"\n  recalled {h.table} {h.id}: {h.content}" for h in added.recalled)
-    data: dict[str, Any] = {"id": str(added.id), "created": added.created}
+    data: dict[str, Any] = {"id": str(added.id), "created": added.created, **lifetime}
+    warning = added.warning(
+        f"give --policy {settings.decay.default_policy} or --importance to keep it"
+    )
+    if warning:
+        data["warning"] = warning
+        print(f"ethos: warning: {warning}", file=sys.stderr)
     if args.recall:
         data["recalled"] = [{"table": h.table, "id": str(h.id)} for h in added.recalled]
     emit(args, data if added.created else {**data, "raised": list(added.raised)}, text)
@@ -75,6 +88,8 @@ async def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
     def why(h: Hit) -> str:
         if h.via:
             return f"  (linked to {h.via})"
+        if not h.matched:
+            return "  (beside a match: counted, not reinforced)"
         return f"  sim {h.similarity:.4f}" if h.similarity is not None else ""
 
     def relevance(h: Hit) -> str:
@@ -86,9 +101,11 @@ async def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
         for h in hits
     ]
     # What the hits were recorded as: retrievals that reinforce them, surfacings that
-    # only count (ltp.on_search = "count"), or nothing (--no-record).
+    # only count (ltp.on_search = "count"; a hit found only through others, always),
+    # or nothing (--no-record).
     recorded = "none" if args.no_record else settings.ltp.on_search
-    reinforced = [str(h.id) for h in hits] if recorded == "reinforce" and not stats.dropped else []
+    reinforcing = recorded == "reinforce" and not stats.dropped
+    reinforced = [str(h.id) for h in hits if h.matched] if reinforcing else []
     emit(
         args,
         {"hits": [h.as_dict() for h in hits], "recorded": recorded, "reinforced": reinforced,

@@ -10,6 +10,7 @@ from typing import Annotated, Any, Literal
 
 from fastapi import FastAPI, Query, Request
 
+from ethos.adapters.calls import lifetime
 from ethos.adapters.http.access import may_write
 from ethos.adapters.http.answers import EngineDep, Writes, route
 from ethos.adapters.http.owners import named, owners_of
@@ -91,7 +92,7 @@ def mem0_routes(app: FastAPI) -> None:
         )  # fmt: skip
         return {"results": [
             {"id": str(a.id), "memory": text, "event": "ADD" if a.created else "NONE",
-             "ethos": {"kind": body.kind, "agent_id": owners.agent}}
+             "ethos": {"kind": body.kind, "agent_id": owners.agent, **lifetime(engine, a)}}
             for a, text in zip(added, texts, strict=True)
         ]}  # fmt: skip
 

@@ -22,7 +22,7 @@ CREATE TABLE retrieval_queue (
     enqueued_at timestamp with time zone DEFAULT now() NOT NULL,
     agent_id text NOT NULL,
     CONSTRAINT retrieval_queue_at_window CHECK (((at >= '1900-01-01 00:00:00+00'::timestamp with time zone) AND (at < '2200-01-01 00:00:00+00'::timestamp with time zone))),
-    CONSTRAINT retrieval_queue_kind_check CHECK ((kind = ANY (ARRAY['retrieval'::text, 'surfaced'::text, 'useful'::text, 'wrong'::text]))),
+    CONSTRAINT retrieval_queue_kind_check CHECK ((kind = ANY (ARRAY['retrieval'::text, 'surfaced'::text, 'unmatched'::text, 'useful'::text, 'wrong'::text]))),
     CONSTRAINT retrieval_queue_table_name_check CHECK ((table_name = ANY (ARRAY['memory_vectors'::text, 'episodic_traces'::text, 'semantic_facts'::text])))
 );
 ALTER TABLE ONLY retrieval_queue

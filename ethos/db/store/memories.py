@@ -44,14 +44,15 @@ class MemoryStore(StoreCore):
         *,
         dedup_near: float | None = None,
         embedded: Sequence[list[float] | None] | None = None,
-    ) -> list[tuple[uuid.UUID, bool]]:
+    ) -> list[tuple[uuid.UUID, Row | None]]:
         """Insert memories (`embedded`: the vector that embeds each, or None, written
         with it), in one transaction: all of them or, on an error, none; each as (its
-        id, True). With `dedup_near`, a live memory of the agent with the same
-        normalised content (a vector: and an embedding at least `dedup_near`
-        cosine-similar) is found instead: (its id, False); adds of one content are then
-        taken one at a time, so concurrent ones make one row. A duplicate is of the
-        memory's own identity (its mem0 owners: fragments.identity)."""
+        id, its row as written: explain.lifetime_columns). With `dedup_near`, a live
+        memory of the agent with the same normalised content (a vector: and an
+        embedding at least `dedup_near` cosine-similar) is found instead: (its id,
+        None); adds of one content are then taken one at a time, so concurrent ones make
+        one row. A duplicate is of the memory's own identity (its mem0 owners:
+        fragments.identity)."""
         vectors = embedded or [None] * len(memories)
         for spec in {memory.table for memory in memories}:
             await self.check_table(spec)
@@ -77,7 +78,7 @@ class MemoryStore(StoreCore):
         dedup_near: float | None,
         at: datetime | None,
         embedded: list[float] | None,
-    ) -> tuple[uuid.UUID, bool]:
+    ) -> tuple[uuid.UUID, Row | None]:
         spec = memory.table
         columns = memory.columns()
         if memory.source is not None:
@@ -97,9 +98,11 @@ class MemoryStore(StoreCore):
                 metadata=columns["metadata"],
             )
             if existing is not None:
-                return existing, False
+                return existing, None
         query = build_insert_query(spec, tuple(columns))
-        new_id: uuid.UUID = await tx.fetchval(query, **columns)
+        row = await tx.fetchrow(query, **columns)
+        assert row is not None  # an INSERT … VALUES returns its row
+        new_id: uuid.UUID = row["id"]
         if embedded is not None:
             await tx.fetch(
                 build_insert_source_vectors_query(spec),
@@ -107,7 +110,7 @@ class MemoryStore(StoreCore):
                 ids=[new_id],
                 **embedding_binds([embedded]),
             )
-        return new_id, True
+        return new_id, row
 
     async def raise_repeat(self, memory: MemoryInput, memory_id: uuid.UUID) -> Row:
         """Give the memory what its repeat asks for beyond it (pin, metadata keys,

@@ -9,8 +9,9 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
+from ethos.db.store import Row
 from ethos.domain.errors import InputError
-from ethos.domain.explain import Account, explain
+from ethos.domain.explain import Account, explain, prunes_at
 from ethos.domain.inputs import (
     MemoryInput,
     at_most,
@@ -20,6 +21,7 @@ from ethos.domain.inputs import (
     not_ahead,
     parse_id,
 )
+from ethos.domain.lifetimes import forgotten_in
 from ethos.domain.policies import Policy
 from ethos.domain.tables import SOURCE_TABLES, TableSpec, table_spec
 from ethos.services.embedding import embed
@@ -29,13 +31,33 @@ from ethos.services.retrieval import Hit
 
 @dataclass(frozen=True)
 class Added:
-    """What an add did: the memory's id, whether it is new, and, for a repeat of a live
-    memory, what the repeat raised on it (pinned, metadata, importance, policy)."""
+    """What an add did: the memory's id, whether it is new, its policy and when it will
+    be forgotten if never used (prunes_at, None: never; seen at `at`, the add's
+    moment), whether that is sooner than under decay.default_policy (short_lived), and,
+    for a repeat of a live memory, what the repeat raised on it (pinned, metadata,
+    importance, policy)."""
 
     id: uuid.UUID
     created: bool
+    policy: str
+    prunes_at: datetime | None
+    at: datetime
+    short_lived: bool = False
     raised: tuple[str, ...] = ()
     recalled: tuple[Hit, ...] = ()  # add with recall: what the new text recalled first
+
+    def lifetime(self) -> dict[str, Any]:
+        """The policy and the forgetting, as the doors answer them."""
+        return {"policy": self.policy,
+                "prunes_at": None if self.prunes_at is None else self.prunes_at.isoformat(),
+                "forgotten_in": forgotten_in(self.prunes_at, self.at)}  # fmt: skip
+
+    def warning(self, keep: str) -> str | None:
+        """For a short-lived memory, when it goes and how to keep it (`keep`: what the
+        caller gives, in its door's words); None for the others."""
+        if not self.short_lived:
+            return None
+        return f"forgotten in {forgotten_in(self.prunes_at, self.at)} unless used; {keep}"
 
 
 @dataclass(frozen=True)
@@ -111,10 +133,10 @@ class MemoryEngine(RetrievalEngine):
         if recall:  # a long text recalls by its first words, as a query may have no more
             query = first_words(memory.content, self.settings.limits.query_words)
             recalled = await self.recall(agent_id, query, recall, now=memory.created_at)
-        [(memory_id, created)] = await self.store.insert_many(
+        [(memory_id, row)] = await self.store.insert_many(
             [memory], dedup_near=self._dedup_near(spec), embedded=[embedded]
         )
-        return await self._added(memory, memory_id, created, tuple(recalled))
+        return await self._added(memory, memory_id, row, tuple(recalled))
 
     async def add_many(
         self,
@@ -146,8 +168,8 @@ class MemoryEngine(RetrievalEngine):
             embedded=[vector for _, vector in built],
         )  # fmt: skip
         return [
-            await self._added(memory, memory_id, created)
-            for (memory, _), (memory_id, created) in zip(built, found, strict=True)
+            await self._added(memory, memory_id, row)
+            for (memory, _), (memory_id, row) in zip(built, found, strict=True)
         ]
 
     async def _input(
@@ -186,18 +208,35 @@ class MemoryEngine(RetrievalEngine):
         self,
         memory: MemoryInput,
         memory_id: uuid.UUID,
-        created: bool,
+        row: Row | None,
         recalled: tuple[Hit, ...] = (),
     ) -> Added:
-        """What an add did; a repeat gets what it asks beyond the memory, and a retrieval."""
-        if created:
-            return Added(memory_id, True, recalled=recalled)
+        """What an add did (`row`: the new memory as written; None: a repeat); a repeat
+        gets what it asks beyond the memory, and a retrieval. Its forgetting is seen at
+        the new memory's creation, or (a repeat) as the memory stands after the raise,
+        before that retrieval applies (which can only put it off)."""
+        spec = memory.table
+        if row is not None:
+            return await self._lifetime(spec, row, row["created_at"], True, (), recalled)
         raised = await self._raise_repeat(memory, memory_id)
-        await self.ltp.record(
-            memory.table, [memory_id], await self._moment(memory.created_at),
-            agent=memory.agent_id,
+        at = await self._moment(memory.created_at)
+        await self.ltp.record(spec, [memory_id], at, agent=memory.agent_id)
+        row = await self.store.fetch(spec, memory_id, agent=memory.agent_id)
+        return await self._lifetime(spec, row, at, False, raised, recalled)
+
+    async def _lifetime(
+        self, spec: TableSpec, row: Row, at: datetime, created: bool,
+        raised: tuple[str, ...], recalled: tuple[Hit, ...],
+    ) -> Added:  # fmt: skip
+        """The Added of `row`, with its policy and when it will be forgotten if unused,
+        and whether that policy lives shorter than decay.default_policy."""
+        name = row["policy"]
+        policy = self.settings.policy_table.get(name) or await self.store.policy(name)
+        default = self.settings.policy(self.settings.decay.default_policy)
+        return Added(
+            row["id"], created, name, prunes_at(spec, row, at, policy), at,
+            short_lived=_lives_longer(default, policy), raised=raised, recalled=recalled,
         )  # fmt: skip
-        return Added(memory_id, False, raised, recalled)
 
     async def _raise_repeat(self, memory: MemoryInput, memory_id: uuid.UUID) -> tuple[str, ...]:
         row = await self.store.raise_repeat(memory, memory_id)

@@ -12,6 +12,7 @@ from ethos.db.store.sql.fragments import (
     held,
     identity,
 )
+from ethos.domain.explain import lifetime_columns
 from ethos.domain.tables import TableSpec
 
 # The plain statements, in the .sql file of the same name beside this one.
@@ -20,9 +21,13 @@ STATEMENTS = statements(__file__)
 
 @cache
 def build_insert_query(spec: TableSpec, columns: tuple[str, ...]) -> Query:
-    """columns come from inputs.MemoryInput, a fixed set."""
+    """columns come from inputs.MemoryInput, a fixed set. Returns what the write path
+    made of the row that says when it will be forgotten (its policy, its curve)."""
     values = ", ".join(f"%({c})s" for c in columns)
-    return sql(f"INSERT INTO {spec.name} ({', '.join(columns)}) VALUES ({values}) RETURNING id")
+    returned = ", ".join(lifetime_columns(spec))
+    return sql(
+        f"INSERT INTO {spec.name} ({', '.join(columns)}) VALUES ({values}) RETURNING {returned}"
+    )
 
 
 @cache

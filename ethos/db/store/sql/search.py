@@ -390,6 +390,11 @@ _IN_MOMENT = """(1 + %(moment_weight)s::float8 * (
         AND coalesce(extract(day FROM r.created_at AT TIME ZONE 'UTC') = %(moment_day)s::int, true)
     )::int)"""
 
+# A row its own words match: its text holds a word of the query. BM25's IDF is above 0
+# for every lexeme (ethos_idf), so that is its own BM25 above 0; a row found only
+# through the turns beside it (`_in_context`) scores 0 there (decision record 0020).
+MATCHED = "f.text_rank > 0"
+
 _FOUND_COLUMNS = "table_name, id, content, metadata, created_at, updated_at, text_rank, salience"
 
 
@@ -417,7 +422,8 @@ def build_recall_query(
     With `context` (and a timeline among `tables`), the candidates' neighbours in time
     join them and each is ranked by its relevance in context (`_in_context`) × the
     prior; without it, relevance is the BM25. With `moment`, a row written in the
-    moment the question names weighs more (`_IN_MOMENT`)."""
+    moment the question names weighs more (`_IN_MOMENT`). `matched`: the row's own words
+    match the query (MATCHED), false for a row found only in context."""
     context = context and any(spec.is_timeline for spec in tables)
     ctes, parts = [], []
     for i, spec in enumerate(tables):
@@ -463,7 +469,7 @@ def build_recall_query(
     found AS (
         {union}
     ){in_context}
-    SELECT f.*, f.relevance * {prior("f.salience")} AS score
+    SELECT f.*, f.relevance * {prior("f.salience")} AS score, {MATCHED} AS matched
     FROM (SELECT {", ".join(f"r.{c}" for c in _FOUND_COLUMNS.split(", "))},
                  {relevance} AS relevance
           FROM {ranked} AS r) AS f
