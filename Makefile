@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: install run demo test peers unit lint format typecheck bench bench-tenants bench-peer recall-bench lifecycle-bench browser mcp-inspector serve all clean \
+.PHONY: install run demo test peers unit lint format typecheck bench bench-tenants bench-peer recall-bench lifecycle-bench meaning-bench browser mcp-inspector serve all clean \
 	citus citus-install citus-up citus-down citus-test citus-suite bench-citus test-on
 
 $(STAMP): pyproject.toml
@@ -64,6 +64,9 @@ recall-bench: install  ## LoCoMo recall@k: ethos text/hybrid, BM25, dense (DATA=
 
 lifecycle-bench: install  ## LoCoMo replayed as an agent would: what forgetting keeps (DATA=...)
 	$(BIN)/python bench/lifecycle.py --data $(or $(DATA),../shared/data/locomo)
+
+meaning-bench: install  ## Stated facts, first words, short turns, chatter: what each lands on (DATA=...)
+	$(BIN)/python bench/meaning.py --data $(or $(DATA),../shared/data/locomo)
 
 .PHONY: unmatched-bench
 unmatched-bench: install  ## LoCoMo: hits that their own words do not match, reinforced (DATA=...)

@@ -324,6 +324,7 @@ TABLE_FIELDS = (
     "expires_at",
     "source_type",
     "source_id",
+    "stated",
 )
 
 
@@ -346,6 +347,7 @@ class MemoryInput:
     metadata: dict[str, Any] = field(default_factory=dict)
     policy: str | None = None  # None: the insert trigger picks one (importance, agent, words)
     importance: float | None = None
+    stated: bool | None = None  # None: the table's default (a fact is stated)
 
     @classmethod
     def build(cls, table: str | TableSpec, dimension: int, **values: Any) -> MemoryInput:
@@ -407,6 +409,7 @@ class MemoryInput:
             "pinned": self.pinned,
             "policy": self.policy,
             "importance": self.importance,
+            "stated": self.stated,
             "metadata": json.dumps(self.metadata),
         }
         return {name: value for name, value in values.items() if value is not None}

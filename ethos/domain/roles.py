@@ -59,7 +59,7 @@ APP_WRITES: Mapping[str, str] = {
 }
 ERASER_DELETES = MEMORY_NAMES
 # Agent roles: what an agent's own connection may touch, under row-level security.
-AGENT_READS = ("decay_policies", "importance_tiers", "ethos_settings")
+AGENT_READS = ("decay_policies", "importance_tiers", "ethos_settings", "word_prior")
 # SELECT, own rows. The term statistics too: the insert trigger reads the writer's
 # counts for automatic importance (on by default), and another agent's words are its own;
 # so are its vectors' mean direction, which search centres the query on.

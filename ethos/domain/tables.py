@@ -40,6 +40,9 @@ class TableSpec:
     # its rows are a timeline (turns of a conversation): recall may score a row with the
     # rows just before and after it (search.context_weight)
     is_timeline: bool = False
+    # its rows are stated by the caller unless it says otherwise (column stated): automatic
+    # importance only lengthens their life (decision 0020)
+    has_stated: bool = False
 
     def __hash__(self) -> int:
         # The name identifies the table; hashing it alone keeps specs cheap as dict keys
@@ -60,6 +63,8 @@ class TableSpec:
             fields.add("embedding")
         if self.has_source:
             fields |= {"source_type", "source_id"}
+        if self.has_stated:
+            fields.add("stated")
         return frozenset(fields)
 
     @property
@@ -89,8 +94,9 @@ EPISODES = TableSpec(
     is_timeline=True,
 )
 FACTS = TableSpec(
-    "semantic_facts", "fact", "facts", "fact_boost", has_confidence=True, has_expiry=True
-)
+    "semantic_facts", "fact", "facts", "fact_boost", has_confidence=True, has_expiry=True,
+    has_stated=True,
+)  # fmt: skip
 MEMORY_TABLES: tuple[TableSpec, ...] = (VECTORS, EPISODES, FACTS)
 # What a vector's source_type may name: the tables whose rows a vector can embed.
 SOURCE_TABLES: tuple[TableSpec, ...] = tuple(s for s in MEMORY_TABLES if not s.has_source)

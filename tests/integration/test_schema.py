@@ -41,6 +41,8 @@ SEEDS = """
 SELECT json_agg(to_jsonb(p) - 'changed_at' ORDER BY name)::text FROM decay_policies AS p
 UNION ALL SELECT json_agg(to_jsonb(s) - 'updated_at')::text FROM ethos_settings AS s
 UNION ALL SELECT json_agg(v)::text FROM alembic_version AS v
+UNION ALL SELECT count(*) || ' words ' || md5(string_agg(word || ' ' || zipf, ',' ORDER BY word))
+FROM word_prior
 """
 
 

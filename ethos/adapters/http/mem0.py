@@ -84,8 +84,14 @@ def mem0_routes(app: FastAPI) -> None:
             {**(body.metadata or {}), OWNERS: {**owners.ids, **({"role": role} if role else {})}}
             for _, role in said
         ]
+        # mem0 infers facts from messages unless infer is false; ethos infers none, so
+        # messages added with infer on are turns (their importance's full range), and what
+        # the caller states (a text, or messages with infer false) is kept at least as
+        # long as the default policy (decision 0020)
+        stated = body.infer is False or body.messages is None
         fields = {"importance": body.importance, "policy": body.policy,
-                  "expires_at": _expiry(body.kind, body.expiration_date)}  # fmt: skip
+                  "expires_at": _expiry(body.kind, body.expiration_date),
+                  "stated": stated if table_spec(body.kind).has_stated else None}  # fmt: skip
         added = await engine.add_many(
             body.kind, agent_id=owners.agent, contents=texts, metadata_each=each,
             **{name: value for name, value in fields.items() if value is not None},

@@ -40,7 +40,12 @@ class MemoryCreate(Owners):
     messages: list[Message] | None = Field(None, description="each stored as one memory")
     text: str | None = Field(None, description="one memory, instead of messages")
     metadata: dict[str, Any] | None = None
-    infer: bool | None = Field(None, description="ignored: ethos stores what it is given")
+    infer: bool | None = Field(
+        None,
+        description="ethos stores what it is given; messages with infer on (mem0's default)"
+        " are turns, their life from their words; with false, or a text, a fact is stated:"
+        " kept at least as long as the default policy",
+    )
     expiration_date: date | None = Field(None, description="kept through that day (UTC)")
     filters: dict[str, Any] | None = Field(None, description="the owners, as search takes them")
     kind: Literal["episode", "fact"] = Field("fact", description="ethos: the table")

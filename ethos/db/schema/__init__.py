@@ -25,7 +25,31 @@ ORDER = (
 
 
 def script(dimension: int) -> str:
-    """The whole schema as one script, its vectors of the embedding's dimension."""
+    """The whole schema as one script, its vectors of the embedding's dimension, and the
+    seeded word prior."""
     folder = resources.files(__name__)
     text = "\n".join(folder.joinpath(name).read_text() for name in ORDER)
-    return text.replace("{dimension}", str(int(dimension)))
+    return text.replace("{dimension}", str(int(dimension))) + "\n" + word_prior_seed()
+
+
+def word_prior_seed() -> str:
+    """The statement that fills word_prior with word_prior.tsv (scripts/word_prior.py):
+    each word's row written, those no longer listed deleted."""
+    rows = [
+        line.split("\t")
+        for line in resources.files(__name__).joinpath("word_prior.tsv").read_text().splitlines()
+        if line and not line.startswith("#")
+    ]
+    values = ",\n".join(f"({quoted(word)}, {float(zipf)!r})" for word, zipf in rows)
+    return (
+        f"WITH listed (word, zipf) AS (VALUES\n{values}\n),\n"
+        "gone AS (DELETE FROM word_prior AS p WHERE NOT EXISTS"
+        " (SELECT FROM listed AS l WHERE l.word = p.word))\n"
+        "INSERT INTO word_prior (word, zipf) SELECT word, zipf FROM listed\n"
+        "ON CONFLICT (word) DO UPDATE SET zipf = excluded.zipf;\n"
+    )
+
+
+def quoted(text: str) -> str:
+    """An SQL string literal."""
+    return "'" + text.replace("'", "''") + "'"

@@ -20,6 +20,26 @@ CREATE FUNCTION ethos_auto_importance(words double precision, half double precis
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     AS $$ SELECT 1 - power(2, -least(words / half, 1000)) $$;
 
+-- What ethos knows of a text's words before their agent writes any: each word's share of
+-- the information of a word never seen (how rare it is in English, word_prior: its
+-- surprisal, 9 - zipf, over that of the list's rarest, 9 - 4), stop words included (a
+-- short statement is more than its rarest word: "I am vegetarian" says more than "haha
+-- nice"); a word not listed, or a number, counts 1. Words as the 'simple' configuration
+-- splits them, whatever the text configuration.
+CREATE FUNCTION ethos_prior_words(content text) RETURNS double precision
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $$
+    SELECT coalesce(sum(least((9 - coalesce(p.zipf, 4)) / 5, 1)), 0)
+    FROM unnest(tsvector_to_array(to_tsvector('simple', content))) AS u (word)
+    LEFT JOIN word_prior AS p ON p.word = u.word
+$$;
+
+-- How much the prior weighs beside the agent's own statistics, by the words the agent
+-- has written: all of it before any, half at 100, a tenth at 900.
+CREATE FUNCTION ethos_prior_share(length bigint) RETURNS double precision
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$ SELECT 100 / (100 + greatest(coalesce(length, 0), 0)::float8) $$;
+
 CREATE FUNCTION ethos_importance_raised(importance double precision, p double precision, k double precision) RETURNS double precision
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     AS $$

@@ -97,6 +97,17 @@ ALTER TABLE ONLY importance_tiers
 ALTER TABLE ONLY importance_tiers
     ADD CONSTRAINT importance_tiers_policy_fkey FOREIGN KEY (policy) REFERENCES decay_policies(name);
 
+-- How common each word is in English (wordfreq's Zipf scale, log10 of its count per
+-- billion words; scripts/word_prior.py): what automatic importance knows of a word before
+-- the agent has written it. Seeded from ethos/db/schema/word_prior.tsv.
+CREATE TABLE word_prior (
+    word text NOT NULL,
+    zipf real NOT NULL,
+    CONSTRAINT word_prior_zipf_check CHECK (((zipf >= (0)::double precision) AND (zipf <= (9)::double precision)))
+);
+ALTER TABLE ONLY word_prior
+    ADD CONSTRAINT word_prior_pkey PRIMARY KEY (word);
+
 -- The settings the write path and the views read: one row.
 CREATE TABLE ethos_settings (
     id boolean DEFAULT true NOT NULL,
@@ -229,6 +240,7 @@ CREATE TABLE semantic_facts (
     auto_particularity double precision,
     auto_answer double precision,
     reinforcement double precision DEFAULT 0 NOT NULL,
+    stated boolean DEFAULT true NOT NULL,  -- the caller states it: importance only lengthens its life
     CONSTRAINT semantic_facts_anchor_at_1900_to_2199 CHECK (((anchor_at >= '1900-01-01 00:00:00+00'::timestamp with time zone) AND (anchor_at < '2200-01-01 00:00:00+00'::timestamp with time zone))),
     CONSTRAINT semantic_facts_auto_importance_check CHECK (((auto_importance >= (0)::double precision) AND (auto_importance <= (1)::double precision))),
     CONSTRAINT semantic_facts_confidence_check CHECK (((confidence >= (0)::double precision) AND (confidence <= (1)::double precision))),

@@ -60,8 +60,14 @@ $$;
 -- measured): the importance given, else one measured from its words, picks a tier
 -- (ethos_importance_tier); without either, the agent's policy, else the default.
 -- `measured`: false for a vector of an episode or fact (its source was measured).
+-- The words are the agent's (ethos_informative_words) blended with the language's
+-- (ethos_prior_words) by ethos_prior_share of the words it has written; an emotional
+-- `tone` raises the importance as a second reason to keep it (1 - (1 - i)(1 - tone));
+-- a memory the caller `stated` is measured only to live longer: never shorter than the
+-- default policy (decision 0020).
 CREATE FUNCTION ethos_new_policy(memory_table text, agent text, id uuid, importance float8,
-                                 tsv tsvector, measured boolean,
+                                 tsv tsvector, measured boolean, content text,
+                                 stated boolean, tone float8,
                                  OUT policy text, OUT auto_importance float8,
                                  OUT auto_answer float8)
     LANGUAGE plpgsql STABLE
@@ -71,28 +77,51 @@ CREATE FUNCTION ethos_new_policy(memory_table text, agent text, id uuid, importa
 DECLARE
     s ethos_settings;
     agent_policy text := (SELECT a.policy FROM agent_policies AS a WHERE a.agent_id = agent);
-    average float8;  -- the agent's memories' length on average; NULL: none counted yet
+    stats agent_text_stats;  -- the agent's words so far; NULL: none counted yet
+    average float8;  -- the agent's memories' length on average, blended as its words
+    share float8;  -- the prior's part of the words
+    language float8;  -- the words' information as the language has it (word_prior)
     words float8;
+    floor float8;  -- the default policy's tier: a stated memory's least importance
 BEGIN
     SELECT * INTO s FROM ethos_settings;
     IF importance IS NULL AND agent_policy IS NULL AND measured AND s.auto_importance THEN
-        average := (SELECT t.length::float8 / nullif(t.docs, 0) FROM agent_text_stats AS t
-                    WHERE t.agent_id = agent);
-        IF average IS NULL THEN  -- every word is new to the agent: each counts 1
-            words := ethos_text_length(tsv);
-        ELSE
-            words := (SELECT w.words FROM ethos_informative_words(agent, tsv) AS w);
+        SELECT * INTO stats FROM agent_text_stats AS t WHERE t.agent_id = agent;
+        share := ethos_prior_share(stats.length);
+        -- (the length too: a young agent's average is the prior's 10 words as much)
+        average := share * 10 + (1 - share) * coalesce(stats.length::float8 / nullif(stats.docs, 0), 10);
+        language := ethos_prior_words(content);
+        words := share * language;
+        IF share < 1 THEN
+            words := words
+                     + (1 - share) * (SELECT w.words FROM ethos_informative_words(agent, tsv) AS w);
         END IF;
         IF s.auto_importance_answer > 1 AND ethos_previous_asks(memory_table, agent, id) THEN
             words := words * s.auto_importance_answer;
+            language := language * s.auto_importance_answer;
             auto_answer := s.auto_importance_answer;
         END IF;
         importance := ethos_auto_importance(words,
                                             ethos_auto_half(s.auto_importance_half, average));
+        -- What the language says lifts a memory that is no chatter to the default policy's
+        -- tier, never beyond: what lives longer is what is informative to its agent.
+        floor := (SELECT t.min_importance FROM importance_tiers AS t
+                  WHERE t.policy = s.default_policy);
+        importance := greatest(importance,
+                               least(ethos_auto_importance(language, 5), coalesce(floor, 0)));
+        importance := 1 - (1 - importance) * (1 - least(greatest(coalesce(tone, 0), 0), 1));
+        IF stated THEN
+            importance := greatest(importance, floor);
+        END IF;
         auto_importance := importance;
     END IF;
     policy := CASE WHEN importance IS NOT NULL THEN ethos_importance_tier(importance)
                    ELSE coalesce(agent_policy, s.default_policy) END;
+    -- (a default policy no tier names: a stated memory that reaches no tier takes it)
+    IF stated AND auto_importance IS NOT NULL AND floor IS NULL
+       AND policy = s.importance_otherwise THEN
+        policy := s.default_policy;
+    END IF;
 END
 $$;
 
@@ -110,6 +139,8 @@ DECLARE
     counted_old boolean := true;
     counted_new boolean := true;
     rewritten boolean;  -- a new row, or its content or agent changed
+    tone float8;  -- an episode's emotional tone
+    stated boolean := false;  -- a fact the caller states
 BEGIN
     IF vectors THEN
         counted_old := TG_OP = 'UPDATE' AND OLD.source_id IS NULL;
@@ -209,10 +240,16 @@ BEGIN
             NEW.confidence_strength := coalesce(NEW.confidence_strength, NEW.confidence);
         END IF;
         IF NEW.policy IS NULL THEN
+            IF memory_table = 'episodic_traces' THEN
+                tone := NEW.emotional_tone;
+            ELSIF memory_table = 'semantic_facts' THEN
+                stated := NEW.stated;
+            END IF;
             SELECT p.policy, p.auto_importance, p.auto_answer
             INTO NEW.policy, NEW.auto_importance, NEW.auto_answer
             FROM ethos_new_policy(memory_table, NEW.agent_id, NEW.id, NEW.importance,
-                                  NEW.content_tsv, counted_new) AS p;
+                                  NEW.content_tsv, counted_new, NEW.content, stated,
+                                  tone) AS p;
         END IF;
         RETURN NEW;
     END IF;

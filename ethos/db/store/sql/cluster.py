@@ -20,7 +20,9 @@ DISTRIBUTED = (
 )  # fmt: skip
 # ethos_agent_roles too: the row policies of `ethos roles` read it on the workers, where
 # an agent's statement runs (in ethos_own_agents(), migration 0049).
-REFERENCE = ("decay_policies", "importance_tiers", "ethos_settings", "ethos_agent_roles")
+REFERENCE = (
+    "decay_policies", "importance_tiers", "ethos_settings", "ethos_agent_roles", "word_prior"
+)  # fmt: skip
 
 ACTIVE_WORKERS = STATEMENTS["active_workers"]
 CITUS_TABLES = STATEMENTS["citus_tables"]
