@@ -28,9 +28,9 @@ def _extra(name: str, command: str) -> Iterator[None]:
 async def cmd_mcp(args: argparse.Namespace, settings: Settings) -> int:
     with _extra("mcp", "mcp"):
         from ethos.adapters.door import door_for
-        from ethos.adapters.mcp import build_server, serve_http
+        from ethos.adapters.mcp import build_server, serve_http, serve_stdio
     if args.http is None:
-        await build_server(settings, agent=args.agent).run_stdio_async()
+        await serve_stdio(build_server(settings, agent=args.agent))
         return 0
     host, port = host_port(args.http, "--http")
     door = door_for(
