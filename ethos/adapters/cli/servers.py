@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from ethos import logs
-from ethos.adapters.demo import run_demo
+from ethos.adapters.demo import demo_embedder, run_demo
 from ethos.domain.errors import InputError
 from ethos.domain.inputs import host_port
 from ethos.services.engine import Engine
@@ -57,6 +57,6 @@ async def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
     # The demo tells its own story: per-sweep log events would drown it.
     if settings.logging.level == "info":
         logs.configure(settings.logging.model_copy(update={"level": "warning"}))
-    async with Engine(settings) as engine:
+    async with Engine(settings, embedder=demo_embedder(settings)) as engine:
         await run_demo(engine)
     return 0
