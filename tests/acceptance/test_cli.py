@@ -308,6 +308,11 @@ async def test_demo_runs(database_url: str, cli: Cli) -> None:
     assert "day  2  pruned 'Hi Alice! How are you doing today?'" in out
     assert 'Lisbon on 3 May" (automatic importance 0.87' in out
     assert "pruned \"Alice's sister Maria" not in out
+    # the local model installed (the dev extra) and no provider configured: it is used
+    assert (
+        "bob was asked 'what does he like to drink?' and recalled 'Bob prefers tea over"
+        " coffee' by its meaning" in out
+    )
     assert result.stderr == ""
 
 

@@ -193,3 +193,27 @@ def expiration(client: Any) -> None:
         client.add("Frank's trial never ends", user_id="frank", expiration_date="9999-12-31")
     with pytest.raises(Mem0Error, match="bad expiration_date '9999-12-31'"):
         client.update(trial["id"], expiration_date="9999-12-31")
+
+
+async def test_mem0_client_recalls_by_meaning_with_the_local_provider(
+    database_url: str, tmp_path: Path
+) -> None:
+    """[embedding] provider = "local": no server, no key, and mem0's client finds a
+    memory that shares no word with the question."""
+    os.environ.setdefault("MEM0_DIR", str(tmp_path))
+    from mem0 import MemoryClient
+
+    local = {**ENV, "ETHOS_EMBEDDING__PROVIDER": "local"}
+    async with serving("serve", database_url, "127.0.0.1", *ARGS, env=local) as port:
+        client = MemoryClient(api_key=TOKEN, host=f"http://127.0.0.1:{port}")
+        try:
+            said = [{"role": "user", "content": "I am vegetarian and allergic to peanuts"}]
+            [memory] = (await asyncio.to_thread(client.add, said, user_id="ann"))["results"]
+            for other in ("Ann's sister lives in Lyon", "Ann missed the train on Monday"):
+                await asyncio.to_thread(client.add, other, user_id="ann")
+            found = await asyncio.to_thread(
+                client.search, "which foods must she avoid eating?", filters={"user_id": "ann"}
+            )
+        finally:
+            client.client.close()
+    assert found["results"][0]["id"] == memory["id"]

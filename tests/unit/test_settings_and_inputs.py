@@ -53,6 +53,8 @@ def test_bad_env_value_names_the_key_and_the_variable(monkeypatch: pytest.Monkey
         ("[decay]\nprune_treshold = 0.1\n", "unknown key decay.prune_treshold"),
         ("[decay\n", "invalid TOML"),
         ("[embedding]\ndimension = 'big'\n", "embedding.dimension"),
+        ("[embedding]\nprovider = 'local'\ndimension = 768\n", "dimension: 384 with provider"),
+        ("[embedding]\nprovider = 'local'\nquery_prefix = 'q: '\n", "query_prefix: leave it"),
     ],
 )
 def test_bad_file_value_names_key_and_file(tmp_path: Path, text: str, expected: str) -> None:

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from ethos import logs
-from ethos.adapters.demo import run_demo
+from ethos.adapters.demo import demo_embedder, run_demo
 from ethos.domain.errors import InputError
 from ethos.domain.inputs import host_port
 from ethos.services.engine import Engine
@@ -28,9 +28,9 @@ def _extra(name: str, command: str) -> Iterator[None]:
 async def cmd_mcp(args: argparse.Namespace, settings: Settings) -> int:
     with _extra("mcp", "mcp"):
         from ethos.adapters.door import door_for
-        from ethos.adapters.mcp import build_server, serve_http
+        from ethos.adapters.mcp import build_server, serve_http, serve_stdio
     if args.http is None:
-        await build_server(settings, agent=args.agent).run_stdio_async()
+        await serve_stdio(build_server(settings, agent=args.agent))
         return 0
     host, port = host_port(args.http, "--http")
     door = door_for(
@@ -57,6 +57,6 @@ async def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
     # The demo tells its own story: per-sweep log events would drown it.
     if settings.logging.level == "info":
         logs.configure(settings.logging.model_copy(update={"level": "warning"}))
-    async with Engine(settings) as engine:
+    async with Engine(settings, embedder=demo_embedder(settings)) as engine:
         await run_demo(engine)
     return 0

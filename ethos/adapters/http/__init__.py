@@ -37,7 +37,7 @@ from fastapi import FastAPI
 from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 
-from ethos.adapters.door import App, guarded
+from ethos.adapters.door import App, Door, guarded
 from ethos.adapters.http.access import framed, install_problems, server_door
 from ethos.adapters.http.bounds import Bounds
 from ethos.adapters.http.mem0 import mem0_routes
@@ -84,16 +84,20 @@ def build_app(settings: Settings) -> FastAPI:
     return app
 
 
-def http_app(settings: Settings, host: str, *, token_env: str | None) -> App:
-    """build_app behind the door of a server bound at `host`."""
-    return framed(guarded(build_app(settings), server_door(settings, host, token_env)))
+def http_app(settings: Settings, door: Door) -> App:
+    """build_app behind `door`."""
+    return framed(guarded(build_app(settings), door))
 
 
 async def serve_http(settings: Settings, host: str, port: int, *, token_env: str | None) -> None:
     """Serve http_app on host:port until stopped (SIGINT/SIGTERM: requests in flight
-    finish, then the engine applies its buffered retrievals and closes)."""
+    finish, then the engine applies its buffered retrievals and closes), saying where,
+    whether a token is needed, and when it stopped."""
     import uvicorn
 
-    app = http_app(settings, host, token_env=token_env)
+    from ethos.adapters.serving import serve
+
+    door = server_door(settings, host, token_env)
+    app = http_app(settings, door)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
-    await uvicorn.Server(config).serve()
+    await serve(config, door, "the HTTP API and the dashboard")

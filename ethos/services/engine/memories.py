@@ -258,7 +258,9 @@ class MemoryEngine(RetrievalEngine):
         """Vectors for the live episodes and facts (of one agent, or all) that have none,
         in batches of embedding.batch_size: how many were made per table."""
         if self.embedder is None:
-            raise InputError('no embedding provider: set [embedding] provider = "openai"')
+            raise InputError(
+                'no embedding provider: set [embedding] provider = "local" or "openai"'
+            )
         made: dict[str, int] = {}
         for spec in SOURCE_TABLES:
             made[spec.name], after = 0, uuid.UUID(int=0)
