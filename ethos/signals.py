@@ -16,9 +16,10 @@ STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
 @contextmanager
-def on_stop(callback: Callable[[], None]) -> Iterator[None]:
+def on_stop(callback: Callable[[], None]) -> Iterator[list[int]]:
     """The first SIGTERM or SIGINT calls `callback` (a graceful stop); a second one
-    exits at once. The previous handlers are restored on exit."""
+    exits at once. Yields the signals received (a command's exit code: 128 + the
+    first). The previous handlers are restored on exit."""
     loop = asyncio.get_running_loop()
     received: list[int] = []
 
@@ -34,7 +35,7 @@ def on_stop(callback: Callable[[], None]) -> Iterator[None]:
     for sig in STOP_SIGNALS:
         loop.add_signal_handler(sig, handle, sig)
     try:
-        yield
+        yield received
     finally:
         for sig in STOP_SIGNALS:
             loop.remove_signal_handler(sig)
