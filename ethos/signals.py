@@ -29,8 +29,8 @@ def on_stop(callback: Callable[[], None]) -> Iterator[list[int]]:
         if len(received) > 1:
             log.warning("stop_forced", signal=name)
             os._exit(128 + signum)
+        callback()  # first: a command's progress line ends before the log line
         log.info("stop_requested", signal=name)
-        callback()
 
     for sig in STOP_SIGNALS:
         loop.add_signal_handler(sig, handle, sig)

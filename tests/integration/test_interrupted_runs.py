@@ -15,6 +15,9 @@ from ethos.services.engine import Engine
 from ethos.services.progress import Watch
 from ethos.services.recovery import Selector
 from ethos.settings import DatabaseSettings, DecaySettings, Settings
+from tests.conftest import ConfiguredEngine
+from tests.embedding_server import embedding_server
+from tests.integration.test_recall import with_provider
 
 ROWS = 3000
 BATCH = 10
@@ -139,3 +142,23 @@ async def test_an_empty_prune_pass_leaves_no_sweep_run(
         await engine.sweep(mode="due")
     runs = await conn.fetch("SELECT mode, pruned FROM sweep_runs ORDER BY id")
     assert [(r["mode"], r["pruned"]) for r in runs] == [("prune", 1), ("due", 0)]
+
+
+async def test_a_stopped_embed_missing_keeps_its_batches_and_a_rerun_embeds_the_rest(
+    database_url: str, conn: asyncpg.Connection
+) -> None:
+    await conn.execute(
+        "INSERT INTO semantic_facts (agent_id, content)"
+        " SELECT 'a', 'fact ' || g FROM generate_series(1, 50) g"
+    )
+    watch = Watch()
+    # Stopped as its first batch commits (as Ctrl-C would be, between batches).
+    watch.shown = lambda w: w.stop.set() if w.done else None
+    with embedding_server() as (url, _):
+        async with ConfiguredEngine(with_provider(database_url, url, batch_size=10)) as engine:
+            made = await engine.embed_missing(watch=watch)
+            assert (watch.done, watch.total, watch.interrupted) == (10, 50, True)
+            assert made.by_table == {"episodic_traces": 0, "semantic_facts": 10}
+            assert await conn.fetchval("SELECT count(*) FROM memory_vectors") == 10
+            rest = await engine.embed_missing()
+    assert rest.by_table == {"episodic_traces": 0, "semantic_facts": 40}

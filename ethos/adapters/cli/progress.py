@@ -94,7 +94,12 @@ def watched(args: argparse.Namespace, verb: str, noun: str) -> Iterator[Watched]
         run.watch.shown = line.show
     else:
         line.ended = True
-    with on_stop(run.watch.stop.set) as received:
+
+    def stop() -> None:
+        line.end()
+        run.watch.stop.set()
+
+    with on_stop(stop) as received:
         run.signals = received
         try:
             yield run
