@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: install run demo test peers unit lint format typecheck bench bench-tenants bench-peer recall-bench lifecycle-bench meaning-bench browser mcp-inspector serve all clean \
+.PHONY: install run demo test peers unit lint format typecheck bench bench-tenants bench-peer recall-bench lifecycle-bench meaning-bench browser terminal mcp-inspector serve all clean \
 	citus citus-install citus-up citus-down citus-test citus-suite bench-citus test-on
 
 $(STAMP): pyproject.toml
@@ -74,6 +74,9 @@ unmatched-bench: install  ## LoCoMo: hits that their own words do not match, rei
 
 browser:  ## Debian's Chromium and its driver, for the dashboard's browser test (root)
 	apt-get update && apt-get install -y chromium chromium-driver
+
+terminal:  ## tmux, for the test that runs a long command on a real terminal (root)
+	command -v tmux >/dev/null || (apt-get update && apt-get install -y tmux)
 
 mcp-inspector:  ## the MCP Inspector's CLI (pinned, npm) into .cache, for test_mcp_inspector (make test does not fetch it)
 	npm install --prefix .cache/mcp-inspector --no-audit --no-fund --ignore-scripts @modelcontextprotocol/inspector@2.12.0

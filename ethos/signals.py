@@ -16,9 +16,10 @@ STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
 @contextmanager
-def on_stop(callback: Callable[[], None]) -> Iterator[None]:
+def on_stop(callback: Callable[[], None]) -> Iterator[list[int]]:
     """The first SIGTERM or SIGINT calls `callback` (a graceful stop); a second one
-    exits at once. The previous handlers are restored on exit."""
+    exits at once. Yields the signals received (a command's exit code: 128 + the
+    first). The previous handlers are restored on exit."""
     loop = asyncio.get_running_loop()
     received: list[int] = []
 
@@ -28,13 +29,13 @@ def on_stop(callback: Callable[[], None]) -> Iterator[None]:
         if len(received) > 1:
             log.warning("stop_forced", signal=name)
             os._exit(128 + signum)
+        callback()  # first: a command's progress line ends before the log line
         log.info("stop_requested", signal=name)
-        callback()
 
     for sig in STOP_SIGNALS:
         loop.add_signal_handler(sig, handle, sig)
     try:
-        yield
+        yield received
     finally:
         for sig in STOP_SIGNALS:
             loop.remove_signal_handler(sig)

@@ -1,8 +1,10 @@
 """Consolidation beyond decay: merging duplicates, forgetting on request, purging old
 tombstones, erasing an agent. Each of these loses information, so each is explicit,
 audited in lifecycle_runs (counts only, never content), previewable with a dry run,
-and done in set-based batches, each its own transaction (an interrupted erase or purge
-resumes where it stopped when run again)."""
+and done in set-based batches, each its own transaction (an interrupted merge, erase or
+purge resumes where it stopped when run again). A caller's Watch follows them batch by
+batch and stops them at a batch boundary; the audit row then says `interrupted`, with
+the counts committed."""
 
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ import structlog
 from ethos.domain.errors import DatabaseError, InputError, unknown_ids
 from ethos.domain.tables import MEMORY_TABLES, PRUNE_REASONS, VECTORS, TableSpec, table_spec
 from ethos.services.ports import LifecyclePort
+from ethos.services.progress import Watch, ended_by
 from ethos.settings import Settings
 
 log = structlog.get_logger("ethos.services.lifecycle")
@@ -37,6 +40,7 @@ class LifecycleReport:
     dry_run: bool
     counts: dict[str, Any] = field(default_factory=dict)
     run_id: int | None = None
+    status: str = "completed"
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -45,33 +49,43 @@ class LifecycleReport:
             "dry_run": self.dry_run,
             "counts": self.counts,
             "run_id": self.run_id,
+            "status": self.status,
         }
 
 
 @asynccontextmanager
 async def audited(
-    store: LifecyclePort, report: LifecycleReport, trigger: str, selector: dict[str, Any]
+    store: LifecyclePort,
+    report: LifecycleReport,
+    trigger: str,
+    selector: dict[str, Any],
+    watch: Watch | None = None,
 ) -> AsyncIterator[None]:
     """An audit row for a run that changes something: written before it starts and
-    finished whatever happens (shielded, so a cancelled run is recorded too)."""
+    finished whatever happens (shielded, so a cancelled run is recorded too); a run its
+    `watch` stopped is `interrupted`."""
     if report.dry_run:
         yield
         return
     report.run_id = await store.start_lifecycle_run(report.kind, trigger, report.now, selector)
-    status, error = "completed", None
+    if watch is not None:
+        watch.audit = f"lifecycle_runs #{report.run_id}"
+    error: str | None = None
     try:
         yield
+        if watch is not None and watch.interrupted:
+            report.status = "interrupted"
     except BaseException as exc:
-        status = "interrupted" if isinstance(exc, asyncio.CancelledError) else "failed"
+        report.status = ended_by(exc)
         error = f"{type(exc).__name__}: {exc}"
         raise
     finally:
         await asyncio.shield(
             store.finish_lifecycle_run(
-                report.run_id, status=status, counts=report.counts, error=error
+                report.run_id, status=report.status, counts=report.counts, error=error
             )
         )
-        log.info(f"lifecycle_{report.kind}", status=status, run_id=report.run_id,
+        log.info(f"lifecycle_{report.kind}", status=report.status, run_id=report.run_id,
                  counts=report.counts)  # fmt: skip
 
 
@@ -85,18 +99,23 @@ async def merge_duplicates(
     near: bool = False,
     dry_run: bool = False,
     trigger: str,
+    watch: Watch | None = None,
 ) -> LifecycleReport:
     """Exact duplicates (one agent, one normalised content; vectors: one embedding) in
     every table given that [dedup] tables names (in the others one event may happen
     twice), then (near) near-duplicate vectors: each group merged into its earliest
-    member."""
+    member. `watch` counts the duplicates merged (no total: counting them costs the
+    scan the merge does); stopped, a merge ends after the groups it has merged."""
     tables = [spec for spec in tables if spec.alias in settings.dedup.tables]
     report = LifecycleReport("merge", now, dry_run)
+    watch = watch or Watch()
     selector = {"tables": [s.name for s in tables], "agent": agent, "near": near}
-    async with audited(store, report, trigger, selector):
+    async with audited(store, report, trigger, selector, watch):
         for spec in tables:
-            report.counts[spec.name] = await _merge_exact(store, spec, agent, now, dry_run)
-        if near and VECTORS in tables:
+            counts: dict[str, int] = {}
+            report.counts[spec.name] = counts
+            await _merge_exact(store, spec, agent, now, dry_run, counts, watch)
+        if near and VECTORS in tables and not watch.stopping():
             report.counts["near"] = await _merge_near(store, settings, agent, now, dry_run)
     return report
 
@@ -111,25 +130,34 @@ Member = tuple[str, uuid.UUID]
 
 
 async def _merge_exact(
-    store: LifecyclePort, spec: TableSpec, agent: str | None, now: datetime, dry_run: bool
-) -> dict[str, int]:
-    counts = {"scanned_groups": 0, "groups": 0, "merged": 0, "links_moved": 0}
+    store: LifecyclePort,
+    spec: TableSpec,
+    agent: str | None,
+    now: datetime,
+    dry_run: bool,
+    counts: dict[str, int],
+    watch: Watch,
+) -> None:
+    """A table's exact duplicates merged, batch by batch, into `counts` as each commits."""
+    counts.update(scanned_groups=0, groups=0, merged=0, links_moved=0)
     after = _FIRST_GROUP
-    while True:
+    while not watch.stopping():
         groups = await store.duplicate_groups(spec, agent, after, MERGE_BATCH)
         if not groups:
-            return counts
+            return
         last = groups[-1]
         after = (last["agent_id"], last["content_key"], last["identity"])
         counts["scanned_groups"] += len(groups)
+        merged = counts["merged"]
         if dry_run:
             counts["groups"] += len(groups)
             counts["merged"] += sum(g["n"] - 1 for g in groups)
         else:
             await _merge_groups(store, spec, [(g["agent_id"], g["ids"]) for g in groups], now,
                                 counts)  # fmt: skip
+        watch.add(counts["merged"] - merged)
         if len(groups) < MERGE_BATCH:
-            return counts
+            return
 
 
 async def _merge_groups(
@@ -261,9 +289,11 @@ async def purge(
     reason: str | None = None,
     dry_run: bool = False,
     trigger: str,
+    watch: Watch | None = None,
 ) -> LifecycleReport:
     """Hard-delete memories pruned before `pruned_before` (of one agent, for one reason,
-    if given), with their links and hints; counts per table and reason."""
+    if given), with their links and hints; counts per table and reason. `watch` follows
+    the rows deleted of those there were."""
     if pruned_before > now:
         raise InputError("`pruned_before` must not be after now")
     if reason is not None and reason not in PRUNE_REASONS:
@@ -273,14 +303,19 @@ async def purge(
                 "tables": [s.name for s in tables]}  # fmt: skip
     binds = {"before": pruned_before, "agent": agent, "reason": reason}
     limit = settings.decay.batch_size
-    async with audited(store, report, trigger, selector):
+    watch = watch or Watch()
+    async with audited(store, report, trigger, selector, watch):
+        if not dry_run:  # a dry run is one count a table: it needs no total
+            watch.start(sum([sum((await store.purge(spec, binds, limit=limit, dry_run=True))
+                                 .values()) for spec in tables]))  # fmt: skip
         for spec in tables:
             counts: dict[str, int] = defaultdict(int)
             report.counts[spec.name] = counts
-            while True:
+            while not watch.stopping():
                 batch = await store.purge(spec, binds, limit=limit, dry_run=dry_run)
                 for why, n in batch.items():
                     counts[why] += n
+                watch.add(sum(batch.values()))
                 if dry_run or sum(batch.values()) < limit:
                     break
             report.counts[spec.name] = dict(counts)
@@ -295,6 +330,7 @@ async def erase(
     now: datetime,
     dry_run: bool,
     trigger: str,
+    watch: Watch | None = None,
 ) -> LifecycleReport:
     """Hard-delete everything of one agent: its memories in every table (live or
     pruned), their hints and links, its policy assignment. In batches: interrupted, it
@@ -306,7 +342,8 @@ async def erase(
     report = LifecycleReport("erase", now, dry_run)
     limit = settings.decay.batch_size
     touched = ["memory_links", "agent_policies", *(spec.name for spec in MEMORY_TABLES)]
-    async with audited(store, report, trigger, {"agent": agent}):
+    watch = watch or Watch()
+    async with audited(store, report, trigger, {"agent": agent}, watch):
         report.counts.update(dict.fromkeys(touched, 0))
         refused = await store.undeletable(touched)
         if refused:
@@ -316,20 +353,25 @@ async def erase(
             )
         # Links and the policy assignment first: then the links counted are the agent's.
         report.counts.update(await store.erase_agent_rest(agent, report.run_id))
-        for spec in MEMORY_TABLES:
-            if dry_run:
+        if dry_run:
+            for spec in MEMORY_TABLES:
                 report.counts[spec.name] = await store.erase_count(spec, agent)
-                continue
-            assert report.run_id is not None
+                watch.add(report.counts[spec.name])
+            return report
+        assert report.run_id is not None
+        watch.start(sum([await store.erase_count(spec, agent) for spec in MEMORY_TABLES]))
+        for spec in MEMORY_TABLES:
             erased, after = 0, uuid.UUID(int=0)
-            while True:
+            while not watch.stopping():
                 batch, last = await store.erase_batch(spec, agent, after, limit, report.run_id)
                 erased += batch
                 report.counts[spec.name] = erased
+                watch.add(batch)
                 if last is None or batch < limit:
                     break
                 after = last
-        if not dry_run:
+        if not watch.stopping():
+            # The hints last: a rerun of an interrupted erase still finds them.
             await store.erase_agent_hints(agent, now)
     return report
 

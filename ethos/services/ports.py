@@ -184,6 +184,7 @@ class RecoveryPort(IdStates, Protocol):
     """Bringing pruned memories back, and the recovery's audit row."""
 
     async def distributed(self) -> bool: ...
+    async def recovery_count(self, spec: TableSpec, selector: Mapping[str, Any]) -> int: ...
     async def recovery_agents(self, spec: TableSpec, selector: Mapping[str, Any]) -> list[str]: ...
     async def recovery_candidates(
         self, spec: TableSpec, selector: Mapping[str, Any], after: uuid.UUID | None, limit: int
@@ -207,6 +208,7 @@ class RecoveryPort(IdStates, Protocol):
         command: str,
         recovered: int,
         strength: float,
+        status: str,
     ) -> int: ...
 
 

@@ -1,9 +1,11 @@
 """Recovery of pruned memories: content, embedding, retrieval count and history come
 back intact, with a fresh start (strength recovery.strength, anchored now), in batches
-like the sweep. Every recovery is recorded in the `recoveries` table."""
+like the sweep. Every recovery is recorded in the `recoveries` table, however it ends:
+stopped, cancelled or cut off from the database, its row says what it committed."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -15,6 +17,7 @@ import structlog
 from ethos.domain.errors import InputError, NotFoundError, unknown_ids
 from ethos.domain.tables import PRUNE_REASONS, TableSpec
 from ethos.services.ports import RecoveryPort
+from ethos.services.progress import Watch, ended_by
 from ethos.settings import Settings
 
 log = structlog.get_logger("ethos.services.recovery")
@@ -68,6 +71,7 @@ class RecoveryReport:
     strength: float
     rows: list[dict[str, Any]] = field(default_factory=list)
     recovery_id: int | None = None
+    status: str = "completed"
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -77,6 +81,7 @@ class RecoveryReport:
             "strength": self.strength,
             "count": len(self.rows),
             "recovery_id": self.recovery_id,
+            "status": self.status,
             "rows": self.rows,
         }
 
@@ -90,43 +95,65 @@ async def recover(
     now: datetime,
     dry_run: bool,
     command: str,
+    watch: Watch | None = None,
 ) -> RecoveryReport:
+    """Bring back what `selector` matches, batch by batch; a set `watch.stop` ends it at
+    the next batch boundary (status interrupted: the same selector again finishes it)."""
     selector.check()
     if selector.ids:
         await _check_ids(store, spec, selector.ids, selector.agent)
     strength = settings.recovery.strength
     report = RecoveryReport(table=spec.name, now=now, dry_run=dry_run, strength=strength)
-    agents: list[str | None] = [selector.agent]
-    if selector.agent is None and await store.distributed():
-        # On a Citus cluster a statement that locks rows names their agent (Citus routes
-        # it to the agent's shard, and refuses to lock rows across shards): the agents
-        # whose pruned rows match, one after another.
-        agents = list(await store.recovery_agents(spec, selector.binds()))
-    for agent in agents:
-        binds = selector.binds() | {"agent": agent}
-        report.rows += await _recover_rows(store, settings, spec, binds, now, dry_run)
-    if not dry_run:
-        # A recovery of named ids also keeps which it brought back and how each had been
-        # pruned: a memory's history (Engine.history) shows that prune and this recovery,
-        # and no recovery that a concurrent one left with nothing to do.
-        kept = ("id", "pruned_at", "prune_reason")
-        brought_back = [{key: row[key] for key in kept} for row in report.rows]
-        report.recovery_id = await store.record_recovery(
-            now=now,
-            spec=spec,
-            selector=selector.as_dict() | ({"brought_back": brought_back} if selector.ids else {}),
-            command=command,
-            recovered=len(report.rows),
-            strength=strength,
-        )
-        log.info(
-            "memories_recovered",
-            table=spec.name,
-            count=len(report.rows),
-            recovery_id=report.recovery_id,
-            selector=selector.as_dict(),
-        )
+    watch = watch or Watch()
+    watch.start(await store.recovery_count(spec, selector.binds()))
+    try:
+        agents: list[str | None] = [selector.agent]
+        if selector.agent is None and await store.distributed():
+            # On a Citus cluster a statement that locks rows names their agent (Citus
+            # routes it to the agent's shard, and refuses to lock rows across shards): the
+            # agents whose pruned rows match, one after another.
+            agents = list(await store.recovery_agents(spec, selector.binds()))
+        for agent in agents:
+            binds = selector.binds() | {"agent": agent}
+            await _recover_rows(store, settings, spec, binds, report, watch)
+        if watch.interrupted:
+            report.status = "interrupted"
+    except BaseException as exc:
+        report.status = ended_by(exc)
+        raise
+    finally:
+        if not dry_run and (report.rows or report.status == "completed"):
+            # Shielded: a cancelled recovery is recorded too, with what it committed.
+            await asyncio.shield(_record(store, spec, selector, report, command))
+            watch.audit = f"recoveries #{report.recovery_id}"
     return report
+
+
+async def _record(
+    store: RecoveryPort, spec: TableSpec, selector: Selector, report: RecoveryReport, command: str
+) -> None:
+    # A recovery of named ids also keeps which it brought back and how each had been
+    # pruned: a memory's history (Engine.history) shows that prune and this recovery, and
+    # no recovery that a concurrent one left with nothing to do.
+    kept = ("id", "pruned_at", "prune_reason")
+    brought_back = [{key: row[key] for key in kept} for row in report.rows]
+    report.recovery_id = await store.record_recovery(
+        now=report.now,
+        spec=spec,
+        selector=selector.as_dict() | ({"brought_back": brought_back} if selector.ids else {}),
+        command=command,
+        recovered=len(report.rows),
+        strength=report.strength,
+        status=report.status,
+    )
+    log.info(
+        "memories_recovered",
+        table=spec.name,
+        count=len(report.rows),
+        recovery_id=report.recovery_id,
+        status=report.status,
+        selector=selector.as_dict(),
+    )
 
 
 async def _recover_rows(
@@ -134,28 +161,28 @@ async def _recover_rows(
     settings: Settings,
     spec: TableSpec,
     binds: dict[str, Any],
-    now: datetime,
-    dry_run: bool,
-) -> list[dict[str, Any]]:
-    """The rows a selector's binds match, batch by batch (a dry run: described only)."""
-    strength = settings.recovery.strength
+    report: RecoveryReport,
+    watch: Watch,
+) -> None:
+    """The rows a selector's binds match, batch by batch (a dry run: described only),
+    each batch added to the report and `watch` as it commits, until it is stopped."""
     limit = settings.decay.batch_size
-    found: list[dict[str, Any]] = []
     after: uuid.UUID | None = None
-    while True:
+    while not watch.stopping():
         batch = await store.recovery_candidates(spec, binds, after, limit)
         rows = [_describe(row) for row in batch]
-        if not dry_run and batch:
+        if not report.dry_run and batch:
             # The UPDATE locks and re-checks its rows: what a concurrent recovery
             # already brought back is neither changed again nor reported.
             recovered = await store.recover_batch(
-                spec, binds, after=after, limit=limit, strength=strength, now=now
+                spec, binds, after=after, limit=limit, strength=report.strength, now=report.now
             )
             done = {str(i) for i in recovered}
             rows = [row for row in rows if row["id"] in done]
-        found += rows
+        report.rows += rows
+        watch.add(len(rows))
         if len(batch) < limit:
-            return found
+            return
         after = batch[-1]["id"]
 
 

@@ -127,7 +127,10 @@ async def run_sweep(
     kept per agent, and a dry run takes none); a dry run still reports the mode it was
     asked for, and for a prune pass counts only the rows it would prune. `stop` is
     checked between batches: a set event ends the sweep at the next batch boundary, with
-    status `interrupted`.
+    status `interrupted`; so does a cancellation, wherever it lands (the audit row is
+    written all the same). A prune pass is recorded in `sweep_runs` only when it pruned
+    something (or failed): the rows it only looked at again (new ones, hinted at once)
+    are bookkeeping, and a pass a minute would bury the sweeps in the audit.
     """
     asked = mode
     if agent is not None or dry_run:
@@ -139,8 +142,9 @@ async def run_sweep(
     report = SweepReport(now=now, dry_run=dry_run, mode=mode)
     report.counts = {spec: TableCounts() for spec in specs}
     started = time.monotonic()
-    if not dry_run:
-        report.run_id = await store.start_sweep_run(trigger, mode, now, agent, daemon_id)
+    run = (trigger, mode, now, agent, daemon_id)
+    if not dry_run and mode != "prune":
+        report.run_id = await store.start_sweep_run(*run)
     error: str | None = None
     try:
         parts = await store.sweep_parts(agent)
@@ -157,28 +161,44 @@ async def run_sweep(
             if asked == "prune":  # a prune pass refreshes nothing: only its prunes count
                 for counts in report.counts.values():
                     counts.updated = counts.pruned
+    except asyncio.CancelledError:
+        # A stop, not a failure: what the batches committed is kept and counted.
+        report.status = "interrupted"
+        raise
     except BaseException as exc:
-        report.status = "failed" if not isinstance(exc, asyncio.CancelledError) else "interrupted"
+        report.status = "failed"
         error = f"{type(exc).__name__}: {exc}"
         raise
     finally:
         report.duration_ms = round((time.monotonic() - started) * 1000)
-        if report.run_id is not None:
+        worked = report.totals()[2] > 0 or report.status == "failed"
+        if report.run_id is not None or (mode == "prune" and not dry_run and worked):
             # The audit row must be written even when the sweep is being cancelled.
-            await asyncio.shield(
-                store.finish_sweep_run(
-                    report.run_id,
-                    status=report.status,
-                    totals=report.totals(),
-                    tables={
-                        **{name: asdict(c) for name, c in report.tables.items()},
-                        "memory_links": {"removed": report.links_removed},
-                    },
-                    error=error,
-                )
-            )
+            await asyncio.shield(_record(store, report, run, error))
         _log_report(report, trigger, error)
     return report
+
+
+async def _record(
+    store: SweepPort,
+    report: SweepReport,
+    run: tuple[str, Mode, datetime, str | None, str | None],
+    error: str | None,
+) -> None:
+    """A sweep's audit row finished (a prune pass's made first: it is made only once
+    the pass has something to show)."""
+    if report.run_id is None:
+        report.run_id = await store.start_sweep_run(*run)
+    await store.finish_sweep_run(
+        report.run_id,
+        status=report.status,
+        totals=report.totals(),
+        tables={
+            **{name: asdict(c) for name, c in report.tables.items()},
+            "memory_links": {"removed": report.links_removed},
+        },
+        error=error,
+    )
 
 
 async def _sweep_part(

@@ -7,6 +7,7 @@ import argparse
 import sys
 
 from ethos.adapters.cli.output import emit
+from ethos.adapters.cli.progress import watched
 from ethos.domain.inputs import parse_id
 from ethos.services.engine import Engine
 from ethos.services.recovery import Selector
@@ -21,36 +22,39 @@ async def cmd_recover(args: argparse.Namespace, settings: Settings) -> int:
         until=args.until,
         reason=args.reason,
     )
-    async with Engine(settings) as engine:
-        report = await engine.recover(
-            args.table,
-            selector,
-            now=args.now,
-            dry_run=args.dry_run,
-            command=" ".join(["ethos", *sys.argv[1:]]),
-        )
     verb = "would recover" if args.dry_run else "recovered"
-    lines = [f"{verb} {len(report.rows)} {report.table} rows (strength {report.strength})"]
+    with watched(args, verb, f"{args.table} rows") as run:
+        async with Engine(settings) as engine:
+            report = await engine.recover(
+                args.table,
+                selector,
+                now=args.now,
+                dry_run=args.dry_run,
+                command=" ".join(["ethos", *sys.argv[1:]]),
+                watch=run.watch,
+            )
+    lines = [f"{run.closing()} (strength {report.strength})"]
     lines += [f"  {r['id']}  {r['prune_reason']:<8} {r['content']}" for r in report.rows[:20]]
     if len(report.rows) > 20:
         lines.append(f"  ... and {len(report.rows) - 20} more (--json lists them all)")
     emit(args, report.as_dict(), "\n".join(lines))
-    return 0
+    return run.finished()
 
 
 async def cmd_merge(args: argparse.Namespace, settings: Settings) -> int:
-    async with Engine(settings) as engine:
-        report = await engine.merge(
-            args.table, agent=args.agent, near=args.near, now=args.now, dry_run=args.dry_run,
-            trigger="manual",
-        )  # fmt: skip
     verb = "would merge" if args.dry_run else "merged"
+    with watched(args, verb, "duplicates") as run:
+        async with Engine(settings) as engine:
+            report = await engine.merge(
+                args.table, agent=args.agent, near=args.near, now=args.now,
+                dry_run=args.dry_run, trigger="manual", watch=run.watch,
+            )  # fmt: skip
     lines = [
         f"{table}: {verb} {c['merged']} duplicates in {c['groups']} groups"
         for table, c in report.counts.items()
     ]
     emit(args, report.as_dict(), "\n".join(lines))
-    return 0
+    return run.finished()
 
 
 async def cmd_forget(args: argparse.Namespace, settings: Settings) -> int:
@@ -64,25 +68,30 @@ async def cmd_forget(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def cmd_purge(args: argparse.Namespace, settings: Settings) -> int:
-    async with Engine(settings) as engine:
-        report = await engine.purge(
-            args.pruned_before, tables=args.table, agent=args.agent, reason=args.reason,
-            now=args.now, dry_run=args.dry_run, trigger="manual",
-        )  # fmt: skip
     verb = "would delete" if args.dry_run else "deleted"
+    with watched(args, verb, "pruned rows") as run:
+        async with Engine(settings) as engine:
+            report = await engine.purge(
+                args.pruned_before, tables=args.table, agent=args.agent, reason=args.reason,
+                now=args.now, dry_run=args.dry_run, trigger="manual", watch=run.watch,
+            )  # fmt: skip
     lines = [
         f"{table}: {verb} {sum(c.values())} pruned rows"
         + (f" ({', '.join(f'{why} {n}' for why, n in sorted(c.items()))})" if c else "")
         for table, c in report.counts.items()
     ]
-    emit(args, report.as_dict(), "\n".join(lines))
-    return 0
+    emit(args, report.as_dict(), "\n".join([*lines, run.closing()]))
+    return run.finished()
 
 
 async def cmd_erase(args: argparse.Namespace, settings: Settings) -> int:
-    async with Engine(settings) as engine:
-        report = await engine.erase(args.agent, dry_run=args.dry_run, trigger="manual")
     verb = "would delete" if args.dry_run else "deleted"
+    with watched(args, verb, "memories") as run:
+        async with Engine(settings) as engine:
+            report = await engine.erase(
+                args.agent, dry_run=args.dry_run, trigger="manual", watch=run.watch
+            )
     lines = [f"{name}: {verb} {n}" for name, n in report.counts.items()]
-    emit(args, report.as_dict(), f"agent {args.agent}\n" + "\n".join(lines))
-    return 0
+    text = "\n".join([f"agent {args.agent}", *lines, run.closing()])
+    emit(args, report.as_dict(), text)
+    return run.finished()

@@ -10,6 +10,7 @@ from typing import Any
 
 from ethos.adapters.cli.moments import refuse_future
 from ethos.adapters.cli.output import emit, ltp_exit
+from ethos.adapters.cli.progress import watched
 from ethos.domain.errors import InputError
 from ethos.services.engine import Engine
 from ethos.services.retrieval import Hit
@@ -124,11 +125,12 @@ async def cmd_explain(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def cmd_embed(args: argparse.Namespace, settings: Settings) -> int:
-    async with Engine(settings) as engine:
-        made = await engine.embed_missing(args.agent)
+    with watched(args, "embedded", "memories") as run:
+        async with Engine(settings) as engine:
+            made = await engine.embed_missing(args.agent, watch=run.watch)
     lines = [f"{table}: {n} vectors written" for table, n in made.by_table.items()]
-    emit(args, {"written": made.as_dict()}, "\n".join(lines))
-    return 0
+    emit(args, {"written": made.as_dict()}, "\n".join([*lines, run.closing()]))
+    return run.finished()
 
 
 # What a feedback or retrieval at a --now to come would do.

@@ -7,12 +7,12 @@ import argparse
 import asyncio
 import os
 import sys
-from collections.abc import Callable
 from datetime import datetime
 
 from ethos import db
 from ethos.adapters.cli.moments import refuse_future
 from ethos.adapters.cli.output import emit, table_text
+from ethos.adapters.cli.progress import RERUN, draw, on_terminal
 from ethos.domain.errors import ConfigError, InputError
 from ethos.domain.inputs import host_port
 from ethos.domain.roles import parse_agent_role
@@ -73,45 +73,58 @@ async def cmd_sweep(args: argparse.Namespace, settings: Settings) -> int:
             engine, args.now, args.allow_future, "a sweep then prunes memories that are live now"
         )
         tables = args.table or None
+        # What it has to do: the progress bar's and the closing line's totals.
+        whole = mode == "full" or args.agent is not None or args.dry_run
+        totals = await _sweep_totals(engine, tables, args.agent, whole, args.now, mode)
         progress = None
-        if sys.stderr.isatty() and not args.json:
-            progress = await _progress_bar(engine, tables, args.agent, mode, args.now)
-        report = await engine.sweep(
-            now=args.now,
-            tables=tables,
-            agent=args.agent,
-            dry_run=args.dry_run,
-            mode=mode,
-            trigger="manual",
-            progress=progress,
-        )
+        if on_terminal(args):
+
+            def progress(table: str, scanned: int, done: bool) -> None:
+                draw(table, scanned, totals[table], last=done, full=done)
+
+        stop = asyncio.Event()
+        with on_stop(stop.set) as signals:
+            report = await engine.sweep(
+                now=args.now,
+                tables=tables,
+                agent=args.agent,
+                dry_run=args.dry_run,
+                mode=mode,
+                trigger="manual",
+                stop=stop,
+                progress=progress,
+            )
     prefix = "dry run, nothing written:" if args.dry_run else "swept"
     emit(args, report.as_dict(), f"{prefix} {report.summary()} at {report.now.isoformat()}")
-    return 0
+    if report.status != "interrupted":
+        return 0
+    if progress is not None:
+        print(file=sys.stderr)
+    far = ", ".join(
+        f"{c.scanned} of {totals[name]} {name}"
+        for name, c in report.tables.items()
+        if c.scanned or totals[name]
+    )
+    audit = f" (audit: sweep_runs #{report.run_id})" if report.run_id else ""
+    print(f"ethos: interrupted: {prefix} {far or '0 rows'}{audit}; {RERUN}", file=sys.stderr)
+    return 128 + signals[0] if signals else 130
 
 
-async def _progress_bar(
+async def _sweep_totals(
     engine: Engine,
     tables: list[str] | None,
     agent: str | None,
-    mode: str,
+    whole: bool,
     now: datetime | None,
-) -> Callable[[str, int, bool], None]:
+    mode: str,
+) -> dict[str, int]:
+    """The rows a sweep will read, by table: every live row (`whole`: a full sweep, a
+    dry run, one agent's), or those due (as their hints count them)."""
     names = tables or [s.name for s in MEMORY_TABLES]
-    if mode == "full" or agent is not None:
-        totals = {name: await engine.count_live(name, agent) for name in names}
-    else:
-        at = now or await engine.now()
-        totals = {name: await engine.count_due(name, at, prune=mode == "prune") for name in names}
-
-    def show(table: str, scanned: int, done: bool) -> None:
-        total = max(totals[table], 1)
-        filled = 30 if done else min(30, 30 * scanned // total)
-        bar = "#" * filled + "." * (30 - filled)
-        end = "\n" if done else ""
-        print(f"\r{table:<16} [{bar}] {scanned}/{totals[table]}", end=end, file=sys.stderr)
-
-    return show
+    if whole:
+        return {name: await engine.count_live(name, agent) for name in names}
+    at = now or await engine.now()
+    return {name: await engine.count_due(name, at, prune=mode == "prune") for name in names}
 
 
 def _metrics_observer(settings: Settings) -> Observe | None:

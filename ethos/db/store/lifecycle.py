@@ -37,6 +37,7 @@ from ethos.db.store.sql.lifecycle import (
     build_recover_batch_query,
     build_recovery_agents_query,
     build_recovery_candidates_query,
+    build_recovery_count_query,
     build_rehint_rows_query,
 )
 from ethos.domain.tables import MEMORY_TABLES, TableSpec
@@ -213,6 +214,13 @@ class LifecycleStore(StoreCore):
             after=after or uuid.UUID(NIL_ID),
         )
 
+    async def recovery_count(self, spec: TableSpec, selector: Mapping[str, Any]) -> int:
+        await self.check_table(spec)
+        count: int = await self._fetchval(
+            build_recovery_count_query(spec), **selector, after=uuid.UUID(NIL_ID)
+        )
+        return count
+
     async def recovery_agents(self, spec: TableSpec, selector: Mapping[str, Any]) -> list[str]:
         rows = await self._fetch(
             build_recovery_agents_query(spec), **selector, after=uuid.UUID(NIL_ID)
@@ -248,6 +256,7 @@ class LifecycleStore(StoreCore):
         command: str,
         recovered: int,
         strength: float,
+        status: str,
     ) -> int:
         recovery_id: int = await self._fetchval(
             RECORD_RECOVERY,
@@ -257,6 +266,7 @@ class LifecycleStore(StoreCore):
             command=command,
             recovered=recovered,
             strength=strength,
+            status=status,
         )
         return recovery_id
 

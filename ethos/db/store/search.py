@@ -25,6 +25,7 @@ from ethos.db.store.sql.search import (
     LOCATE_MEMORIES,
     SEARCH_VECTORS,
     SEARCH_VECTORS_EXACT,
+    build_count_missing_vectors_query,
     build_missing_vectors_query,
     build_recall_query,
 )
@@ -182,6 +183,12 @@ class SearchStore(StoreCore):
             build_missing_vectors_query(spec, by_agent=agent is not None),
             agent=agent, after=after, limit=limit,
         )  # fmt: skip
+
+    async def count_missing_vectors(self, spec: TableSpec, agent: str | None) -> int:
+        await self.check_table(spec)
+        query = build_count_missing_vectors_query(spec, by_agent=agent is not None)
+        count: int = await self._fetchval(query, agent=agent)
+        return count
 
     async def insert_source_vectors(
         self, spec: TableSpec, memories: list[Row], embeddings: list[list[float]]

@@ -26,6 +26,7 @@ from ethos.domain.policies import Policy
 from ethos.domain.tables import SOURCE_TABLES, TableSpec, table_spec
 from ethos.services.embedding import embed
 from ethos.services.engine.retrieval import RetrievalEngine
+from ethos.services.progress import Watch
 from ethos.services.retrieval import Hit
 
 
@@ -254,23 +255,32 @@ class MemoryEngine(RetrievalEngine):
             raised.append("policy")
         return tuple(raised)
 
-    async def embed_missing(self, agent: str | None = None) -> VectorsMade:
+    async def embed_missing(
+        self, agent: str | None = None, *, watch: Watch | None = None
+    ) -> VectorsMade:
         """Vectors for the live episodes and facts (of one agent, or all) that have none,
-        in batches of embedding.batch_size: how many were made per table."""
+        in batches of embedding.batch_size: how many were made per table. `watch` follows
+        it and stops it after a batch (a rerun embeds the rest)."""
         if self.embedder is None:
             raise InputError(
                 'no embedding provider: set [embedding] provider = "local" or "openai"'
             )
+        watch = watch or Watch()
+        watch.start(sum([await self.store.count_missing_vectors(s, agent) for s in SOURCE_TABLES]))
         made: dict[str, int] = {}
         for spec in SOURCE_TABLES:
             made[spec.name], after = 0, uuid.UUID(int=0)
             limit = self.settings.embedding.batch_size
-            while rows := await self.store.missing_vectors(spec, agent, after, limit):
+            while not watch.stopping() and (
+                rows := await self.store.missing_vectors(spec, agent, after, limit)
+            ):
                 texts = [row["content"] for row in rows]
                 vectors = await embed(
                     self.embedder, texts, self.settings.embedding, role="document"
                 )
-                made[spec.name] += await self.store.insert_source_vectors(spec, rows, vectors)
+                batch = await self.store.insert_source_vectors(spec, rows, vectors)
+                made[spec.name] += batch
+                watch.add(batch)
                 after = rows[-1]["id"]
         return VectorsMade(made)
 

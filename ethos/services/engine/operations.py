@@ -20,6 +20,7 @@ from ethos.services import lifecycle
 from ethos.services.engine.core import TRIGGER, EngineCore, specs
 from ethos.services.lifecycle import LifecycleReport
 from ethos.services.ltp import LtpStats
+from ethos.services.progress import Watch
 from ethos.services.recovery import RecoveryReport, Selector, recover
 from ethos.services.sweep import MODES, Mode, Progress, SweepReport, run_sweep
 
@@ -130,9 +131,10 @@ class OperationsEngine(EngineCore):
         now: datetime | None = None,
         dry_run: bool = False,
         command: str = "api",
+        watch: Watch | None = None,
     ) -> RecoveryReport:
         """Bring pruned memories back with a fresh start (recovery.strength, anchored
-        at now); dry_run lists them and changes nothing."""
+        at now); dry_run lists them and changes nothing. `watch` follows and stops it."""
         spec = table_spec(table)
         return await recover(
             self.store,
@@ -142,6 +144,7 @@ class OperationsEngine(EngineCore):
             now=await self._moment(now),
             dry_run=dry_run,
             command=command,
+            watch=watch,
         )
 
     async def merge(
@@ -153,6 +156,7 @@ class OperationsEngine(EngineCore):
         now: datetime | None = None,
         dry_run: bool = False,
         trigger: str = TRIGGER,
+        watch: Watch | None = None,
     ) -> LifecycleReport:
         """Merge duplicates already in the tables (exact; with `near`, near-duplicate
         vectors too); dry_run counts what would merge and changes nothing."""
@@ -165,6 +169,7 @@ class OperationsEngine(EngineCore):
             near=near,
             dry_run=dry_run,
             trigger=trigger,
+            watch=watch,
         )
 
     async def forget(
@@ -212,6 +217,7 @@ class OperationsEngine(EngineCore):
         now: datetime | None = None,
         dry_run: bool = False,
         trigger: str = TRIGGER,
+        watch: Watch | None = None,
     ) -> LifecycleReport:
         """Hard-delete memories pruned before `pruned_before`, with their links: not
         recoverable. dry_run counts them and changes nothing."""
@@ -225,16 +231,19 @@ class OperationsEngine(EngineCore):
             reason=reason,
             dry_run=dry_run,
             trigger=trigger,
+            watch=watch,
         )
 
-    async def erase(self, agent: str, *, dry_run: bool, trigger: str = TRIGGER) -> LifecycleReport:
+    async def erase(
+        self, agent: str, *, dry_run: bool, trigger: str = TRIGGER, watch: Watch | None = None
+    ) -> LifecycleReport:
         """Hard-delete everything of one agent (every table, links, policy assignment,
         its retrievals still buffered here): not recoverable. dry_run counts it."""
         if not dry_run:
             await self.ltp.drain(self.settings.ltp.close_timeout_seconds)
         return await lifecycle.erase(
             self.store, self.settings, agent, now=await self.store.now(), dry_run=dry_run,
-            trigger=trigger,
+            trigger=trigger, watch=watch,
         )  # fmt: skip
 
     async def make_roles(

@@ -53,6 +53,12 @@ def build_recovery_candidates_query(spec: TableSpec, batch_size: int, *, by_agen
 
 
 @cache
+def build_recovery_count_query(spec: TableSpec) -> Query:
+    """How many pruned rows a selector matches: a recovery's total, shown as it goes."""
+    return sql(f"SELECT count(*) FROM {spec.name} WHERE {_recovery_filter(by_agent=False)}")
+
+
+@cache
 def build_recovery_agents_query(spec: TableSpec) -> Query:
     """The agents with pruned rows matching a selector that names none, in order."""
     return sql(

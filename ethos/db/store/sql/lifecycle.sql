@@ -4,8 +4,12 @@
 -- parameters, bound by name.
 
 -- name: record_recovery
-INSERT INTO recoveries (recovered_as_of, table_name, selector, command, recovered, strength)
-VALUES (%(now)s, %(table)s, %(selector)s::jsonb, %(command)s, %(recovered)s, %(strength)s)
+-- A recovery, written when it ends: `recovered` is what it committed, also when it was
+-- interrupted (then a rerun of the same selector brings back the rest).
+INSERT INTO recoveries (recovered_as_of, table_name, selector, command, recovered, strength,
+                        status)
+VALUES (%(now)s, %(table)s, %(selector)s::jsonb, %(command)s, %(recovered)s, %(strength)s,
+        %(status)s)
 RETURNING id;
 
 -- name: near_duplicates

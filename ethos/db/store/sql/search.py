@@ -478,19 +478,31 @@ def build_recall_query(
     """)
 
 
+def _missing(spec: TableSpec, *, by_agent: bool) -> str:
+    """The live memories of `spec` (of %(agent)s: `by_agent`) that no vector embeds."""
+    return f"""
+    FROM {spec.name} AS m
+    WHERE NOT m.pruned {of_agent(by_agent, "m")}
+      AND NOT EXISTS (SELECT 1 FROM memory_vectors AS v
+                      WHERE v.source_type = '{spec.name}' AND v.source_id = m.id
+                        AND v.agent_id = m.agent_id)"""
+
+
 @cache
 def build_missing_vectors_query(spec: TableSpec, *, by_agent: bool) -> Query:
     """The next %(limit)s live memories after %(after)s that no vector embeds."""
-    agent = of_agent(by_agent, "m")
     return sql(f"""
-    SELECT m.id, m.agent_id, m.content FROM {spec.name} AS m
-    WHERE NOT m.pruned AND m.id > %(after)s {agent}
-      AND NOT EXISTS (SELECT 1 FROM memory_vectors AS v
-                      WHERE v.source_type = '{spec.name}' AND v.source_id = m.id
-                        AND v.agent_id = m.agent_id)
+    SELECT m.id, m.agent_id, m.content {_missing(spec, by_agent=by_agent)}
+      AND m.id > %(after)s
     ORDER BY m.id
     LIMIT %(limit)s
     """)
+
+
+@cache
+def build_count_missing_vectors_query(spec: TableSpec, *, by_agent: bool) -> Query:
+    """How many live memories no vector embeds: `embed --missing`'s total."""
+    return sql(f"SELECT count(*) {_missing(spec, by_agent=by_agent)}")
 
 
 # Which table each of %(ids)s is in (ids are unique across the memory tables), and whose.
