@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -66,7 +66,9 @@ class Counts:
     examples: int = 0
     steps: int = 0
 
-    def report(self, seconds: float) -> str:
-        line = f"{self.name}: {self.examples} examples, {self.steps} steps, {seconds:.1f} s"
-        print(line)
-        return line
+    def report(self, seconds: float, record: Callable[[str, object], None]) -> None:
+        """Printed (pytest -s) and in the test's report (--junitxml's properties)."""
+        print(f"{self.name}: {self.examples} examples, {self.steps} steps, {seconds:.1f} s")
+        for name, value in [("examples", self.examples), ("steps", self.steps),
+                            ("seconds", round(seconds, 1))]:  # fmt: skip
+            record(name, value)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 import time
 import uuid
-from collections.abc import Awaitable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
@@ -27,7 +27,7 @@ from ethos.settings import DatabaseSettings, Settings
 from tests.machines import TIMEOUT, Counts, Loop, budget
 
 T = TypeVar("T")
-BUDGET = budget(examples=20, steps=40)
+BUDGET = budget(examples=15, steps=40)
 
 AGENTS = st.sampled_from(["a", "b", "c"])
 KINDS = st.sampled_from(["episode", "fact"])
@@ -156,7 +156,9 @@ class AgentsDoor(RuleBasedStateMachine):
 
 
 @pytest.mark.timeout(TIMEOUT)
-def test_no_agents_operation_changes_another_agents_memories(database_url: str) -> None:
+def test_no_agents_operation_changes_another_agents_memories(
+    database_url: str, record_property: Callable[[str, object], None]
+) -> None:
     counts = Counts("Several agents (Engine: one agent's step, the others' rows)")
     settings = Settings(database=DatabaseSettings(url=database_url))
     loop = Loop()
@@ -176,5 +178,5 @@ def test_no_agents_operation_changes_another_agents_memories(database_url: str) 
         loop.run(conn.close())
         loop.run(engine.close())
         loop.close()
-    counts.report(time.monotonic() - started)
+    counts.report(time.monotonic() - started, record_property)
     assert counts.steps >= BUDGET.max_examples * 5  # the machine ran, not just started

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
@@ -158,7 +158,9 @@ class LangGraphDoor(RuleBasedStateMachine):
 
 
 @pytest.mark.timeout(TIMEOUT)
-def test_ethos_store_reads_back_as_langgraphs_in_memory_store(database_url: str) -> None:
+def test_ethos_store_reads_back_as_langgraphs_in_memory_store(
+    database_url: str, record_property: Callable[[str, object], None]
+) -> None:
     counts = Counts("LangGraph door (EthosStore vs InMemoryStore)")
     settings = Settings(database=DatabaseSettings(url=database_url))
     started = time.monotonic()
@@ -169,5 +171,5 @@ def test_ethos_store_reads_back_as_langgraphs_in_memory_store(database_url: str)
             {"store": store, "counts": counts, "examples": itertools.count()},
         )
         run_state_machine_as_test(machine, settings=BUDGET)
-    counts.report(time.monotonic() - started)
+    counts.report(time.monotonic() - started, record_property)
     assert counts.steps >= BUDGET.max_examples * 5  # the machine ran, not just started
