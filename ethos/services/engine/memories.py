@@ -105,7 +105,6 @@ class MemoryEngine(RetrievalEngine):
         agent_id: str,
         content: str,
         recall: int = 0,
-        allow_future: bool = False,
         **fields: Any,
     ) -> Added:
         """Insert one memory. See MemoryInput for the fields each table accepts.
@@ -128,6 +127,7 @@ class MemoryEngine(RetrievalEngine):
         if not isinstance(recall, int) or isinstance(recall, bool) or not 0 <= recall <= 100:
             raise InputError(f"recall must be a whole number from 0 to 100, not {recall!r}")
         spec = table_spec(table)
+        allow_future = fields.pop("allow_future", False)
         memory, embedded = await self._input(spec, agent_id, content, fields)
         await self._not_ahead(memory.created_at, allow_future)
         recalled: list[Hit] = []
@@ -146,7 +146,6 @@ class MemoryEngine(RetrievalEngine):
         agent_id: str,
         contents: Sequence[str],
         metadata_each: Sequence[Mapping[str, Any]] | None = None,
-        allow_future: bool = False,
         **fields: Any,
     ) -> list[Added]:
         """Insert one memory per content, each with the same fields, as add_detailed
@@ -158,6 +157,7 @@ class MemoryEngine(RetrievalEngine):
         if not contents:
             raise InputError("give at least one content")
         at_most("the number of memories", len(contents), self.settings.limits.ids, "limits.ids")
+        allow_future = fields.pop("allow_future", False)
         each = [{"metadata": m} for m in metadata_each] if metadata_each else [{}] * len(contents)
         built = [
             await self._input(spec, agent_id, content, {**fields, **own})
@@ -194,7 +194,7 @@ class MemoryEngine(RetrievalEngine):
         )
         return memory, embedded
 
-    async def _not_ahead(self, created_at: datetime | None, allow_future: bool) -> None:
+    async def _not_ahead(self, created_at: datetime | None, allow_future: Any) -> None:
         if created_at is not None and not allow_future:
             effect = "the memory would not begin to decay until then"
             not_ahead("created_at", created_at, await self.store.now(), effect)
