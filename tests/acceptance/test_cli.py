@@ -279,7 +279,7 @@ async def test_operator_commands(database_url: str, tmp_path: Path, cli: Cli) ->
     )
     assert [r["id"] for r in dry["rows"]] == [memory] and dry["recovery_id"] is None
     done = cli("recover", "episode", "--id", memory, "--now", "2026-03-01T00:00:00Z", env=env)
-    assert done.returncode == 0 and "recovered 1 episodic_traces rows" in done.stdout
+    assert done.returncode == 0 and "recovered 1 of 1 episodic_traces rows" in done.stdout
     again = cli("recover", "episode", "--id", memory, env=env)
     assert "not pruned" in one_line_error(again)
     assert "say which rows" in one_line_error(cli("recover", "episode", env=env))

@@ -76,9 +76,16 @@ async def test_a_killed_process_runs_are_interrupted_a_live_ones_are_not(
     assert report.status == "completed"
 
 
-async def test_a_prune_pass_writes_an_audit_row(
+async def test_a_prune_pass_writes_an_audit_row_when_it_prunes(
     engine: Engine, conn: asyncpg.Connection, days: Days
 ) -> None:
-    report = await engine.sweep(now=days(1), mode="prune")
+    empty = await engine.sweep(now=days(1), mode="prune")
+    assert empty.run_id is None  # it pruned nothing: no row (issue 66)
+    await conn.execute(
+        "INSERT INTO episodic_traces (agent_id, content, created_at) VALUES ('a', 'gone', $1)",
+        days(0),
+    )
+    report = await engine.sweep(now=days(36500), mode="prune")
     row = await conn.fetchrow("SELECT mode, status FROM sweep_runs WHERE id = $1", report.run_id)
+    assert report.totals()[2] == 1
     assert report.run_id is not None and dict(row) == {"mode": "prune", "status": "completed"}
