@@ -293,7 +293,7 @@ class LtpBuffer:
             if held.since is not None and not held.events.pending:
                 log.info("ltp_events_released", waited_seconds=round(
                     time.monotonic() - held.since, 3))  # fmt: skip
-                held.since = None
+                held.since, held.logged_at = None, float("-inf")
             return
         events = held.events
         for key, moments in deferred.pending.items():
