@@ -32,6 +32,7 @@ import asyncpg
 from ethos import db, logs
 from ethos.domain.errors import EthosError
 from ethos.services.daemon import Daemon
+from ethos.services import ltp
 from ethos.services.engine import Engine, migrate
 from ethos.settings import (
     DaemonSettings,
@@ -246,7 +247,7 @@ async def main(args: argparse.Namespace) -> None:
     )
     print(
         f"the locker's own events applied {locker_lag:.2f} s after its last lock ended"
-        f" (tried again every second while it held them)"
+        f" (tried again every {ltp.HELD_RETRY_SECONDS:g} s while it held them)"
     )
 
 
