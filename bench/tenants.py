@@ -31,8 +31,8 @@ import asyncpg
 
 from ethos import db, logs
 from ethos.domain.errors import EthosError
-from ethos.services.daemon import Daemon
 from ethos.services import ltp
+from ethos.services.daemon import Daemon
 from ethos.services.engine import Engine, migrate
 from ethos.settings import (
     DaemonSettings,
