@@ -52,7 +52,7 @@ log = structlog.get_logger("ethos.services.ltp")
 QUEUE_BATCH = 50_000
 # Events waiting on a row another transaction holds are tried again this often; while
 # they wait, `ltp_events_held` is logged this often.
-HELD_RETRY_SECONDS = 1.0
+HELD_RETRY_SECONDS = 0.25
 HELD_LOG_SECONDS = 60.0
 
 
@@ -299,7 +299,7 @@ class LtpBuffer:
             if held.since is not None and not held.events.pending:
                 log.info("ltp_events_released", waited_seconds=round(
                     time.monotonic() - held.since, 3))  # fmt: skip
-                held.since = None
+                held.since, held.logged_at = None, float("-inf")
             return
         events = held.events
         for key, moments in deferred.pending.items():
