@@ -93,7 +93,7 @@ BEGIN
         IF share < 1 THEN
             words := (1 - share) * (SELECT w.words FROM ethos_informative_words(agent, tsv) AS w);
         END IF;
-        IF share >= 0.01 THEN  -- (an agent of 10,000 words or more reads no prior)
+        IF share >= 0.01 THEN  -- (an agent of 5,000 words or more reads no prior)
             words := words + share * ethos_prior_words(content);
         END IF;
         IF s.auto_importance_answer > 1 AND ethos_previous_asks(memory_table, agent, id) THEN

@@ -26,10 +26,10 @@ CREATE OR REPLACE FUNCTION ethos_prior_words(content text) RETURNS double precis
 $$;
 
 -- How much the prior weighs beside the agent's own statistics, by the words the agent
--- has written: all of it before any, half at 100, a tenth at 900.
+-- has written: all of it before any, half at 50, a tenth at 450.
 CREATE OR REPLACE FUNCTION ethos_prior_share(length bigint) RETURNS double precision
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
-    AS $$ SELECT 100 / (100 + greatest(coalesce(length, 0), 0)::float8) $$;
+    AS $$ SELECT 50 / (50 + greatest(coalesce(length, 0), 0)::float8) $$;
 
 DROP FUNCTION IF EXISTS ethos_new_policy(memory_table text, agent text, id uuid,
     importance double precision, tsv tsvector, measured boolean);
@@ -71,7 +71,7 @@ BEGIN
         IF share < 1 THEN
             words := (1 - share) * (SELECT w.words FROM ethos_informative_words(agent, tsv) AS w);
         END IF;
-        IF share >= 0.01 THEN  -- (an agent of 10,000 words or more reads no prior)
+        IF share >= 0.01 THEN  -- (an agent of 5,000 words or more reads no prior)
             words := words + share * ethos_prior_words(content);
         END IF;
         IF s.auto_importance_answer > 1 AND ethos_previous_asks(memory_table, agent, id) THEN
