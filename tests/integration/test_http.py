@@ -68,7 +68,9 @@ async def test_mem0_shapes_add_list_search_update_history_delete(
     assert first["user_id"] == "alice" and first["agent_id"] is None
     assert first["metadata"] == {"topic": "tea"}
     extras = first["ethos"]
-    assert extras["policy"] == "standard" and extras["kind"] == "fact"
+    # (messages added with infer on, mem0's default, are turns: their life from their
+    # words, a new agent's six everyday words on working; decision 0020)
+    assert extras["policy"] == "working" and extras["kind"] == "fact"
     assert 0 < extras["salience"] <= 1 and extras["prunes_at"] > first["created_at"]
 
     question = {"query": "what does Alice drink in the morning", "filters": {"user_id": "alice"}}

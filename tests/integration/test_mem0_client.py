@@ -217,3 +217,36 @@ async def test_mem0_client_recalls_by_meaning_with_the_local_provider(
         finally:
             client.client.close()
     assert found["results"][0]["id"] == memory["id"]
+
+
+async def test_infer_false_states_a_fact_and_infer_on_adds_a_turn(
+    database_url: str, conn: asyncpg.Connection, tmp_path: Path
+) -> None:
+    """mem0's infer (on by default) would have a model extract facts from the messages;
+    ethos extracts none, so they are turns: their life from their words, chatter on
+    working. infer=False states them: a new user's first fact lives at least as long as
+    standard (decision 0020)."""
+    os.environ.setdefault("MEM0_DIR", str(tmp_path))
+    from mem0 import MemoryClient
+
+    async with serving("serve", database_url, "127.0.0.1", *ARGS, env=ENV) as port:
+        client = MemoryClient(api_key=TOKEN, host=f"http://127.0.0.1:{port}")
+        try:
+            added = {
+                (user, infer): client.add("I am vegetarian", user_id=user, infer=infer)
+                for user, infer in (("sam", False), ("dana", None), ("eve", True))
+            }
+            [chatter] = client.add("lol", user_id="sam")["results"]
+            policy = {
+                key: client.get(a["results"][0]["id"])["ethos"]["policy"]
+                for key, a in added.items()
+            }
+            chatter_policy = client.get(chatter["id"])["ethos"]["policy"]
+        finally:
+            client.client.close()
+    assert policy == {("sam", False): "standard", ("dana", None): "working",
+                      ("eve", True): "working"}  # fmt: skip
+    assert chatter_policy == "working"
+    stated = await conn.fetch("SELECT agent_id, stated FROM semantic_facts ORDER BY agent_id")
+    assert [tuple(r) for r in stated] == [("dana", False), ("eve", False), ("sam", True),
+                                          ("sam", False)]  # fmt: skip

@@ -35,10 +35,10 @@ CREATE FUNCTION ethos_prior_words(content text) RETURNS double precision
 $$;
 
 -- How much the prior weighs beside the agent's own statistics, by the words the agent
--- has written: all of it before any, half at 100, a tenth at 900.
+-- has written: all of it before any, half at 50, a tenth at 450.
 CREATE FUNCTION ethos_prior_share(length bigint) RETURNS double precision
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
-    AS $$ SELECT 100 / (100 + greatest(coalesce(length, 0), 0)::float8) $$;
+    AS $$ SELECT 50 / (50 + greatest(coalesce(length, 0), 0)::float8) $$;
 
 CREATE FUNCTION ethos_importance_raised(importance double precision, p double precision, k double precision) RETURNS double precision
     LANGUAGE sql IMMUTABLE PARALLEL SAFE

@@ -26,10 +26,10 @@ CREATE OR REPLACE FUNCTION ethos_prior_words(content text) RETURNS double precis
 $$;
 
 -- How much the prior weighs beside the agent's own statistics, by the words the agent
--- has written: all of it before any, half at 100, a tenth at 900.
+-- has written: all of it before any, half at 50, a tenth at 450.
 CREATE OR REPLACE FUNCTION ethos_prior_share(length bigint) RETURNS double precision
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
-    AS $$ SELECT 100 / (100 + greatest(coalesce(length, 0), 0)::float8) $$;
+    AS $$ SELECT 50 / (50 + greatest(coalesce(length, 0), 0)::float8) $$;
 
 DROP FUNCTION IF EXISTS ethos_new_policy(memory_table text, agent text, id uuid,
     importance double precision, tsv tsvector, measured boolean);
@@ -58,7 +58,6 @@ DECLARE
     stats agent_text_stats;  -- the agent's words so far; NULL: none counted yet
     average float8;  -- the agent's memories' length on average, blended as its words
     share float8;  -- the prior's part of the words
-    language float8;  -- the words' information as the language has it (word_prior)
     words float8;
     floor float8;  -- the default policy's tier: a stated memory's least importance
 BEGIN
@@ -68,27 +67,23 @@ BEGIN
         share := ethos_prior_share(stats.length);
         -- (the length too: a young agent's average is the prior's 10 words as much)
         average := share * 10 + (1 - share) * coalesce(stats.length::float8 / nullif(stats.docs, 0), 10);
-        language := ethos_prior_words(content);
-        words := share * language;
+        words := 0;
         IF share < 1 THEN
-            words := words
-                     + (1 - share) * (SELECT w.words FROM ethos_informative_words(agent, tsv) AS w);
+            words := (1 - share) * (SELECT w.words FROM ethos_informative_words(agent, tsv) AS w);
+        END IF;
+        IF share >= 0.01 THEN  -- (an agent of 5,000 words or more reads no prior)
+            words := words + share * ethos_prior_words(content);
         END IF;
         IF s.auto_importance_answer > 1 AND ethos_previous_asks(memory_table, agent, id) THEN
             words := words * s.auto_importance_answer;
-            language := language * s.auto_importance_answer;
             auto_answer := s.auto_importance_answer;
         END IF;
         importance := ethos_auto_importance(words,
                                             ethos_auto_half(s.auto_importance_half, average));
-        -- What the language says lifts a memory that is no chatter to the default policy's
-        -- tier, never beyond: what lives longer is what is informative to its agent.
-        floor := (SELECT t.min_importance FROM importance_tiers AS t
-                  WHERE t.policy = s.default_policy);
-        importance := greatest(importance,
-                               least(ethos_auto_importance(language, 5), coalesce(floor, 0)));
         importance := 1 - (1 - importance) * (1 - least(greatest(coalesce(tone, 0), 0), 1));
         IF stated THEN
+            floor := (SELECT t.min_importance FROM importance_tiers AS t
+                      WHERE t.policy = s.default_policy);
             importance := greatest(importance, floor);
         END IF;
         auto_importance := importance;
