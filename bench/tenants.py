@@ -1,4 +1,4 @@
-"""Tenants under load, with and without bad ones (issue 64, decision 0020).
+"""Tenants under load, with and without bad ones (issue 64, decision 0022).
 
     python bench/tenants.py [--good 4] [--seconds 20] [--data-dir DIR]
 

@@ -51,7 +51,7 @@ class DatabaseSettings(_Section):
     statement_timeout_seconds: float = Field(default=0.0, ge=0)
     # How long maintenance (LTP flushes, the queue's drain, sweep batches) waits for a lock
     # it cannot skip; 0: as long as it takes. The rows they write are skipped, not waited
-    # for, when another transaction holds them (decision 0020).
+    # for, when another transaction holds them (decision 0022).
     maintenance_lock_timeout_seconds: float = Field(default=2.0, ge=0)
     index_build_memory: str = Field(default="1GB", pattern=r"^\d+\s*(kB|MB|GB)$")
     # The embedded server's buffer cache: "auto" is a quarter of the memory (ethos.db).

@@ -1,5 +1,5 @@
 """Writes ethos/db/schema/word_prior.tsv: how common each word is in English, the prior
-automatic importance weighs a new agent's words with (decision 0020).
+automatic importance weighs a new agent's words with (decision 0023).
 
     pip install wordfreq==3.1.1 && python scripts/word_prior.py
 

@@ -178,7 +178,7 @@ class _StateCollector(Collector):
 
 
 def _held_families(held: Held) -> Iterator[Metric]:
-    """What LTP leaves waiting on rows other transactions hold (decision 0020)."""
+    """What LTP leaves waiting on rows other transactions hold (decision 0022)."""
     yield GaugeMetricFamily(
         "ethos_ltp_held_events", "LTP events in memory waiting on a row another transaction"
         " holds.", value=held.events.units,

@@ -41,7 +41,7 @@ class TableSpec:
     # rows just before and after it (search.context_weight)
     is_timeline: bool = False
     # its rows are stated by the caller unless it says otherwise (column stated): automatic
-    # importance only lengthens their life (decision 0020)
+    # importance only lengthens their life (decision 0023)
     has_stated: bool = False
 
     def __hash__(self) -> int:

@@ -103,7 +103,7 @@ async def observed(
     metrics: SweepObserver | None, mode: str, sweep: Awaitable[SweepReport]
 ) -> SweepReport:
     """A daemon sweep, counted in the metrics (when they are served); rows it left for
-    the next sweep because another transaction held them are logged (decision 0020)."""
+    the next sweep because another transaction held them are logged (decision 0022)."""
     try:
         report = await sweep
     except Exception:
@@ -172,7 +172,7 @@ class Daemon:
         return self._engine.ltp.backlog if self._engine is not None else 0
 
     def ltp_held(self) -> Held | None:
-        """What LTP leaves waiting on rows other transactions hold (decision 0020)."""
+        """What LTP leaves waiting on rows other transactions hold (decision 0022)."""
         return self._engine.ltp.held if self._engine is not None else None
 
     async def health(self, timeout_seconds: float) -> tuple[int, dict[str, Any]]:

@@ -7,7 +7,7 @@ flush is requeued and retried with backoff, with the same id, and applied exactl
 closing drains the buffer. Events of an agent one of whose rows another transaction
 holds wait in the buffer (the queue's, in the queue), tried again every
 HELD_RETRY_SECONDS, and go to the durable queue if the buffer closes first (decision
-0020). What cannot be applied is counted and logged, never silent.
+0022). What cannot be applied is counted and logged, never silent.
 """
 
 from __future__ import annotations

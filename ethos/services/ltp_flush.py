@@ -5,7 +5,7 @@ between memories recalled together learn last. A flush is applied exactly once p
 flush id; a batch the database refuses for good is applied row by row and what is
 refused set aside (retrieval_dead_letters), never silently lost. A flush waits on no row
 another transaction holds (an agent role may hold its own for hours): the events of that
-row's agent are left for a later flush, and applied once it is free (decision 0020).
+row's agent are left for a later flush, and applied once it is free (decision 0022).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ log = structlog.get_logger("ethos.services.ltp")
 
 # "surfaced": a search hit its own words or vector matched (a retrieval, per
 # ltp.on_search); "unmatched": a hit found only through others (the turns beside it, a
-# link), which is counted as surfaced and never reinforces (decision record 0020).
+# link), which is counted as surfaced and never reinforces (decision record 0021).
 Kind = Literal["retrieval", "surfaced", "unmatched", "useful", "wrong"]
 KINDS: tuple[Kind, ...] = ("retrieval", "surfaced", "unmatched", "useful", "wrong")
 # A memory events are for: its table, its id, and its agent (None: every agent's memory

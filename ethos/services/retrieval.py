@@ -12,7 +12,7 @@ Results return before any write: the hits are recorded in the LTP buffer as surf
 (reinforced or only counted, per ltp.on_search; their links learn from being recalled
 together), not awaited. A hit that its own words (or vector) do not match, found only
 through others (the turns beside it, a link), is `unmatched`: recorded as surfaced
-but never reinforced, and it learns no link (decision record 0020).
+but never reinforced, and it learns no link (decision record 0021).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """A row held for hours by a tenant's open transaction, as a daemon sees it (issue 64,
-decision 0020): the daemon applies every other agent's queued retrievals and completes
+decision 0022): the daemon applies every other agent's queued retrievals and completes
 its sweeps, says what waits (a log line, its metrics), and applies the held agent's
 events once, after the lock is gone."""
 

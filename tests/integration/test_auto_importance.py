@@ -41,7 +41,7 @@ async def test_a_greeting_counts_less_than_news(
     news = await engine.add("episode", agent_id="ada", content=NEWS, created_at=t0)
     greeting = await engine.add("episode", agent_id="ada", content=GREETING, created_at=t0)
     # (an agent of three memories is young: the language's prior weighs most of the
-    # words, and the news is a plain sentence of it, so `standard`; decision 0020)
+    # words, and the news is a plain sentence of it, so `standard`; decision 0023)
     assert await auto(conn, greeting) < 0.5 < 0.6 < await auto(conn, news)
     policies = await conn.fetch(
         "SELECT id, policy FROM episodic_traces WHERE id = ANY($1)", [greeting, news]
@@ -141,7 +141,7 @@ async def test_a_statements_rows_are_weighed_as_single_adds_are(
                for agent, *_, key in records]  # fmt: skip
         assert got == expected, way
     # (agents of three memories or none: the language's prior weighs most of the words,
-    # decision 0020) the news lives as long as the default, the greeting goes, for both
+    # decision 0023) the news lives as long as the default, the greeting goes, for both
     assert [expected[k][0] for k in (0, 1, 4, 5)] == ["standard", "working"] * 2
     # a row written with an automatic importance of its own (a copy, a restore) keeps it
     kept = await conn.fetchrow(
@@ -231,7 +231,7 @@ async def test_an_answer_counts_its_words_four_times(
     ratio = math.log2(1 - asked["auto_importance"]) / math.log2(1 - told["auto_importance"])
     assert ratio == pytest.approx(4, rel=1e-12)
     # (two words to a young agent, the language's mostly: the answer is four times
-    # nearer `standard`, decision 0020)
+    # nearer `standard`, decision 0023)
     assert told["policy"] == "working" and asked["auto_importance"] > 0.5 > told["auto_importance"]
     account = await engine.explain("episode", asked["id"])
     assert "; it answers a question (its words count 4x); " in account.importance_from

@@ -69,7 +69,7 @@ async def test_mem0_shapes_add_list_search_update_history_delete(
     assert first["metadata"] == {"topic": "tea"}
     extras = first["ethos"]
     # (messages added with infer on, mem0's default, are turns: their life from their
-    # words, a new agent's six everyday words on working; decision 0020)
+    # words, a new agent's six everyday words on working; decision 0023)
     assert extras["policy"] == "working" and extras["kind"] == "fact"
     assert 0 < extras["salience"] <= 1 and extras["prunes_at"] > first["created_at"]
 

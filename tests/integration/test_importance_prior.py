@@ -1,4 +1,4 @@
-"""Automatic importance knows the language (word_prior, decision 0020): a new agent's
+"""Automatic importance knows the language (word_prior, decision 0023): a new agent's
 first words are told apart before it has any statistics of its own; an episode's
 emotional tone counts; what the caller states is never shortened."""
 

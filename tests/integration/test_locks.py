@@ -1,4 +1,4 @@
-"""No lock of one tenant holds another's work (issue 64, decision 0020): an agent role
+"""No lock of one tenant holds another's work (issue 64, decision 0022): an agent role
 may hold a row of its own in an open transaction for as long as it likes; LTP's flushes,
 the queue's drain and the sweep skip that row instead of waiting on it, apply the other
 agents' work at once, and apply the held agent's once the row is free, exactly once."""

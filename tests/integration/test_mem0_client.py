@@ -225,7 +225,7 @@ async def test_infer_false_states_a_fact_and_infer_on_adds_a_turn(
     """mem0's infer (on by default) would have a model extract facts from the messages;
     ethos extracts none, so they are turns: their life from their words, chatter on
     working. infer=False states them: a new user's first fact lives at least as long as
-    standard (decision 0020)."""
+    standard (decision 0023)."""
     os.environ.setdefault("MEM0_DIR", str(tmp_path))
     from mem0 import MemoryClient
 

@@ -65,7 +65,7 @@ async def test_a_particular_vector_raises_the_importance_and_chatter_lowers_it(
             told = (await engine.explain("episode", ids["particular"])).importance_from
             assert ("as particular as the agent's average" in told) == (k > 0), told
     # auto_particularity 0: words alone, whatever the vector: three words new to a young
-    # agent (36 words: the language's prior weighs more than half, decision 0020)
+    # agent (36 words: the language's prior weighs more than half, decision 0023)
     words_only = {name: value for name, (value, _) in found[0.0].items()}
     assert all(0.4 < value < 0.55 for value in words_only.values()), words_only
     chatter, typical, particular = (found[2.0][name] for name in TEXTS)

@@ -388,7 +388,7 @@ async def test_a_concurrent_update_is_never_overwritten_by_a_batch(
                 memory,
                 days(10),
             )
-            # The batch skips the row another transaction holds (decision 0020): it
+            # The batch skips the row another transaction holds (decision 0022): it
             # neither waits for it nor writes it.
             report = await asyncio.wait_for(engine.sweep(now=days(10), mode=mode), 10)
     finally:

@@ -1,7 +1,7 @@
 """Only a match is reinforced: a hit that its own words (or vector) do not match, found
 only through others (the turns beside it in context, a link), is recorded as
 `unmatched`: its surfaced_count grows, nothing of its curve does, it learns no link
-(decision record 0020). Through the engine, its durable queue, and mem0's own client."""
+(decision record 0021). Through the engine, its durable queue, and mem0's own client."""
 
 from __future__ import annotations
 

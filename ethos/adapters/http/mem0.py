@@ -87,7 +87,7 @@ def mem0_routes(app: FastAPI) -> None:
         # mem0 infers facts from messages unless infer is false; ethos infers none, so
         # messages added with infer on are turns (their importance's full range), and what
         # the caller states (a text, or messages with infer false) is kept at least as
-        # long as the default policy (decision 0020)
+        # long as the default policy (decision 0023)
         stated = body.infer is False or body.messages is None
         fields = {"importance": body.importance, "policy": body.policy,
                   "expires_at": _expiry(body.kind, body.expiration_date),

@@ -121,7 +121,7 @@ BEGIN
     END IF;
     GRANT USAGE, CREATE ON SCHEMA public TO ethos_definer;
     GRANT SELECT ON memory_vectors, ethos_settings, importance_tiers, agent_policies,
-                    ethos_agent_roles TO ethos_definer;
+                    ethos_agent_roles, word_prior TO ethos_definer;
     GRANT SELECT, UPDATE (auto_importance, auto_particularity, policy)
         ON episodic_traces, semantic_facts TO ethos_definer;
     GRANT SELECT, INSERT ON episodic_traces_due, semantic_facts_due, memory_vectors_due

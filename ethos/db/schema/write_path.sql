@@ -64,7 +64,7 @@ $$;
 -- (ethos_prior_words) by ethos_prior_share of the words it has written; an emotional
 -- `tone` raises the importance as a second reason to keep it (1 - (1 - i)(1 - tone));
 -- a memory the caller `stated` is measured only to live longer: never shorter than the
--- default policy (decision 0020).
+-- default policy (decision 0023).
 CREATE FUNCTION ethos_new_policy(memory_table text, agent text, id uuid, importance float8,
                                  tsv tsvector, measured boolean, content text,
                                  stated boolean, tone float8,

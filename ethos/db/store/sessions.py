@@ -150,7 +150,7 @@ async def make_pool(
     if sweep:
         sizes = (0, settings.sweep.workers + 1)  # and a prune pass beside a sweep
         # A batch skips the rows other transactions hold; this bounds the wait for what
-        # it cannot skip (what a trigger writes), as in LTP's flushes (decision 0020).
+        # it cannot skip (what a trigger writes), as in LTP's flushes (decision 0022).
         wait = lock_timeout(settings.database.maintenance_lock_timeout_seconds)
         own = {**SWEEP_SESSION_SETTINGS, "lock_timeout": wait}
     else:

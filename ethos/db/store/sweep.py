@@ -227,7 +227,7 @@ class BatchResult:
     expired: int  # of the pruned, by expires_at (the others by decay)
     popped: int = 0  # due sweeps: hints taken (0: nothing left in these slices)
     visited: int = 0  # due sweeps: rows of those hints looked at (due or not)
-    held: int = 0  # due rows not written: another transaction held them (decision 0020)
+    held: int = 0  # due rows not written: another transaction held them (decision 0022)
 
 
 class SweepWorker:

@@ -162,7 +162,7 @@ def build_lock_query(spec: TableSpec, *, by_agent: bool) -> Query:
     statements, and a writer of several rows (a sweep batch, a search moving TTLs) locks
     in id order too, so neither can hold a row the other waits for while it waits for
     one the other holds. Rows another transaction holds are skipped, not waited for (an
-    agent role may hold its own rows as long as it likes: decision 0020): the statement
+    agent role may hold its own rows as long as it likes: decision 0022): the statement
     returns them, and the flush leaves their agents' events for a later one."""
     agent = of_agent(by_agent)
     return sql(f"""

@@ -392,7 +392,7 @@ _IN_MOMENT = """(1 + %(moment_weight)s::float8 * (
 
 # A row its own words match: its text holds a word of the query. BM25's IDF is above 0
 # for every lexeme (ethos_idf), so that is its own BM25 above 0; a row found only
-# through the turns beside it (`_in_context`) scores 0 there (decision record 0020).
+# through the turns beside it (`_in_context`) scores 0 there (decision record 0021).
 MATCHED = "f.text_rank > 0"
 
 _FOUND_COLUMNS = "table_name, id, content, metadata, created_at, updated_at, text_rank, salience"

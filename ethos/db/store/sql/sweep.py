@@ -55,7 +55,7 @@ def _sweep_write(spec: TableSpec, source: str) -> str:
     when a sweep must come back to them. Only where the row version is still the one
     computed from: a retrieval's LTP committed in between is never overwritten (its own
     write stored its values and schedule already). Rows another transaction holds are
-    skipped, not waited for (an agent role may hold its own for hours: decision 0020);
+    skipped, not waited for (an agent role may hold its own for hours: decision 0022);
     the batch puts their hints back for the next sweep."""
     stored = "salience AS stored_salience" + (
         ", confidence AS stored_confidence" if spec.has_confidence else ""

@@ -1,15 +1,107 @@
--- 0059: the source check does not tell one agent what another holds; the definer
--- functions belong to a role made for them (see 0059_batches.py). Run again on a
--- database at 0059, it changes nothing.
+-- 0059: what callers mean, and no tenant reaching another (issues 63 and 64; see
+-- 0059_callers_and_tenants.py). Run again on a database at 0059, it changes nothing.
 
-CREATE OR REPLACE FUNCTION ethos_role_agents(role_name text) RETURNS text[]
-    LANGUAGE sql STABLE
-    SET citus.allow_nested_distributed_execution TO 'on'
-    AS $_$
-    SELECT array_agg(r.agent_id) FROM ethos_agent_roles AS r WHERE r.role_name = $1
-$_$;
-REVOKE ALL ON FUNCTION ethos_role_agents(text) FROM PUBLIC;
+-- Automatic importance knows the language, the emotional tone, and what is stated.
 
+ALTER TABLE semantic_facts ADD COLUMN IF NOT EXISTS stated boolean DEFAULT true NOT NULL;
+
+CREATE TABLE IF NOT EXISTS word_prior (
+    word text NOT NULL,
+    zipf real NOT NULL,
+    CONSTRAINT word_prior_zipf_check CHECK (((zipf >= (0)::double precision) AND (zipf <= (9)::double precision))),
+    CONSTRAINT word_prior_pkey PRIMARY KEY (word)
+);
+
+-- What ethos knows of a text's words before their agent writes any: each word's share of
+-- the information of a word never seen (how rare it is in English, word_prior: its
+-- surprisal, 9 - zipf, over that of the list's rarest, 9 - 4), stop words included (a
+-- short statement is more than its rarest word: "I am vegetarian" says more than "haha
+-- nice"); a word not listed, or a number, counts 1. Words as the 'simple' configuration
+-- splits them, whatever the text configuration.
+CREATE OR REPLACE FUNCTION ethos_prior_words(content text) RETURNS double precision
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $$
+    SELECT coalesce(sum(least((9 - coalesce(p.zipf, 4)) / 5, 1)), 0)
+    FROM unnest(tsvector_to_array(to_tsvector('simple', content))) AS u (word)
+    LEFT JOIN word_prior AS p ON p.word = u.word
+$$;
+
+-- How much the prior weighs beside the agent's own statistics, by the words the agent
+-- has written: all of it before any, half at 50, a tenth at 450.
+CREATE OR REPLACE FUNCTION ethos_prior_share(length bigint) RETURNS double precision
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$ SELECT 50 / (50 + greatest(coalesce(length, 0), 0)::float8) $$;
+
+DROP FUNCTION IF EXISTS ethos_new_policy(memory_table text, agent text, id uuid,
+    importance double precision, tsv tsvector, measured boolean);
+
+-- The policy a new memory gets, and its automatic importance (NULL where none was
+-- measured): the importance given, else one measured from its words, picks a tier
+-- (ethos_importance_tier); without either, the agent's policy, else the default.
+-- `measured`: false for a vector of an episode or fact (its source was measured).
+-- The words are the agent's (ethos_informative_words) blended with the language's
+-- (ethos_prior_words) by ethos_prior_share of the words it has written; an emotional
+-- `tone` raises the importance as a second reason to keep it (1 - (1 - i)(1 - tone));
+-- a memory the caller `stated` is measured only to live longer: never shorter than the
+-- default policy (decision 0023).
+CREATE OR REPLACE FUNCTION ethos_new_policy(memory_table text, agent text, id uuid, importance float8,
+                                 tsv tsvector, measured boolean, content text,
+                                 stated boolean, tone float8,
+                                 OUT policy text, OUT auto_importance float8,
+                                 OUT auto_answer float8)
+    LANGUAGE plpgsql STABLE
+    SET plan_cache_mode TO 'force_generic_plan'  -- planned once a session, whatever the words
+    AS $$
+#variable_conflict use_variable
+DECLARE
+    s ethos_settings;
+    agent_policy text := (SELECT a.policy FROM agent_policies AS a WHERE a.agent_id = agent);
+    stats agent_text_stats;  -- the agent's words so far; NULL: none counted yet
+    average float8;  -- the agent's memories' length on average, blended as its words
+    share float8;  -- the prior's part of the words
+    words float8;
+    floor float8;  -- the default policy's tier: a stated memory's least importance
+BEGIN
+    SELECT * INTO s FROM ethos_settings;
+    IF importance IS NULL AND agent_policy IS NULL AND measured AND s.auto_importance THEN
+        SELECT * INTO stats FROM agent_text_stats AS t WHERE t.agent_id = agent;
+        share := ethos_prior_share(stats.length);
+        -- (the length too: a young agent's average is the prior's 10 words as much)
+        average := share * 10 + (1 - share) * coalesce(stats.length::float8 / nullif(stats.docs, 0), 10);
+        words := 0;
+        IF share < 1 THEN
+            words := (1 - share) * (SELECT w.words FROM ethos_informative_words(agent, tsv) AS w);
+        END IF;
+        IF share >= 0.01 THEN  -- (an agent of 5,000 words or more reads no prior)
+            words := words + share * ethos_prior_words(content);
+        END IF;
+        IF s.auto_importance_answer > 1 AND ethos_previous_asks(memory_table, agent, id) THEN
+            words := words * s.auto_importance_answer;
+            auto_answer := s.auto_importance_answer;
+        END IF;
+        importance := ethos_auto_importance(words,
+                                            ethos_auto_half(s.auto_importance_half, average));
+        importance := 1 - (1 - importance) * (1 - least(greatest(coalesce(tone, 0), 0), 1));
+        IF stated THEN
+            floor := (SELECT t.min_importance FROM importance_tiers AS t
+                      WHERE t.policy = s.default_policy);
+            importance := greatest(importance, floor);
+        END IF;
+        auto_importance := importance;
+    END IF;
+    policy := CASE WHEN importance IS NOT NULL THEN ethos_importance_tier(importance)
+                   ELSE coalesce(agent_policy, s.default_policy) END;
+    -- (a default policy no tier names: a stated memory that reaches no tier takes it)
+    IF stated AND auto_importance IS NOT NULL AND floor IS NULL
+       AND policy = s.importance_otherwise THEN
+        policy := s.default_policy;
+    END IF;
+END
+$$;
+
+
+-- The write trigger: the prior and the floor for what is stated (above), and an agent
+-- role's vector of another agent refused before its source is read.
 CREATE OR REPLACE FUNCTION ethos_write_row() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO '$user', 'public', 'pg_temp'
@@ -22,6 +114,8 @@ DECLARE
     counted_old boolean := true;
     counted_new boolean := true;
     rewritten boolean;  -- a new row, or its content or agent changed
+    tone float8;  -- an episode's emotional tone
+    stated boolean := false;  -- a fact the caller states
 BEGIN
     IF vectors THEN
         counted_old := TG_OP = 'UPDATE' AND OLD.source_id IS NULL;
@@ -121,10 +215,16 @@ BEGIN
             NEW.confidence_strength := coalesce(NEW.confidence_strength, NEW.confidence);
         END IF;
         IF NEW.policy IS NULL THEN
+            IF memory_table = 'episodic_traces' THEN
+                tone := NEW.emotional_tone;
+            ELSIF memory_table = 'semantic_facts' THEN
+                stated := NEW.stated;
+            END IF;
             SELECT p.policy, p.auto_importance, p.auto_answer
             INTO NEW.policy, NEW.auto_importance, NEW.auto_answer
             FROM ethos_new_policy(memory_table, NEW.agent_id, NEW.id, NEW.importance,
-                                  NEW.content_tsv, counted_new) AS p;
+                                  NEW.content_tsv, counted_new, NEW.content, stated,
+                                  tone) AS p;
         END IF;
         RETURN NEW;
     END IF;
@@ -158,6 +258,18 @@ END
 $_$;
 REVOKE ALL ON FUNCTION ethos_write_row() FROM PUBLIC;
 
+-- The source check does not tell one agent what another holds; the definer functions
+-- belong to a role made for them.
+
+CREATE OR REPLACE FUNCTION ethos_role_agents(role_name text) RETURNS text[]
+    LANGUAGE sql STABLE
+    SET citus.allow_nested_distributed_execution TO 'on'
+    AS $_$
+    SELECT array_agg(r.agent_id) FROM ethos_agent_roles AS r WHERE r.role_name = $1
+$_$;
+REVOKE ALL ON FUNCTION ethos_role_agents(text) FROM PUBLIC;
+
+
 -- The SECURITY DEFINER functions run as ethos_definer, a role made for them (NOLOGIN: no
 -- one connects as it), with the rights they need and no more: a flaw in one would not
 -- run with the owner's rights (a superuser's, on the embedded server). The owner is made
@@ -183,7 +295,7 @@ BEGIN
     END IF;
     GRANT USAGE, CREATE ON SCHEMA public TO ethos_definer;
     GRANT SELECT ON memory_vectors, ethos_settings, importance_tiers, agent_policies,
-                    ethos_agent_roles TO ethos_definer;
+                    ethos_agent_roles, word_prior TO ethos_definer;
     GRANT SELECT, UPDATE (auto_importance, auto_particularity, policy)
         ON episodic_traces, semantic_facts TO ethos_definer;
     GRANT SELECT, INSERT ON episodic_traces_due, semantic_facts_due, memory_vectors_due
@@ -212,3 +324,15 @@ BEGIN
     END IF;
 END
 $do$;
+
+-- A recovery says whether it finished.
+ALTER TABLE recoveries ADD COLUMN IF NOT EXISTS status text DEFAULT 'completed' NOT NULL;
+ALTER TABLE recoveries DROP CONSTRAINT IF EXISTS recoveries_status_check;
+ALTER TABLE recoveries ADD CONSTRAINT recoveries_status_check
+    CHECK (status = ANY (ARRAY['completed'::text, 'interrupted'::text, 'failed'::text]));
+
+-- The durable queue takes the event kind 'unmatched'.
+ALTER TABLE retrieval_queue DROP CONSTRAINT IF EXISTS retrieval_queue_kind_check;
+ALTER TABLE retrieval_queue ADD CONSTRAINT retrieval_queue_kind_check
+    CHECK (kind = ANY (ARRAY['retrieval'::text, 'surfaced'::text, 'unmatched'::text,
+                             'useful'::text, 'wrong'::text]));
