@@ -210,7 +210,9 @@ async def test_items_stay_until_deleted_or_expired_unless_told_otherwise(
     async with AsyncEthosStore(settings) as store:
         await store.aput(("u",), "kept", {"text": "hi!"})
         await store.aput(("u",), "ttl", {"text": "hi!"}, ttl=24 * 60)
-    async with AsyncEthosStore(settings, policy=None) as store:  # ethos's own choice
+    # ethos's own choice: automatic importance, but an item is stated, so it lives at
+    # least as long as the default policy (decision 0023)
+    async with AsyncEthosStore(settings, policy=None) as store:
         await store.aput(("v",), "auto", {"text": "hi!"})
     async with Engine(settings) as engine:
         await engine.sweep(now=datetime.now(UTC) + timedelta(hours=12))
@@ -219,7 +221,7 @@ async def test_items_stay_until_deleted_or_expired_unless_told_otherwise(
         " WHERE client_key IN ('kept', 'ttl', 'auto') ORDER BY client_key"
     )
     assert [tuple(r) for r in rows] == [
-        ("auto", "working", True), ("kept", "permanent", False), ("ttl", "long_term", False)
+        ("auto", "standard", False), ("kept", "permanent", False), ("ttl", "long_term", False)
     ]  # fmt: skip
 
 

@@ -150,6 +150,7 @@ _ACROSS_AGENTS = {
     # The operator's selectors over every agent's pruned memories (ethos recover without
     # --agent); the rows they write are named by agent and id.
     "lifecycle.build_recovery_candidates_query",
+    "lifecycle.build_recovery_count_query",
     "lifecycle.build_recovery_agents_query",
     "lifecycle.build_recover_batch_query",
     # Schedule hints (derived data) made anew for the rows a dropped hint held, of any

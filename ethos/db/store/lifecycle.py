@@ -217,7 +217,9 @@ class LifecycleStore(StoreCore):
     async def recovery_count(self, spec: TableSpec, selector: Mapping[str, Any]) -> int:
         await self.check_table(spec)
         count: int = await self._fetchval(
-            build_recovery_count_query(spec), **selector, after=uuid.UUID(NIL_ID)
+            build_recovery_count_query(spec, by_agent=selector["agent"] is not None),
+            **selector,
+            after=uuid.UUID(NIL_ID),
         )
         return count
 

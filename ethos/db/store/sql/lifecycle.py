@@ -53,9 +53,10 @@ def build_recovery_candidates_query(spec: TableSpec, batch_size: int, *, by_agen
 
 
 @cache
-def build_recovery_count_query(spec: TableSpec) -> Query:
-    """How many pruned rows a selector matches: a recovery's total, shown as it goes."""
-    return sql(f"SELECT count(*) FROM {spec.name} WHERE {_recovery_filter(by_agent=False)}")
+def build_recovery_count_query(spec: TableSpec, *, by_agent: bool) -> Query:
+    """How many pruned rows a selector matches: a recovery's total, shown as it goes;
+    `by_agent`: of %(agent)s."""
+    return sql(f"SELECT count(*) FROM {spec.name} WHERE {_recovery_filter(by_agent=by_agent)}")
 
 
 @cache
