@@ -138,7 +138,9 @@ def install_problems(app: FastAPI) -> None:
 
     async def on_invalid(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, RequestValidationError)
-        return problem(422, _validation_line(exc), request.url.path)
+        # 400, not FastAPI's 422: input refused is one status whichever check refuses it
+        # (a day past 9999 fails the schema, one past 2199 ethos's own), as mem0's API says
+        return problem(400, _validation_line(exc), request.url.path)
 
     async def on_http(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, HTTPException)
