@@ -31,6 +31,11 @@ async def test_the_daemon_runs_its_cycle_on_the_cluster(
         )  # fmt: skip
         try:
             await wait_for(conn, "SELECT count(*) >= 2 FROM sweep_runs WHERE mode = 'due'")
+            # A prune pass that prunes nothing leaves no row: give one a memory to prune,
+            # expiring after the due sweep that schedules it (its next due write is days
+            # away), so that a prune pass, not a due sweep, prunes it on its shard.
+            await conn.execute("""INSERT INTO semantic_facts (agent_id, content, expires_at)
+                                  VALUES ('bob', 'passing', now() + interval '3 seconds')""")
             await wait_for(conn, "SELECT count(*) >= 1 FROM sweep_runs WHERE mode = 'prune'")
             await wait_for(conn, "SELECT count(*) >= 1 FROM lifecycle_runs WHERE kind = 'purge'")
         finally:
@@ -39,8 +44,18 @@ async def test_the_daemon_runs_its_cycle_on_the_cluster(
         assert await conn.fetchval(
             "SELECT count(*) FROM semantic_facts WHERE content = 'twice' AND NOT pruned"
         ) == 1  # fmt: skip
-        swept = await conn.fetchval("SELECT sum(scanned) FROM sweep_runs")
-        assert swept > 50  # the memories added (unscheduled), swept on their shards
+        assert await conn.fetchval(
+            "SELECT prune_reason FROM semantic_facts WHERE content = 'passing' AND pruned"
+        ) == "expired"  # fmt: skip
+        # the memories added (unscheduled), swept on their shards: each scheduled now, by
+        # a due sweep or a prune pass (whose row counts only what it pruned)
+        unscheduled, live = await conn.fetchrow("""
+            SELECT count(*) FILTER (WHERE '-infinity' IN (due_at, prune_at)), count(*)
+            FROM (SELECT due_at, prune_at FROM episodic_traces WHERE NOT pruned
+                  UNION ALL SELECT due_at, prune_at FROM semantic_facts WHERE NOT pruned
+                  UNION ALL SELECT due_at, prune_at FROM memory_vectors WHERE NOT pruned) AS m
+        """)
+        assert unscheduled == 0 and live > 50
         failed = await conn.fetch(
             """SELECT 'sweep' AS run, status, error FROM sweep_runs WHERE status <> 'completed'
                UNION ALL

@@ -21,7 +21,7 @@ import pytest
 from ethos.adapters import calls
 from ethos.db.store.core import SHARD_GROUPS, shard_names
 from ethos.db.store.sessions import init_connection
-from ethos.db.store.sql.ltp import build_enqueue_query
+from ethos.db.store.sql.ltp import build_agents_query, build_enqueue_query
 from ethos.domain.tables import table_spec
 from ethos.services.engine import Engine, migrate
 from ethos.services.recovery import Selector
@@ -162,10 +162,15 @@ async def test_an_agents_queued_events_are_applied_on_its_node(
         await conn.close()
     assert queue_node == node
     assert one_router_task(enqueued) and "pull to coordinator" not in enqueued, enqueued
-    assert not any("SELECT id, agent_id FROM" in query for query, _ in sent)  # no lookup
+    # no lookup of the ids' agents (the lock of the rows before they are written reads
+    # the agent's rows too, named by agent: one of the routed plans below)
+    spec = table_spec("episodic_traces")
+    lookups = {build_agents_query(spec, by_agent=by).text for by in (False, True)}
+    assert not any(query in lookups for query, _ in sent)
     plans, _ = await citus_plans(url, sent, "alice")
     coordinator = urlsplit(url).port
     assert any("DELETE FROM retrieval_queue" in query for query, _ in plans)  # the pop
+    assert any("FOR NO KEY UPDATE SKIP LOCKED" in query for query, _ in plans)  # the lock
     # the strengthening: its hints are written by a second step, on the same node
     assert any("UPDATE episodic_traces" in query for query, _ in plans)
     for query, plan in plans:

@@ -13,6 +13,7 @@ from ethos.db.store.sql.cluster import (
     CREATE_REFERENCE_TABLE,
     DISTRIBUTED,
     KEYED_WITHOUT_AGENT,
+    MISSING_TABLES,
     PLANNED_ONCE,
     REFERENCE,
     UNSAFE_TRIGGERS,
@@ -71,17 +72,23 @@ class ClusterStore(SweepStore):
             r["table_name"]
             for r in await self._fetch(CITUS_TABLES, tables=[*REFERENCE, *DISTRIBUTED])
         }
+        # A table a later migration makes is none of these yet: that migration makes it
+        # Citus's on a distributed database (0059's word_prior, a reference table).
+        missing = {
+            r["table_name"]
+            for r in await self._fetch(MISSING_TABLES, tables=[*REFERENCE, *DISTRIBUTED])
+        }
         done.already = sorted(held)
         done.left = sorted(
             r["table_name"] for r in await self._fetch(KEYED_WITHOUT_AGENT, tables=DISTRIBUTED)
         )
         done.planned_each_call = await self.plan_functions_each_call()
         for table in REFERENCE:
-            if table not in held:
+            if table not in held | missing:
                 await self._fetchval(CREATE_REFERENCE_TABLE, table=table)
                 done.reference.append(table)
         for table in DISTRIBUTED:
-            if table in held or table in done.left:
+            if table in held or table in missing or table in done.left:
                 continue
             async with self._transaction() as tx:
                 await tx.execute_literal(UNSAFE_TRIGGERS)

@@ -12,6 +12,22 @@ CREATE TABLE IF NOT EXISTS word_prior (
     CONSTRAINT word_prior_pkey PRIMARY KEY (word)
 );
 
+-- On a database distributed already (`ethos distribute` ran before this migration), the
+-- prior is a reference table like the other shared ones (cluster.py's REFERENCE): the
+-- functions below read it on the shards, on every node. Made so before they are, so
+-- Citus puts them on the workers with their table. Nothing on one server.
+DO $$
+BEGIN
+    IF to_regclass('pg_dist_partition') IS NOT NULL THEN  -- (nested: one server lacks it)
+        IF EXISTS (SELECT FROM pg_dist_partition
+                   WHERE logicalrelid = 'episodic_traces'::regclass AND partmethod = 'h')
+           AND NOT EXISTS (SELECT FROM pg_dist_partition
+                           WHERE logicalrelid = 'word_prior'::regclass) THEN
+            PERFORM create_reference_table('word_prior'::regclass);
+        END IF;
+    END IF;
+END $$;
+
 -- What ethos knows of a text's words before their agent writes any: each word's share of
 -- the information of a word never seen (how rare it is in English, word_prior: its
 -- surprisal, 9 - zipf, over that of the list's rarest, 9 - 4), stop words included (a

@@ -26,6 +26,7 @@ REFERENCE = (
 
 ACTIVE_WORKERS = STATEMENTS["active_workers"]
 CITUS_TABLES = STATEMENTS["citus_tables"]
+MISSING_TABLES = STATEMENTS["missing_tables"]
 KEYED_WITHOUT_AGENT = STATEMENTS["keyed_without_agent"]
 PLANNED_ONCE = STATEMENTS["planned_once"]
 CREATE_REFERENCE_TABLE = STATEMENTS["create_reference_table"]

@@ -11,6 +11,11 @@ SELECT logicalrelid::regclass::text AS table_name
 FROM pg_dist_partition
 WHERE logicalrelid::regclass::text = ANY (%(tables)s::text[]);
 
+-- name: missing_tables
+-- Those of %(tables)s this database has not made yet (migrated to an earlier revision):
+-- the migration that makes one on a distributed database makes it Citus's then.
+SELECT t AS table_name FROM unnest(%(tables)s::text[]) AS t WHERE to_regclass(t) IS NULL;
+
 -- name: keyed_without_agent
 -- Those of %(tables)s with a primary or unique key that does not hold agent_id: Citus
 -- cannot distribute them by agent (the queue of a database migrated before 0057).
