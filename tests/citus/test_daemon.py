@@ -26,16 +26,18 @@ async def test_the_daemon_runs_its_cycle_on_the_cluster(
         await conn.execute("""INSERT INTO semantic_facts (agent_id, content)
                               VALUES ('alice', 'twice'), ('alice', 'twice')""")
         daemon = DaemonProcess(
-            citus_database, tmp_path, "citus",
+            citus_database, tmp_path, "citus", ETHOS_DAEMON__INTERVAL_SECONDS="3",
             ETHOS_DAEMON__PRUNE_INTERVAL_SECONDS="0.5", ETHOS_RETENTION__PURGE_AFTER_DAYS="1",
         )  # fmt: skip
         try:
-            await wait_for(conn, "SELECT count(*) >= 2 FROM sweep_runs WHERE mode = 'due'")
-            # A prune pass that prunes nothing leaves no row: give one a memory to prune,
-            # expiring after the due sweep that schedules it (its next due write is days
-            # away), so that a prune pass, not a due sweep, prunes it on its shard.
+            done = "SELECT count(*) FROM sweep_runs WHERE mode = 'due' AND status = 'completed'"
+            await wait_for(conn, f"SELECT ({done}) >= 2", within=30)
+            # A prune pass that prunes nothing leaves no row: give one a memory to prune.
+            # A due sweep would prune it as well, so it is added, already expired, just
+            # after a due sweep ends: the next is 3 s away, a prune pass at most 0.5 s.
+            await wait_for(conn, f"SELECT ({done}) > $1", await conn.fetchval(done), within=30)
             await conn.execute("""INSERT INTO semantic_facts (agent_id, content, expires_at)
-                                  VALUES ('bob', 'passing', now() + interval '3 seconds')""")
+                                  VALUES ('bob', 'passing', now())""")
             await wait_for(conn, "SELECT count(*) >= 1 FROM sweep_runs WHERE mode = 'prune'")
             await wait_for(conn, "SELECT count(*) >= 1 FROM lifecycle_runs WHERE kind = 'purge'")
         finally:
