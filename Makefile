@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-stamp
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 .PHONY: install run demo test peers unit lint format typecheck bench bench-tenants bench-peer recall-bench lifecycle-bench meaning-bench browser terminal mcp-inspector serve all clean \
-	citus citus-install citus-up citus-down citus-test citus-suite bench-citus test-on
+	citus citus-install citus-up citus-down citus-test citus-suite bench-citus test-on baseline
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -47,6 +47,9 @@ format: install
 
 typecheck: install
 	$(BIN)/mypy
+
+baseline: install  ## until the first release: the baseline migration a copy of ethos/db/schema, unreleased migrations folded in (decision 0025)
+	$(BIN)/python scripts/baseline.py
 
 bench: install  ## ROWS=1000000 VECTORS=100000 by default; smaller: make bench ROWS=100000
 	$(BIN)/python bench/bench.py --rows $(or $(ROWS),1000000) --vectors $(or $(VECTORS),100000)

@@ -10,12 +10,16 @@ from pathlib import Path
 
 import asyncpg
 import pytest
+from alembic.script import ScriptDirectory
 
 from ethos import db
 from ethos.db import store
+from ethos.db.migrations import VERSIONS
 from ethos.domain.errors import ConfigError
 from ethos.settings import Settings
+from scripts.baseline import revision_of
 from tests.conftest import database_uri
+from tests.later_migration import migrate_later
 
 
 def schema_dump(pg_data_dir: Path, url: str) -> list[str]:
@@ -69,8 +73,9 @@ async def test_the_schema_and_the_baseline_with_every_migration_build_the_same_d
     admin_uri: str, pg_data_dir: Path
 ) -> None:
     """One database made from ethos/db/schema, one by the baseline and every migration
-    after it. A migration whose result differs from the schema (or a schema edit without
-    its migration) fails here, with the lines that differ."""
+    after it. A migration whose result differs from the schema, or a schema edit without
+    its migration (before the first release: without `make baseline`), fails here, with
+    the lines that differ."""
     made = await built(admin_uri, "ethos_by_schema", from_baseline=False)
     migrated = await built(admin_uri, "ethos_by_migrations", from_baseline=True)
     schema = schema_dump(pg_data_dir, made)
@@ -78,37 +83,67 @@ async def test_the_schema_and_the_baseline_with_every_migration_build_the_same_d
     assert await seeds(made) == await seeds(migrated)
 
 
+# ethos_auto_half as the schema writes it, and otherwise
+AUTO_HALF = (
+    "CREATE OR REPLACE FUNCTION ethos_auto_half(half double precision, average double"
+    " precision) RETURNS double precision LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$\n    {}\n$$"
+)
+AS_THE_SCHEMA = "SELECT half * greatest(coalesce(average, 10), 5) / 10"
+OTHERWISE = "SELECT half"
+
+
+@pytest.mark.parametrize(
+    ("body", "differs"),
+    [(AS_THE_SCHEMA, []), (OTHERWISE, [f"-    {AS_THE_SCHEMA}", f"+    {OTHERWISE}"])],
+)
 async def test_the_comparison_sees_a_migration_that_differs_from_the_schema(
-    admin_uri: str, database_url: str, pg_data_dir: Path
+    admin_uri: str,
+    database_url: str,
+    pg_data_dir: Path,
+    tmp_path: Path,
+    body: str,
+    differs: list[str],
 ) -> None:
-    """Broken on purpose: a migration that wrote one function otherwise."""
-    migrated = await built(admin_uri, "ethos_broken_on_purpose", from_baseline=True)
-    conn = await asyncpg.connect(migrated)
-    try:
-        await conn.execute(
-            "CREATE OR REPLACE FUNCTION ethos_auto_half(half float8, average float8)"
-            " RETURNS float8 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT half $$"
-        )
-    finally:
-        await conn.close()
+    """A migration after the baseline (none is in the package until the first release)
+    that writes one function as the schema does, or otherwise: the comparison of the
+    equality test above finds no difference, or that one."""
+    await store.ensure_database(admin_uri, tmp_path.name)
+    migrated = database_uri(admin_uri, tmp_path.name)
+    later = AUTO_HALF.format(body)
+    await asyncio.to_thread(
+        migrate_later, Settings(), migrated, tmp_path, later, from_baseline=True
+    )
     # (the test's database, a copy of the one made from the schema; on a Citus cluster
     # the template takes no connection)
     found = differences(schema_dump(pg_data_dir, database_url), schema_dump(pg_data_dir, migrated))
-    assert "+    AS $$ SELECT half $$;" in found
+    assert [line for line in found if not line.startswith(("---", "+++", "@@"))] == differs
 
 
-async def test_a_database_from_before_the_baseline_is_refused_in_one_line(
-    database_url: str,
+def test_the_baseline_is_named_by_its_text() -> None:
+    """`make baseline` names the baseline by its SQL: one edited by hand, or written again
+    without its revision, would let a database of an earlier baseline pass for it."""
+    base = ScriptDirectory.from_config(db.alembic_config(Settings())).get_base()
+    assert base == revision_of((VERSIONS / "baseline.sql").read_text())
+
+
+@pytest.mark.parametrize("revision", ["0059", "0123456789ab"])
+async def test_a_database_of_a_folded_migration_or_an_earlier_baseline_is_refused(
+    database_url: str, revision: str
 ) -> None:
+    """A developer's database stamped by a migration folded into the baseline (0040 to
+    0059 were), or made from an earlier baseline: one line, and nothing changes."""
     conn = await asyncpg.connect(database_url)
     try:
-        await conn.execute("UPDATE alembic_version SET version_num = '0030'")
+        await conn.execute("UPDATE alembic_version SET version_num = $1", revision)
+        with pytest.raises(ConfigError) as refused:
+            await asyncio.to_thread(db.migrate, Settings(), database_url)
+        assert await conn.fetchval("SELECT version_num FROM alembic_version") == revision
     finally:
         await conn.close()
-    with pytest.raises(ConfigError) as refused:
-        await asyncio.to_thread(db.migrate, Settings(), database_url)
+    base = ScriptDirectory.from_config(db.alembic_config(Settings())).get_base()
     assert "\n" not in str(refused.value)
-    assert "at ethos migration 0030, from before the baseline 0039" in str(refused.value)
+    assert f"at ethos migration {revision}, unknown to this ethos" in str(refused.value)
+    assert f"start at the baseline {base}" in str(refused.value)
 
 
 async def test_plain_sql_insert_with_listed_columns_is_a_valid_memory(

@@ -1,6 +1,8 @@
-"""ethos's Alembic migrations (shipped inside the package as ethos.db.migrations): frozen
-deltas that carry a database made earlier up to ethos/db/schema. A fresh database is made
-from ethos/db/schema itself (env.py)."""
+"""ethos's Alembic migrations (shipped inside the package as ethos.db.migrations): the
+baseline, and the frozen deltas after it that carry a database made earlier up to
+ethos/db/schema; before the first release the baseline is a copy of the schema (`make
+baseline`) and there are none after it (decision 0025). A fresh database is made from
+ethos/db/schema itself (env.py)."""
 
 from __future__ import annotations
 

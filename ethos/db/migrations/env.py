@@ -47,10 +47,12 @@ def _check_known(revision: str, script: ScriptDirectory) -> None:
     if revision in {r.revision for r in script.walk_revisions()}:
         return
     base = script.get_base()
+    # Before the first release the baseline is rewritten and the migrations folded into
+    # it (decision 0025): a database of an earlier one is refused, not taken for it.
     raise ConfigError(
-        f"the database is at ethos migration {revision}, from before the baseline {base}:"
-        f" migrate it with an ethos of that time first, or export its memories and"
-        f" import them into a new database"
+        f"the database is at ethos migration {revision}, unknown to this ethos (its"
+        f" migrations start at the baseline {base}; unreleased ones are folded into it):"
+        f" export its memories and import them into a new database"
     )
 
 

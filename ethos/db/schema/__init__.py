@@ -1,6 +1,8 @@
 """The database as it is today, defined once: the SQL files of this folder, read in
 ORDER. A fresh database is created from them; migrations only carry a database made
-earlier up to them (tests/integration/test_schema.py holds the two equal).
+earlier up to them, from the baseline on, a copy of these files that `make baseline`
+writes until the first release (decision 0025; tests/integration/test_schema.py holds
+the two equal).
 
 Reading order: the tables of memories and policies (and the one function their defaults
 call), those of ethos's own work (the retrieval queue, runs and audit, daemons, agent
@@ -24,12 +26,16 @@ ORDER = (
 )
 
 
+def definition() -> str:
+    """The files in ORDER as one script, its vectors' dimension left as {dimension}."""
+    folder = resources.files(__name__)
+    return "\n".join(folder.joinpath(name).read_text() for name in ORDER)
+
+
 def script(dimension: int) -> str:
     """The whole schema as one script, its vectors of the embedding's dimension, and the
     seeded word prior."""
-    folder = resources.files(__name__)
-    text = "\n".join(folder.joinpath(name).read_text() for name in ORDER)
-    return text.replace("{dimension}", str(int(dimension))) + "\n" + word_prior_seed()
+    return definition().replace("{dimension}", str(int(dimension))) + "\n" + word_prior_seed()
 
 
 def word_prior_seed() -> str:
