@@ -1,25 +1,54 @@
 """`ethos migrate` on a database already distributed (issue 40): a migration after
-`ethos distribute` reaches every node. A database built by the migrations to 0047, then
-distributed, cannot erase an agent (its statistics' trigger reads beside a distributed
-table on a shard); `ethos migrate` to the head (0048 replaces that function) puts the
-new function on the coordinator and on both workers, and the erase then runs. The queue,
-keyed without the agent before 0057, stays on the coordinator until `ethos distribute`
-runs again after the migration."""
+`ethos distribute` reaches every node. Until the first release there is none after the
+baseline (decision 0025), so the test writes one as a release would: it replaces a
+function, adds a trigger to a distributed table, and makes a table that it makes a
+reference table where the database is distributed (as word_prior's migration did before
+the fold). The baseline's own shared tables, word_prior among them, are reference tables
+by `ethos distribute`."""
 
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 import asyncpg
-import pytest
 
-from ethos import db
 from ethos.settings import DatabaseSettings, Settings
 from tests.citus.cluster import cluster_nodes, distribute, with_database
 from tests.conftest import Cli
+from tests.later_migration import migrate_later
 
-ADD = "INSERT INTO semantic_facts (agent_id, content) VALUES ($1, $2)"
+LATER = """
+-- (a distributed table takes a trigger only with this set; elsewhere it is a no-op)
+SET LOCAL citus.enable_unsafe_triggers = on;
+
+CREATE OR REPLACE FUNCTION ethos_prior_share(length bigint) RETURNS double precision
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$ SELECT 60 / (60 + greatest(coalesce(length, 0), 0)::float8) $$;
+
+CREATE FUNCTION ethos_later_seen() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    RETURN NEW;
+END
+$$;
+CREATE TRIGGER episodic_traces_later BEFORE UPDATE ON episodic_traces
+    FOR EACH ROW EXECUTE FUNCTION ethos_later_seen();
+
+CREATE TABLE later_words (word text PRIMARY KEY);
+DO $$
+BEGIN
+    IF to_regclass('pg_dist_partition') IS NOT NULL THEN  -- (nested: one server lacks it)
+        IF EXISTS (SELECT FROM pg_dist_partition
+                   WHERE logicalrelid = 'episodic_traces'::regclass AND partmethod = 'h') THEN
+            PERFORM create_reference_table('later_words'::regclass);
+        END IF;
+    END IF;
+END $$;
+INSERT INTO later_words VALUES ('storm');
+"""
+
+REFERENCE_TABLE = "SELECT count(*) FROM pg_dist_partition WHERE logicalrelid = $1::regclass"
 
 
 async def on_each_node(url: str, query: str, *args: Any) -> list[Any]:
@@ -42,71 +71,36 @@ async def shard_triggers(url: str, name: str) -> int:
     return sum((await on_each_node(url, query, name))[1:])
 
 
-async def definitions(url: str) -> list[str]:
-    """Each node's text of ethos_text_stats_add, the function migration 0048 replaces."""
-    return await on_each_node(url, "SELECT pg_get_functiondef('ethos_text_stats_add'::regproc)")
-
-
 async def test_a_migration_after_distribute_reaches_every_node(
-    cli: Cli, citus_database: str
+    cli: Cli, citus_database: str, tmp_path: Path
 ) -> None:
-    settings = Settings(database=DatabaseSettings(url=citus_database))
-    await asyncio.to_thread(db.migrate, settings, citus_database, "0047", from_baseline=True)
-    await distribute(citus_database)
-    conn = await asyncpg.connect(citus_database)
-    try:
-        for agent in "ab":
-            await conn.execute(ADD, agent, f"{agent} fears storms")
-        # The erase's hard delete, in SQL: today's ethos refuses a database at 0047 before
-        # it deletes anything (its memory tables lack later columns).
-        with pytest.raises(asyncpg.PostgresError, match="on a shard"):
-            await conn.execute("DELETE FROM semantic_facts WHERE agent_id = $1", "a")
-    finally:
-        await conn.close()
     env = {"ETHOS_DATABASE__URL": citus_database}
-    assert len({*await definitions(citus_database)}) == 1
+    made = cli("migrate", env=env, timeout=300)
+    assert made.returncode == 0, made.stderr
+    await distribute(citus_database)
+    # the baseline's word prior: a reference table, seeded on every node
+    prior = REFERENCE_TABLE + " AND partmethod = 'n'"
+    assert await on_each_node(citus_database, prior, "word_prior") == [1, 1, 1]
+    seeded = await on_each_node(citus_database, "SELECT count(*) FROM word_prior")
+    assert len(set(seeded)) == 1 and seeded[0] > 0
+    again = cli("migrate", env=env, timeout=300)  # at the head: nothing to do
+    assert again.returncode == 0, again.stderr
+    share = "SELECT pg_get_functiondef('ethos_prior_share'::regproc)"
+    assert all("SELECT 50 /" in text for text in await on_each_node(citus_database, share))
 
-    migrated = cli("migrate", env=env, timeout=300)
-    assert migrated.returncode == 0, migrated.stderr
-    after = await definitions(citus_database)
-    assert len(after) == 3 and len(set(after)) == 1
-    # a trigger a later migration makes reaches every shard (0051's on the hints; 0053's
-    # on the memories, which keeps the statistics of the erase below)
+    settings = Settings(database=DatabaseSettings(url=citus_database))
+    await asyncio.to_thread(migrate_later, settings, citus_database, tmp_path, LATER)
+    after = await on_each_node(citus_database, share)
+    assert len(after) == 3 and len(set(after)) == 1 and "SELECT 60 /" in after[0]
     conn = await asyncpg.connect(citus_database)
     try:
         shards = await conn.fetchval(
             "SELECT count(*) FROM pg_dist_shard WHERE logicalrelid = $1::regclass",
-            "episodic_traces_due",
+            "episodic_traces",
         )
+        assert await conn.fetchval("SELECT version_num FROM alembic_version") == "later"
     finally:
         await conn.close()
-    assert await shard_triggers(citus_database, "episodic_traces_due_made") == shards > 0
-    assert await shard_triggers(citus_database, "episodic_traces_removed") == shards
-    assert "agent_id = ANY (agents)" in after[0]
-    # a table a later migration makes (0059's word_prior) is a reference table, seeded on
-    # every node: the policy of a new memory reads it on its shard
-    prior = "SELECT count(*) FROM pg_dist_partition WHERE logicalrelid = 'word_prior'::regclass"
-    assert await on_each_node(citus_database, prior + " AND partmethod = 'n'") == [1, 1, 1]
-    seeded = await on_each_node(citus_database, "SELECT count(*) FROM word_prior")
-    assert len(set(seeded)) == 1 and seeded[0] > 0
-    # the queue, keyed by its events' ids alone before 0057, stayed on the coordinator;
-    # distributing again after the migration moves it
-    queue = (
-        "SELECT count(*) FROM pg_dist_partition WHERE logicalrelid = 'retrieval_queue'::regclass"
-    )
-    conn = await asyncpg.connect(citus_database)
-    try:
-        assert await conn.fetchval(queue) == 0
-        await distribute(citus_database)
-        assert await conn.fetchval(queue) == 1
-    finally:
-        await conn.close()
-    erased = cli("erase", "--agent", "a", "--yes", env=env, timeout=300)
-    assert erased.returncode == 0, erased.stderr
-    conn = await asyncpg.connect(citus_database)
-    try:
-        assert await conn.fetchval("SELECT array_agg(agent_id) FROM semantic_facts") == ["b"]
-        stats = "SELECT array_agg(DISTINCT agent_id) FROM lexeme_stats"
-        assert await conn.fetchval(stats) == ["b"]
-    finally:
-        await conn.close()
+    assert await shard_triggers(citus_database, "episodic_traces_later") == shards > 0
+    assert await on_each_node(citus_database, prior, "later_words") == [1, 1, 1]
+    assert await on_each_node(citus_database, "SELECT word FROM later_words") == ["storm"] * 3

@@ -72,8 +72,9 @@ class ClusterStore(SweepStore):
             r["table_name"]
             for r in await self._fetch(CITUS_TABLES, tables=[*REFERENCE, *DISTRIBUTED])
         }
-        # A table a later migration makes is none of these yet: that migration makes it
-        # Citus's on a distributed database (0059's word_prior, a reference table).
+        # A table a later migration makes is none of these yet (a database not migrated
+        # to this ethos): that migration makes it Citus's on a distributed database
+        # (decision 0025).
         missing = {
             r["table_name"]
             for r in await self._fetch(MISSING_TABLES, tables=[*REFERENCE, *DISTRIBUTED])
