@@ -4,7 +4,6 @@ way through that a review found, tried again."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import uuid
@@ -14,7 +13,6 @@ from datetime import UTC, datetime, timedelta
 import asyncpg
 import pytest
 
-from ethos import db
 from ethos.domain.errors import DatabaseError
 from ethos.services.engine import Engine
 from ethos.settings import (
@@ -24,7 +22,7 @@ from ethos.settings import (
     Settings,
     with_statement_timeout,
 )
-from tests.conftest import DISTRIBUTED, Cli, template_copy
+from tests.conftest import Cli, template_copy
 from tests.integration.test_roles import (
     AGENT,
     AGENT_B,
@@ -186,46 +184,6 @@ async def test_a_queued_group_larger_than_any_call_teaches_no_links(house: House
     assert await as_sql(house, APP, links, facts[3:]) == 1
     useful = "SELECT array_agg(useful_count) FROM semantic_facts WHERE id = ANY ($1)"
     assert await as_sql(house, APP, useful, facts) == [1] * 5
-
-
-@pytest.mark.skipif(
-    DISTRIBUTED,
-    reason="replays 0055 on a database at the head, whose queue a cluster distributes (since"
-    " 0057): an upgrade from 0054 meets the queue on the coordinator",
-)
-async def test_migrate_gives_agent_roles_made_before_it_the_queue_rule(
-    database_url: str,
-) -> None:
-    """Roles `ethos roles` made before migration 0055: the queue's policy did not ask
-    for one of the role's own agents, and the role could write a group. Migrating gives
-    them what `ethos roles` gives now, without running it again."""
-    role = f"queue_before_{os.getpid()}_{uuid.uuid4().hex[:6]}"
-    conn = await asyncpg.connect(database_url)
-    try:
-        await conn.execute(f"CREATE ROLE {role}")
-        await conn.execute(f"GRANT INSERT ON retrieval_queue TO {role}")
-        await conn.execute(
-            f"CREATE POLICY ethos_agent ON retrieval_queue FOR INSERT TO {role} WITH CHECK"
-            " (ethos_memory_is_visible(table_name, memory_id)"
-            " AND at <= now() + interval '5 minutes')"
-        )
-        await conn.execute("UPDATE alembic_version SET version_num = '0054'")
-        await asyncio.to_thread(db.migrate, Settings(), database_url)
-        check = await conn.fetchval(
-            "SELECT with_check FROM pg_policies"
-            " WHERE tablename = 'retrieval_queue' AND policyname = 'ethos_agent'"
-        )
-        assert "ethos_own_agents()" in check
-        may = "SELECT has_column_privilege($1, 'retrieval_queue', $2, 'INSERT')"
-        assert [await conn.fetchval(may, role, column) for column in ("memory_id", "grp")] == [
-            True,
-            False,
-        ]
-    finally:
-        await conn.execute("DROP POLICY IF EXISTS ethos_agent ON retrieval_queue")
-        await conn.execute(f"DROP OWNED BY {role}")
-        await conn.execute(f"DROP ROLE {role}")
-        await conn.close()
 
 
 async def test_the_drain_sets_aside_a_moment_ahead_of_the_clock(house: House) -> None:
