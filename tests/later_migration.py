@@ -1,7 +1,8 @@
 """A migration after the baseline that only a test carries: written to a versions folder
 of its own, run with the package's by Alembic as `ethos migrate` runs them. With none
 after the baseline in the package (decision 0025), the tests of what a later migration
-does (the schema's equality check, a migration on a distributed database) write one."""
+does (the schema's equality check, a migration on a distributed database) write one,
+named as a release's would be."""
 
 from __future__ import annotations
 
@@ -16,10 +17,12 @@ from ethos import db
 from ethos.db.migrations import VERSIONS
 from ethos.settings import Settings
 
+REVISION = "00.01.00_01"  # the first of a release 0.1.0's migrations
+
 TEMPLATE = """\
 from ethos.db.migrations import execute_script
 
-revision = "later"
+revision = {revision!r}
 down_revision = {base!r}
 branch_labels = None
 depends_on = None
@@ -37,7 +40,9 @@ def migrate_later(
     config = db.alembic_config(settings, url)
     assert isinstance(config, Config)
     base = ScriptDirectory.from_config(config).get_base()
-    (folder / "later.py").write_text(TEMPLATE.format(base=base, sql=sql))
+    (folder / f"{REVISION}_later.py").write_text(
+        TEMPLATE.format(revision=REVISION, base=base, sql=sql)
+    )
     config.set_main_option("path_separator", "os")
     config.set_main_option("version_locations", os.pathsep.join([str(VERSIONS), str(folder)]))
     config.attributes["from_baseline"] = from_baseline
