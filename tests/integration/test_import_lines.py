@@ -50,3 +50,12 @@ async def test_a_stop_lands_between_batches(engine: Engine, conn: asyncpg.Connec
     again = await engine.import_lines(lambda: rest, batch_size=2)
     assert again.by_table["episodic_traces"] == 6
     assert await conn.fetchval("SELECT count(DISTINCT content) FROM episodic_traces") == 10
+
+
+async def test_lines_that_cannot_be_read_again_are_refused(
+    engine: Engine, conn: asyncpg.Connection
+) -> None:
+    once = iter(lines(3))
+    with pytest.raises(InputError, match="must give them anew at each call"):
+        await engine.import_lines(lambda: once)
+    assert await conn.fetchval("SELECT count(*) FROM episodic_traces") == 0

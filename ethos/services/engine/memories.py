@@ -254,6 +254,11 @@ class MemoryEngine(RetrievalEngine):
             done += len(batch)
             watch.through_line = batch[-1][0]
             watch.add(len(batch))
+        if done < total and not watch.interrupted:
+            raise InputError(
+                f"the lines read again ended after {done:,} memories of {total:,}: lines()"
+                " must give them anew at each call"
+            )
         return Imported(written, watch.through_line)
 
     def _import_read(self, lines: Callable[[], Iterable[str]]) -> Iterator[tuple[int, MemoryInput]]:
