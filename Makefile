@@ -71,6 +71,10 @@ lifecycle-bench: install  ## LoCoMo replayed as an agent would: what forgetting 
 meaning-bench: install  ## Stated facts, first words, short turns, chatter: what each lands on (DATA=...)
 	$(BIN)/python bench/meaning.py --data $(or $(DATA),../shared/data/locomo)
 
+.PHONY: import-bench
+import-bench: install  ## `ethos import` of LoCoMo's turns repeated against COPY, one run (ROWS=100000 DATA=...)
+	$(BIN)/python bench/import_.py --data $(or $(DATA),../shared/data/locomo) --rows $(or $(ROWS),100000)
+
 .PHONY: unmatched-bench
 unmatched-bench: install  ## LoCoMo: hits that their own words do not match, reinforced (DATA=...)
 	$(BIN)/python bench/unmatched.py --data $(or $(DATA),../shared/data/locomo)

@@ -413,3 +413,71 @@ class MemoryInput:
             "metadata": json.dumps(self.metadata),
         }
         return {name: value for name, value in values.items() if value is not None}
+
+
+# A line of `ethos import` holds one memory in at most 4 MiB of JSON (a request body's
+# size to `ethos serve`): room for 256 KiB of content however escaped, its metadata and
+# an embedding. One import reads at most MAX_IMPORT_LINES lines: split a larger file.
+MAX_LINE_BYTES = 4 << 20
+MAX_IMPORT_LINES = 10_000_000
+# What a line may hold beyond table, agent and content: the fields add takes.
+LINE_FIELDS = frozenset({"salience", "pinned", "metadata", "policy", "importance",
+                         "created_at", *TABLE_FIELDS})  # fmt: skip
+_NUMBERS = ("salience", "emotional_tone", "confidence", "importance")
+_FLAGS = ("pinned", "stated")
+
+
+@dataclass(frozen=True)
+class ImportLine:
+    """A line of an import, read: what add_detailed takes (checked there as add's)."""
+
+    table: TableSpec
+    agent_id: str
+    content: Any
+    fields: dict[str, Any]
+
+
+def import_line(text: str) -> ImportLine:
+    """One JSON object: `table`, `agent`, `content` and any of LINE_FIELDS, times as
+    ISO-8601 text. A key it does not know is an error, as a flag add does not know is."""
+    if len(text) > MAX_LINE_BYTES // 4 and len(text.encode("utf-8")) > MAX_LINE_BYTES:
+        raise InputError(f"the line is over {MAX_LINE_BYTES:,} bytes")
+    try:
+        value = _LINE_DECODER.decode(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"not JSON: {exc.msg} (column {exc.colno})") from None
+    if not isinstance(value, dict):
+        raise InputError("a line holds one JSON object")
+    if not value.keys() <= _LINE_KEYS:
+        raise InputError(
+            f"unknown key {shown(min(value.keys() - _LINE_KEYS))}: a line takes table, agent,"
+            " content and " + ", ".join(sorted(LINE_FIELDS))
+        )
+    missing = [key for key in ("table", "agent", "content") if key not in value]
+    if missing:
+        raise InputError(f"key {missing[0]!r} is missing")
+    fields = {
+        key: given for key, given in value.items() if key in LINE_FIELDS and given is not None
+    }
+    for name in ("created_at", "expires_at"):
+        if name in fields:
+            if not isinstance(fields[name], str):
+                raise InputError(f"bad {name} {shown(fields[name])}: expected ISO-8601 text")
+            fields[name] = parse_time(fields[name], name)
+    for name in _NUMBERS:  # (JSON's true is no number, though Python's is an int)
+        if isinstance(fields.get(name), bool):
+            raise InputError(f"{name} must be between 0 and 1 (got {fields[name]!r})")
+    for name in _FLAGS:
+        if name in fields and not isinstance(fields[name], bool):
+            raise InputError(f"{name} must be true or false (got {shown(fields[name])})")
+    return ImportLine(table_spec(value["table"]), value["agent"], value["content"], fields)
+
+
+def _no_constant(name: str) -> Any:
+    raise InputError(f"{name} is no JSON number")
+
+
+_LINE_KEYS = LINE_FIELDS | {"table", "agent", "content"}
+_LINE_DECODER = json.JSONDecoder(
+    parse_constant=_no_constant
+)  # made once: json.loads makes one a call

@@ -15,7 +15,8 @@ from ethos.domain.errors import TransientDatabaseError
 class Watch:
     """Filled in by the operation: `total` (counted before it starts; None where that
     would cost a second pass), `done` as each batch commits, `interrupted` when it
-    ended with work left (a rerun finishes it), `audit` the row that records it.
+    ended with work left (a rerun finishes it), `audit` the row that records it,
+    `through_line` (an import) the last line of its input written.
     `shown` is told of each change (the CLI's progress line on a terminal)."""
 
     stop: asyncio.Event = field(default_factory=asyncio.Event)
@@ -24,6 +25,7 @@ class Watch:
     interrupted: bool = False
     audit: str | None = None
     shown: Callable[[Watch], None] | None = None
+    through_line: int = 0  # an import's last line written: what is left comes after it
 
     def start(self, total: int | None) -> None:
         self.total = total

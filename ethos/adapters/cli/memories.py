@@ -8,6 +8,7 @@ import json
 import sys
 from typing import Any
 
+from ethos.adapters.cli.imports import read_content
 from ethos.adapters.cli.moments import refuse_future
 from ethos.adapters.cli.output import emit, ltp_exit
 from ethos.adapters.cli.progress import watched
@@ -36,7 +37,7 @@ async def cmd_add(args: argparse.Namespace, settings: Settings) -> int:
         added = await engine.add_detailed(
             args.table,
             agent_id=args.agent,
-            content=args.content,
+            content=read_content(args),
             recall=args.recall,
             allow_future=args.allow_future,
             **{k: v for k, v in fields.items() if v is not None},

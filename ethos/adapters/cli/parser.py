@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any
 
+from ethos.adapters.cli.imports import cmd_import
 from ethos.adapters.cli.lifecycle import (
     cmd_erase,
     cmd_forget,
@@ -49,6 +50,7 @@ from ethos.adapters.cli.servers import cmd_demo, cmd_mcp, cmd_serve
 from ethos.domain.errors import InputError
 from ethos.domain.inputs import parse_time
 from ethos.domain.tables import PRUNE_REASONS, table_spec
+from ethos.services.engine.memories import IMPORT_BATCH
 from ethos.settings import Settings
 
 Command = Callable[[argparse.Namespace, Settings], Awaitable[int]]
@@ -123,7 +125,6 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("add", cmd_add, "add one memory and print its id")
     p.add_argument("table", type=_table, metavar="episode|fact|vector")
     p.add_argument("--agent", required=True)
-    p.add_argument("--content", required=True)
     p.add_argument("--salience", type=float)
     p.add_argument("--emotional-tone", type=float)
     p.add_argument("--confidence", type=float)
@@ -141,6 +142,20 @@ def build_parser() -> argparse.ArgumentParser:
         "--recall", type=int, default=0, metavar="K",
         help="first recall (and reinforce) the K memories the text brings back",
     )  # fmt: skip
+    text = p.add_mutually_exclusive_group(required=True)
+    text.add_argument("--content", metavar="TEXT", help="its text; - reads it from stdin")
+    text.add_argument("--content-file", metavar="PATH", help="its text, read from a file (UTF-8)")
+
+    p = command("import", cmd_import, "add memories from JSON lines, a transaction a batch")
+    p.add_argument(
+        "file", metavar="FILE",
+        help="one JSON object a line: table, agent, content and add's fields (created_at"
+        " as ISO-8601); - reads stdin",
+    )  # fmt: skip
+    p.add_argument(
+        "--batch-size", type=int, default=IMPORT_BATCH, metavar="N", help="lines a transaction"
+    )
+    _allow_future(p, "created_at")
 
     p = command("sweep", cmd_sweep, "decay and prune what is due, now or at --now")
     p.add_argument("--now", type=_time("now"))

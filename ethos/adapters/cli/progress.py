@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -44,6 +44,8 @@ class Watched:
     noun: str  # "episodic_traces rows"
     watch: Watch = field(default_factory=Watch)
     signals: list[int] = field(default_factory=list)
+    # How to finish what is left (an import does not rerun: it reads the lines left).
+    finish: Callable[[Watch], str] = lambda _: RERUN
 
     def closing(self) -> str:
         """`recovered 43000 of 49167 episodic_traces rows`: how far it got."""
@@ -55,7 +57,7 @@ class Watched:
         finish (its report, on stdout, counts what it committed)."""
         if not self.watch.interrupted:
             return 0
-        print(f"ethos: interrupted: {self._far()}; {RERUN}", file=sys.stderr)
+        print(f"ethos: interrupted: {self._far()}; {self.finish(self.watch)}", file=sys.stderr)
         return 128 + self.signals[0] if self.signals else 130
 
     def _far(self) -> str:
@@ -106,6 +108,6 @@ def watched(args: argparse.Namespace, verb: str, noun: str) -> Iterator[Watched]
         except BaseException:
             line.end()
             if run.watch.done:
-                print(f"ethos: stopped: {run._far()}; {RERUN}", file=sys.stderr)
+                print(f"ethos: stopped: {run._far()}; {run.finish(run.watch)}", file=sys.stderr)
             raise
     line.end()

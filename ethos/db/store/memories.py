@@ -15,6 +15,7 @@ from ethos.db.store.sql.fragments import build_insert_source_vectors_query
 from ethos.db.store.sql.memories import (
     AGENT_COUNTS,
     AUTO_HALF,
+    FIRST_MISSING_SOURCE,
     IMPORTANCE_TIER,
     LOCK_CONTENT,
     PRUNED_BY_REASON,
@@ -26,6 +27,7 @@ from ethos.db.store.sql.memories import (
     build_fetch_memory_query,
     build_find_duplicate_query,
     build_insert_query,
+    build_insert_set_query,
     build_list_memories_query,
     build_raise_repeat_query,
     build_update_memory_query,
@@ -111,6 +113,36 @@ class MemoryStore(StoreCore):
                 **embedding_binds([embedded]),
             )
         return new_id, row
+
+    async def insert_set(self, memories: Sequence[MemoryInput]) -> None:
+        """Memories written as a set, in one transaction: one statement per table and
+        set of columns given, through the write path as any insert. No duplicate is
+        looked for, and a vector's source is not read first (first_missing_source)."""
+        groups: dict[tuple[TableSpec, tuple[str, ...]], list[dict[str, Any]]] = {}
+        for memory in memories:
+            columns = memory.columns()
+            groups.setdefault((memory.table, tuple(columns)), []).append(columns)
+        for spec, _ in groups:
+            await self.check_table(spec)
+        async with self._transaction() as tx:
+            for (spec, names), rows in groups.items():
+                binds = {name: [row[name] for row in rows] for name in names}
+                if "embedding" in binds:
+                    binds.update(embedding_binds(binds.pop("embedding")))
+                await tx.fetch(build_insert_set_query(spec, names), **binds)
+
+    async def first_missing_source(
+        self, sources: Sequence[tuple[TableSpec, uuid.UUID, str]]
+    ) -> int | None:
+        """The place (from 0) of the first (table, id, agent) that is no memory of that
+        agent, as a vector's source must be; None: each is."""
+        place: int | None = await self._fetchval(
+            FIRST_MISSING_SOURCE,
+            types=[spec.name for spec, _, _ in sources],
+            ids=[memory_id for _, memory_id, _ in sources],
+            agents=[agent for _, _, agent in sources],
+        )
+        return None if place is None else place - 1
 
     async def raise_repeat(self, memory: MemoryInput, memory_id: uuid.UUID) -> Row:
         """Give the memory what its repeat asks for beyond it (pin, metadata keys,

@@ -3,8 +3,10 @@ lack, and why a memory has its salience."""
 
 from __future__ import annotations
 
+import asyncio
+import itertools
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -13,17 +15,20 @@ from ethos.db.store import Row
 from ethos.domain.errors import InputError
 from ethos.domain.explain import Account, explain, prunes_at
 from ethos.domain.inputs import (
+    MAX_IMPORT_LINES,
+    ImportLine,
     MemoryInput,
     at_most,
     content_text,
     first_words,
+    import_line,
     metadata_json,
     not_ahead,
     parse_id,
 )
 from ethos.domain.lifetimes import forgotten_in
 from ethos.domain.policies import Policy
-from ethos.domain.tables import SOURCE_TABLES, TableSpec, table_spec
+from ethos.domain.tables import MEMORY_TABLES, SOURCE_TABLES, TableSpec, table_spec
 from ethos.services.embedding import embed
 from ethos.services.engine.retrieval import RetrievalEngine
 from ethos.services.progress import Watch
@@ -69,6 +74,26 @@ class VectorsMade:
 
     def as_dict(self) -> dict[str, int]:
         return dict(self.by_table)
+
+
+# An import writes this many lines a transaction (its CLI's --batch-size): a statement
+# a table, whose start and whose write-path statement trigger are paid once for them all.
+IMPORT_BATCH = 2000
+MAX_IMPORT_BATCH = 100_000
+# How often the check of an import's lines lets a signal in (a stop before any write).
+_CHECKED_BETWEEN_SIGNALS = 1000
+
+
+@dataclass(frozen=True)
+class Imported:
+    """What an import wrote, by table (each table, 0 included), and the last line it
+    wrote (0: none): the lines after it are what an interrupted import has left."""
+
+    by_table: dict[str, int]
+    through_line: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"written": dict(self.by_table), "through_line": self.through_line}
 
 
 def _lives_longer(asked: Policy, current: Policy | None) -> bool:
@@ -173,15 +198,106 @@ class MemoryEngine(RetrievalEngine):
             for (memory, _), (memory_id, row) in zip(built, found, strict=True)
         ]
 
+    async def import_lines(
+        self,
+        lines: Callable[[], Iterable[str]],
+        *,
+        allow_future: bool = False,
+        batch_size: int = IMPORT_BATCH,
+        watch: Watch | None = None,
+    ) -> Imported:
+        """Memories from JSON lines (inputs.import_line: a table, agent, content and the
+        fields add takes), read twice from `lines()`. First every line is checked as add
+        checks its memory (a blank one is skipped): a bad one is refused with its number
+        and nothing is written. Then they are written `batch_size` lines a transaction,
+        one statement a table, through the write path as any insert: automatic
+        importance is measured, each line of a batch seeing its agent's words as they
+        were before the batch. Unlike add, a line is never found a duplicate of a memory
+        (`merge` merges them), and no provider embeds it (`embed_missing` does). `watch`
+        counts the memories written and stops the writing after a batch."""
+        if isinstance(batch_size, bool) or not 1 <= batch_size <= MAX_IMPORT_BATCH:
+            raise InputError(f"batch_size must be from 1 to {MAX_IMPORT_BATCH:,}")
+        watch = watch or Watch()
+        total = 0
+        sources: list[tuple[TableSpec, uuid.UUID, str]] = []
+        at: list[int] = []  # the line of each source
+        for number, memory in self._import_read(lines):
+            total += 1
+            await self._not_ahead_line(number, memory.created_at, allow_future)
+            if memory.source is not None:
+                sources.append((*memory.source, memory.agent_id))
+                at.append(number)
+            if total % _CHECKED_BETWEEN_SIGNALS == 0:
+                await asyncio.sleep(0)  # a Ctrl-C now stops the import before it writes
+                if watch.stop.is_set():
+                    break
+        written = dict.fromkeys((spec.name for spec in MEMORY_TABLES), 0)
+        if watch.stopping():
+            return Imported(written, 0)
+        missing = await self.store.first_missing_source(sources) if sources else None
+        if missing is not None:
+            spec, source_id, agent = sources[missing]
+            raise InputError(
+                f"line {at[missing]}: the vector's source {spec.name} {source_id} is not a"
+                f" memory of agent {agent}"
+            )
+        watch.start(total)
+        read, done = self._import_read(lines), 0
+        while (
+            done < total
+            and not watch.stopping()
+            and (batch := list(itertools.islice(read, batch_size)))
+        ):
+            await self.store.insert_set([memory for _, memory in batch])
+            for _, memory in batch:
+                written[memory.table.name] += 1
+            done += len(batch)
+            watch.through_line = batch[-1][0]
+            watch.add(len(batch))
+        if done < total and not watch.interrupted:
+            raise InputError(
+                f"the lines read again ended after {done:,} memories of {total:,}: lines()"
+                " must give them anew at each call"
+            )
+        return Imported(written, watch.through_line)
+
+    def _import_read(self, lines: Callable[[], Iterable[str]]) -> Iterator[tuple[int, MemoryInput]]:
+        """Each line that holds a memory, by its number (from 1), checked as add checks."""
+        for number, text in enumerate(lines(), 1):
+            if number > MAX_IMPORT_LINES:
+                raise InputError(
+                    f"line {number:,}: an import reads at most {MAX_IMPORT_LINES:,} lines"
+                    " (split the file)"
+                )
+            if not text.strip():
+                continue
+            try:
+                memory = self._line_input(import_line(text))
+            except InputError as exc:
+                raise InputError(f"line {number}: {exc}") from None
+            yield number, memory
+
+    def _line_input(self, line: ImportLine) -> MemoryInput:
+        self._check_settled(line.fields)
+        return MemoryInput.build(
+            line.table, self.settings.embedding.dimension,
+            agent_id=line.agent_id, content=line.content, **line.fields,
+        )  # fmt: skip
+
+    async def _not_ahead_line(
+        self, number: int, created_at: datetime | None, allow_future: bool
+    ) -> None:
+        try:
+            await self._not_ahead(created_at, allow_future)
+        except InputError as exc:
+            raise InputError(f"line {number}: {exc}") from None
+
     async def _input(
         self, spec: TableSpec, agent_id: str, content: str, fields: dict[str, Any]
     ) -> tuple[MemoryInput, list[float] | None]:
         """The memory checked (with its embedding), and the vector of an episode or fact
         to write with it."""
-        if fields.get("policy") is not None:
-            self.settings.policy(fields["policy"])
-        if fields.get("metadata") is not None:
-            metadata_json(fields["metadata"], self.settings.limits.metadata_bytes)
+        self._check_settled(fields)
         content = content_text(content)  # before a provider is asked to embed it
         embedded = None
         if self.embedder is not None:
@@ -193,6 +309,14 @@ class MemoryEngine(RetrievalEngine):
             spec, self.settings.embedding.dimension, agent_id=agent_id, content=content, **fields
         )
         return memory, embedded
+
+    def _check_settled(self, fields: Mapping[str, Any]) -> None:
+        """What the settings say of an add's fields: a configured policy, metadata within
+        limits.metadata_bytes."""
+        if fields.get("policy") is not None:
+            self.settings.policy(fields["policy"])
+        if fields.get("metadata") is not None:
+            metadata_json(fields["metadata"], self.settings.limits.metadata_bytes)
 
     async def _not_ahead(self, created_at: datetime | None, allow_future: Any) -> None:
         if created_at is not None and not allow_future:

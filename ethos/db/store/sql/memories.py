@@ -9,6 +9,7 @@ from ethos.db.store.sql.fragments import (
     SOURCE_SPECS,
     UNEXPIRED,
     above_threshold,
+    embedding_at,
     held,
     identity,
 )
@@ -28,6 +29,36 @@ def build_insert_query(spec: TableSpec, columns: tuple[str, ...]) -> Query:
     return sql(
         f"INSERT INTO {spec.name} ({', '.join(columns)}) VALUES ({values}) RETURNING {returned}"
     )
+
+
+# The array type each column of inputs.MemoryInput.columns() is bound as, written in
+# bulk (build_insert_set_query), and the cast of its elements where it is not the column's.
+_BULK_TYPES = {
+    "agent_id": ("text", ""), "content": ("text", ""), "salience": ("float8", ""),
+    "emotional_tone": ("float8", ""), "confidence": ("float8", ""),
+    "source_type": ("text", ""), "source_id": ("uuid", ""),
+    "created_at": ("timestamptz", ""), "expires_at": ("timestamptz", ""),
+    "pinned": ("boolean", ""), "policy": ("text", ""), "importance": ("float8", ""),
+    "stated": ("boolean", ""), "metadata": ("text", "::jsonb"),
+}  # fmt: skip
+
+
+@cache
+def build_insert_set_query(spec: TableSpec, columns: tuple[str, ...]) -> Query:
+    """Many memories in one statement, each column bound as one array (the embeddings
+    as embedding_at's flat array), written in the arrays' order: the write path's row
+    trigger sees each, its statement trigger all of them at once, as for a COPY."""
+    bound = [c for c in columns if c != "embedding"]
+    arrays = ", ".join(f"%({c})s::{_BULK_TYPES[c][0]}[]" for c in bound)
+    values = ", ".join(
+        embedding_at("r.k") if c == "embedding" else f"r.{c}{_BULK_TYPES[c][1]}" for c in columns
+    )
+    return sql(f"""
+    INSERT INTO {spec.name} ({", ".join(columns)})
+    SELECT {values}
+    FROM unnest({arrays}) WITH ORDINALITY AS r ({", ".join(bound)}, k)
+    ORDER BY r.k
+    """)
 
 
 @cache
@@ -168,6 +199,7 @@ PRUNED_BY_REASON = STATEMENTS["pruned_by_reason"]
 RARE_WORDS = STATEMENTS["rare_words"]
 AUTO_HALF = STATEMENTS["auto_half"]
 IMPORTANCE_TIER = STATEMENTS["importance_tier"]
+FIRST_MISSING_SOURCE = STATEMENTS["first_missing_source"]
 REVISIONS_OF = STATEMENTS["revisions_of"]
 
 
