@@ -1,7 +1,7 @@
 """Does ethos keep what the caller means? LoCoMo's conversations (bench/locomo.py) and a
 new agent's first words, added as a user would, and the policy each memory lands on.
 
-    python bench/meaning.py [--data ../shared/data/locomo] [--questions 40]
+    python bench/meaning.py [--data ../shared/data/locomo] [--questions 40] [--turns]
 
 Rows, on each conversation and overall:
 
@@ -19,6 +19,9 @@ Rows, on each conversation and overall:
   text (recall in context on, as shipped) with the hits recorded; the hits that share no
   word with their question, and how many of them were reinforced (retrieval_count up).
 
+`--turns` also lists the short cited turns and the short chatter, each with the policy
+it landed on and its automatic importance: what a rule telling them apart has to read.
+
 Each conversation on a database of its own; text only (no embedding model).
 `PYTHONPATH=<another checkout>` measures that checkout's ethos with the same bench.
 """
@@ -29,7 +32,7 @@ import argparse
 import asyncio
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -79,6 +82,7 @@ class Figures:
     chatter_working: int = 0
     unmatched: int = 0
     unmatched_reinforced: int = 0
+    turns: list[str] = field(default_factory=list)  # the short turns, for --turns
 
 
 def events(path: Path) -> list[tuple[str, datetime]]:
@@ -146,15 +150,18 @@ async def measure(
                                      created_at=at))] = dia_id  # fmt: skip
         landed = await policies(url, "episodic_traces", agent)
         evidence = conversation.evidence
-        for memory, (policy, _) in landed.items():
+        for memory, (policy, importance) in landed.items():
             dia_id = ids[memory]
-            n = words(conversation.turns[dia_id][0])
+            text = conversation.turns[dia_id][0]
+            n = words(text)
             if dia_id in evidence and n <= CITED_WORDS:
                 figures.cited += 1
                 figures.cited_lasting += policy in long_enough
+                figures.turns.append(f"cited   {policy:<10} {importance or 0:.3f} {text}")
             elif dia_id not in evidence and n <= CHATTER_WORDS:
                 figures.chatter += 1
                 figures.chatter_working += policy == "working"
+                figures.turns.append(f"chatter {policy:<10} {importance or 0:.3f} {text}")
 
         asked_at = conversation.sessions[-1][0] + timedelta(days=1)
         conn = await asyncpg.connect(url)
@@ -243,6 +250,9 @@ async def main(args: argparse.Namespace, paths: list[Path]) -> None:
     print()
     print("| a new agent's first words | |\n| --- | --- |")
     print("\n".join(await first_words(data_dir)))
+    if args.turns:
+        print("\nShort cited turns and short chatter (policy, automatic importance):\n")
+        print("\n".join(f"    {line}" for line in sorted(total.turns)))
 
 
 if __name__ == "__main__":
@@ -250,5 +260,7 @@ if __name__ == "__main__":
     parser.add_argument("--data", default="../shared/data/locomo")
     parser.add_argument("--data-dir", default=".ethos/bench-pgdata")
     parser.add_argument("--questions", type=int, default=40, help="asked of each conversation")
+    parser.add_argument("--turns", action="store_true",
+                        help="also list the short cited turns and the short chatter")  # fmt: skip
     arguments = parser.parse_args()
     asyncio.run(main(arguments, sorted(Path(arguments.data).glob("*.json"))))
