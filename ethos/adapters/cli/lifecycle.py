@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import uuid
 from collections import Counter
 
 from ethos.adapters.cli.memories import located, warn_if_absent
@@ -20,19 +21,24 @@ from ethos.settings import Settings
 async def cmd_recover(args: argparse.Namespace, settings: Settings) -> int:
     if args.table is None and not args.id:
         raise InputError("give the table (episode|fact|vector), or the memories' `ids`")
-    tables = [args.table]
+    ids = [parse_id(i) for i in args.id or ()]
+    by_table = {args.table: ids}
     if args.table is None:  # by id alone: the ids' tables
         async with Engine(settings) as engine:
-            found = await engine.locate(args.id, agent=args.agent)
-        tables = list(dict.fromkeys(spec.name for spec, _ in found))
+            found = await engine.locate(ids, agent=args.agent)
+        by_table = {}
+        for (spec, _), held in found.items():
+            by_table.setdefault(spec.name, []).extend(held)
     # (one table's ids name one agent's memories each: an id of several agents' was
     # refused without --agent)
-    return max([await _recover(args, settings, table) for table in tables])
+    return max([await _recover(args, settings, table, held) for table, held in by_table.items()])
 
 
-async def _recover(args: argparse.Namespace, settings: Settings, table: str) -> int:
+async def _recover(
+    args: argparse.Namespace, settings: Settings, table: str, ids: list[uuid.UUID]
+) -> int:
     selector = Selector(
-        ids=tuple(parse_id(i) for i in args.id or ()),
+        ids=tuple(ids),
         agent=args.agent,
         since=args.since,
         until=args.until,
