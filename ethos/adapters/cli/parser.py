@@ -194,6 +194,42 @@ def _add_flags(p: argparse.ArgumentParser, spec: TableSpec) -> None:
         p.add_argument("--expires-at", type=_time("expires-at"), help="pruned then, used or not")
 
 
+def _add_command(sub: argparse._SubParsersAction[_Parser], as_json: _Parser) -> None:
+    """`add TABLE`: a subcommand per table, each with the flags its table takes alone
+    (_add_flags) beside those every table takes."""
+    add = sub.add_parser(
+        "add", help="add one memory and print its id", description="add one memory and print"
+        " its id; `ethos add TABLE --help` lists the flags that table takes",
+    )  # fmt: skip
+    tables = add.add_subparsers(
+        dest="table", required=True, parser_class=_Parser, metavar="episode|fact|vector"
+    )
+    for spec in MEMORY_TABLES:
+        what = f"add {'an' if spec.alias[0] in 'aeiou' else 'a'} {spec.alias} ({spec.name})"
+        p = tables.add_parser(
+            spec.alias, aliases=[spec.name], help=what, description=what, parents=[as_json]
+        )
+        p.set_defaults(func=cmd_add, table=spec.name)
+        p.add_argument("--agent", required=True, help="whose memory it is")
+        p.add_argument("--content", required=True, help="its text")
+        p.add_argument("--salience", type=float, help="0..1: its salience at the start")
+        _add_flags(p, spec)
+        p.add_argument(
+            "--created-at", type=_time("created-at"), help="when it happened (default: now)"
+        )
+        _allow_future(p, "--created-at")
+        p.add_argument(
+            "--pinned", action="store_true", default=None, help="kept: never pruned by decay"
+        )
+        p.add_argument("--metadata", help="a JSON object kept with it")
+        p.add_argument("--policy", help="its decay policy (default: importance, agent, its words)")
+        p.add_argument("--importance", type=float, help="0..1; picks a policy when none is given")
+        p.add_argument(
+            "--recall", type=int, default=0, metavar="K",
+            help="first recall (and reinforce) the K memories the text brings back",
+        )  # fmt: skip
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="ethos", description="A PostgreSQL-native memory decay engine.")
     parser.add_argument("--config", help="config file (default: $ETHOS_CONFIG or ./ethos.toml)")
@@ -231,37 +267,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     dbsub.add_parser("stop", help="stop the embedded server").set_defaults(func=cmd_db_stop)
 
-    add = sub.add_parser(
-        "add", help="add one memory and print its id", description="add one memory and print"
-        " its id; `ethos add TABLE --help` lists the flags that table takes",
-    )  # fmt: skip
-    tables = add.add_subparsers(
-        dest="table", required=True, parser_class=_Parser, metavar="episode|fact|vector"
-    )
-    for spec in MEMORY_TABLES:
-        what = f"add {'an' if spec.alias[0] in 'aeiou' else 'a'} {spec.alias} ({spec.name})"
-        p = tables.add_parser(
-            spec.alias, aliases=[spec.name], help=what, description=what, parents=[as_json]
-        )
-        p.set_defaults(func=cmd_add, table=spec.name)
-        p.add_argument("--agent", required=True, help="whose memory it is")
-        p.add_argument("--content", required=True, help="its text")
-        p.add_argument("--salience", type=float, help="0..1: its salience at the start")
-        _add_flags(p, spec)
-        p.add_argument(
-            "--created-at", type=_time("created-at"), help="when it happened (default: now)"
-        )
-        _allow_future(p, "--created-at")
-        p.add_argument(
-            "--pinned", action="store_true", default=None, help="kept: never pruned by decay"
-        )
-        p.add_argument("--metadata", help="a JSON object kept with it")
-        p.add_argument("--policy", help="its decay policy (default: importance, agent, its words)")
-        p.add_argument("--importance", type=float, help="0..1; picks a policy when none is given")
-        p.add_argument(
-            "--recall", type=int, default=0, metavar="K",
-            help="first recall (and reinforce) the K memories the text brings back",
-        )  # fmt: skip
+    _add_command(sub, as_json)
 
     p = command("sweep", cmd_sweep, "decay and prune what is due, now or at --now")
     _now(p, "sweep as of this moment")
