@@ -8,7 +8,7 @@ import sys
 import uuid
 from collections import Counter
 
-from ethos.adapters.cli.memories import located, warn_if_absent
+from ethos.adapters.cli.lookups import located, warn_if_absent
 from ethos.adapters.cli.output import emit
 from ethos.adapters.cli.progress import watched
 from ethos.domain.errors import InputError

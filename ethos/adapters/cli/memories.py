@@ -6,16 +6,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import uuid
 from typing import Any
 
+from ethos.adapters.cli.lookups import located, warn_if_absent
 from ethos.adapters.cli.moments import refuse_future
 from ethos.adapters.cli.output import emit, ltp_exit
 from ethos.adapters.cli.progress import watched
 from ethos.domain.errors import InputError
 from ethos.domain.inputs import parse_id
 from ethos.services.engine import Engine
-from ethos.services.engine.core import Whose
 from ethos.services.retrieval import Hit
 from ethos.settings import Settings
 
@@ -63,19 +62,6 @@ async def cmd_add(args: argparse.Namespace, settings: Settings) -> int:
         data["recalled"] = [{"table": h.table, "id": str(h.id)} for h in added.recalled]
     emit(args, data if added.created else {**data, "raised": list(added.raised)}, text)
     return 0
-
-
-async def warn_if_absent(engine: Engine, agent: str | None) -> None:
-    """A warning on stderr where `agent` holds no memory at all, with the agents named
-    like it: a mistyped name gives no hits, an empty count or nothing done, which read
-    as answers. The exit code stays 0: an agent that has stored nothing yet (a new one,
-    asked before its first add) is a state a script meets, not an error."""
-    if agent is None:
-        return
-    close = await engine.absent_agent(agent)
-    if close is not None:
-        like = f" (agents named like it: {', '.join(close)})" if close else ""
-        print(f"ethos: warning: agent {agent!r} has no memories{like}", file=sys.stderr)
 
 
 async def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
@@ -184,11 +170,6 @@ async def cmd_feedback(args: argparse.Namespace, settings: Settings) -> int:
     )
     emit(args, {"feedback": kind, **stats.as_dict()}, text)
     return ltp_exit(stats.dropped)
-
-
-async def located(engine: Engine, args: argparse.Namespace) -> dict[Whose, list[uuid.UUID]]:
-    """The memories of `args.ids` by table and agent (`args.table`, where given, checked)."""
-    return await engine.locate(args.ids, agent=args.agent, table=args.table)
 
 
 async def cmd_links(args: argparse.Namespace, settings: Settings) -> int:

@@ -10,7 +10,7 @@ import sys
 from datetime import datetime
 
 from ethos import db
-from ethos.adapters.cli.memories import warn_if_absent
+from ethos.adapters.cli.lookups import warn_if_absent
 from ethos.adapters.cli.moments import refuse_future
 from ethos.adapters.cli.output import emit, table_text
 from ethos.adapters.cli.progress import RERUN, draw, on_terminal

@@ -163,7 +163,7 @@ def _agent_of_ids(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _now(p: argparse.ArgumentParser, what: str = "the moment it runs as") -> None:
+def _now(p: argparse.ArgumentParser, what: str) -> None:
     p.add_argument("--now", type=_time("now"), help=f"{what} (default: the database's clock)")
 
 
