@@ -31,7 +31,11 @@ async def cmd_recover(args: argparse.Namespace, settings: Settings) -> int:
             by_table.setdefault(spec.name, []).extend(held)
     # (one table's ids name one agent's memories each: an id of several agents' was
     # refused without --agent)
-    return max([await _recover(args, settings, table, held) for table, held in by_table.items()])
+    for table, held in by_table.items():
+        code = await _recover(args, settings, table, held)
+        if code:  # interrupted: the next table waits for the same command again
+            return code
+    return 0
 
 
 async def _recover(
