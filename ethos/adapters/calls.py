@@ -94,8 +94,7 @@ async def recover(engine: Engine, agent: str | None, ids: list[str]) -> dict[str
 
 async def explain(engine: Engine, agent: str | None, id: str) -> dict[str, Any]:
     """Why a memory has its salience now, and when it will be forgotten if not used."""
-    [((spec, owner), [memory_id])] = (await engine.locate([id], agent=agent)).items()
-    return (await engine.explain(spec, memory_id, agent=owner)).as_dict()
+    return (await engine.explain(None, id, agent=agent)).as_dict()
 
 
 async def stats(engine: Engine, agent: str) -> dict[str, Any]:

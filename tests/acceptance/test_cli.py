@@ -118,7 +118,7 @@ async def test_add_and_bad_input(database_url: str, conn: asyncpg.Connection, cl
         "3 dimensions, expected 384": ["vector", "--embedding", "[1, 2, 3]"],
         "NaN": ["vector", "--embedding", json.dumps([0.0] * 383 + [float("nan")])],
         "salience must be between 0 and 1": ["episode", "--salience", "1.5"],
-        "unknown table": ["memories"],
+        "invalid choice: 'memories'": ["memories"],
         "bad created-at": ["episode", "--created-at", "last tuesday"],
         "--created-at 2099-01-01T00:00:00+00:00 is": ["episode", "--created-at", FUTURE],
         "bad created-at '0001-01-01T00:00:00+00:00'": [

@@ -242,8 +242,8 @@ async def test_an_id_of_several_memories_is_refused_unless_the_agent_is_named(
         )
         for refused in (await http.delete(f"/memories/{memory_id}"),
                         await http.post("/ethos/forget", json={"ids": [memory_id]})):  # fmt: skip
-            assert "names several memories" in problem(refused, 400)
-        assert "names several memories" in problem(
+            assert "is a memory of 2 agents (uma, vic)" in problem(refused, 400)
+        assert "is a memory of 2 agents (uma, vic)" in problem(
             await http.get(f"/ethos/memories/{memory_id}/explain"), 400
         )
         ok(await http.post("/ethos/forget", json={"ids": [memory_id], "agent": "vic"}))

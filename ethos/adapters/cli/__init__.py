@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 
 from ethos import logs
@@ -18,13 +19,32 @@ from ethos.settings import load_settings
 __all__ = ["build_parser", "main"]
 
 
+# The exit code of a command whose reader went away (`ethos curve | head`): a shell's
+# for a process ended by SIGPIPE, as `seq 1000000 | head` gives (128 + 13).
+CLOSED_PIPE = 141
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    try:
+        return _run(argv)
+    except BrokenPipeError:
+        # Not an error: the reader has what it wanted. What is still buffered for stdout
+        # goes nowhere, so that Python's flush at exit does not complain either.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return CLOSED_PIPE
+
+
+def _run(argv: list[str] | None) -> int:
+    args = build_parser().parse_args(argv)  # --help prints: a closed pipe here too
     try:
         settings = load_settings(args.config)
         logs.configure(settings.logging)
         code: int = asyncio.run(args.func(args, settings))
+        sys.stdout.flush()  # a closed pipe shows here, not at exit
         return code
+    except BrokenPipeError:
+        raise
     except NotFoundError as exc:
         if getattr(args, "json", False):  # which ids, for a caller that reads the JSON
             print(json.dumps({"error": as_flags(str(exc)), "unknown_ids": exc.ids}))

@@ -9,30 +9,27 @@ import sys
 from typing import Any
 
 from ethos.adapters.cli.imports import read_content
+from ethos.adapters.cli.lookups import located, warn_if_absent
 from ethos.adapters.cli.moments import refuse_future
 from ethos.adapters.cli.output import emit, ltp_exit
 from ethos.adapters.cli.progress import watched
 from ethos.domain.errors import InputError
+from ethos.domain.inputs import parse_id
 from ethos.services.engine import Engine
 from ethos.services.retrieval import Hit
 from ethos.settings import Settings
 
+# What `add` passes on, by flag (each table's subcommand takes some of them).
+ADD_FIELDS = (
+    "salience", "emotional_tone", "confidence", "embedding", "source_type", "source_id",
+    "created_at", "expires_at", "pinned", "policy", "importance",
+)  # fmt: skip
+
 
 async def cmd_add(args: argparse.Namespace, settings: Settings) -> int:
-    fields = {
-        "salience": args.salience,
-        "emotional_tone": args.emotional_tone,
-        "confidence": args.confidence,
-        "embedding": args.embedding,
-        "source_type": args.source_type,
-        "source_id": args.source_id,
-        "created_at": args.created_at,
-        "expires_at": args.expires_at,
-        "pinned": args.pinned,
-        "metadata": json.loads(args.metadata) if args.metadata else {},
-        "policy": args.policy,
-        "importance": args.importance,
-    }
+    # The flags of this table (its subcommand has no others).
+    given = {name: getattr(args, name, None) for name in ADD_FIELDS}
+    fields = given | {"metadata": json.loads(args.metadata) if args.metadata else {}}
     async with Engine(settings) as engine:
         added = await engine.add_detailed(
             args.table,
@@ -84,6 +81,8 @@ async def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
                 args.agent, args.embedding, k=args.k, now=args.now, expand=args.expand,
                 record=not args.no_record,
             )  # fmt: skip
+        if not hits:
+            await warn_if_absent(engine, args.agent)
     # The engine is closed: the LTP of these hits has been applied (or counted as dropped).
     stats = engine.ltp.stats
 
@@ -125,9 +124,30 @@ async def cmd_explain(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+async def cmd_history(args: argparse.Namespace, settings: Settings) -> int:
+    async with Engine(settings) as engine:
+        (spec, agent), memory_id = await engine.whose(args.id, agent=args.agent, table=args.table)
+        events = await engine.history(spec, memory_id, agent=agent)
+    lines = [f"{spec.alias} {memory_id} of agent {agent}"]
+    for e in events:
+        said = e.content if e.event in ("add", "update") else None
+        details = {**e.details(), **({"was": e.old} if e.old is not None else {})}
+        lines.append(
+            f"  {e.at:%Y-%m-%d %H:%M:%S}  {e.event:<8}"
+            + (f" {said}" if said is not None else "")
+            + "".join(f"  ({key}: {value})" for key, value in details.items())
+        )
+    data = {"table": spec.name, "id": memory_id, "agent": agent,
+            "events": [{"event": e.event, "at": e.at, "content": e.content, "old": e.old,
+                        **e.details()} for e in events]}  # fmt: skip
+    emit(args, data, "\n".join(lines))
+    return 0
+
+
 async def cmd_embed(args: argparse.Namespace, settings: Settings) -> int:
     with watched(args, "embedded", "memories") as run:
         async with Engine(settings) as engine:
+            await warn_if_absent(engine, args.agent)
             made = await engine.embed_missing(args.agent, watch=run.watch)
     lines = [f"{table}: {n} vectors written" for table, n in made.by_table.items()]
     emit(args, {"written": made.as_dict()}, "\n".join([*lines, run.closing()]))
@@ -142,22 +162,23 @@ async def cmd_feedback(args: argparse.Namespace, settings: Settings) -> int:
     kind = "useful" if args.useful else "wrong"
     async with Engine(settings) as engine:
         await refuse_future(engine, args.now, args.allow_future, AHEAD)
-        await engine.check_ids(args.table, args.ids, agent=args.agent)
-        await engine.feedback(args.table, args.ids, kind, agent=args.agent, now=args.now)
+        for (spec, agent), ids in (await located(engine, args)).items():
+            await engine.feedback(spec, ids, kind, agent=agent, now=args.now)
     stats = engine.ltp.stats
     text = (
         f"{stats.applied} {kind} applied, {stats.skipped} skipped (unknown or pruned),"
         f" {stats.pruned} pruned by it, {stats.links} links updated, {stats.dropped} dropped"
     )
-    emit(args, {"table": args.table, "feedback": kind, **stats.as_dict()}, text)
+    emit(args, {"feedback": kind, **stats.as_dict()}, text)
     return ltp_exit(stats.dropped)
 
 
 async def cmd_links(args: argparse.Namespace, settings: Settings) -> int:
     async with Engine(settings) as engine:
-        links = await engine.links(args.table, args.id, now=args.now)
+        (spec, agent), memory_id = await engine.whose(args.id, agent=args.agent, table=args.table)
+        links = await engine.links(spec, memory_id, now=args.now, agent=agent)
     lines = [f"{link.weight:.4f}  {link.table}  {link.id}" for link in links]
-    data = {"table": args.table, "id": args.id, "links": [link.as_dict() for link in links]}
+    data = {"table": spec.name, "id": args.id, "links": [link.as_dict() for link in links]}
     emit(args, data, "\n".join(lines) or "no links")
     return 0
 
@@ -165,12 +186,14 @@ async def cmd_links(args: argparse.Namespace, settings: Settings) -> int:
 async def cmd_record_retrieval(args: argparse.Namespace, settings: Settings) -> int:
     async with Engine(settings) as engine:
         await refuse_future(engine, args.now, args.allow_future, AHEAD)
-        await engine.check_ids(args.table, args.ids, agent=args.agent)
-        await engine.record_retrieval(args.table, args.ids, agent=args.agent, now=args.now)
+        for (spec, agent), ids in (await located(engine, args)).items():
+            # a repeated id counts as repeated retrievals
+            await engine.record_retrieval(spec, [i for i in args.ids if parse_id(i) in ids],
+                                          agent=agent, now=args.now)  # fmt: skip
     stats = engine.ltp.stats
     text = (
         f"{stats.applied} applied, {stats.skipped} skipped (unknown or pruned),"
         f" {stats.reinforced} sources reinforced, {stats.dropped} dropped"
     )
-    emit(args, {"table": args.table, **stats.as_dict()}, text)
+    emit(args, stats.as_dict(), text)
     return ltp_exit(stats.dropped)

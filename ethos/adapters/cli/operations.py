@@ -10,6 +10,7 @@ import sys
 from datetime import datetime
 
 from ethos import db
+from ethos.adapters.cli.lookups import warn_if_absent
 from ethos.adapters.cli.moments import refuse_future
 from ethos.adapters.cli.output import emit, table_text
 from ethos.adapters.cli.progress import RERUN, draw, on_terminal
@@ -72,6 +73,7 @@ async def cmd_sweep(args: argparse.Namespace, settings: Settings) -> int:
         await refuse_future(
             engine, args.now, args.allow_future, "a sweep then prunes memories that are live now"
         )
+        await warn_if_absent(engine, args.agent)
         tables = args.table or None
         # What it has to do: the progress bar's and the closing line's totals.
         whole = mode == "full" or args.agent is not None or args.dry_run
@@ -189,6 +191,7 @@ def _status_text(status: Status) -> str:
 async def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
     async with Engine(settings) as engine:
         stats = await engine.stats(args.agent)
+        await warn_if_absent(engine, args.agent)
     emit(args, stats.as_dict(), _stats_text(stats))
     return 0
 

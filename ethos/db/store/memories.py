@@ -14,9 +14,11 @@ from ethos.db.store.query import embedding_binds, terms
 from ethos.db.store.sql.fragments import build_insert_source_vectors_query
 from ethos.db.store.sql.memories import (
     AGENT_COUNTS,
+    AGENT_HOLDS_MEMORIES,
     AUTO_HALF,
     FIRST_MISSING_SOURCE,
     IMPORTANCE_TIER,
+    KNOWN_AGENTS,
     LOCK_CONTENT,
     PRUNED_BY_REASON,
     RARE_WORDS,
@@ -213,6 +215,13 @@ class MemoryStore(StoreCore):
 
     async def agent_counts(self) -> list[Row]:
         return await self._fetch(AGENT_COUNTS)
+
+    async def agent_holds_memories(self, agent: str) -> bool:
+        held: bool = await self._fetchval(AGENT_HOLDS_MEMORIES, agent=agent)
+        return held
+
+    async def known_agents(self, most: int) -> list[str]:
+        return [row["agent_id"] for row in await self._fetch(KNOWN_AGENTS, most=most)]
 
     async def pruned_by_reason(self, agent: str | None, since: datetime | None) -> list[Row]:
         return await self._fetch(PRUNED_BY_REASON, agent=agent, since=since)

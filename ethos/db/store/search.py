@@ -22,10 +22,10 @@ from ethos.db.store.sql.items import (
 from ethos.db.store.sql.search import (
     BUILD_VECTOR_INDEX,
     INDEX_BUILD_MEMORY,
-    LOCATE_MEMORIES,
     SEARCH_VECTORS,
     SEARCH_VECTORS_EXACT,
     build_count_missing_vectors_query,
+    build_locate_memories_query,
     build_missing_vectors_query,
     build_recall_query,
 )
@@ -97,9 +97,11 @@ class SearchStore(StoreCore):
             matching=terms(matching),
         )
 
-    async def locate(self, ids: list[uuid.UUID]) -> list[Row]:
-        """The table and agent of each of these memories that exists."""
-        return await self._fetch(LOCATE_MEMORIES, ids=ids)
+    async def locate(self, ids: list[uuid.UUID], agent: str | None = None) -> list[Row]:
+        """The table and agent of each of these memories that exists (of `agent`, where
+        one is named)."""
+        query = build_locate_memories_query(by_agent=agent is not None)
+        return await self._fetch(query, ids=ids, agent=agent)
 
     async def get_item(self, agent: str, key: str, now: datetime) -> Row | None:
         return await self._fetchrow(GET_ITEM, agent=agent, key=key, now=now)

@@ -136,53 +136,67 @@ class EngineCore:
         self, table: str | TableSpec, ids: Iterable[str | uuid.UUID], *, agent: str | None = None
     ) -> None:
         """Each id names a row of `table` (live or pruned; of `agent`, where one is
-        named), else NotFoundError names the others. record_retrieval and feedback skip
-        unknown ids instead (they must not need the database when called: a blip delays
-        them, it does not refuse them)."""
-        spec = table_spec(table)
-        held = await self._held(self._ids(ids), agent)
-        unknown = [str(i) for i, whose in held.items() if whose is None or whose.spec != spec]
-        if unknown:
-            raise NotFoundError(unknown_ids(f"{spec.name} row", some(unknown), agent), unknown)
+        named), else NotFoundError names the others (and where an id of another table
+        is). record_retrieval and feedback skip unknown ids instead (they must not need
+        the database when called: a blip delays them, it does not refuse them)."""
+        await self.locate(ids, agent=agent, table=table)
 
     def _ids(self, ids: Iterable[str | uuid.UUID]) -> list[uuid.UUID]:
         """The ids of one call: at least one, at most limits.ids."""
         return id_list(ids, self.settings.limits.ids)
 
     async def locate(
-        self, ids: Iterable[str | uuid.UUID], *, agent: str | None = None
+        self,
+        ids: Iterable[str | uuid.UUID],
+        *,
+        agent: str | None = None,
+        table: str | TableSpec | None = None,
     ) -> dict[Whose, list[uuid.UUID]]:
         """The memories by table and agent, for callers that know only ids (an id is
         one memory's across the tables), so that what they do next names the agent. An
         unknown id, or one of another agent than `agent`, is an error; so is, with no
         agent named, an id that memories of several agents hold (their keys lead with
-        the agent: plain SQL can give an id that another agent's memory has)."""
+        the agent: plain SQL can give an id that another agent's memory has). `table`,
+        where the caller gives one, is checked: an id of another table is an error
+        saying where it is."""
         parsed = self._ids(ids)
-        held = await self._held(parsed, agent)
-        unknown = [str(i) for i in parsed if held[i] is None]
+        spec = None if table is None else table_spec(table)
+        held: dict[uuid.UUID, list[Whose]] = {i: [] for i in parsed}
+        elsewhere: dict[uuid.UUID, Whose] = {}
+        for row in await self.store.locate(parsed, agent):
+            owner = Whose(table_spec(row["table_name"]), row["agent_id"])
+            if spec in (None, owner.spec):
+                held[row["id"]].append(owner)
+            else:
+                elsewhere[row["id"]] = owner
+        for memory_id, owners in held.items():
+            if len(owners) > 1:
+                raise InputError(several(memory_id, owners))
+        unknown = [i for i, owners in held.items() if not owners]
         if unknown:
-            raise NotFoundError(unknown_ids("memory", some(unknown), agent))
+            names = [str(i) for i in unknown]
+            if spec is not None and unknown[0] in elsewhere:
+                where = elsewhere[unknown[0]]
+                raise NotFoundError(
+                    f"{unknown[0]} is not in {spec.name}: it is {where.what()}", names
+                )
+            what = "memory" if spec is None else f"{spec.name} row"
+            raise NotFoundError(unknown_ids(what, some(names), agent), names)
         found: dict[Whose, list[uuid.UUID]] = {}
-        for memory_id, owner in held.items():
-            if owner is not None:
-                found.setdefault(owner, []).append(memory_id)
+        for memory_id, [owner] in held.items():
+            found.setdefault(owner, []).append(memory_id)
         return found
 
-    async def _held(self, ids: list[uuid.UUID], agent: str | None) -> dict[uuid.UUID, Whose | None]:
-        """The table and agent of each id's memory (of `agent`, where one is named),
-        None where there is none; an id of several is refused."""
-        held: dict[uuid.UUID, Whose | None] = dict.fromkeys(ids)
-        for row in await self.store.locate(ids):
-            if agent not in (None, row["agent_id"]):
-                continue
-            owner, before = Whose(table_spec(row["table_name"]), row["agent_id"]), held[row["id"]]
-            if before is not None:
-                raise InputError(
-                    f"id {row['id']} names several memories ({before}, {owner}): name the"
-                    " agent where they are of several"
-                )
-            held[row["id"]] = owner
-        return held
+    async def whose(
+        self,
+        memory_id: str | uuid.UUID,
+        *,
+        agent: str | None = None,
+        table: str | TableSpec | None = None,
+    ) -> tuple[Whose, uuid.UUID]:
+        """Where one memory is, as `locate` finds it (`table`, where given, checked)."""
+        [(owner, [found])] = (await self.locate([memory_id], agent=agent, table=table)).items()
+        return owner, found
 
 
 class Whose(NamedTuple):
@@ -193,6 +207,25 @@ class Whose(NamedTuple):
 
     def __str__(self) -> str:
         return f"{self.agent}'s in {self.spec.name}"
+
+    def what(self) -> str:
+        """As a sentence says it: "a fact (semantic_facts) of agent a"."""
+        article = "an" if self.spec.alias[0] in "aeiou" else "a"
+        return f"{article} {self.spec.alias} ({self.spec.name}) of agent {self.agent}"
+
+
+def several(memory_id: uuid.UUID, owners: list[Whose]) -> str:
+    """The line for an id that several memories hold: of several agents (the keys lead
+    with the agent), or of one agent in several tables."""
+    agents = sorted({owner.agent for owner in owners})
+    tables = sorted({owner.spec.name for owner in owners})
+    if len(agents) > 1:
+        where = f"{tables[0]} " if len(tables) == 1 else ""
+        return (
+            f"{where}{memory_id} is a memory of {len(agents)} agents ({', '.join(agents)}):"
+            " name the agent (`agent`)"
+        )
+    return f"{memory_id} is a memory of {len(tables)} tables ({', '.join(tables)}): name the table"
 
 
 def specs(tables: Iterable[str | TableSpec] | None) -> tuple[TableSpec, ...]:

@@ -3,6 +3,7 @@ memories described as `explain` does, one memory, updates, a memory's history.""
 
 from __future__ import annotations
 
+import difflib
 import json
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
@@ -14,6 +15,7 @@ from ethos.db.store import Row
 from ethos.domain.errors import InputError
 from ethos.domain.explain import Account, explain, forecast, json_value
 from ethos.domain.inputs import (
+    agent_id,
     at_most,
     aware,
     content_text,
@@ -28,6 +30,9 @@ from ethos.services.engine.core import EngineCore, specs
 from ethos.services.retrieval import json_object
 
 MAX_LIST = 1000  # memories one listing returns at most
+# How many agents' names a mistyped one is compared with: a bound on the read and on
+# difflib's work.
+KNOWN_AGENTS = 10_000
 
 
 @dataclass(frozen=True)
@@ -135,6 +140,15 @@ class ListingEngine(EngineCore):
             count = TableCount(row["live"], row["pruned"], row["pinned"])
             tables.setdefault(row["agent_id"], {})[row["table_name"]] = count
         return [AgentCounts(agent, counts) for agent, counts in tables.items()]
+
+    async def absent_agent(self, agent: str) -> list[str] | None:
+        """None where `agent` holds a memory (live or pruned); else the known agents'
+        names closest to it (a typo's likely meaning), at most three, compared among
+        the first `KNOWN_AGENTS` of them."""
+        if await self.store.agent_holds_memories(agent_id(agent, "agent")):
+            return None
+        known = await self.store.known_agents(KNOWN_AGENTS)
+        return difflib.get_close_matches(agent, known, n=3, cutoff=0.6)
 
     async def memories(
         self,
@@ -245,13 +259,17 @@ class ListingEngine(EngineCore):
         )  # fmt: skip
 
     async def history(
-        self, table: str | TableSpec, memory_id: str | uuid.UUID, *, agent: str | None = None
+        self,
+        table: str | TableSpec | None,
+        memory_id: str | uuid.UUID,
+        *,
+        agent: str | None = None,
     ) -> list[HistoryEvent]:
-        """What happened to a memory (of `agent`, where the caller knows it), oldest
-        first: added, updated (each replaced text and metadata beside the new), pruned
-        and recovered, each time."""
-        spec = table_spec(table)
-        row = await self.store.fetch(spec, parse_id(memory_id), agent=agent)
+        """What happened to a memory (of `agent`, where the caller knows it; of `table`,
+        else found), oldest first: added, updated (each replaced text and metadata
+        beside the new), pruned and recovered, each time."""
+        (spec, owner), found = await self.whose(memory_id, agent=agent, table=table)
+        row = await self.store.fetch(spec, found, agent=owner)
         revisions = await self.store.revisions_of(spec, row["id"], row["agent_id"])
         texts = [r["content"] for r in revisions] + [row["content"]]
         metadata = [

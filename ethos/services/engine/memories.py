@@ -24,7 +24,6 @@ from ethos.domain.inputs import (
     import_line,
     metadata_json,
     not_ahead,
-    parse_id,
 )
 from ethos.domain.lifetimes import forgotten_in
 from ethos.domain.policies import Policy
@@ -410,17 +409,18 @@ class MemoryEngine(RetrievalEngine):
 
     async def explain(
         self,
-        table: str | TableSpec,
+        table: str | TableSpec | None,
         memory_id: str | uuid.UUID,
         *,
         now: datetime | None = None,
         agent: str | None = None,
     ) -> Account:
-        """Why a memory (of `agent`, where the caller knows it) has its salience at `now`
-        (the database's clock by default), and when it will be pruned if never retrieved
-        again; an automatic importance with the words that made it."""
-        spec = table_spec(table)
-        row = await self.store.fetch(spec, parse_id(memory_id), agent=agent)
+        """Why a memory (of `agent`, where the caller knows it; of `table`, else found)
+        has its salience at `now` (the database's clock by default), and when it will be
+        pruned if never retrieved again; an automatic importance with the words that
+        made it."""
+        (spec, owner), found = await self.whose(memory_id, agent=agent, table=table)
+        row = await self.store.fetch(spec, found, agent=owner)
         at = await self._moment(now)
         account = explain(spec, row, at, await self.store.policy(row["policy"]))
         if row["auto_importance"] is None:

@@ -9,9 +9,8 @@ from typing import Any
 
 from ethos.db.store import SettingDifference
 from ethos.domain.errors import InputError
-from ethos.domain.inputs import parse_id
 from ethos.domain.policies import Policy
-from ethos.domain.tables import TableSpec, table_spec
+from ethos.domain.tables import TableSpec
 from ethos.services.engine.core import EngineCore
 
 
@@ -42,20 +41,20 @@ class PolicyEngine(EngineCore):
 
     async def move(
         self,
-        table: str | TableSpec,
+        table: str | TableSpec | None,
         memory_id: str | uuid.UUID,
         policy: str,
         *,
         agent: str | None = None,
         now: datetime | None = None,
     ) -> Moved:
-        """Move a live memory (of `agent`: needed where several agents hold the id) to
-        another policy. Its curve is re-anchored at `now` (its strength then on the old
-        curve), so its salience goes on from there."""
+        """Move a live memory (of `agent`: needed where several agents hold the id; of
+        `table`, else found) to another policy. Its curve is re-anchored at `now` (its
+        strength then on the old curve), so its salience goes on from there."""
         self.settings.policy(policy)
-        spec = table_spec(table)
+        (spec, owner), found = await self.whose(memory_id, agent=agent, table=table)
         at = await self._moment(now)
-        row = await self.store.move(spec, parse_id(memory_id), policy, at, agent)
+        row = await self.store.move(spec, found, policy, at, owner)
         return Moved(spec.name, row["id"], row["agent_id"], row["policy"], row["old_policy"],
                      row["salience"], at)  # fmt: skip
 

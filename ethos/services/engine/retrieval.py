@@ -137,13 +137,17 @@ class RetrievalEngine(EngineCore):
         )
 
     async def links(
-        self, table: str | TableSpec, memory_id: str | uuid.UUID, *, now: datetime | None = None
+        self,
+        table: str | TableSpec | None,
+        memory_id: str | uuid.UUID,
+        *,
+        now: datetime | None = None,
+        agent: str | None = None,
     ) -> list[Link]:
-        """A memory's associations, strongest first: the other memory's table and id, and
-        the link's weight at `now`."""
-        spec = table_spec(table)
-        memory = parse_id(memory_id)
-        agent = (await self.store.fetch(spec, memory))["agent_id"]  # one line if none
+        """A memory's associations (of `agent`, where the caller knows it; of `table`,
+        else found), strongest first: the other memory's table and id, and the link's
+        weight at `now`."""
+        (spec, agent), memory = await self.whose(memory_id, agent=agent, table=table)
         at = await self._moment(now)
         return [
             Link(

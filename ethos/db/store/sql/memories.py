@@ -195,6 +195,8 @@ def _listed(pruned: bool) -> str:
 
 
 AGENT_COUNTS = STATEMENTS["agent_counts"]
+AGENT_HOLDS_MEMORIES = STATEMENTS["agent_holds_memories"]
+KNOWN_AGENTS = STATEMENTS["known_agents"]
 PRUNED_BY_REASON = STATEMENTS["pruned_by_reason"]
 RARE_WORDS = STATEMENTS["rare_words"]
 AUTO_HALF = STATEMENTS["auto_half"]

@@ -13,6 +13,21 @@ SELECT pg_advisory_xact_lock(
 SELECT agent_id, table_name, live, pruned, pinned FROM ethos_agent_counts
 ORDER BY agent_id, table_name;
 
+-- name: agent_holds_memories
+-- Whether agent %(agent)s holds a memory, live or pruned (each table's keys lead with
+-- the agent: three index probes).
+SELECT EXISTS (SELECT FROM episodic_traces WHERE agent_id = %(agent)s)
+    OR EXISTS (SELECT FROM semantic_facts WHERE agent_id = %(agent)s)
+    OR EXISTS (SELECT FROM memory_vectors WHERE agent_id = %(agent)s);
+
+-- name: known_agents
+-- The agents the text and vector statistics count (a row each), at most %(most)s: the
+-- names a mistyped agent is compared with.
+SELECT agent_id FROM agent_text_stats
+UNION
+SELECT agent_id FROM agent_vector_stats
+LIMIT %(most)s;
+
 -- name: pruned_by_reason
 -- Pruned memories by table and reason, since %(since)s (all when NULL).
 SELECT table_name, prune_reason AS reason, count(*) AS count FROM ethos_memories

@@ -505,11 +505,15 @@ def build_count_missing_vectors_query(spec: TableSpec, *, by_agent: bool) -> Que
     return sql(f"SELECT count(*) {_missing(spec, by_agent=by_agent)}")
 
 
-# Which table each of %(ids)s is in (ids are unique across the memory tables), and whose.
-LOCATE_MEMORIES = sql(
-    "\nUNION ALL\n".join(
-        f"SELECT '{spec.name}' AS table_name, id, agent_id FROM {spec.name}"
-        " WHERE id = ANY(%(ids)s::uuid[])"
-        for spec in MEMORY_TABLES
+@cache
+def build_locate_memories_query(*, by_agent: bool) -> Query:
+    """Which table each of %(ids)s is in (ids are unique across the memory tables but
+    not across agents: their keys lead with the agent), and whose: of agent %(agent)s
+    alone (`by_agent`), else of any agent, for the caller to say which."""
+    return sql(
+        "\nUNION ALL\n".join(
+            f"SELECT '{spec.name}' AS table_name, id, agent_id FROM {spec.name}"
+            f" WHERE id = ANY(%(ids)s::uuid[]) {of_agent(by_agent)}"
+            for spec in MEMORY_TABLES
+        )
     )
-)
