@@ -92,6 +92,7 @@ class MemoryView:
     def as_dict(self) -> dict[str, Any]:
         return {
             **self.account.as_dict(),
+            "readable": self.account.readable(),
             "forecast": list(self.forecast),
             "content": self.content,
             "metadata": self.metadata,
