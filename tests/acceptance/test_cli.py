@@ -164,7 +164,7 @@ async def test_sweep_and_explain_json(database_url: str, cli: Cli) -> None:
         "pruned": 1,
         "expired": 0,
         "held": 0,
-        "whole": True,
+        "whole": False,  # as the due sweep it previews: its due rows, not the table whole
     }
     dry_prune = cli(
         "sweep", "--now", "2026-01-22T00:00:00Z", "--dry-run", "--prune", "--json", env=env
