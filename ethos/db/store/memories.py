@@ -155,12 +155,13 @@ class MemoryStore(StoreCore):
         pruned: bool,
         limit: int,
         offset: int,
+        now: datetime,
         matching: Sequence[Mapping[str, Any]] | None = None,
     ) -> list[Row]:
         await self.check_table(spec)
         return await self._fetch(
             build_list_memories_query(spec, pruned=pruned), agent=agent, limit=limit,
-            offset=offset, matching=terms(matching),
+            offset=offset, now=now, matching=terms(matching),
         )  # fmt: skip
 
     async def count_memories(
@@ -169,12 +170,13 @@ class MemoryStore(StoreCore):
         agent: str | None,
         *,
         pruned: bool,
+        now: datetime,
         matching: Sequence[Mapping[str, Any]] | None,
     ) -> int:
         """How many memories list_memories holds in all, over its pages."""
         await self.check_table(spec)
         count: int = await self._fetchval(
-            build_count_memories_query(spec, pruned=pruned), agent=agent,
+            build_count_memories_query(spec, pruned=pruned), agent=agent, now=now,
             matching=terms(matching),
         )  # fmt: skip
         return count
