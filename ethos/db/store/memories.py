@@ -187,10 +187,11 @@ class MemoryStore(StoreCore):
     async def pruned_by_reason(self, agent: str | None, since: datetime | None) -> list[Row]:
         return await self._fetch(PRUNED_BY_REASON, agent=agent, since=since)
 
-    async def rare_words(self, agent: str, tsv: str, n: int = 5) -> list[str]:
-        """The lexemes of `tsv` that count most in its automatic importance, now."""
-        rows = await self._fetch(RARE_WORDS, agent=agent, tsv=tsv, n=n)
-        return [row["lexeme"] for row in rows]
+    async def rare_words(self, agent: str, tsv: str, content: str, n: int = 5) -> list[str]:
+        """The lexemes of `tsv` that count most in its automatic importance, now, each as
+        `content` writes it."""
+        rows = await self._fetch(RARE_WORDS, agent=agent, tsv=tsv, content=content, n=n)
+        return [row["word"] for row in rows]
 
     async def importance_tier(self, importance: float) -> str:
         """The policy `importance` picks, as the write path picks a new memory's."""
