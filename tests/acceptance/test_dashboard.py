@@ -164,6 +164,7 @@ async def test_another_agent_after_a_search_forget_and_recover(
         row = f"tr[data-id='{kept}']"
         browser.find_element(By.CSS_SELECTOR, f"#memories {row} button.forget").click()
         wait.until(ready.presence_of_element_located((By.CSS_SELECTOR, f"#pruned {row}")))
+        assert not browser.find_elements(By.CSS_SELECTOR, f"#search-results {row}")
         forgotten = browser.find_element(By.CSS_SELECTOR, f"#pruned {row}").text
         assert "manual" in forgotten and re.search(r"\b\d+ s ago\b", forgotten), forgotten
         prunes = browser.find_element(By.CSS_SELECTOR, "#memories td.num:nth-child(7)").text

@@ -163,7 +163,10 @@ async function loadMemories() {
       button("pin", "pin", () => api(`/ethos/memories/${m.id}/policy`, { policy: "permanent" })),
       button("useful", "useful", () => api("/ethos/feedback", { ids: [m.id], verdict: "useful" })),
       button("wrong", "wrong", () => api("/ethos/feedback", { ids: [m.id], verdict: "wrong" })),
-      button("forget", "forget", () => api("/ethos/forget", { ids: [m.id] })),
+      button("forget", "forget", async () => {
+        await api("/ethos/forget", { ids: [m.id] });
+        $(`#search-results tr[data-id="${m.id}"]`)?.remove();  // a hit no more
+      }),
     );
   }
   for (const m of await api(`/ethos/memories?agent=${agent}&pruned=true&limit=50`)) {
