@@ -29,6 +29,8 @@ from ethos.settings import DatabaseSettings, ImportanceSettings, Settings
 # A developer's own settings must never leak into a test.
 for _name in [n for n in os.environ if n.startswith("ETHOS_")]:
     del os.environ[_name]
+# Nor remember a test's data folder as the user's last (ethos.db.last_used_file).
+os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="ethos-test-state-")
 
 # One per pytest-xdist worker: workers sharing a TEST_ADMIN_URL server make their own.
 TEMPLATE = "_".join(["ethos_template", *filter(None, [os.environ.get("PYTEST_XDIST_WORKER")])])

@@ -7,6 +7,7 @@ import contextlib
 import fcntl
 import importlib
 import os
+import sys
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -145,11 +146,49 @@ async def resolve_url(settings: Settings) -> str:
         return settings.database.url
     data_dir = settings.data_dir
     buffers = settings.database.shared_buffers
+    _warn_if_another(data_dir)
     uri = embedded_uri(data_dir, shared_buffers=buffers)
     await store.ensure_database(
         embedded_uri(data_dir, "postgres", shared_buffers=buffers), EMBEDDED_DATABASE
     )
+    _remember(data_dir)
     return uri
+
+
+# The embedded data folder used last, remembered for the user (not for the folder: the
+# default data_dir is relative, so ethos run from another folder finds none there).
+def last_used_file() -> Path:
+    """$XDG_STATE_HOME/ethos/last_data_dir (~/.local/state without it)."""
+    base = os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state"
+    return Path(base) / "ethos" / "last_data_dir"
+
+
+def _warn_if_another(data_dir: Path) -> None:
+    """One line on stderr when a new, empty embedded database is about to be made while
+    another was used last: ethos run from another folder, whose relative data_dir
+    names a folder of its own."""
+    if (data_dir / "PG_VERSION").exists():
+        return
+    with contextlib.suppress(OSError):
+        last = Path(last_used_file().read_text().strip())
+        if last != data_dir and (last / "PG_VERSION").exists():
+            print(
+                f"ethos: warning: making a new, empty database in {data_dir}; the one used"
+                f" last is {last} (to use it: [database] data_dir = {str(last)!r} in"
+                f" ethos.toml, or ETHOS_DATABASE__DATA_DIR={last})",
+                file=sys.stderr,
+            )
+
+
+def _remember(data_dir: Path) -> None:
+    """data_dir as the one used last (nothing, where the state folder cannot be written)."""
+    state = last_used_file()
+    with contextlib.suppress(OSError):
+        if not state.exists() or state.read_text().strip() != str(data_dir):
+            state.parent.mkdir(parents=True, exist_ok=True)
+            draft = state.with_suffix(".new")
+            draft.write_text(f"{data_dir}\n")
+            draft.replace(state)
 
 
 async def checked_url(settings: Settings) -> str:

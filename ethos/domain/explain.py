@@ -12,6 +12,7 @@ from typing import Any
 from ethos.domain import decay
 from ethos.domain.decay import MemoryState
 from ethos.domain.policies import Policy
+from ethos.domain.spans import days_span, relative
 from ethos.domain.tables import TableSpec, table_spec
 
 
@@ -87,6 +88,18 @@ class Account:
             field.name: json_value(getattr(self, field.name))
             for field in fields(self)
             if not left_out.get(field.name, False)
+        }
+
+    def readable(self) -> dict[str, str]:
+        """Its moments as distances from `now` ("3 h ago", "in 21 days") and its spans in
+        days as a person reads them: what the CLI prints beside the values, and the
+        dashboard shows."""
+        moments = {"anchor_at": self.anchor_at, "pruned_at": self.pruned_at,
+                   "prunes_at": self.prunes_at, "expires_at": self.expires_at}  # fmt: skip
+        spans = {"t_days": self.t_days, "days_alive": self.days_alive, "tau_days": self.tau_days}
+        return {
+            **{name: relative(at, self.now) for name, at in moments.items()},
+            **{name: days_span(days) for name, days in spans.items()},
         }
 
 

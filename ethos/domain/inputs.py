@@ -15,6 +15,7 @@ from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
 from ethos.domain.errors import InputError
+from ethos.domain.spans import span
 from ethos.domain.tables import MEMORY_TABLES, SOURCE_TABLES, TableSpec, table_spec
 
 
@@ -85,18 +86,9 @@ def not_ahead(name: str, value: datetime, clock: datetime, effect: str) -> None:
     ahead = value - clock
     if ahead > FUTURE_SKEW:
         raise InputError(
-            f"`{name}` {value.isoformat()} is {_span(ahead)} ahead of the database's clock:"
+            f"`{name}` {value.isoformat()} is {span(ahead)} ahead of the database's clock:"
             f" {effect} (`allow_future` if that is meant)"
         )
-
-
-def _span(span: timedelta) -> str:
-    """A span as a person reads it: 26 days, 5 h, 3 min."""
-    if span >= timedelta(days=2):
-        return f"{span.days:,} days"
-    if span >= timedelta(hours=2):
-        return f"{span.total_seconds() / 3600:.0f} h"
-    return f"{span.total_seconds() / 60:.0f} min"
 
 
 def host_port(value: str, name: str) -> tuple[str, int]:

@@ -13,6 +13,7 @@ from ethos.domain import decay
 from ethos.domain.decay import DecayParams, MemoryState
 from ethos.domain.errors import InputError
 from ethos.domain.policies import Policy
+from ethos.domain.spans import days_span
 
 RETRIEVALS = range(0, 11)
 EMOTIONS = (0.0, 1.0)
@@ -100,7 +101,7 @@ def plot(policies: Iterable[Policy], path: Path) -> None:
         label = (
             f"{policy.name} (never decays)"
             if lifetime is None
-            else f"{policy.name} ({policy.params.curve}, pruned after {_duration(lifetime)})"
+            else f"{policy.name} ({policy.params.curve}, pruned after {days_span(lifetime)})"
         )
         (line,) = axes.plot(xs, ys, label=label)
         if not policy.params.never_decays:
@@ -122,13 +123,4 @@ def forgotten_in(prunes_at: datetime | None, at: datetime) -> str:
     """How long from `at` until `prunes_at` (None: "never"), as a person reads it."""
     if prunes_at is None:
         return "never"
-    return _duration(max(decay.days_between(at, prunes_at), 0.0))
-
-
-def _duration(days: float) -> str:
-    hours = days * 24
-    if hours < 1:
-        return f"{round(hours * 60)} min"
-    if days < 2:
-        return f"{hours:.3g} h"
-    return f"{days:.3g} d" if days < 730 else f"{days / 365.25:.3g} years"
+    return days_span(max(decay.days_between(at, prunes_at), 0.0))

@@ -158,9 +158,7 @@ async def run_sweep(
             report.status = "interrupted"
         if dry_run:
             report.mode = asked
-            if asked == "prune":  # a prune pass refreshes nothing: only its prunes count
-                for counts in report.counts.values():
-                    counts.updated = counts.pruned
+            await _as_asked(parts, report, agent)
     except asyncio.CancelledError:
         # A stop, not a failure: what the batches committed is kept and counted.
         report.status = "interrupted"
@@ -177,6 +175,20 @@ async def run_sweep(
             await asyncio.shield(_record(store, report, run, error))
         _log_report(report, trigger, error)
     return report
+
+
+async def _as_asked(parts: Sequence[SweepPart], report: SweepReport, agent: str | None) -> None:
+    """A dry run reads every live row (it pops no hint); it reports what the sweep asked
+    for would do at its moment, so that `sweep --dry-run` and `sweep` agree: a prune
+    pass looks only at the rows it prunes, a due sweep only at its due rows (each of
+    them written), unless it takes the table whole. A sweep of one agent is full."""
+    for spec, counts in report.counts.items():
+        if report.mode == "prune":  # a prune pass refreshes nothing: only its prunes count
+            counts.updated = counts.pruned
+        elif report.mode == "due" and agent is None:
+            whole = [await _mostly_due(part, spec, report.now) for part in parts]
+            if not any(whole):
+                counts.scanned, counts.whole = counts.updated, False
 
 
 async def _record(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -163,7 +164,7 @@ async def test_sweep_and_explain_json(database_url: str, cli: Cli) -> None:
         "pruned": 1,
         "expired": 0,
         "held": 0,
-        "whole": True,
+        "whole": False,  # as the due sweep it previews: its due rows, not the table whole
     }
     dry_prune = cli(
         "sweep", "--now", "2026-01-22T00:00:00Z", "--dry-run", "--prune", "--json", env=env
@@ -196,6 +197,11 @@ async def test_sweep_and_explain_json(database_url: str, cli: Cli) -> None:
     ]:
         assert key in info
     assert info["t_days"] == pytest.approx(9.0) and info["pruned"] is True
+    # as text, each moment also as its distance from --now, each span in days readably
+    text = cli("explain", "episode", memory, "--now", "2026-01-10T00:00:00Z", env=env).stdout
+    assert "pruned_at: 2026-01-22T00:00:00+00:00 (in 12 days)" in text
+    assert re.search(r"\bt_days: [0-9.]+ \(9 days\)", text), text
+    assert re.search(r"\btau_days: [0-9.]+ \(2 h 40 min\)", text), text
     unknown = cli("explain", "episode", "00000000-0000-0000-0000-000000000009", env=env)
     assert "no episodic_traces row" in one_line_error(unknown)
 

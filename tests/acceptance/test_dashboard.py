@@ -7,6 +7,7 @@ keeps one there too)."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -113,3 +114,77 @@ async def test_search_and_recover_with_one_click(
         browser.set_window_size(390, 844)  # a phone: nothing wider than the screen
         overflow = "return document.documentElement.scrollWidth - window.innerWidth"
         assert browser.execute_script(overflow) <= 0
+
+
+async def test_another_agent_after_a_search_forget_and_recover(
+    browser: object, settings: Settings, database_url: str, conn: asyncpg.Connection,
+    tmp_path: Path,
+) -> None:  # fmt: skip
+    """As a person goes: search in one agent's view, click another agent (the hits
+    shown are not the first agent's under the second's name), forget and recover there;
+    the times read in their units, not "0.0 h ago"."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.remote.webdriver import WebDriver
+    from selenium.webdriver.support import expected_conditions as ready
+    from selenium.webdriver.support.wait import WebDriverWait
+
+    assert isinstance(browser, WebDriver)
+    async with Engine(settings) as engine:
+        await engine.add("fact", agent_id="ada", content="Ada prefers green tea")
+        kept = await engine.add("fact", agent_id="bo", content="Bo drinks green tea at dawn")
+        await engine.add("fact", agent_id="bo", content="Bo sails on Sundays")
+
+    def shown(selector: str) -> list[str]:
+        return [row.text for row in browser.find_elements(By.CSS_SELECTOR, selector)]
+
+    async with serving("serve", database_url, "127.0.0.1") as port:
+        browser.get(f"http://127.0.0.1:{port}/")
+        wait = WebDriverWait(browser, 20)
+        wait.until(ready.presence_of_element_located((By.CSS_SELECTOR, "body[data-ready=yes]")))
+        browser.find_element(By.ID, "search-query").send_keys("green tea")
+        browser.find_element(By.CSS_SELECTOR, "#search-form button").click()
+        wait.until(
+            ready.visibility_of_element_located((By.CSS_SELECTOR, "#search-results tbody tr"))
+        )
+        assert any("Ada prefers green tea" in hit for hit in shown("#search-results tbody tr"))
+
+        browser.find_element(By.CSS_SELECTOR, "#agents li[data-agent=bo]").click()
+        wait.until(ready.text_to_be_present_in_element((By.ID, "agent-name"), "bo"))
+        wait.until(ready.text_to_be_present_in_element((By.ID, "memories"), "Bo sails"))
+        assert not any("Ada" in hit for hit in shown("#search-results tbody tr"))
+        assert not browser.find_element(By.ID, "search-results").is_displayed()
+        assert browser.find_element(By.ID, "search-query").get_attribute("value") == ""
+
+        browser.find_element(By.ID, "search-query").send_keys("green tea")
+        browser.find_element(By.CSS_SELECTOR, "#search-form button").click()
+        wait.until(ready.text_to_be_present_in_element((By.ID, "search-results"), "dawn"))
+        assert not any("Ada" in hit for hit in shown("#search-results tbody tr"))
+        save(browser, tmp_path, "dashboard-search.png")
+
+        row = f"tr[data-id='{kept}']"
+        browser.find_element(By.CSS_SELECTOR, f"#memories {row} button.forget").click()
+        wait.until(ready.presence_of_element_located((By.CSS_SELECTOR, f"#pruned {row}")))
+        assert not browser.find_elements(By.CSS_SELECTOR, f"#search-results {row}")
+        forgotten = browser.find_element(By.CSS_SELECTOR, f"#pruned {row}").text
+        assert "manual" in forgotten and re.search(r"\b\d+ s ago\b", forgotten), forgotten
+        prunes = browser.find_element(By.CSS_SELECTOR, "#memories td.num:nth-child(7)").text
+        assert re.fullmatch(r"in \d+ days", prunes), prunes
+        save(browser, tmp_path, "dashboard-forgotten.png")
+
+        browser.find_element(By.CSS_SELECTOR, f"#pruned {row} button.recover").click()
+        wait.until(ready.presence_of_element_located((By.CSS_SELECTOR, f"#memories {row}")))
+        assert not browser.find_elements(By.CSS_SELECTOR, f"#pruned {row}")
+        back = await conn.fetchval("SELECT pruned FROM semantic_facts WHERE id = $1", kept)
+        assert back is False
+        save(browser, tmp_path, "dashboard-recovered.png")
+
+
+def save(browser: object, folder: Path, name: str) -> None:
+    """A screenshot of the page; DASHBOARD_SCREENSHOTS=DIR keeps a copy there."""
+    from selenium.webdriver.remote.webdriver import WebDriver
+
+    assert isinstance(browser, WebDriver)
+    shot = folder / name
+    assert browser.save_screenshot(str(shot))
+    if os.environ.get("DASHBOARD_SCREENSHOTS"):
+        shutil.copy(shot, Path(os.environ["DASHBOARD_SCREENSHOTS"]) / name)

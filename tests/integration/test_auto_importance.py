@@ -77,7 +77,9 @@ async def test_explain_names_the_words_that_made_it(
     account = await engine.explain("episode", news)
     assert account.importance > 0.6
     assert account.importance_from.startswith("automatic: a number '3', ")
-    assert {"'lisbon'", "'maria'"} <= set(account.importance_from.split(", "))
+    # the words as the memory writes them, not their stems ('lisbon', 'move')
+    assert {"'Lisbon'", "'Maria'"} <= set(account.importance_from.split(", "))
+    assert "'moved'" in account.importance_from and "'move'" not in account.importance_from
     # and the words that make 0.5 for this agent: 4.25 for memories of 10 words, here of
     # fewer than 5 (counted as 5)
     average = await conn.fetchval(

@@ -76,7 +76,11 @@ def test_the_cli_prints_policy_and_warns_on_working(database_url: str, cli: Cli)
     shown = cli("add", "fact", "--agent", "sam", "--content", "I can't swim", "--policy",
                 "standard", "--json", env=env)  # fmt: skip
     data = json.loads(shown.stdout)
-    assert (data["policy"], data["forgotten_in"], "warning" in data) == ("standard", "21 d", False)
+    assert (data["policy"], data["forgotten_in"], "warning" in data) == (
+        "standard",
+        "21 days",
+        False,
+    )
     assert data["prunes_at"] is not None and "warning" not in shown.stderr
     assert memory_id
 
@@ -99,7 +103,7 @@ async def test_mem0_add_answers_policy_and_forgetting(database_url: str, tmp_pat
     assert (told["policy"], told["forgotten_in"]) == ("working", "8 h")
     assert told["warning"] == f"{WORKING}; give policy='standard' or an importance to keep it"
     [memory] = kept["results"]
-    assert (memory["ethos"]["policy"], memory["ethos"]["forgotten_in"]) == ("standard", "21 d")
+    assert (memory["ethos"]["policy"], memory["ethos"]["forgotten_in"]) == ("standard", "21 days")
     assert "warning" not in memory["ethos"]
 
 
@@ -116,5 +120,9 @@ async def test_mcp_remember_answers_policy_and_forgetting(database_url: str) -> 
     assert (told["policy"], told["forgotten_in"]) == ("working", "8 h")
     assert told["warning"] == f"{WORKING}; give policy='standard' or an importance to keep it"
     said = kept.structured_content
-    assert (said["policy"], said["forgotten_in"], "warning" in said) == ("standard", "21 d", False)
+    assert (said["policy"], said["forgotten_in"], "warning" in said) == (
+        "standard",
+        "21 days",
+        False,
+    )
     assert datetime.fromisoformat(said["prunes_at"]) > datetime.fromisoformat(told["prunes_at"])

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Callable
+from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -193,6 +194,16 @@ def expiration(client: Any) -> None:
         client.add("Frank's trial never ends", user_id="frank", expiration_date="9999-12-31")
     with pytest.raises(Mem0Error, match="bad expiration_date '9999-12-31'"):
         client.update(trial["id"], expiration_date="9999-12-31")
+    # past its expiry, before any sweep: left out of search, the listing and get alike
+    client.update(trial["id"], expiration_date=(date.today() - timedelta(days=2)).isoformat())
+    frank = {"user_id": "frank"}
+    assert trial["id"] not in [h["id"] for h in client.search("trial", filters=frank)["results"]]
+    listed = client.get_all(filters=frank)
+    assert trial["id"] not in [m["id"] for m in listed["results"]]
+    assert listed["count"] == len(listed["results"])
+    with pytest.raises(Mem0Error, match="expired"):
+        client.get(trial["id"])
+    client.delete(trial["id"])  # forgotten now, as the sweep would (reason manual)
 
 
 async def test_mem0_client_recalls_by_meaning_with_the_local_provider(

@@ -118,8 +118,13 @@ async def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
 
 async def cmd_explain(args: argparse.Namespace, settings: Settings) -> int:
     async with Engine(settings) as engine:
-        info = (await engine.explain(args.table, args.id, now=args.now, agent=args.agent)).as_dict()
-    text = "\n".join(f"{key:>18}: {value}" for key, value in info.items())
+        account = await engine.explain(args.table, args.id, now=args.now, agent=args.agent)
+    info, readable = account.as_dict(), account.readable()
+    text = "\n".join(
+        f"{key:>18}: {value}"
+        + (f" ({readable[key]})" if value is not None and key in readable else "")
+        for key, value in info.items()
+    )
     emit(args, info, text)
     return 0
 

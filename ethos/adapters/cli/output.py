@@ -46,12 +46,6 @@ def cell(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def days(value: float | None) -> str:
-    if value is None:
-        return "never"
-    return f"{value * 24:.3g} h" if value < 2 else f"{value:.4g} d"
-
-
 # A parameter whose flag is not its name with dashes (the rest: --pruned-before, ...).
 FLAGS = {"ids": "--id", "agents": "--agent-role", "tables": "--table"}
 PARAMETER = re.compile(r"`([a-z][a-z_]*)`")

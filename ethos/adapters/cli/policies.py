@@ -8,8 +8,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from ethos.adapters.cli.output import days, emit
+from ethos.adapters.cli.output import emit
 from ethos.domain.lifetimes import plot, policy_curves
+from ethos.domain.spans import days_span as days
 from ethos.services.engine import Engine
 from ethos.settings import Settings
 

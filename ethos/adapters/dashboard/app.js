@@ -2,7 +2,7 @@
 // no network beyond this server. Memory text is shown with textContent, never as HTML.
 "use strict";
 
-const state = { agent: null, access: "none", token: sessionStorage.getItem("ethos-token") || "" };
+const state = { agent: null, searches: 0, access: "none", token: sessionStorage.getItem("ethos-token") || "" };
 const $ = (selector) => document.querySelector(selector);
 
 async function api(path, body) {
@@ -40,14 +40,12 @@ function when(iso) {
   return new Date(iso).toLocaleString(undefined, { month: "short", day: "numeric", hour: "2-digit", minute: "2-digit" });
 }
 
-// A moment as a distance from now ("in 4.2 d", "3 h ago"), the full date as its title.
-function relative(iso) {
+// A moment as the server reads it against its clock ("in 21 days", "3 h ago":
+// ethos.domain.spans), the full date as its title.
+function relative(iso, text) {
   const span = document.createElement("span");
-  if (!iso) { span.textContent = "never"; return span; }
-  span.title = new Date(iso).toLocaleString();
-  const hours = (new Date(iso) - Date.now()) / 3.6e6;
-  const size = Math.abs(hours) < 48 ? `${Math.abs(hours).toFixed(1)} h` : `${(Math.abs(hours) / 24).toFixed(1)} d`;
-  span.textContent = hours >= 0 ? `in ${size}` : `${size} ago`;
+  span.textContent = iso ? text : "never";
+  if (iso) span.title = new Date(iso).toLocaleString();
   return span;
 }
 
@@ -131,7 +129,11 @@ async function loadAgents() {
     count.textContent = `${a.live} live · ${a.pruned} gone`;
     count.title = Object.entries(a.tables).map(([t, c]) => `${kind(t)}: ${c.live} live, ${c.pruned} pruned, ${c.pinned} pinned`).join("\n");
     li.append(name, count);
-    li.addEventListener("click", () => { state.agent = a.agent_id; refresh(); });
+    li.addEventListener("click", () => {
+      if (a.agent_id !== state.agent) clearSearch();
+      state.agent = a.agent_id;
+      refresh();
+    });
     list.append(li);
   }
   if (!state.agent && agents.length) {
@@ -155,13 +157,16 @@ async function loadMemories() {
     cell(row, bar(m.salience), "num");
     cell(row, m.retrieval_count, "num");
     cell(row, forecast(m.forecast, m.prune_threshold));
-    cell(row, relative(m.prunes_at), "num");
+    cell(row, relative(m.prunes_at, m.readable.prunes_at), "num");
     const actions = cell(row, "", "actions");
     actions.append(
       button("pin", "pin", () => api(`/ethos/memories/${m.id}/policy`, { policy: "permanent" })),
       button("useful", "useful", () => api("/ethos/feedback", { ids: [m.id], verdict: "useful" })),
       button("wrong", "wrong", () => api("/ethos/feedback", { ids: [m.id], verdict: "wrong" })),
-      button("forget", "forget", () => api("/ethos/forget", { ids: [m.id] })),
+      button("forget", "forget", async () => {
+        await api("/ethos/forget", { ids: [m.id] });
+        $(`#search-results tr[data-id="${m.id}"]`)?.remove();  // a hit no more
+      }),
     );
   }
   for (const m of await api(`/ethos/memories?agent=${agent}&pruned=true&limit=50`)) {
@@ -170,7 +175,7 @@ async function loadMemories() {
     cell(row, m.content, "content");
     cell(row, kind(m.table));
     cell(row, m.prune_reason);
-    cell(row, relative(m.pruned_at), "num");
+    cell(row, relative(m.pruned_at, m.readable.pruned_at), "num");
     cell(row, "", "actions").append(
       button("recover", "recover", () => api("/ethos/recover", { ids: [m.id] })),
     );
@@ -198,7 +203,7 @@ async function loadStatus() {
   sweeps.replaceChildren();
   for (const r of s.recent_sweeps) {
     const row = sweeps.insertRow();
-    cell(row, relative(r.started_at), "num").title = `${r.trigger}, ${r.status}`;
+    cell(row, relative(r.started_at, r.started), "num").title = `${r.trigger}, ${r.status}`;
     cell(row, r.scanned, "num"); cell(row, r.pruned, "num"); cell(row, num(r.duration_ms, 0), "num");
   }
   const recent = Object.fromEntries(s.pruned_last_day.map((p) => [`${p.table_name}/${p.reason}`, p.count]));
@@ -211,15 +216,26 @@ async function loadStatus() {
   }
 }
 
+// Another agent's view: the hits shown (and the query typed) were the last agent's.
+function clearSearch() {
+  state.searches += 1;  // an answer still on its way is for the agent left
+  $("#search-results").tBodies[0].replaceChildren();
+  $("#search-results").hidden = true;
+  $("#search-query").value = "";
+  say("");
+}
+
 async function search(event) {
   event.preventDefault();
   if (!state.agent) return;
   const results = $("#search-results");
   const body = results.tBodies[0];
+  const asked = ++state.searches;
   try {
     const hits = await api("/ethos/recall", {
       agent: state.agent, query: $("#search-query").value, k: 10, record: $("#search-record").checked,
     });
+    if (asked !== state.searches) return;
     body.replaceChildren();
     for (const h of hits) {
       const row = body.insertRow();

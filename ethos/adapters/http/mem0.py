@@ -143,12 +143,15 @@ def mem0_routes(app: FastAPI) -> None:
     async def get(memory_id: str, engine: EngineDep) -> dict[str, Any]:
         """One memory. A GET changes nothing, so reading it is no retrieval: a page of
         any site can make a browser send one (use search, or /ethos/feedback useful). A
-        forgotten one is a 404, as mem0 answers for a deleted memory; its history and
-        ethos's own paths (/ethos/memories?pruned=true, explain) still show it."""
+        forgotten one is a 404, as mem0 answers for a deleted memory, and so is one past
+        its expiry that the next sweep forgets (search and the listing leave it out);
+        its history and explain still show it."""
         memory = await engine.memory(memory_id)
-        if memory.account.pruned:
-            found = str(memory.account.id)
+        account, found = memory.account, str(memory.account.id)
+        if account.pruned:
             raise NotFoundError(f"no memory with id {found}: forgotten", [found])
+        if account.expires_at is not None and account.expires_at <= account.now:
+            raise NotFoundError(f"no memory with id {found}: expired", [found])
         return mem0_item(memory)
 
     async def update(memory_id: str, body: MemoryUpdate, engine: EngineDep) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from ethos.adapters.http.access import may_write
 from ethos.adapters.http.answers import EngineDep, Writes, route
 from ethos.adapters.http.shapes import Feedback, Ids, Kind, Move, Recall
 from ethos.domain.lifetimes import policy_curves
+from ethos.domain.spans import relative
 from ethos.domain.tables import MEMORY_TABLES
 from ethos.services.engine import MAX_LIST
 from ethos.settings import Settings
@@ -93,7 +94,10 @@ def ethos_routes(app: FastAPI, settings: Settings) -> None:
         return {
             **state.as_dict(),
             "now": now,
-            "recent_sweeps": (await engine.stats()).recent_sweeps,
+            "recent_sweeps": [
+                {**sweep, "started": relative(sweep["started_at"], now)}
+                for sweep in (await engine.stats()).recent_sweeps
+            ],
             "pruned_last_day": [
                 count.as_dict()
                 for count in await engine.pruned_by_reason(since=now - timedelta(days=1))

@@ -189,12 +189,13 @@ class MemoryStore(StoreCore):
         pruned: bool,
         limit: int,
         offset: int,
+        now: datetime,
         matching: Sequence[Mapping[str, Any]] | None = None,
     ) -> list[Row]:
         await self.check_table(spec)
         return await self._fetch(
             build_list_memories_query(spec, pruned=pruned), agent=agent, limit=limit,
-            offset=offset, matching=terms(matching),
+            offset=offset, now=now, matching=terms(matching),
         )  # fmt: skip
 
     async def count_memories(
@@ -203,12 +204,13 @@ class MemoryStore(StoreCore):
         agent: str | None,
         *,
         pruned: bool,
+        now: datetime,
         matching: Sequence[Mapping[str, Any]] | None,
     ) -> int:
         """How many memories list_memories holds in all, over its pages."""
         await self.check_table(spec)
         count: int = await self._fetchval(
-            build_count_memories_query(spec, pruned=pruned), agent=agent,
+            build_count_memories_query(spec, pruned=pruned), agent=agent, now=now,
             matching=terms(matching),
         )  # fmt: skip
         return count
@@ -226,10 +228,11 @@ class MemoryStore(StoreCore):
     async def pruned_by_reason(self, agent: str | None, since: datetime | None) -> list[Row]:
         return await self._fetch(PRUNED_BY_REASON, agent=agent, since=since)
 
-    async def rare_words(self, agent: str, tsv: str, n: int = 5) -> list[str]:
-        """The lexemes of `tsv` that count most in its automatic importance, now."""
-        rows = await self._fetch(RARE_WORDS, agent=agent, tsv=tsv, n=n)
-        return [row["lexeme"] for row in rows]
+    async def rare_words(self, agent: str, tsv: str, content: str, n: int = 5) -> list[str]:
+        """The lexemes of `tsv` that count most in its automatic importance, now, each as
+        `content` writes it."""
+        rows = await self._fetch(RARE_WORDS, agent=agent, tsv=tsv, content=content, n=n)
+        return [row["word"] for row in rows]
 
     async def importance_tier(self, importance: float) -> str:
         """The policy `importance` picks, as the write path picks a new memory's."""

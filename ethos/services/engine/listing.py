@@ -97,6 +97,7 @@ class MemoryView:
     def as_dict(self) -> dict[str, Any]:
         return {
             **self.account.as_dict(),
+            "readable": self.account.readable(),
             "forecast": list(self.forecast),
             "content": self.content,
             "metadata": self.metadata,
@@ -174,8 +175,9 @@ class ListingEngine(EngineCore):
         found: list[tuple[TableSpec, Row]] = []
         for spec in specs(tables):
             rows = await self.store.list_memories(
-                spec, agent, pruned=pruned, limit=limit + offset, offset=0, matching=matching
-            )
+                spec, agent, pruned=pruned, limit=limit + offset, offset=0, now=at,
+                matching=matching,
+            )  # fmt: skip
             found += [(spec, row) for row in rows]
         order = "pruned_at" if pruned else "created_at"
         found.sort(key=lambda pair: (pair[1][order], pair[1]["id"]), reverse=True)
@@ -195,8 +197,9 @@ class ListingEngine(EngineCore):
     ) -> int:
         """How many memories `memories` lists with these arguments, over all its pages."""
         named_agent(agent)
+        at = await self._moment(None)
         counts = [
-            await self.store.count_memories(spec, agent, pruned=pruned, matching=matching)
+            await self.store.count_memories(spec, agent, pruned=pruned, now=at, matching=matching)
             for spec in specs(tables)
         ]
         return sum(counts)

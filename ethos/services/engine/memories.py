@@ -426,7 +426,7 @@ class MemoryEngine(RetrievalEngine):
         if row["auto_importance"] is None:
             return account
         # which of its words made it (as they stand)
-        words = await self.store.rare_words(row["agent_id"], row["content_tsv"])
+        words = await self.store.rare_words(row["agent_id"], row["content_tsv"], row["content"])
         told = "automatic: " + ", ".join(
             "a number " + repr(w) if w[0].isdigit() else repr(w) for w in words
         )

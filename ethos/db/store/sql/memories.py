@@ -173,11 +173,12 @@ def build_raise_repeat_query(spec: TableSpec) -> Query:
 @cache
 def build_list_memories_query(spec: TableSpec, *, pruned: bool) -> Query:
     """Memories of %(agent)s (every agent's when NULL) holding the mem0 owners and the
-    metadata of one of %(matching)s (any when NULL), live ones newest first, pruned ones
+    metadata of one of %(matching)s (any when NULL), live ones newest first (not those
+    expired by %(now)s: search leaves them out, the next sweep prunes them), pruned ones
     most recently pruned first: %(limit)s after %(offset)s."""
     order = "pruned_at DESC" if pruned else "created_at DESC"
     return sql(f"""
-    SELECT * FROM {spec.name} AS m WHERE {_listed(pruned)}
+    SELECT * FROM {spec.name} AS m WHERE {_listed(spec, pruned)}
     ORDER BY {order}, id DESC
     LIMIT %(limit)s OFFSET %(offset)s
     """)
@@ -186,11 +187,13 @@ def build_list_memories_query(spec: TableSpec, *, pruned: bool) -> Query:
 @cache
 def build_count_memories_query(spec: TableSpec, *, pruned: bool) -> Query:
     """How many memories the listing of %(agent)s and %(matching)s holds in all."""
-    return sql(f"SELECT count(*) FROM {spec.name} AS m WHERE {_listed(pruned)}")
+    return sql(f"SELECT count(*) FROM {spec.name} AS m WHERE {_listed(spec, pruned)}")
 
 
-def _listed(pruned: bool) -> str:
+def _listed(spec: TableSpec, pruned: bool) -> str:
     live = "pruned" if pruned else "NOT pruned"
+    if spec.has_expiry and not pruned:
+        live += f" AND {UNEXPIRED}"
     return f"(%(agent)s::text IS NULL OR agent_id = %(agent)s) AND {live} AND {held()}"
 
 

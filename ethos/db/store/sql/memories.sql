@@ -36,8 +36,13 @@ WHERE pruned AND (%(agent)s::text IS NULL OR agent_id = %(agent)s)
 GROUP BY table_name, prune_reason ORDER BY table_name, prune_reason;
 
 -- name: rare_words
--- The words that count most in a text's automatic importance (ethos_informative_words).
-SELECT w.lexeme
+-- The words that count most in a text's automatic importance (ethos_informative_words),
+-- each as %(content)s first writes it (a lexeme is a stem: 'alic' is "Alice"), or as the
+-- lexeme where no word of it makes that lexeme now.
+SELECT coalesce((SELECT d.token
+                 FROM ts_debug(ethos_text_config(), %(content)s) WITH ORDINALITY AS d
+                 WHERE w.lexeme = ANY (d.lexemes)
+                 ORDER BY d.ordinality LIMIT 1), w.lexeme) AS word
 FROM (SELECT coalesce((SELECT docs FROM agent_text_stats WHERE agent_id = %(agent)s), 0)
              AS docs) AS n
 CROSS JOIN unnest(tsvector_to_array(%(tsv)s::tsvector)) AS w (lexeme)
