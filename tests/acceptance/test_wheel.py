@@ -19,6 +19,9 @@ from mcp.client.stdio import StdioServerParameters
 
 ROOT = Path(__file__).resolve().parents[2]
 EXTRAS = "mcp,langgraph,metrics,plot,server"
+# Building and installing take most of pyproject.toml's 120 s on two busy cores (the
+# module's fixture counts in its one test's time): a slow disk, not a hang.
+pytestmark = pytest.mark.timeout(300)
 
 
 def run(*args: str | Path, env: dict[str, str] | None = None, cwd: Path | None = None) -> str:
