@@ -66,6 +66,24 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(skip)
 
 
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """`-n 2` (pytest-xdist's `--dist load`): every test sent to the next free worker as
+    before, but tests/citus all to one, sent first: its cluster templates are made once
+    a session (tests/citus/conftest.py), and its minutes start while the rest spreads
+    around them. (`--dist loadgroup` would do it, but pytest 9 no longer reads the
+    group from a test's id.)"""
+    if config.getvalue("dist") != "load":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class CitusTogether(LoadScopeScheduling):
+        # (largest scope first: LoadScopeScheduling's default order)
+        def _split_scope(self, nodeid: str) -> str:
+            return "tests/citus" if nodeid.startswith("tests/citus/") else nodeid
+
+    return CitusTogether(config, log)
+
+
 @pytest.fixture(scope="session")
 def admin_uri(request: pytest.FixtureRequest) -> str:
     """The server the tests make their databases on: the embedded one, or the server

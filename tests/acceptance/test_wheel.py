@@ -19,6 +19,9 @@ from mcp.client.stdio import StdioServerParameters
 
 ROOT = Path(__file__).resolve().parents[2]
 EXTRAS = "mcp,langgraph,metrics,plot,server"
+# Building and installing take most of pyproject.toml's 120 s on two busy cores (the
+# module's fixture counts in its one test's time): a slow disk, not a hang.
+pytestmark = pytest.mark.timeout(300)
 
 
 def run(*args: str | Path, env: dict[str, str] | None = None, cwd: Path | None = None) -> str:
@@ -45,9 +48,14 @@ def installed() -> Iterator[Path]:
             shutil.copy2(ROOT / name, source / name, follow_symlinks=False)
         run(sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", root / "dist", source)
         [wheel] = (root / "dist").glob("ethos-*.whl")
-        run(sys.executable, "-m", "venv", root / "venv")
+        # This pip installs into the new environment (ensurepip's own copy costs seconds),
+        # no .pyc compiled ahead for the hundreds of modules of the extras' dependencies.
+        run(sys.executable, "-m", "venv", "--without-pip", root / "venv")
         bin_dir = root / "venv" / "bin"
-        run(bin_dir / "pip", "install", "-q", f"ethos[{EXTRAS}] @ {wheel.as_uri()}")
+        run(
+            sys.executable, "-m", "pip", "--python", bin_dir / "python", "install", "-q",
+            "--no-compile", f"ethos[{EXTRAS}] @ {wheel.as_uri()}",
+        )  # fmt: skip
         yield bin_dir
     finally:
         shutil.rmtree(root, ignore_errors=True)

@@ -9,6 +9,7 @@ import itertools
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TypeVar
@@ -57,11 +58,13 @@ async def cluster_nodes(url: str) -> list[tuple[str, int]]:
 async def _on_every_node(
     url: str, nodes: list[tuple[str, int]], statement: str, database: str = "postgres"
 ) -> None:
-    """Run `statement` in `database` of each node. A database in use (a maintenance
-    daemon restarting may look into the template a CREATE DATABASE copies) is waited
-    for, up to 5 s."""
+    """Run `statement` in `database` of each node, the nodes at once (a CREATE or DROP
+    DATABASE waits on each node's disk). A database in use (a maintenance daemon
+    restarting may look into the template a CREATE DATABASE copies) is waited for, up to
+    5 s."""
     user = urlsplit(url).username or "postgres"
-    for host, port in nodes:
+
+    async def on(host: str, port: int) -> None:
         conn = await asyncpg.connect(host=host, port=port, user=user, database=database)
         try:
             for attempt in range(50):
@@ -74,6 +77,8 @@ async def _on_every_node(
                     await asyncio.sleep(0.1)
         finally:
             await conn.close()
+
+    await asyncio.gather(*(on(host, port) for host, port in nodes))
 
 
 async def create_cluster_database(url: str, name: str) -> str:
@@ -117,20 +122,6 @@ async def copy_cluster_database(url: str, template: str, name: str) -> str:
 async def drop_cluster_database(url: str, name: str) -> None:
     dropped = f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'
     await _on_every_node(url, await cluster_nodes(url), dropped)
-
-
-_counter = itertools.count()
-
-
-@asynccontextmanager
-async def fresh_database(url: str, prefix: str) -> AsyncIterator[str]:
-    """A database of its own on every node of the cluster at `url`, dropped after."""
-    name = f"{prefix}_{os.getpid()}_{next(_counter)}"
-    made = await create_cluster_database(url, name)
-    try:
-        yield made
-    finally:
-        await drop_cluster_database(url, name)
 
 
 async def distribute(url: str) -> None:
@@ -209,17 +200,84 @@ async def made_at_once(url: str) -> None:
 async def side_by_side(
     single: str, distributed: str, work: Callable[[Engine, str], Awaitable[T]]
 ) -> list[T]:
-    """The same memories (add_memories, all made at MADE) in a database left on one
-    server and in one then distributed in place; `work` on an engine of each, in that
-    order: what each gave."""
+    """`work` on an engine of each database, in that order: the same memories (copies of
+    AT_ONCE and AT_ONCE_DISTRIBUTED) left on one server and distributed in place. What
+    each gave."""
     done = []
     for url in (single, distributed):
         settings = Settings(database=DatabaseSettings(url=url))
-        await migrate(settings, url)
-        await add_memories(url)
-        await made_at_once(url)
-        if url == distributed:
-            await distribute(url)
         async with Engine(settings, url=url, check_settings=False) as engine:
             done.append(await work(engine, url))
     return done
+
+
+@dataclass(frozen=True)
+class Template:
+    """A cluster database the tests copy (CREATE DATABASE … TEMPLATE on every node, a
+    second where migrating and distributing take half a minute or more): a copy of
+    `source` (a new cluster database if None) that `build` made what `name` says."""
+
+    name: str
+    source: Template | None
+    build: Callable[[str], Awaitable[None]]
+
+
+async def migrated(url: str) -> None:
+    await migrate(Settings(database=DatabaseSettings(url=url)), url)
+
+
+async def nothing(url: str) -> None:
+    """Both extensions and the workers joined are all a bare database holds."""
+
+
+BARE = Template("bare", None, nothing)
+MIGRATED = Template("migrated", BARE, migrated)  # its tables the coordinator's own
+DISTRIBUTED = Template("distributed", MIGRATED, distribute)
+MEMORIES = Template("memories", MIGRATED, add_memories)  # on one server
+MEMORIES_DISTRIBUTED = Template("memories_distributed", MEMORIES, distribute)  # in place
+AT_ONCE = Template("at_once", MEMORIES, made_at_once)
+AT_ONCE_DISTRIBUTED = Template("at_once_distributed", AT_ONCE, distribute)
+
+
+Copy = Callable[[Template], Awaitable[str]]  # the cluster_copy fixture
+
+
+class Templates:
+    """The templates of one test session (one pytest-xdist worker: `suffix`), each made
+    the first time a test asks for a copy of it, all dropped at close()."""
+
+    def __init__(self, url: str, suffix: str) -> None:
+        self.url, self.suffix = url, suffix
+        self._made: dict[Template, str] = {}
+        self._names: list[str] = []  # made, to drop (one whose build failed too)
+        self._copies = itertools.count()
+
+    async def _template(self, template: Template) -> str:
+        if template not in self._made:
+            name = f"citus_template_{template.name}_{self.suffix}"
+            await drop_cluster_database(self.url, name)  # left by a session cut short
+            if template.source is None:
+                made = await create_cluster_database(self.url, name)
+            else:
+                source = await self._template(template.source)
+                made = await copy_cluster_database(self.url, source, name)
+            self._names.append(name)
+            await template.build(made)
+            await freeze_cluster_database(self.url, name)
+            self._made[template] = name
+        return self._made[template]
+
+    @asynccontextmanager
+    async def copy(self, template: Template) -> AsyncIterator[str]:
+        """A database of its own on every node, a copy of `template`, dropped after: its
+        URL."""
+        name = f"citus_{template.name}_{os.getpid()}_{next(self._copies)}"
+        made = await copy_cluster_database(self.url, await self._template(template), name)
+        try:
+            yield made
+        finally:
+            await drop_cluster_database(self.url, name)
+
+    async def close(self) -> None:
+        for name in reversed(self._names):
+            await drop_cluster_database(self.url, name)

@@ -9,18 +9,12 @@ from pathlib import Path
 
 import asyncpg
 
-from ethos.services.engine import migrate
-from ethos.settings import DatabaseSettings, Settings
 from tests.acceptance.daemons import DaemonProcess, wait_for
-from tests.citus.cluster import add_memories, distribute
+from tests.citus.cluster import MEMORIES_DISTRIBUTED, Copy
 
 
-async def test_the_daemon_runs_its_cycle_on_the_cluster(
-    citus_database: str, tmp_path: Path
-) -> None:
-    await migrate(Settings(database=DatabaseSettings(url=citus_database)), citus_database)
-    await add_memories(citus_database)
-    await distribute(citus_database)
+async def test_the_daemon_runs_its_cycle_on_the_cluster(cluster_copy: Copy, tmp_path: Path) -> None:
+    citus_database = await cluster_copy(MEMORIES_DISTRIBUTED)
     conn = await asyncpg.connect(citus_database)
     try:
         await conn.execute("""INSERT INTO semantic_facts (agent_id, content)

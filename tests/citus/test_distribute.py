@@ -13,9 +13,9 @@ import pytest
 
 from ethos.db.store import core
 from ethos.db.store.sql.cluster import DISTRIBUTED, REFERENCE
-from ethos.services.engine import Engine, migrate
+from ethos.services.engine import Engine
 from ethos.settings import DatabaseSettings, Settings
-from tests.citus.cluster import TABLES, add_memories
+from tests.citus.cluster import MEMORIES, MIGRATED, TABLES, Copy
 from tests.conftest import Cli
 
 
@@ -27,9 +27,8 @@ def test_distribute_needs_a_citus_coordinator(cli: Cli, database_url: str) -> No
     ]
 
 
-async def test_distribute_in_place_converges(cli: Cli, citus_database: str) -> None:
-    await migrate(Settings(database=DatabaseSettings(url=citus_database)), citus_database)
-    await add_memories(citus_database)
+async def test_distribute_in_place_converges(cli: Cli, cluster_copy: Copy) -> None:
+    citus_database = await cluster_copy(MEMORIES)
     env = {"ETHOS_DATABASE__URL": citus_database}
     first = cli("distribute", "--json", env=env, timeout=300)
     assert first.returncode == 0, first.stderr
@@ -76,7 +75,7 @@ async def test_distribute_in_place_converges(cli: Cli, citus_database: str) -> N
 
 
 async def test_an_engine_open_before_distribute_routes_after_it(
-    cli: Cli, citus_database: str, monkeypatch: pytest.MonkeyPatch
+    cli: Cli, cluster_copy: Copy, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """An engine read once whether the tables were distributed: one opened before
     `ethos distribute` kept writing statements for one server, and Citus refused its LTP
@@ -85,8 +84,8 @@ async def test_an_engine_open_before_distribute_routes_after_it(
     again is retried, routed."""
     # (no reading again on its own before the flush: the refused flush must see it)
     monkeypatch.setattr(core, "DISTRIBUTION_RECHECK_SECONDS", 3600.0, raising=False)
+    citus_database = await cluster_copy(MIGRATED)
     settings = Settings(database=DatabaseSettings(url=citus_database))
-    await migrate(settings, citus_database)
     async with Engine(settings) as engine:
         memory = await engine.add("fact", agent_id="alice", content="alice keeps owls")
         assert not await engine.store.distributed()

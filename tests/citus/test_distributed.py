@@ -23,10 +23,10 @@ from ethos.db.store.core import SHARD_GROUPS, shard_names
 from ethos.db.store.sessions import init_connection
 from ethos.db.store.sql.ltp import build_agents_query, build_enqueue_query
 from ethos.domain.tables import table_spec
-from ethos.services.engine import Engine, migrate
+from ethos.services.engine import Engine
 from ethos.services.recovery import Selector
 from ethos.settings import DatabaseSettings, Settings
-from tests.citus.cluster import TABLES, distribute
+from tests.citus.cluster import MIGRATED, TABLES, Copy, Template, distribute
 
 AGENTS = ("alice", "bob")
 DIMENSION = 384
@@ -36,13 +36,10 @@ def direction(i: int) -> list[float]:
     return [1.0 + i] + [0.5] * (DIMENSION - 1)
 
 
-@pytest.fixture
-async def distributed(citus_database: str) -> AsyncIterator[Engine]:
-    """Three episodes and three vectors an agent, written before the tables were
-    distributed; an engine on the distributed database."""
-    settings = Settings(database=DatabaseSettings(url=citus_database))
-    await migrate(settings, citus_database)
-    async with Engine(settings, url=citus_database, check_settings=False) as engine:
+async def written(url: str) -> None:
+    """Three episodes and three vectors an agent."""
+    settings = Settings(database=DatabaseSettings(url=url))
+    async with Engine(settings, url=url, check_settings=False) as engine:
         for agent in AGENTS:
             for i in range(3):
                 await engine.add(
@@ -52,8 +49,19 @@ async def distributed(citus_database: str) -> AsyncIterator[Engine]:
                     "memory_vectors", agent_id=agent, content=f"{agent} note {i}",
                     embedding=direction(i),
                 )  # fmt: skip
-    await distribute(citus_database)
-    async with Engine(settings, url=citus_database, check_settings=False) as engine:
+
+
+WRITTEN = Template("written", MIGRATED, written)
+# the memories written before the tables were distributed
+WRITTEN_DISTRIBUTED = Template("written_distributed", WRITTEN, distribute)
+
+
+@pytest.fixture
+async def distributed(cluster_copy: Copy) -> AsyncIterator[Engine]:
+    """An engine on a copy of WRITTEN_DISTRIBUTED."""
+    url = await cluster_copy(WRITTEN_DISTRIBUTED)
+    settings = Settings(database=DatabaseSettings(url=url))
+    async with Engine(settings, url=url, check_settings=False) as engine:
         yield engine
 
 

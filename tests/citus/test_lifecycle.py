@@ -17,7 +17,16 @@ import asyncpg
 
 from ethos.services.engine import Engine
 from ethos.services.recovery import Selector
-from tests.citus.cluster import DIMENSION, MADE, TABLES, direction, side_by_side
+from tests.citus.cluster import (
+    AT_ONCE,
+    AT_ONCE_DISTRIBUTED,
+    DIMENSION,
+    MADE,
+    TABLES,
+    Copy,
+    direction,
+    side_by_side,
+)
 from tests.citus.test_ltp import day, ids_by_content
 from tests.citus.test_sweep import state
 
@@ -47,9 +56,8 @@ async def lifecycle(engine: Engine, url: str) -> list[Any]:
     return done
 
 
-async def test_the_lifecycle_writes_what_it_writes_on_one_server(
-    single: str, citus_database: str
-) -> None:
+async def test_the_lifecycle_writes_what_it_writes_on_one_server(cluster_copy: Copy) -> None:
+    single, citus_database = await cluster_copy(AT_ONCE), await cluster_copy(AT_ONCE_DISTRIBUTED)
     reports = await side_by_side(single, citus_database, lifecycle)
     assert reports[0] == reports[1]
     forgot, recovered, by_reason, purged, erased = reports[1]
@@ -105,10 +113,11 @@ async def merge_near(engine: Engine, url: str) -> list[Any]:
     return [exact.counts, near.counts]
 
 
-async def test_duplicates_merge_as_on_one_server(single: str, citus_database: str) -> None:
+async def test_duplicates_merge_as_on_one_server(cluster_copy: Copy) -> None:
     """On the cluster each shard group is searched for near duplicates on its node
     (Citus refused the search's lateral join on the distributed table), and each agent's
     groups merge there (it refused the merge's lock of rows across shards)."""
+    single, citus_database = await cluster_copy(AT_ONCE), await cluster_copy(AT_ONCE_DISTRIBUTED)
     merged = await side_by_side(single, citus_database, merge_near)
     assert merged[0] == merged[1]
     exact, near = merged[1]

@@ -23,16 +23,18 @@ from typing import Any
 import asyncpg
 
 from ethos.domain.tables import table_spec
-from ethos.services.engine import Engine, migrate
+from ethos.services.engine import Engine
 from ethos.services.ltp_flush import Events, apply_retrievals
 from ethos.settings import DatabaseSettings, Settings
 from tests.citus.cluster import (
     AGENTS,
+    AT_ONCE,
+    AT_ONCE_DISTRIBUTED,
     MADE,
+    MEMORIES_DISTRIBUTED,
     TABLES,
-    add_memories,
+    Copy,
     direction,
-    distribute,
     side_by_side,
     with_database,
 )
@@ -111,7 +113,8 @@ async def state(url: str) -> dict[str, Any]:
         await conn.close()
 
 
-async def test_ltp_writes_what_it_writes_on_one_server(single: str, citus_database: str) -> None:
+async def test_ltp_writes_what_it_writes_on_one_server(cluster_copy: Copy) -> None:
+    single, citus_database = await cluster_copy(AT_ONCE), await cluster_copy(AT_ONCE_DISTRIBUTED)
     counts = await side_by_side(single, citus_database, retrieve)
     assert counts[0] == counts[1]  # what the searches found too, scores and all
     assert all(counts[1]["found"])
@@ -126,11 +129,9 @@ async def test_ltp_writes_what_it_writes_on_one_server(single: str, citus_databa
     assert facts["carol", "carol keeps owls"]["wrong_count"] == 1
 
 
-async def test_a_retried_flush_is_applied_once_on_the_cluster(citus_database: str) -> None:
+async def test_a_retried_flush_is_applied_once_on_the_cluster(cluster_copy: Copy) -> None:
+    citus_database = await cluster_copy(MEMORIES_DISTRIBUTED)
     settings = Settings(database=DatabaseSettings(url=citus_database))
-    await migrate(settings, citus_database)
-    await add_memories(citus_database)
-    await distribute(citus_database)
     conn = await asyncpg.connect(citus_database)
     try:
         episodes = await ids_by_content(conn, "episodic_traces")
@@ -164,14 +165,12 @@ HINT_NODES = """SELECT h.made::text::bigint AS made, s.nodename AS host, s.nodep
                 WHERE h.at = $1"""
 
 
-async def test_a_flush_hints_in_the_ids_of_the_node_that_keeps_them(citus_database: str) -> None:
+async def test_a_flush_hints_in_the_ids_of_the_node_that_keeps_them(cluster_copy: Copy) -> None:
     """Migration 0051: a column default was computed on the coordinator, whose
     transaction ids mean nothing on a worker, and a worker's full sweep dropped the hints
     of the rows retrieved while it ran (test_due_sweeps on the cluster: 57 rows unhinted)."""
+    citus_database = await cluster_copy(MEMORIES_DISTRIBUTED)
     settings = Settings(database=DatabaseSettings(url=citus_database))
-    await migrate(settings, citus_database)
-    await add_memories(citus_database)
-    await distribute(citus_database)
     conn = await asyncpg.connect(citus_database)
     nodes = {
         (r["nodename"], r["nodeport"]): await asyncpg.connect(

@@ -10,21 +10,22 @@ from datetime import UTC, datetime, timedelta
 
 import asyncpg
 
-from ethos.services.engine import Engine, migrate
+from ethos.services.engine import Engine
 from ethos.services.recovery import Selector
 from ethos.settings import DatabaseSettings, Settings
+from tests.citus.cluster import MIGRATED, Copy
 
 T0 = datetime(2026, 6, 1, tzinfo=UTC)
 
 
-async def test_the_commands_run_on_postgresql_15(citus_database: str) -> None:
+async def test_the_commands_run_on_postgresql_15(cluster_copy: Copy) -> None:
+    citus_database = await cluster_copy(MIGRATED)  # (`ethos migrate` made the template on 15)
     conn = await asyncpg.connect(citus_database)
     try:
         assert (await conn.fetchval("SHOW server_version_num")).startswith("15")
     finally:
         await conn.close()
     settings = Settings(database=DatabaseSettings(url=citus_database))
-    await migrate(settings, citus_database)
     async with Engine(settings, url=citus_database, check_settings=False) as engine:
         kept = await engine.add(
             "semantic_facts", agent_id="ann", content="ann's birthday is in May",

@@ -12,20 +12,19 @@ from collections.abc import AsyncIterator
 import asyncpg
 import pytest
 
-from ethos.services.engine import Engine, migrate
+from ethos.services.engine import Engine
 from ethos.settings import DatabaseSettings, LtpSettings, Settings
-from tests.citus.cluster import distribute
+from tests.citus.cluster import DISTRIBUTED, Copy
 
 
 @pytest.fixture
-async def roles(citus_database: str) -> AsyncIterator[dict[str, str]]:
+async def roles(cluster_copy: Copy) -> AsyncIterator[dict[str, str]]:
     """A distributed database with three episodes of alice's and of bob's, an app role
-    and an agent role that speaks for alice: their URLs, and the episodes' ids."""
+    and an agent role that speaks for alice: their URLs and the owner's."""
     name = f"queue_{os.getpid()}"
     app, agent = f"{name}_app", f"{name}_alice"
+    citus_database = await cluster_copy(DISTRIBUTED)
     settings = Settings(database=DatabaseSettings(url=citus_database))
-    await migrate(settings, citus_database)
-    await distribute(citus_database)
     async with Engine(settings, url=citus_database, check_settings=False) as owner:
         for who in ("alice", "bob"):
             for i in range(3):
@@ -33,7 +32,7 @@ async def roles(citus_database: str) -> AsyncIterator[dict[str, str]]:
         await owner.make_roles(app, f"{name}_eraser", [(agent, "alice")])
     as_role = citus_database.replace("postgresql://postgres", "postgresql://{}", 1)
     try:
-        yield {"app": as_role.format(app), "alice": as_role.format(agent)}
+        yield {"owner": citus_database, "app": as_role.format(app), "alice": as_role.format(agent)}
     finally:
         conn = await asyncpg.connect(citus_database)
         try:
@@ -45,9 +44,9 @@ async def roles(citus_database: str) -> AsyncIterator[dict[str, str]]:
 
 
 async def test_roles_queue_events_of_their_own_memories_on_the_cluster(
-    citus_database: str, roles: dict[str, str]
+    roles: dict[str, str],
 ) -> None:
-    owner = await asyncpg.connect(citus_database)
+    owner = await asyncpg.connect(roles["owner"])
     try:
         ids = {
             who: [r["id"] for r in await owner.fetch(

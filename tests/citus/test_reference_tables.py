@@ -9,13 +9,13 @@ from __future__ import annotations
 import asyncpg
 
 from ethos.db.store.sql.cluster import REFERENCE
-from ethos.services.engine import Engine, migrate
+from ethos.services.engine import Engine
 from ethos.settings import DatabaseSettings, PolicySettings, Settings
+from tests.citus.cluster import MIGRATED, Copy
 
 
-async def test_settings_and_assignments_write_to_reference_tables(citus_database: str) -> None:
-    settings = Settings(database=DatabaseSettings(url=citus_database))
-    await migrate(settings, citus_database)
+async def test_settings_and_assignments_write_to_reference_tables(cluster_copy: Copy) -> None:
+    citus_database = await cluster_copy(MIGRATED)
     conn = await asyncpg.connect(citus_database)
     try:
         for table in REFERENCE:

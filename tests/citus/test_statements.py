@@ -7,13 +7,11 @@ from __future__ import annotations
 import asyncpg
 
 from ethos.db.store.sql.cluster import NEEDS_CITUS
-from ethos.services.engine import migrate
-from ethos.settings import DatabaseSettings, Settings
+from tests.citus.cluster import MIGRATED, Copy
 
 
-async def test_the_coordinators_statements_parse_and_plan(citus_database: str) -> None:
-    await migrate(Settings(database=DatabaseSettings(url=citus_database)), citus_database)
-    conn = await asyncpg.connect(citus_database)
+async def test_the_coordinators_statements_parse_and_plan(cluster_copy: Copy) -> None:
+    conn = await asyncpg.connect(await cluster_copy(MIGRATED))
     try:
         for query in NEEDS_CITUS:
             await conn.prepare(query.text)

@@ -16,10 +16,10 @@ from typing import Any
 
 import asyncpg
 
-from ethos.services.engine import Engine, migrate
+from ethos.services.engine import Engine
 from ethos.services.sweep import Mode
 from ethos.settings import DatabaseSettings, DecaySettings, Settings
-from tests.citus.cluster import MADE, TABLES, add_memories, distribute, made_at_once
+from tests.citus.cluster import AT_ONCE, AT_ONCE_DISTRIBUTED, DISTRIBUTED, MADE, TABLES, Copy
 from tests.integration.test_http_bounds import AGENT_SHARDS, tables_locked
 
 # (mode, days after the adds, the agent swept alone)
@@ -73,17 +73,14 @@ async def state(url: str) -> dict[str, Any]:
         await conn.close()
 
 
-async def test_sweeps_write_what_they_write_on_one_server(single: str, citus_database: str) -> None:
-    for url in (single, citus_database):
-        await migrate(Settings(database=DatabaseSettings(url=url)), url)
+async def test_sweeps_write_what_they_write_on_one_server(cluster_copy: Copy) -> None:
+    # distributed in place: its hints made again on the shards
+    single, citus_database = await cluster_copy(AT_ONCE), await cluster_copy(AT_ONCE_DISTRIBUTED)
     engines = []
     for url in (single, citus_database):
-        await add_memories(url)
-        await made_at_once(url)
         # small batches: a shard group takes several, as a large table does
         settings = Settings(database=DatabaseSettings(url=url), decay=DecaySettings(batch_size=7))
         engines.append(Engine(settings, url=url, check_settings=False))
-    await distribute(citus_database)  # in place: its hints are made again on the shards
     async with engines[0] as one, engines[1] as many:
         groups = await many.store.sweep_parts(None)
         assert len({part.node for part in groups}) == 2  # both workers sweep
@@ -108,12 +105,11 @@ async def test_sweeps_write_what_they_write_on_one_server(single: str, citus_dat
 
 
 async def test_a_due_sweep_visits_only_the_shard_groups_with_something_due(
-    citus_database: str,
+    cluster_copy: Copy,
 ) -> None:
     # Each visit of a shard group costs its round trips whatever it holds: a sweep every
     # hour over 30 days took 0.2 s a sweep on this cluster's 32 groups.
-    await migrate(Settings(database=DatabaseSettings(url=citus_database)), citus_database)
-    await distribute(citus_database)
+    citus_database = await cluster_copy(DISTRIBUTED)
     settings = Settings(database=DatabaseSettings(url=citus_database))
     async with Engine(settings, url=citus_database, check_settings=False) as engine:
         await engine.add("episode", agent_id="alice", content="tea at noon")

@@ -17,9 +17,7 @@ from typing import Any
 
 import asyncpg
 
-from ethos.services.engine import migrate
-from ethos.settings import DatabaseSettings, Settings
-from tests.citus.cluster import TABLES, add_memories, distribute
+from tests.citus.cluster import DISTRIBUTED, MIGRATED, TABLES, Copy, add_memories
 
 MEMORIES = """SELECT id, agent_id, content, policy, importance, auto_importance, auto_answer,
                      auto_particularity, content_key, content_tsv::text AS words, salience,
@@ -57,10 +55,8 @@ async def written(url: str) -> dict[str, Any]:
         await conn.close()
 
 
-async def test_adds_write_what_they_write_on_one_server(single: str, citus_database: str) -> None:
-    for url in (single, citus_database):
-        await migrate(Settings(database=DatabaseSettings(url=url)), url)
-    await distribute(citus_database)
+async def test_adds_write_what_they_write_on_one_server(cluster_copy: Copy) -> None:
+    single, citus_database = await cluster_copy(MIGRATED), await cluster_copy(DISTRIBUTED)
     for url in (single, citus_database):
         await add_memories(url)
     one, many = await written(single), await written(citus_database)
@@ -74,9 +70,8 @@ async def test_adds_write_what_they_write_on_one_server(single: str, citus_datab
     assert len(many["episodic_traces hints"]) == 2 * len(many["episodic_traces"])
 
 
-async def test_each_hint_lies_in_the_shard_of_its_rows(citus_database: str) -> None:
-    await migrate(Settings(database=DatabaseSettings(url=citus_database)), citus_database)
-    await distribute(citus_database)
+async def test_each_hint_lies_in_the_shard_of_its_rows(cluster_copy: Copy) -> None:
+    citus_database = await cluster_copy(DISTRIBUTED)
     await add_memories(citus_database)
     conn = await asyncpg.connect(citus_database)
     try:
@@ -102,12 +97,11 @@ async def test_each_hint_lies_in_the_shard_of_its_rows(citus_database: str) -> N
         await conn.close()
 
 
-async def test_a_bulk_load_into_one_shard_is_added(citus_database: str) -> None:
+async def test_a_bulk_load_into_one_shard_is_added(cluster_copy: Copy) -> None:
     """10,000 rows of one agent in one statement: on one server the write path analyzes
     the statistics after them; on a shard that ANALYZE was sent to every shard, and
     Citus refused the add ("a local execution has accessed a placement")."""
-    await migrate(Settings(database=DatabaseSettings(url=citus_database)), citus_database)
-    await distribute(citus_database)
+    citus_database = await cluster_copy(DISTRIBUTED)
     conn = await asyncpg.connect(citus_database)
     try:
         await conn.execute("""INSERT INTO episodic_traces (agent_id, content)
