@@ -29,8 +29,17 @@ from ethos.settings import DatabaseSettings, ImportanceSettings, Settings
 # A developer's own settings must never leak into a test.
 for _name in [n for n in os.environ if n.startswith("ETHOS_")]:
     del os.environ[_name]
-# Nor remember a test's data folder as the user's last (ethos.db.last_used_file).
+# Nor remember a test's data folder as the user's last (ethos.db.last_used_file); and each
+# test remembers its own, or one test's folder makes another's a "new, empty" one.
 os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="ethos-test-state-")
+
+
+@pytest.fixture(autouse=True)
+def _own_state_home(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
+
 
 # One per pytest-xdist worker: workers sharing a TEST_ADMIN_URL server make their own.
 TEMPLATE = "_".join(["ethos_template", *filter(None, [os.environ.get("PYTEST_XDIST_WORKER")])])
