@@ -64,6 +64,7 @@ AGENT_READS = ("decay_policies", "importance_tiers", "ethos_settings", "word_pri
 # counts for automatic importance (on by default), and another agent's words are its own;
 # so are its vectors' mean direction, which search centres the query on.
 AGENT_ROWS = (
+    "memory_embeddings",  # written by ethos_embed alone (the definer's)
     "memory_links",
     "agent_policies",
     "memory_revisions",

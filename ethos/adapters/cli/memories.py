@@ -23,8 +23,6 @@ async def cmd_add(args: argparse.Namespace, settings: Settings) -> int:
         "emotional_tone": args.emotional_tone,
         "confidence": args.confidence,
         "embedding": args.embedding,
-        "source_type": args.source_type,
-        "source_id": args.source_id,
         "created_at": args.created_at,
         "expires_at": args.expires_at,
         "pinned": args.pinned,
@@ -169,7 +167,7 @@ async def cmd_record_retrieval(args: argparse.Namespace, settings: Settings) -> 
     stats = engine.ltp.stats
     text = (
         f"{stats.applied} applied, {stats.skipped} skipped (unknown or pruned),"
-        f" {stats.reinforced} sources reinforced, {stats.dropped} dropped"
+        f" {stats.dropped} dropped"
     )
     emit(args, {"table": args.table, **stats.as_dict()}, text)
     return ltp_exit(stats.dropped)

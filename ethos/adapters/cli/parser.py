@@ -127,9 +127,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--salience", type=float)
     p.add_argument("--emotional-tone", type=float)
     p.add_argument("--confidence", type=float)
-    p.add_argument("--embedding", help="a JSON array of numbers")
-    p.add_argument("--source-type", type=_table)
-    p.add_argument("--source-id")
+    p.add_argument(
+        "--embedding", help="a JSON array of numbers (an episode's or fact's: its embedding)"
+    )
     p.add_argument("--created-at", type=_time("created-at"))
     _allow_future(p, "--created-at")
     p.add_argument("--expires-at", type=_time("expires-at"))

@@ -139,7 +139,7 @@ def mem0_hit(found: Hit) -> dict[str, Any]:
         **{key: ids.get(key) for key in IDS},
         "role": ids.get("role"),
         "ethos": {key: hit.get(key) for key in parts}
-        | {"source": hit.get("source"), "matched": found.matched},
+        | {"matched": found.matched},
     }
 
 

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from ethos.db.store.core import Row, StoreCore, Transaction, shared_id
 from ethos.db.store.query import embedding_binds, terms
-from ethos.db.store.sql.fragments import build_insert_source_vectors_query
+from ethos.db.store.sql.fragments import EMBED
 from ethos.db.store.sql.memories import (
     AGENT_COUNTS,
     AUTO_HALF,
@@ -81,12 +81,6 @@ class MemoryStore(StoreCore):
     ) -> tuple[uuid.UUID, Row | None]:
         spec = memory.table
         columns = memory.columns()
-        if memory.source is not None:
-            source, source_id = memory.source
-            # (of any agent: the write path refuses another agent's, in its words)
-            query = build_fetch_memory_query(source, by_agent=False)
-            if await tx.fetchval(query, id=source_id) is None:
-                raise NotFoundError(f"no {source.name} row with id {source_id}")
         if dedup_near is not None:
             existing = await tx.fetchval(
                 build_find_duplicate_query(spec),
@@ -104,12 +98,10 @@ class MemoryStore(StoreCore):
         assert row is not None  # an INSERT … VALUES returns its row
         new_id: uuid.UUID = row["id"]
         if embedded is not None:
-            await tx.fetch(
-                build_insert_source_vectors_query(spec),
-                agent=memory.agent_id,
-                ids=[new_id],
-                **embedding_binds([embedded]),
-            )
+            await tx.fetchval(
+                EMBED, table=spec.name, agent=memory.agent_id, ids=[new_id], fields=["$"],
+                cleared=None, **embedding_binds([embedded]),
+            )  # fmt: skip
         return new_id, row
 
     async def raise_repeat(self, memory: MemoryInput, memory_id: uuid.UUID) -> Row:
@@ -212,21 +204,29 @@ class MemoryStore(StoreCore):
         *,
         content: str | None,
         metadata: str | None,
-        embedding: str | None,
+        embedding: list[float] | None,
         now: datetime,
         expires_at: datetime | Literal["keep"] | None = "keep",
         agent: str | None = None,
     ) -> None:
         """A live memory's (of `agent`; where none is named, of the one agent that holds
         the id) text and metadata replaced (None: kept), and its expiry (None: none); one
-        line if it is pruned or unknown."""
+        line if it is pruned or unknown. `embedding`: the new text's (an episode's or
+        fact's takes the place of its embeddings)."""
         await self.check_table(spec)
         owner = await self.live_owner(spec, memory_id, agent)
-        found = owner is not None and await self._fetchval(
-            build_update_memory_query(spec), id=memory_id, agent=owner, content=content,
-            metadata=metadata, embedding=embedding, now=now,
-            expire=expires_at != "keep", expires_at=None if expires_at == "keep" else expires_at,
-        )  # fmt: skip
+        async with self._transaction() as tx:
+            found = owner is not None and await tx.fetchval(
+                build_update_memory_query(spec), id=memory_id, agent=owner, content=content,
+                metadata=metadata, embedding=embedding if spec.has_embedding else None, now=now,
+                expire=expires_at != "keep",
+                expires_at=None if expires_at == "keep" else expires_at,
+            )  # fmt: skip
+            if found and embedding is not None and not spec.has_embedding:
+                await tx.fetchval(
+                    EMBED, table=spec.name, agent=owner, ids=[memory_id], fields=["$"],
+                    cleared=[memory_id], **embedding_binds([embedding]),
+                )  # fmt: skip
         if not found:
             raise await self.missing(spec, memory_id, agent)
 

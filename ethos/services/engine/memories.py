@@ -16,6 +16,7 @@ from ethos.domain.inputs import (
     MemoryInput,
     at_most,
     content_text,
+    embedding,
     first_words,
     metadata_json,
     not_ahead,
@@ -184,7 +185,10 @@ class MemoryEngine(RetrievalEngine):
             metadata_json(fields["metadata"], self.settings.limits.metadata_bytes)
         content = content_text(content)  # before a provider is asked to embed it
         embedded = None
-        if self.embedder is not None:
+        if spec in SOURCE_TABLES and fields.get("embedding") is not None:
+            # an episode's or fact's embedding is no column of it (memory_embeddings)
+            embedded = embedding(fields.pop("embedding"), self.settings.embedding.dimension)
+        elif self.embedder is not None:
             if spec.has_embedding and fields.get("embedding") is None:
                 fields["embedding"] = await self._embed(content, spec, required=True)
             elif spec in SOURCE_TABLES:

@@ -3,8 +3,8 @@
 -- (A distributed table takes a trigger only with this set; elsewhere it is a no-op.)
 SET LOCAL citus.enable_unsafe_triggers = on;
 
-DROP TRIGGER episodic_traces_pruned ON episodic_traces;
-DROP TRIGGER semantic_facts_pruned ON semantic_facts;
+DROP TRIGGER IF EXISTS episodic_traces_pruned ON episodic_traces;
+DROP TRIGGER IF EXISTS semantic_facts_pruned ON semantic_facts;
 
 -- Memories pruned or recovered by a statement: their vectors follow them, in one UPDATE.
 -- A trigger with transition tables takes no column list, so this one runs after every
