@@ -201,7 +201,7 @@ FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS u(a, k, c, v)
 RETURNING m.id, m.agent_id, m.client_key, m.content
 """
 ETHOS_LOAD_VECTORS = """
-SELECT ethos_embed('semantic_facts', a, array_agg(i), array_agg('text'), array_agg(e::vector),
+SELECT ethos_embed('semantic_facts', a, array_agg(i), array_agg('text'::text), array_agg(e::vector),
                    NULL)
 FROM unnest($1::uuid[], $2::text[], $3::text[]) AS u(i, a, e)
 GROUP BY a
@@ -536,7 +536,7 @@ async def main(args: argparse.Namespace) -> None:
 # (ethos/db/store/sql/items.py build_put_items_query), under EXPLAIN ANALYZE.
 PROFILE_DB = "peer_ethos_profile"
 PUT_ITEMS = build_put_items_query(
-    one=True, puts=True, deletes=False, embeds=True, vectors=True, locks_first=False
+    one=True, puts=True, deletes=False, embeds=True, locks_first=False
 )
 
 
@@ -549,7 +549,7 @@ def put_binds(op: PutOp, vectors: Vectors, now: Any) -> list[Any]:
         {"agents": [agent], "keys": [op.key], "contents": [content],
          "given_policies": json.dumps({agent: {op.key: KEEP}}),
          "values": [json.dumps(op.value)], "expires_at": [None], "policies": [KEEP],
-         "embedded": [True], "vector_items": [1], "vector_contents": [content],
+         "embedded": [True], "vector_items": [1], "vector_fields": ["text"],
          **embedding_binds([vectors.of(content)]), "now": now}
     )  # fmt: skip
 

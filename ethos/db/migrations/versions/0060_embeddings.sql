@@ -310,7 +310,6 @@ CREATE OR REPLACE FUNCTION ethos_rows_removed() RETURNS trigger
 DECLARE
     memory_table text := TG_ARGV[0];
     r record;  -- the rows deleted: their agents, each once; their ids and agents
-    gone record;  -- their embeddings' agents and directions
 BEGIN
     SELECT array_agg(DISTINCT d.agent_id) AS agents, array_agg(d.id) AS ids,
            array_agg(d.agent_id) AS owners
@@ -331,17 +330,9 @@ BEGIN
         PERFORM ethos_vector_stats_add(array_agg(d.agent_id), array_agg(d.embedding), -1)
         FROM removed AS d;
     ELSE  -- (no key to cascade on: the embeddings name their source's table in a column)
-        WITH e AS (
-            DELETE FROM memory_embeddings AS e
-            USING unnest(r.ids, r.owners) AS d (id, agent)
-            WHERE e.agent_id = ANY (r.agents) AND e.agent_id = d.agent AND e.source_id = d.id
-            RETURNING e.agent_id, e.embedding
-        )
-        SELECT array_agg(e.agent_id) AS agents, array_agg(e.embedding) AS embeddings
-        INTO gone FROM e;
-        IF gone.agents IS NOT NULL THEN
-            PERFORM ethos_vector_stats_add(gone.agents, gone.embeddings, -1);
-        END IF;
+        DELETE FROM memory_embeddings AS e
+        USING unnest(r.ids, r.owners) AS d (id, agent)
+        WHERE e.agent_id = ANY (r.agents) AND e.agent_id = d.agent AND e.source_id = d.id;
     END IF;
     RETURN NULL;
 END
@@ -350,27 +341,14 @@ REVOKE ALL ON FUNCTION ethos_rows_removed() FROM PUBLIC;
 
 CREATE OR REPLACE FUNCTION ethos_embed(memory_table text, agent text, ids uuid[], fields text[],
                             embeddings vector[], cleared uuid[]) RETURNS integer
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO '$user', 'public', 'pg_temp'
+    LANGUAGE plpgsql
     SET plan_cache_mode TO 'force_generic_plan'
     AS $$
 #variable_conflict use_variable
 DECLARE
-    k float8 := (SELECT s.auto_importance_particularity FROM ethos_settings AS s);
     found uuid[];  -- the ids that are the agent's memories in memory_table
-    gone vector[];
-    written vector[];
-    firsts uuid[];  -- the memories given their first embedding here
-    ps float8[];  -- how particular each first embedding is
+    written integer;
 BEGIN
-    -- An agent role's embedding of another agent's memory: refused as a row policy
-    -- would, before anything is read (whether that agent holds the id is not for this
-    -- one to know).
-    IF NOT agent = ANY (ethos_role_agents(
-            coalesce(nullif(current_setting('role'), 'none'), session_user))) THEN
-        RAISE EXCEPTION 'new row violates row-level security policy for table "memory_embeddings"'
-            USING ERRCODE = 'insufficient_privilege';
-    END IF;
     IF memory_table = 'episodic_traces' THEN
         found := ARRAY(SELECT m.id FROM episodic_traces AS m
                        WHERE m.agent_id = agent AND m.id = ANY (ids));
@@ -381,68 +359,99 @@ BEGIN
         RAISE EXCEPTION 'no embeddings of %: only of episodic_traces or semantic_facts',
             memory_table USING ERRCODE = 'check_violation';
     END IF;
-    WITH d AS (
+    IF cleared IS NOT NULL THEN
         DELETE FROM memory_embeddings AS e
-        WHERE e.agent_id = agent AND e.source_id = ANY (cleared)
-        RETURNING e.embedding
-    )
-    SELECT array_agg(d.embedding) INTO gone FROM d;
-    IF gone IS NOT NULL THEN
-        PERFORM ethos_vector_stats_add(array_fill(agent, ARRAY[cardinality(gone)]), gone, -1);
+        WHERE e.agent_id = agent AND e.source_id = ANY (cleared);
     END IF;
-    IF k > 0 THEN
-        SELECT array_agg(f.id), array_agg(ethos_particularity(agent, f.embedding))
-        INTO firsts, ps
-        FROM (SELECT DISTINCT ON (u.id) u.id, u.embedding
-              FROM unnest(ids, fields, embeddings) AS u (id, field, embedding)
-              WHERE u.id = ANY (found) ORDER BY u.id, u.field) AS f;
-    END IF;
-    WITH i AS (
-        INSERT INTO memory_embeddings (agent_id, source_id, field, source_table, embedding)
-        SELECT agent, u.id, u.field, memory_table, u.embedding
-        FROM unnest(ids, fields, embeddings) AS u (id, field, embedding)
-        WHERE u.id = ANY (found)
-        ON CONFLICT (agent_id, source_id, field) DO NOTHING
-        RETURNING embedding
-    )
-    SELECT array_agg(i.embedding) INTO written FROM i;
-    IF written IS NOT NULL THEN
-        PERFORM ethos_vector_stats_add(array_fill(agent, ARRAY[cardinality(written)]), written, 1);
-    END IF;
-    IF firsts IS NULL THEN
-        RETURN coalesce(cardinality(written), 0);
-    END IF;
-    IF memory_table = 'episodic_traces' THEN
-        UPDATE episodic_traces AS m
-        SET auto_importance = n.importance, auto_particularity = n.p, policy = n.policy
-        FROM (SELECT s.id, s.auto_importance AS before, s.policy AS was, u.p, i.importance,
-                     ethos_importance_tier(i.importance) AS policy
-              FROM unnest(firsts, ps) AS u (id, p)
-              JOIN episodic_traces AS s ON s.agent_id = agent AND s.id = u.id
-              CROSS JOIN LATERAL (SELECT ethos_importance_raised(s.auto_importance, u.p, k)
-                                         AS importance) AS i
-              WHERE u.p IS NOT NULL AND s.policy = ethos_importance_tier(s.auto_importance)) AS n
-        WHERE m.agent_id = agent AND m.id = n.id
-          AND m.auto_importance = n.before AND m.policy = n.was AND m.auto_particularity IS NULL
-          AND NOT m.pruned AND m.retrieval_count = 0 AND m.due_at = '-infinity';
-    ELSE
-        UPDATE semantic_facts AS m
-        SET auto_importance = n.importance, auto_particularity = n.p, policy = n.policy
-        FROM (SELECT s.id, s.auto_importance AS before, s.policy AS was, u.p, i.importance,
-                     ethos_importance_tier(i.importance) AS policy
-              FROM unnest(firsts, ps) AS u (id, p)
-              JOIN semantic_facts AS s ON s.agent_id = agent AND s.id = u.id
-              CROSS JOIN LATERAL (SELECT ethos_importance_raised(s.auto_importance, u.p, k)
-                                         AS importance) AS i
-              WHERE u.p IS NOT NULL AND s.policy = ethos_importance_tier(s.auto_importance)) AS n
-        WHERE m.agent_id = agent AND m.id = n.id
-          AND m.auto_importance = n.before AND m.policy = n.was AND m.auto_particularity IS NULL
-          AND NOT m.pruned AND m.retrieval_count = 0 AND m.due_at = '-infinity';
-    END IF;
-    RETURN coalesce(cardinality(written), 0);
+    INSERT INTO memory_embeddings (agent_id, source_id, field, source_table, embedding)
+    SELECT agent, u.id, u.field, memory_table, u.embedding
+    FROM unnest(ids, fields, embeddings) AS u (id, field, embedding)
+    WHERE u.id = ANY (found)
+    ON CONFLICT (agent_id, source_id, field) DO NOTHING;
+    GET DIAGNOSTICS written = ROW_COUNT;
+    RETURN written;
 END
 $$;
 
+CREATE OR REPLACE FUNCTION ethos_embeddings_written() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO '$user', 'public', 'pg_temp'
+    SET plan_cache_mode TO 'force_generic_plan'
+    AS $$
+DECLARE
+    k float8;  -- how much particularity raises an importance
+    r record;  -- the rows: their agents (each once, and each row's), directions
+    v record;  -- each memory's first embedding: its table, id, agent, particularity
+BEGIN
+    SELECT array_agg(DISTINCT e.agent_id) AS agents, array_agg(e.agent_id) AS owners,
+           array_agg(e.embedding) AS embeddings
+    INTO r FROM rows AS e;
+    IF r.agents IS NULL THEN
+        RETURN NULL;
+    END IF;
+    IF TG_OP = 'DELETE' THEN
+        PERFORM ethos_vector_stats_add(r.owners, r.embeddings, -1);
+        RETURN NULL;
+    END IF;
+    k := (SELECT s.auto_importance_particularity FROM ethos_settings AS s);
+    IF k > 0 THEN
+        SELECT array_agg(f.source_table) AS types, array_agg(f.source_id) AS ids,
+               array_agg(f.agent_id) AS agents,
+               array_agg(ethos_particularity(f.agent_id, f.embedding)) AS ps
+        INTO v
+        FROM (SELECT DISTINCT ON (e.agent_id, e.source_id) e.*
+              FROM rows AS e ORDER BY e.agent_id, e.source_id, e.field) AS f;
+    END IF;
+    PERFORM ethos_vector_stats_add(r.owners, r.embeddings, 1);
+    IF NOT k > 0 THEN
+        RETURN NULL;
+    END IF;
+    IF 'episodic_traces' = ANY (v.types) THEN
+        UPDATE episodic_traces AS m
+        SET auto_importance = n.importance, auto_particularity = n.p, policy = n.policy
+        FROM (SELECT s.agent_id, s.id, s.auto_importance AS before, s.policy AS was, u.p,
+                     i.importance,
+                     ethos_importance_tier(i.importance) AS policy
+              FROM unnest(v.types, v.ids, v.agents, v.ps) AS u (type, id, agent, p)
+              JOIN episodic_traces AS s ON s.agent_id = u.agent AND s.id = u.id
+              CROSS JOIN LATERAL (SELECT ethos_importance_raised(s.auto_importance, u.p, k)
+                                         AS importance) AS i
+              WHERE u.type = 'episodic_traces' AND u.p IS NOT NULL
+                AND s.agent_id = ANY (v.agents)
+                AND s.policy = ethos_importance_tier(s.auto_importance)) AS n
+        WHERE m.agent_id = n.agent_id AND m.id = n.id AND m.agent_id = ANY (v.agents)
+          AND m.auto_importance = n.before AND m.policy = n.was AND m.auto_particularity IS NULL
+          AND NOT m.pruned AND m.retrieval_count = 0 AND m.due_at = '-infinity';
+    END IF;
+    IF 'semantic_facts' = ANY (v.types) THEN
+        UPDATE semantic_facts AS m
+        SET auto_importance = n.importance, auto_particularity = n.p, policy = n.policy
+        FROM (SELECT s.agent_id, s.id, s.auto_importance AS before, s.policy AS was, u.p,
+                     i.importance,
+                     ethos_importance_tier(i.importance) AS policy
+              FROM unnest(v.types, v.ids, v.agents, v.ps) AS u (type, id, agent, p)
+              JOIN semantic_facts AS s ON s.agent_id = u.agent AND s.id = u.id
+              CROSS JOIN LATERAL (SELECT ethos_importance_raised(s.auto_importance, u.p, k)
+                                         AS importance) AS i
+              WHERE u.type = 'semantic_facts' AND u.p IS NOT NULL
+                AND s.agent_id = ANY (v.agents)
+                AND s.policy = ethos_importance_tier(s.auto_importance)) AS n
+        WHERE m.agent_id = n.agent_id AND m.id = n.id AND m.agent_id = ANY (v.agents)
+          AND m.auto_importance = n.before AND m.policy = n.was AND m.auto_particularity IS NULL
+          AND NOT m.pruned AND m.retrieval_count = 0 AND m.due_at = '-infinity';
+    END IF;
+    RETURN NULL;
+END
+$$;
+REVOKE ALL ON FUNCTION ethos_embeddings_written() FROM PUBLIC;
+DROP TRIGGER IF EXISTS memory_embeddings_added ON memory_embeddings;
+CREATE TRIGGER memory_embeddings_added
+    AFTER INSERT ON memory_embeddings REFERENCING NEW TABLE AS rows
+    FOR EACH STATEMENT EXECUTE FUNCTION ethos_embeddings_written();
+DROP TRIGGER IF EXISTS memory_embeddings_removed ON memory_embeddings;
+CREATE TRIGGER memory_embeddings_removed
+    AFTER DELETE ON memory_embeddings REFERENCING OLD TABLE AS rows
+    FOR EACH STATEMENT EXECUTE FUNCTION ethos_embeddings_written();
 CREATE TRIGGER memory_vectors_write
     BEFORE INSERT
         OR UPDATE OF content, agent_id, metadata, content_tsv, embedding
@@ -476,14 +485,13 @@ CREATE OR REPLACE FUNCTION ethos_text_stats_rebuild() RETURNS void
 $$;
 REVOKE ALL ON FUNCTION ethos_text_stats_rebuild() FROM PUBLIC;
 
--- The definer writes and deletes embeddings (ethos_embed, ethos_rows_removed) and owns
--- the new function, where the schema made it (access.sql).
+-- The definer deletes embeddings (ethos_rows_removed) and owns the trigger function of
+-- the embeddings, where the schema made it (access.sql).
 DO $do$
 BEGIN
     IF EXISTS (SELECT FROM pg_roles WHERE rolname = 'ethos_definer') THEN
-        GRANT SELECT, INSERT, DELETE ON memory_embeddings TO ethos_definer;
-        ALTER FUNCTION ethos_embed(text, text, uuid[], text[], vector[], uuid[])
-            OWNER TO ethos_definer;
+        GRANT SELECT, DELETE ON memory_embeddings TO ethos_definer;
+        ALTER FUNCTION ethos_embeddings_written() OWNER TO ethos_definer;
     END IF;
 END
 $do$;
