@@ -189,9 +189,9 @@ class Items:
         return PutOp(namespace(i), f"k{i}", value, ttl=ttl)
 
 
-# ethos's load: the inserts of its put (ethos/db/store/sql/items.py
-# build_put_items_query: put and vectored) for many rows at once; the same columns, the
-# same triggers.
+# ethos's load: the writes of its put (ethos/db/store/sql/items.py
+# build_put_items_query: put and embedded) for many rows at once; the same columns, the
+# same triggers, the same ethos_embed (an agent at a time).
 ETHOS_LOAD_FACTS = f"""
 INSERT INTO semantic_facts AS m (agent_id, client_key, content, metadata, expires_at,
                                  policy, created_at, updated_at)
@@ -201,9 +201,10 @@ FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS u(a, k, c, v)
 RETURNING m.id, m.agent_id, m.client_key, m.content
 """
 ETHOS_LOAD_VECTORS = """
-INSERT INTO memory_vectors (agent_id, content, embedding, source_type, source_id)
-SELECT a, c, e::vector, 'semantic_facts', i
-FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[]) AS u(i, a, c, e)
+SELECT ethos_embed('semantic_facts', a, array_agg(i), array_agg('text'::text), array_agg(e::vector),
+                   NULL)
+FROM unnest($1::uuid[], $2::text[], $3::text[]) AS u(i, a, e)
+GROUP BY a
 """
 
 
@@ -234,7 +235,6 @@ async def load_ethos(
                 ETHOS_LOAD_VECTORS,
                 [row["id"] for row in rows],
                 [row["agent_id"] for row in rows],
-                [row["content"] for row in rows],
                 [str(vectors.of(items.texts[number[row["client_key"]]])) for row in rows],
             )
 
@@ -536,7 +536,7 @@ async def main(args: argparse.Namespace) -> None:
 # (ethos/db/store/sql/items.py build_put_items_query), under EXPLAIN ANALYZE.
 PROFILE_DB = "peer_ethos_profile"
 PUT_ITEMS = build_put_items_query(
-    one=True, puts=True, deletes=False, embeds=True, vectors=True, locks_first=False
+    one=True, puts=True, deletes=False, embeds=True, locks_first=False
 )
 
 
@@ -549,7 +549,7 @@ def put_binds(op: PutOp, vectors: Vectors, now: Any) -> list[Any]:
         {"agents": [agent], "keys": [op.key], "contents": [content],
          "given_policies": json.dumps({agent: {op.key: KEEP}}),
          "values": [json.dumps(op.value)], "expires_at": [None], "policies": [KEEP],
-         "embedded": [True], "vector_items": [1], "vector_contents": [content],
+         "embedded": [True], "vector_items": [1], "vector_fields": ["text"],
          **embedding_binds([vectors.of(content)]), "now": now}
     )  # fmt: skip
 

@@ -176,13 +176,11 @@ async def ingest(
                 continue
             passages = vectors.get(texts, "passage")
             await conn.execute(
-                """INSERT INTO memory_vectors (agent_id, content, embedding, source_type,
-                                               source_id, created_at)
-                   SELECT $1, t.content, t.embedding::vector, 'episodic_traces', t.id, t.at
-                   FROM unnest($2::text[], $3::text[], $4::uuid[], $5::timestamptz[])
-                        AS t (content, embedding, id, at)""",
-                c.name, texts, [json.dumps(v.tolist()) for v in passages],
-                [r["id"] for r in rows], [c.turns[d][1] for d in dia_ids],
+                """SELECT ethos_embed('episodic_traces', $1, $3::uuid[],
+                                      array_fill('$'::text, ARRAY[cardinality($3::uuid[])]),
+                                      $2::text[]::vector[], NULL)""",
+                agent_prefix + c.name, [json.dumps(v.tolist()) for v in passages],
+                [r["id"] for r in rows],
             )  # fmt: skip
         await conn.execute("ANALYZE")
     finally:

@@ -38,6 +38,7 @@ class Sample:
     recalled_on: tuple[int, ...] = ()
     born: int = 0
     fields: dict[str, Any] = field(default_factory=dict)
+    embedded: str | None = None  # a word whose (demo) embedding the memory is given
 
 
 SAMPLES = (
@@ -52,7 +53,7 @@ SAMPLES = (
     Sample("alice", "episode", "Alice's sister Maria moved to Lisbon on 3 May", (9,), born=1),
     Sample("alice", "episode", "Hi Alice! How are you doing today?", born=1),
     Sample("bob", "episode", "Bob is planning a weekend camping trip", (4,), born=2,
-           fields={"emotional_tone": 0.4, "importance": 0.6}),
+           fields={"emotional_tone": 0.4, "importance": 0.6}, embedded="camping"),
     Sample("bob", "fact", "Bob prefers tea over coffee", (6, 18, 25),
            fields={"confidence": 0.8, "importance": 0.6}),
     Sample("bob", "fact", "Bob's train was late on Monday", born=3,
@@ -102,14 +103,16 @@ async def run_demo(engine: Engine, say: Callable[[str], None] = print) -> dict[s
     say(f"ethos demo: {len(SAMPLES)} memories of {agents['alice']} and {agents['bob']},"
         f" {DAYS} simulated days from {START:%Y-%m-%d}")  # fmt: skip
     dimension = engine.settings.embedding.dimension
-    camping_vector: uuid.UUID | None = None
     for d in range(DAYS + 1):
         events: list[str] = []
         for s in SAMPLES:
             if s.born == d:
                 agent = agents[s.agent]
+                fields = dict(s.fields)
+                if s.embedded is not None:  # search can find it by meaning
+                    fields["embedding"] = embedding(s.embedded, dimension)
                 ids[s.content] = (s.table, await engine.add(
-                    s.table, agent_id=agent, content=s.content, created_at=day(d), **s.fields
+                    s.table, agent_id=agent, content=s.content, created_at=day(d), **fields
                 ))  # fmt: skip
                 events.append(f"new {s.table} of {s.agent}: {s.content!r}")
                 if "importance" not in s.fields and not s.fields.get("pinned"):
@@ -120,23 +123,16 @@ async def run_demo(engine: Engine, say: Callable[[str], None] = print) -> dict[s
                             f" {rated.importance_from.removeprefix('automatic: ')}:"
                             f" {rated.policy})"
                         )
-        if d == 2:  # bob's episode gets an embedding that search can find
-            table, episode = ids["Bob is planning a weekend camping trip"]
-            camping_vector = await engine.add(
-                "vector", agent_id=agents["bob"], content="camping trip",
-                embedding=embedding("camping", dimension), created_at=day(d),
-                source_type=table, source_id=episode,
-            )  # fmt: skip
         for s in SAMPLES:
             if d in s.recalled_on:
                 table, memory_id = ids[s.content]
                 await engine.record_retrieval(table, [memory_id], now=day(d))
                 events.append(f"recalled {s.content!r}")
-        if d == 8 and camping_vector is not None:
+        if d == 8:
             hits = await engine.nearest(
                 agents["bob"], embedding("camping", dimension), k=3, now=day(d)
             )
-            source = hits[0].source_content if hits else None
+            source = hits[0].content if hits else None
             events.append(
                 f"bob searched for 'camping' and found {source!r} (its episode is strengthened too)"
             )

@@ -10,7 +10,7 @@ the mapping goes both ways); an item is a fact of that agent under its key, its 
 the fact's metadata (round-tripped as JSON), its text (the index's fields, else every
 string in the value; the value's JSON when that is empty) the fact's content. With an
 index, each text of the indexed fields is embedded apart, as LangGraph does: a vector
-per text, following the fact (memory_vectors rows sourced by it, replaced at each put).
+per text, following the fact (memory_embeddings rows of it, one a field, replaced at each put).
 put on an existing key replaces the value and keeps the memory's history; delete is a
 soft delete (reason manual, recoverable); abatch writes each run of consecutive puts in
 one statement, all or none, the last put of an item winning, as PostgresStore writes a
@@ -309,7 +309,10 @@ class AsyncEthosStore(BaseStore):
         )
 
     def _item(
-        self, op: PutOp, texts: list[str], vectors: list[tuple[str, list[float]]] | None
+        self,
+        op: PutOp,
+        texts: list[tuple[str, str]],
+        vectors: list[tuple[str, list[float]]] | None,
     ) -> ItemPut:
         agent = _agent(op.namespace)
         if op.value is None:
@@ -317,20 +320,27 @@ class AsyncEthosStore(BaseStore):
         # The texts joined are the fact's content, for text search. A value without the
         # indexed text is still stored (LangGraph's stores keep it, unembedded): a fact
         # needs some text, so its JSON stands in.
-        text = " ".join(texts) or json.dumps(op.value, ensure_ascii=False)
+        text = " ".join(t for _, t in texts) or json.dumps(op.value, ensure_ascii=False)
         policy = self.policy if op.ttl is None else self.ttl_policy
         return ItemPut(agent, op.key, op.value, content=text, vectors=vectors,
                        ttl_minutes=op.ttl, policy=policy)  # fmt: skip
 
-    def _texts(self, op: PutOp) -> list[str]:
-        """The texts of the put's indexed fields (the index's, unless the put names its own)."""
+    def _texts(self, op: PutOp) -> list[tuple[str, str]]:
+        """The texts of the put's indexed fields (the index's, unless the put names its
+        own), each with its field: the path, and where a path finds several, its place
+        among them (path[0], path[1], ...)."""
         if op.value is None:
             return []
         fields = self._fields if op.index is None or op.index is False else list(op.index)
-        return [text for f in fields for text in get_text_at_path(op.value, f)]
+        found = [(f, get_text_at_path(op.value, f)) for f in fields]
+        return [
+            (f if len(texts) == 1 else f"{f}[{i}]", text)
+            for f, texts in found
+            for i, text in enumerate(texts)
+        ]
 
     async def _vectors(
-        self, ops: list[PutOp], texts: list[list[str]]
+        self, ops: list[PutOp], texts: list[list[tuple[str, str]]]
     ) -> list[list[tuple[str, list[float]]] | None]:
         """Each put's vectors (None: none given, without an index), as LangGraph's stores
         make them: one per text of the indexed fields (an item is scored by its nearest),
@@ -339,7 +349,7 @@ class AsyncEthosStore(BaseStore):
             return [None] * len(ops)
         wanted = [op.value is not None and op.index is not False for op in ops]
         documents = [
-            text for want, some in zip(wanted, texts, strict=True) if want for text in some
+            text for want, some in zip(wanted, texts, strict=True) if want for _, text in some
         ]
         embedded = iter(
             await self._embeddings.aembed_documents(
@@ -349,7 +359,7 @@ class AsyncEthosStore(BaseStore):
             else ()
         )
         return [
-            [(text, list(next(embedded))) for text in some] if want else []
+            [(field, list(next(embedded))) for field, _ in some] if want else []
             for want, some in zip(wanted, texts, strict=True)
         ]
 

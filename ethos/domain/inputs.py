@@ -16,7 +16,7 @@ from typing import Any
 
 from ethos.domain.errors import InputError
 from ethos.domain.spans import span
-from ethos.domain.tables import MEMORY_TABLES, SOURCE_TABLES, TableSpec, table_spec
+from ethos.domain.tables import MEMORY_TABLES, TableSpec, table_spec
 
 
 def parse_time(value: str, name: str = "time") -> datetime:
@@ -314,8 +314,6 @@ TABLE_FIELDS = (
     "confidence",
     "embedding",
     "expires_at",
-    "source_type",
-    "source_id",
     "stated",
 )
 
@@ -331,8 +329,6 @@ class MemoryInput:
     emotional_tone: float | None = None
     confidence: float | None = None
     embedding: list[float] | None = None
-    source_type: str | None = None
-    source_id: uuid.UUID | None = None
     created_at: datetime | None = None
     expires_at: datetime | None = None
     pinned: bool = False
@@ -363,27 +359,11 @@ class MemoryInput:
             if self.embedding is None:
                 raise InputError(f"{self.table.name} needs an embedding")
             self.embedding = embedding(self.embedding, dimension)
-        if (self.source_type is None) != (self.source_id is None):
-            raise InputError("source_type and source_id go together")
-        if self.source_type is not None:
-            source = table_spec(self.source_type)
-            if source not in SOURCE_TABLES:
-                names = " or ".join(s.alias for s in SOURCE_TABLES)
-                raise InputError(f"a vector's source must be an {names}")
-            self.source_type = source.name
-            self.source_id = parse_id(self.source_id)  # type: ignore[arg-type]
         for name in ("created_at", "expires_at"):
             if getattr(self, name) is not None:
                 aware(getattr(self, name), name)
         if not isinstance(self.metadata, dict):
             raise InputError("metadata must be a JSON object")
-
-    @property
-    def source(self) -> tuple[TableSpec, uuid.UUID] | None:
-        """The episode or fact this memory embeds, if it names one."""
-        if self.source_type is None or self.source_id is None:
-            return None
-        return table_spec(self.source_type), self.source_id
 
     def columns(self) -> dict[str, Any]:
         """The columns to insert; what is left out takes the table's default."""
@@ -394,8 +374,6 @@ class MemoryInput:
             "emotional_tone": self.emotional_tone,
             "confidence": self.confidence,
             "embedding": self.embedding,
-            "source_type": self.source_type,
-            "source_id": self.source_id,
             "created_at": self.created_at,
             "expires_at": self.expires_at,
             "pinned": self.pinned,

@@ -53,6 +53,7 @@ APP_WRITES: Mapping[str, str] = {
         ),
         "SELECT, INSERT, UPDATE",
     ),
+    "memory_embeddings": "SELECT, INSERT, DELETE",  # written once; a new text's replace them
     "recoveries": "SELECT, INSERT",
     "retrieval_dead_letters": "SELECT, INSERT",  # events the database refused for good
     "ltp_flushes": "SELECT, INSERT, DELETE",  # receipts, aged out daily
@@ -64,6 +65,7 @@ AGENT_READS = ("decay_policies", "importance_tiers", "ethos_settings", "word_pri
 # counts for automatic importance (on by default), and another agent's words are its own;
 # so are its vectors' mean direction, which search centres the query on.
 AGENT_ROWS = (
+    "memory_embeddings",  # and INSERT, DELETE: an agent's adds write them
     "memory_links",
     "agent_policies",
     "memory_revisions",
@@ -191,6 +193,7 @@ def plan(
         *(f"GRANT {group} TO {role}" for role in roles.agent_roles),
         f"GRANT SELECT ON {', '.join((*AGENT_READS, *AGENT_ROWS))} TO {group}",
         f"GRANT INSERT ({QUEUE_COLUMNS}) ON retrieval_queue TO {group}",  # under QUEUE_CHECK
+        f"GRANT INSERT, DELETE ON memory_embeddings TO {group}",  # under row security
         f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO {group}",
         *_memory_writes(group, columns, agents=True),
         *_row_level(roles, definer=definer),

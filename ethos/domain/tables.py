@@ -36,7 +36,6 @@ class TableSpec:
     has_confidence: bool = False  # pruned on a confidence curve of its own, not salience
     has_expiry: bool = False  # expires_at prunes regardless of salience
     has_embedding: bool = False  # an embedding column, searched by similarity
-    has_source: bool = False  # source_type/source_id: the episode or fact it embeds
     # its rows are a timeline (turns of a conversation): recall may score a row with the
     # rows just before and after it (search.context_weight)
     is_timeline: bool = False
@@ -61,8 +60,6 @@ class TableSpec:
             fields.add("expires_at")
         if self.has_embedding:
             fields.add("embedding")
-        if self.has_source:
-            fields |= {"source_type", "source_id"}
         if self.has_stated:
             fields.add("stated")
         return frozenset(fields)
@@ -83,7 +80,7 @@ class TableSpec:
 
 VECTORS = TableSpec(
     "memory_vectors", "vector", "vectors", "vector_boost",
-    has_expiry=True, has_embedding=True, has_source=True,
+    has_expiry=True, has_embedding=True,
 )  # fmt: skip
 EPISODES = TableSpec(
     "episodic_traces",
@@ -98,8 +95,8 @@ FACTS = TableSpec(
     has_stated=True,
 )  # fmt: skip
 MEMORY_TABLES: tuple[TableSpec, ...] = (VECTORS, EPISODES, FACTS)
-# What a vector's source_type may name: the tables whose rows a vector can embed.
-SOURCE_TABLES: tuple[TableSpec, ...] = tuple(s for s in MEMORY_TABLES if not s.has_source)
+# The tables whose memories have embeddings (memory_embeddings: no memories of their own).
+SOURCE_TABLES: tuple[TableSpec, ...] = (EPISODES, FACTS)
 _BY_NAME = {spec.name: spec for spec in MEMORY_TABLES} | {s.alias: s for s in MEMORY_TABLES}
 
 

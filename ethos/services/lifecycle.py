@@ -20,7 +20,7 @@ from typing import Any
 import structlog
 
 from ethos.domain.errors import DatabaseError, InputError, unknown_ids
-from ethos.domain.tables import MEMORY_TABLES, PRUNE_REASONS, VECTORS, TableSpec, table_spec
+from ethos.domain.tables import MEMORY_TABLES, PRUNE_REASONS, SOURCE_TABLES, VECTORS, TableSpec
 from ethos.services.ports import LifecyclePort
 from ethos.services.progress import Watch, ended_by
 from ethos.settings import Settings
@@ -178,9 +178,38 @@ async def _merge_near(
     store: LifecyclePort, settings: Settings, agent: str | None, now: datetime, dry_run: bool
 ) -> dict[str, int]:
     """Near-duplicate vectors (cosine >= dedup.near_threshold), found batch by batch
-    through the HNSW index, grouped (a chain of near pairs is one group) and merged;
-    where a group's vectors embed rows of one table, those rows merge too."""
+    through the HNSW index, grouped (a chain of near pairs is one group) and merged; then
+    the episodes and facts whose embeddings are near duplicates, a table at a time."""
     threshold = settings.dedup.near_threshold
+    found = await _near_groups(store, VECTORS, agent, threshold)
+    counts = {"groups": len(found), "merged": sum(len(ids) - 1 for _, ids in found)}
+    if dry_run:
+        return counts
+    if found:
+        counts = {"groups": 0, "merged": 0, "links_moved": 0}
+        await _merge_batches(store, VECTORS, found, now, counts)
+    for spec in SOURCE_TABLES:
+        groups = await _near_groups(store, spec, agent, threshold)
+        if groups:
+            source_counts = {"groups": 0, "merged": 0, "links_moved": 0}
+            await _merge_batches(store, spec, groups, now, source_counts)
+            counts[f"{spec.name}_merged"] = source_counts["merged"]
+    return counts
+
+
+async def _merge_batches(
+    store: LifecyclePort, spec: TableSpec, groups: list[Group], now: datetime,
+    counts: dict[str, int],
+) -> None:  # fmt: skip
+    for start in range(0, len(groups), MERGE_BATCH):
+        await _merge_groups(store, spec, groups[start : start + MERGE_BATCH], now, counts)
+
+
+async def _near_groups(
+    store: LifecyclePort, spec: TableSpec, agent: str | None, threshold: float
+) -> list[Group]:
+    """The live memories of `spec` whose vectors (an episode's or fact's: embeddings)
+    are near duplicates, in groups of one agent's (a chain of near pairs is one)."""
     parent: dict[Member, Member] = {}
 
     def root(x: Member) -> Member:
@@ -191,11 +220,11 @@ async def _merge_near(
 
     after = uuid.UUID(int=0)
     while True:
-        rows = await store.near_duplicates(agent, after, NEAR_BATCH, threshold)
+        rows = await store.near_duplicates(spec, agent, after, NEAR_BATCH, threshold)
         if not rows:
             break
         for row in rows:
-            if row["other"] is not None:  # a neighbour is of the vector's agent
+            if row["other"] is not None:  # a neighbour is of the memory's agent
                 a = root((row["agent_id"], row["id"]))
                 b = root((row["agent_id"], row["other"]))
                 parent.setdefault(a, a)
@@ -206,34 +235,7 @@ async def _merge_near(
     members: dict[Member, list[uuid.UUID]] = defaultdict(list)
     for member in parent:
         members[root(member)].append(member[1])
-    found = [(owner, sorted(ids)) for (owner, _), ids in members.items() if len(ids) > 1]
-    counts = {"groups": len(found), "merged": sum(len(ids) - 1 for _, ids in found)}
-    if dry_run or not found:
-        return counts
-    counts = {"groups": 0, "merged": 0, "links_moved": 0}
-    for start in range(0, len(found), MERGE_BATCH):
-        await _merge_groups(store, VECTORS, found[start : start + MERGE_BATCH], now, counts)
-    # The rows the merged vectors embedded: one group per group of vectors and table.
-    sources: dict[Member, tuple[str, uuid.UUID]] = {}
-    for owner in sorted({owner for owner, _ in found}):
-        own = [vector for agent_of, group in found if agent_of == owner for vector in group]
-        for row in await store.vector_sources(owner, own):
-            sources[(owner, row["id"])] = (row["source_type"], row["source_id"])
-    by_table: dict[str, list[Group]] = defaultdict(list)
-    for owner, group in found:
-        embedded: dict[str, set[uuid.UUID]] = defaultdict(set)
-        for vector in group:
-            if (owner, vector) in sources:
-                table, source_id = sources[(owner, vector)]
-                embedded[table].add(source_id)
-        for table, source_ids in embedded.items():
-            if len(source_ids) > 1:
-                by_table[table].append((owner, sorted(source_ids)))
-    for table, source_groups in by_table.items():
-        source_counts = {"groups": 0, "merged": 0, "links_moved": 0}
-        await _merge_groups(store, table_spec(table), source_groups, now, source_counts)
-        counts[f"{table}_merged"] = source_counts["merged"]
-    return counts
+    return [(owner, sorted(ids)) for (owner, _), ids in members.items() if len(ids) > 1]
 
 
 async def forget(

@@ -62,7 +62,6 @@ class LtpStats:
     unmatched: int = 0  # of them, hits found only through others: counted, not reinforced
     applied: int = 0  # of them, written to their rows
     skipped: int = 0  # of unknown or pruned rows (nothing to write)
-    reinforced: int = 0  # episodes and facts strengthened through a retrieved vector
     promoted: int = 0  # memories moved to another policy by a retrieval (promote_after)
     pruned: int = 0  # memories that wrong feedback brought below their threshold
     links: int = 0  # link updates (pairs) written

@@ -149,7 +149,6 @@ class _Holds:
 class LtpResult:
     applied: int = 0
     skipped: int = 0
-    reinforced: int = 0
     promoted: int = 0
     pruned: int = 0
     links: int = 0
@@ -163,8 +162,8 @@ class LtpResult:
             setattr(self, name, getattr(self, name) + getattr(other, name))
 
 
-COUNTED = ("applied", "skipped", "reinforced", "promoted", "pruned", "links", "set_aside",
-           "dropped", "held")  # fmt: skip
+COUNTED = ("applied", "skipped", "promoted", "pruned", "links", "set_aside", "dropped",
+           "held")  # fmt: skip
 
 
 async def apply_retrievals(
@@ -367,21 +366,9 @@ async def _apply(
     for (spec, memory_id, agent), moments in pending.items():
         by_table[spec][(memory_id, agent)] = moments
     result = LtpResult()
-    sources: dict[TableSpec, Rows] = defaultdict(dict)
-    for spec in [s for s in by_table if s.has_source]:
+    for spec in sorted(by_table, key=lambda s: s.name):
         returned = await _apply_rounds(flush, spec, by_table[spec])
-        _account(result, spec, by_table[spec], {}, returned)
-        for row in returned:
-            if row.get("source_id") is not None and row["n"] > 0:
-                _add(
-                    sources[table_spec(row["source_type"])], (row["source_id"], row["agent_id"]),
-                    {row["at"]: Events(retrievals=row["n"])},
-                )  # fmt: skip
-    targets = {s for s in by_table if not s.has_source} | set(sources)
-    for spec in sorted(targets, key=lambda s: s.name):
-        own, through = by_table.get(spec, {}), sources.get(spec, {})
-        returned = await _apply_rounds(flush, spec, _merge(own, through))
-        _account(result, spec, own, through, returned)
+        _account(result, spec, by_table[spec], returned)
     result.links = await _apply_links(flush, list(groups), settings.links.learning_rate)
     if result.applied:
         await flush.touch_retrieval_activity()
@@ -540,23 +527,18 @@ def _merge(a: Rows, b: Rows) -> Rows:
     return merged
 
 
-def _account(
-    result: LtpResult, spec: TableSpec, own: Rows, through: Rows, returned: list[Row]
-) -> None:
-    """Events of rows that were found count as applied (or reinforced, through a
-    vector); those of unknown or pruned rows as skipped, and are logged."""
+def _account(result: LtpResult, spec: TableSpec, own: Rows, returned: list[Row]) -> None:
+    """Events of rows that were found count as applied; those of unknown or pruned
+    rows as skipped, and are logged."""
     written_ids = {row["id"] for row in returned}
     # (with their agents only where a member names one: most flushes name none)
-    named = any(agent is not None for _, agent in itertools.chain(own, through))
+    named = any(agent is not None for _, agent in own)
     written = {(row["id"], row["agent_id"]) for row in returned} if named else set()
 
     def found(member: Member) -> bool:
         return member in written if member[1] is not None else member[0] in written_ids
 
     result.applied += sum(e.units for i, m in own.items() if found(i) for e in m.values())
-    result.reinforced += sum(
-        e.retrievals for i, m in through.items() if found(i) for e in m.values()
-    )
     result.pruned += len({(row["id"], row["agent_id"]) for row in returned if row["pruned"]})
     promoted = [
         row

@@ -51,9 +51,6 @@ class Hit:
     salience: float
     score: float
     metadata: dict[str, Any]
-    source_type: str | None = None
-    source_id: uuid.UUID | None = None
-    source_content: str | None = None
     table: str = VECTORS.name
     via: uuid.UUID | None = None  # a neighbour: the hit it is linked to
     link_weight: float | None = None
@@ -73,13 +70,6 @@ class Hit:
             "salience": self.salience,
             "score": self.score,
             "metadata": self.metadata,
-            "source": None
-            if self.source_id is None
-            else {
-                "table": self.source_type,
-                "id": str(self.source_id),
-                "content": self.source_content,
-            },
         }
         if self.via is not None:
             data["via"] = str(self.via)
@@ -116,9 +106,7 @@ async def nearest(
             salience=row["salience"],
             score=row["score"],
             metadata=json_object(row["metadata"]),
-            source_type=row["source_type"],
-            source_id=row["source_id"],
-            source_content=row["source_content"],
+            table=row["table_name"],
             relevance=row["relevance"],
             created_at=row["created_at"],
             updated_at=row["updated_at"],
@@ -140,13 +128,14 @@ async def _neighbours(
     several hits comes through the strongest."""
     by_id = {hit.id: hit for hit in hits}
     best: dict[tuple[str, uuid.UUID], tuple[float, uuid.UUID, float]] = {}
-    for link in await store.neighbours(VECTORS, list(by_id), agent, now):
-        key = (link["table_name"], link["id"])
-        if link["id"] in by_id:
-            continue
-        through = by_id[link["via"]].score * link["weight"]
-        if key not in best or through > best[key][0]:
-            best[key] = (through, link["via"], link["weight"])
+    for (table, _), ids in _by_table(hits).items():
+        for link in await store.neighbours(table_spec(table), ids, agent, now):
+            key = (link["table_name"], link["id"])
+            if link["id"] in by_id:
+                continue
+            through = by_id[link["via"]].score * link["weight"]
+            if key not in best or through > best[key][0]:
+                best[key] = (through, link["via"], link["weight"])
     found: list[Hit] = []
     for table in {t for t, _ in best}:
         ids = [i for t, i in best if t == table]
@@ -220,7 +209,7 @@ async def recall(
         for row in rows
     ]  # fmt: skip
     if vector is not None:
-        hits = await _fuse(store, settings, hits, similar, agent, tables, now, matching)
+        hits = _fuse(settings, hits, similar, tables)
     hits = sorted(hits, key=_rank)[:k]
     if ltp is not None:
         await surface(ltp, hits, now, agent)
@@ -261,52 +250,30 @@ def _normalised(scores: dict[tuple[str, uuid.UUID], float]) -> dict[tuple[str, u
     return {key: (value - low) / span if span > 0 else 1.0 for key, value in scores.items()}
 
 
-async def _fuse(
-    store: RetrievalPort,
-    settings: Settings,
-    text_hits: list[Hit],
-    rows: list[Row],
-    agent: str,
-    tables: tuple[TableSpec, ...],
-    now: datetime,
-    matching: Sequence[Mapping[str, Any]] | None,
+def _fuse(
+    settings: Settings, text_hits: list[Hit], rows: list[Row], tables: tuple[TableSpec, ...]
 ) -> list[Hit]:
     """Text and vector candidates, each score normalised over its candidates, fused as
     (1 − v) × text + v × vector (v: search.vector_weight; a candidate of one side only
-    has 0 on the other), × the salience prior. A vector that embeds an episode or fact
-    stands for it. `rows`: the vector candidates (store.search). A hit its own vector
+    has 0 on the other), × the salience prior. An episode or fact is a vector candidate
+    by its embeddings. `rows`: the vector candidates (store.search). A hit its own vector
     matched (one of them) is matched, whatever its words."""
     names = {spec.name for spec in tables}
     text = _normalised({(hit.table, hit.id): hit.relevance or 0.0 for hit in text_hits})
     found = {(hit.table, hit.id): hit for hit in text_hits}
     similar: dict[tuple[str, uuid.UUID], float] = {}  # relevance: cosine to the centred query
     cosine: dict[tuple[str, uuid.UUID], float] = {}  # to the query itself, shown
-    sources: dict[str, list[uuid.UUID]] = {}
     for row in rows:
-        key = (
-            (row["source_type"], row["source_id"])
-            if row["source_id"]
-            else (VECTORS.name, row["id"])
-        )
+        key = (row["table_name"], row["id"])
         if key[0] not in names or key in similar:
             continue
         similar[key], cosine[key] = row["relevance"], row["similarity"]
         if key not in found:
-            if row["source_id"]:
-                sources.setdefault(key[0], []).append(key[1])
-            else:
-                found[key] = Hit(id=row["id"], content=row["content"], similarity=None,
-                                 salience=row["salience"], score=0.0,
-                                 metadata=json_object(row["metadata"]),
-                                 created_at=row["created_at"],
-                                 updated_at=row["updated_at"])  # fmt: skip
-    for table, ids in sources.items():
-        for row in await store.neighbour_rows(table_spec(table), ids, agent, now, matching):
-            found[(table, row["id"])] = Hit(
-                id=row["id"], content=row["content"], similarity=None, salience=row["salience"],
-                score=0.0, metadata=json_object(row["metadata"]), table=table,
-                created_at=row["created_at"], updated_at=row["updated_at"],
-            )  # fmt: skip
+            found[key] = Hit(id=row["id"], content=row["content"], similarity=None,
+                             salience=row["salience"], score=0.0,
+                             metadata=json_object(row["metadata"]), table=key[0],
+                             created_at=row["created_at"],
+                             updated_at=row["updated_at"])  # fmt: skip
     vectors = _normalised(similar)
     v, w = settings.search.vector_weight, settings.search.salience_weight
     fused = []

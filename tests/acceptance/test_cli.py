@@ -78,8 +78,8 @@ def test_embedded_database_from_any_folder(tmp_path: Path, cli: Cli, psql: Psql)
         for column in (
             "memory_vectors.embedding",
             "memory_vectors.expires_at",
-            "memory_vectors.source_type",
-            "memory_vectors.source_id",
+            "memory_embeddings.source_id",
+            "memory_embeddings.field",
             "episodic_traces.emotional_tone",
             "semantic_facts.confidence",
         ):

@@ -129,12 +129,6 @@ BAD = {
         {"table": "episode", "agent": "a1", "content": "x", "policy": "forever"},
         "line 3: unknown policy 'forever'",
     ),
-    "no source": (
-        {"table": "vector", "agent": "a1", "content": "x", "embedding": EMBEDDING,
-         "source_type": "episode", "source_id": "00000000-0000-0000-0000-000000000001"},
-        "line 3: the vector's source episodic_traces 00000000-0000-0000-0000-000000000001 is"
-        " not a memory of agent a1",
-    ),
 }  # fmt: skip
 
 

@@ -159,11 +159,9 @@ async def add_memories(url: str) -> None:
                     "memory_vectors", agent_id=agent, content=f"{agent} note {i}",
                     embedding=direction(i),
                 )  # fmt: skip
-            fact = await engine.add("semantic_facts", agent_id=agent, content=f"{agent} keeps owls")
             await engine.add(
-                "memory_vectors", agent_id=agent, content=f"{agent} keeps owls",
+                "semantic_facts", agent_id=agent, content=f"{agent} keeps owls",
                 embedding=[-9.0] + [0.25] * (DIMENSION - 1),
-                source_type="semantic_facts", source_id=fact,
             )  # fmt: skip
         rowed = [f"alice rowed {i} miles" for i in range(4)]
         await engine.add_many("episodic_traces", agent_id="alice", contents=rowed)

@@ -101,12 +101,10 @@ async def merge_near(engine: Engine, url: str) -> list[Any]:
             await engine.add(
                 "vector", agent_id=agent, content=f"{agent} {i} {nudge}", embedding=vector
             )
-        for nudge in (0.0, 1e-4):  # vectors of episodes: the episodes merge with them
-            episode = await engine.add("episode", agent_id=agent, content=f"{agent} saw {nudge}")
+        for nudge in (0.0, 1e-4):  # episodes by their embeddings
             await engine.add(
-                "vector", agent_id=agent, content=f"{agent} saw {nudge}",
+                "episode", agent_id=agent, content=f"{agent} saw {nudge}",
                 embedding=[nudge, -20.0] + [0.25] * (DIMENSION - 2),
-                source_type="episodic_traces", source_id=episode,
             )  # fmt: skip
     exact = await engine.merge(now=day(2))
     near = await engine.merge(near=True, now=day(2))

@@ -159,6 +159,6 @@ async def test_a_stopped_embed_missing_keeps_its_batches_and_a_rerun_embeds_the_
             made = await engine.embed_missing(watch=watch)
             assert (watch.done, watch.total, watch.interrupted) == (10, 50, True)
             assert made.by_table == {"episodic_traces": 0, "semantic_facts": 10}
-            assert await conn.fetchval("SELECT count(*) FROM memory_vectors") == 10
+            assert await conn.fetchval("SELECT count(*) FROM memory_embeddings") == 10
             rest = await engine.embed_missing()
     assert rest.by_table == {"episodic_traces": 0, "semantic_facts": 40}

@@ -166,7 +166,7 @@ async def test_an_index_ranks_by_similarity_and_ttl_expires(
         assert "brief" not in [i.key for i in await store.asearch(("u",))]
         assert ("gone",) not in await store.alist_namespaces()  # expired, not yet swept
     vectors = await conn.fetchval(
-        "SELECT count(*) FROM memory_vectors v JOIN semantic_facts f"
+        "SELECT count(*) FROM memory_embeddings v JOIN semantic_facts f"
         " ON f.agent_id = v.agent_id AND f.id = v.source_id"
         " WHERE f.client_key IN ('car', 'jazz', 'raw')"
     )
@@ -174,6 +174,30 @@ async def test_an_index_ranks_by_similarity_and_ttl_expires(
     async with Engine(settings) as engine:
         await engine.sweep()
     assert (await fact(conn, "brief"))["prune_reason"] == "expired"
+
+
+async def test_each_indexed_field_has_its_embedding_replaced_at_each_put(
+    settings: Settings, conn: asyncpg.Connection
+) -> None:
+    """One embedding a text of the index's fields (memory_embeddings.field: its path,
+    and its place where a path finds several), scored by the nearest; a put writes them
+    anew, the old ones gone."""
+    fields = "SELECT array_agg(field ORDER BY field) FROM memory_embeddings WHERE source_id = $1"
+    index = {"dims": 384, "embed": embed, "fields": ["title", "tags[*]"]}
+    async with AsyncEthosStore(settings, index=index) as store:  # type: ignore[arg-type]
+        await store.aput(("u",), "trip", {"title": "camping by the lake",
+                                          "tags": ["tents", "fishing rods"]})  # fmt: skip
+        await store.aput(("u",), "other", {"title": "tax forms", "tags": []})
+        trip = (await fact(conn, "trip"))["id"]
+        assert await conn.fetchval(fields, trip) == ["tags[*][0]", "tags[*][1]", "title"]
+        [hit, _] = await store.asearch(("u",), query="fishing rods")
+        assert hit.key == "trip" and hit.score == pytest.approx(1.0)  # by its nearest field
+        await store.aput(("u",), "trip", {"title": "camping by the sea"})
+        assert await conn.fetchval(fields, trip) == ["title"]
+        [hit, _] = await store.asearch(("u",), query="camping by the sea")
+        assert hit.key == "trip" and hit.score == pytest.approx(1.0)
+        count = "SELECT count(*) FROM memory_embeddings WHERE agent_id = 'u'"
+        assert await conn.fetchval(count) == 2  # the trip's title, the other's title
 
 
 async def test_an_item_without_the_indexed_text_is_stored_unembedded(
@@ -194,7 +218,7 @@ async def test_an_item_without_the_indexed_text_is_stored_unembedded(
         await plain.aput(("p",), "nostring", {"n": 2})
         assert [i.key for i in await plain.asearch(("p",), query="2")] == ["nostring"]
     vectors = await conn.fetchval(
-        "SELECT count(*) FROM memory_vectors v JOIN semantic_facts f"
+        "SELECT count(*) FROM memory_embeddings v JOIN semantic_facts f"
         " ON f.agent_id = v.agent_id AND f.id = v.source_id"
         " WHERE f.agent_id = 'u'"
     )
@@ -325,18 +349,20 @@ async def test_a_batch_applies_its_puts_in_order_in_one_statement(
         assert (found[0].key, found[0].value) == ("old", {"text": "replaced news"})
     rows = await conn.fetch(
         """SELECT f.client_key, f.content, f.pruned, f.prune_reason,
-                  array_agg(v.content ORDER BY v.content) FILTER (WHERE NOT v.pruned) AS vectors
+                  array_agg(v.field ORDER BY v.field) FILTER (WHERE NOT f.pruned
+                                                                   AND v.field IS NOT NULL)
+                      AS vectors
            FROM semantic_facts AS f
-           LEFT JOIN memory_vectors AS v ON v.agent_id = f.agent_id AND v.source_id = f.id
+           LEFT JOIN memory_embeddings AS v ON v.agent_id = f.agent_id AND v.source_id = f.id
            WHERE f.agent_id = 'u' GROUP BY f.agent_id, f.id ORDER BY f.client_key, f.created_at"""
     )
     assert [tuple(r) for r in rows] == [
-        ("back", "here again", False, None, ["here again"]),
+        ("back", "here again", False, None, ["text"]),
         ("brief", "brief note", True, "expired", None),
-        ("brief", "brief note again", False, None, ["brief note again"]),
+        ("brief", "brief note again", False, None, ["text"]),
         ("gone", "to be deleted", True, "manual", None),
         ("new", "final draft", True, "manual", None),  # one item: the first draft never was
-        ("old", "replaced news", False, None, ["replaced news"]),
+        ("old", "replaced news", False, None, ["text"]),
     ]  # fmt: skip
     async with Engine(settings) as engine:  # for each put: made an item, or deleted one
         made = await engine.put_items([

@@ -50,17 +50,15 @@ async def test_ltp_rules_per_table(
     engine: Engine, conn: asyncpg.Connection, t0: datetime, days: Days
 ) -> None:
     p = engine.settings.decay_params
-    episode = await engine.add("episode", agent_id="a", content="e", created_at=t0, salience=0.5)
+    episode = await engine.add("episode", agent_id="a", content="e", created_at=t0, salience=0.5,
+                               embedding=unit(1))  # fmt: skip
     fact = await engine.add(
         "fact", agent_id="a", content="f", created_at=t0, salience=0.5, confidence=0.5
     )
-    vector = await engine.add(
-        "vector", agent_id="a", content="v", created_at=t0, salience=0.5, embedding=unit(1),
-        source_type="episode", source_id=episode,
-    )  # fmt: skip
     await engine.record_retrieval("episode", [episode], now=days(2))
     await engine.record_retrieval("fact", [fact, fact], now=days(2))
-    await engine.record_retrieval("vector", [vector], now=days(3))
+    [hit] = await engine.nearest("a", unit(1), k=1, now=days(3))  # its embedding's hit
+    assert hit.id == episode
     await engine.ltp.drain(5)
     decayed_2 = 0.5 * math.exp(-2 / 7)
     created = decay.MemoryState(strength=0.5, anchor_at=t0, created_at=t0)
@@ -83,15 +81,10 @@ async def test_ltp_rules_per_table(
     assert f["strength"] == pytest.approx(0.5 * 1.1**2, rel=1e-9)
     assert f["reinforcement"] == pytest.approx(1 + decay.MIN_GAIN)  # the second at once
     assert f["confidence_strength"] == pytest.approx(decayed_2 + 0.04, rel=1e-9)
-    v = await fetch(conn, "memory_vectors", vector)
-    # an episode's vector has no curve of its own (it lives while the episode does): its
-    # boost applies to a strength that has not decayed
-    assert v["policy"] == "permanent"
-    assert v["strength"] == pytest.approx(0.5 * 1.05, rel=1e-9)
     # the stored salience is the value at the retrieval, from the new state
     state = memory_state(EPISODES, e)
     assert e["salience"] == pytest.approx(decay.salience(state, days(3), p), rel=1e-9)
-    assert engine.ltp.stats.applied == 4 and engine.ltp.stats.reinforced == 1
+    assert engine.ltp.stats.applied == 4
 
 
 async def test_coalesced_moments_equal_sequential_retrievals(
@@ -254,24 +247,20 @@ async def test_search_with_salience_weight_zero_is_pure_similarity(
         assert hits[0].id == close and hits[0].score == pytest.approx(hits[0].relevance)
 
 
-async def test_search_returns_source_and_schedules_ltp(
+async def test_search_returns_the_embedded_memory_and_schedules_ltp(
     engine: Engine, conn: asyncpg.Connection, t0: datetime, days: Days
 ) -> None:
-    episode = await engine.add("episode", agent_id="a", content="the party", created_at=t0)
-    vector = await engine.add(
-        "vector", agent_id="a", content="v", embedding=unit(30), created_at=t0,
-        source_type="episodic_traces", source_id=episode,
-    )  # fmt: skip
+    episode = await engine.add("episode", agent_id="a", content="the party", created_at=t0,
+                               embedding=unit(30))  # fmt: skip
     hits = await engine.nearest("a", unit(30), k=3, now=days(1))
-    assert hits[0].as_dict()["source"] == {
+    assert {k: hits[0].as_dict()[k] for k in ("table", "id", "content")} == {
         "table": "episodic_traces",
         "id": str(episode),
         "content": "the party",
     }
     assert engine.ltp.backlog == 1  # scheduled, not yet written
     await engine.ltp.drain(5)
-    for table, memory_id in (("memory_vectors", vector), ("episodic_traces", episode)):
-        assert (await fetch(conn, table, memory_id))["retrieval_count"] == 1
+    assert (await fetch(conn, "episodic_traces", episode))["retrieval_count"] == 1
 
 
 @pytest.mark.parametrize(

@@ -252,32 +252,23 @@ async def test_the_survivor_takes_the_strongest_curve_and_the_links(
     assert kept == 1
 
 
-async def test_near_duplicate_vectors_merge_and_so_do_the_rows_they_embed(
+async def test_near_duplicate_vectors_merge_and_so_do_episodes_by_their_embeddings(
     engine: Engine, conn: asyncpg.Connection, days: Days
 ) -> None:
     base, apart = unit(10), unit(11)
+    texts = (("saw a heron", base), ("a heron, seen", at_cosine(base, 0.97, 12)),
+             ("rain", apart), ("drizzle", at_cosine(apart, 0.90, 13)))  # fmt: skip
     episodes = [
-        await engine.add("episode", agent_id="a", content=text, created_at=days(n))
-        for n, text in enumerate(("saw a heron", "a heron, seen", "rain", "drizzle"))
+        await engine.add(
+            "episode", agent_id="a", content=text, created_at=days(n), embedding=embedding
+        )
+        for n, (text, embedding) in enumerate(texts)
     ]
-    vectors = [  # plain SQL: no check at write
-        await conn.fetchval(
-            "INSERT INTO memory_vectors (agent_id, content, embedding, created_at, source_type,"
-            " source_id) VALUES ('a', $1, $2::float4[]::vector, $3, 'episodic_traces', $4)"
-            " RETURNING id",
-            text,
-            embedding,
-            days(n),
-            episodes[n],
+    vectors = [
+        await engine.add(
+            "vector", agent_id="a", content=text, created_at=days(n), embedding=embedding
         )
-        for n, (text, embedding) in enumerate(
-            (
-                ("saw a heron", base),
-                ("a heron, seen", at_cosine(base, 0.97, 12)),
-                ("rain", apart),
-                ("drizzle", at_cosine(apart, 0.90, 13)),
-            )
-        )
+        for n, (text, embedding) in enumerate(texts)
     ]
     preview = await engine.merge(["vector"], near=True, now=days(5), dry_run=True)
     assert preview.counts["near"] == {"groups": 1, "merged": 1}
@@ -369,12 +360,12 @@ async def test_erase_leaves_nothing_of_the_agent_and_audits_counts_only(
     async with ConfiguredEngine(settings) as engine:
         for agent in ("secret-agent", "other"):
             facts = [
-                await engine.add("fact", agent_id=agent, content=f"{agent} likes {drink}")
+                await engine.add(
+                    "fact", agent_id=agent, content=f"{agent} likes {drink}", embedding=unit(5)
+                )
                 for drink in ("tea", "coffee")
             ]
             episode = await engine.add("episode", agent_id=agent, content=f"{agent} met Ada")
-            await engine.add("vector", agent_id=agent, content="v", embedding=unit(5),
-                             source_type="fact", source_id=facts[0])  # fmt: skip
             await engine.feedback("fact", facts, "useful", now=days(0))  # links them
             await engine.forget("episode", [episode], now=days(1))
         await engine.assign_policy("secret-agent", "long_term")
@@ -383,7 +374,7 @@ async def test_erase_leaves_nothing_of_the_agent_and_audits_counts_only(
     env = {"ETHOS_DATABASE__URL": database_url}
     preview = cli("erase", "--agent", "secret-agent", "--dry-run", "--json", env=env)
     assert json.loads(preview.stdout)["counts"] == {
-        "memory_vectors": 1, "episodic_traces": 1, "semantic_facts": 2,
+        "memory_vectors": 0, "episodic_traces": 1, "semantic_facts": 2,
         "memory_links": 1, "agent_policies": 1,
     }  # fmt: skip
     refused = cli("erase", "--agent", "secret-agent", env=env)
@@ -401,9 +392,9 @@ async def test_erase_leaves_nothing_of_the_agent_and_audits_counts_only(
             f"SELECT count(*) FROM {table} AS t WHERE t::text LIKE '%secret-agent%'"
         )
         assert mentions == (1 if table == "lifecycle_runs" else 0), table
-    for table in ("semantic_facts", "episodic_traces", "memory_vectors", "memory_links"):
+    for table in ("semantic_facts", "episodic_traces", "memory_embeddings", "memory_links"):
         others = await conn.fetchval(f"SELECT count(*) FROM {table} WHERE agent_id = 'other'")
-        assert others == {"semantic_facts": 2}.get(table, 1), table
+        assert others == {"semantic_facts": 2, "memory_embeddings": 2}.get(table, 1), table
     audit = await conn.fetchrow("SELECT * FROM lifecycle_runs WHERE kind = 'erase'")
     # The audit says whose (what was asked) and how many; never what they remembered.
     assert "likes" not in str(dict(audit)) and "met Ada" not in str(dict(audit))

@@ -30,12 +30,20 @@ def with_particularity(settings: Settings, k: float) -> Settings:
 HISTORY = {f"hello there number {i}": at_cosine(COMMON, 0.9, i) for i in range(12)}
 
 
+# An embedding of an existing episode, in plain SQL (`ethos embed --missing` days on).
+EMBED = """SELECT ethos_embed('episodic_traces', $1, ARRAY[$2::uuid], ARRAY[$3],
+                             ARRAY[$4::text::vector], NULL)"""
+
+
+async def embed(conn: asyncpg.Connection, agent: str, memory: uuid.UUID, vector: list[float],
+                field: str = "$") -> None:  # fmt: skip
+    await conn.fetchval(EMBED, agent, memory, field, str(vector))
+
+
 async def history(engine: Engine, agent: str, t0: datetime) -> None:
     for text, vector in HISTORY.items():
-        episode = await engine.add("episode", agent_id=agent, content=text, created_at=t0)
-        if engine.embedder is None:
-            await engine.add("vector", agent_id=agent, content=text, embedding=vector,
-                             source_type="episode", source_id=episode, created_at=t0)  # fmt: skip
+        given = {} if engine.embedder is not None else {"embedding": vector}
+        await engine.add("episode", agent_id=agent, content=text, created_at=t0, **given)
 
 
 async def importance(conn: asyncpg.Connection, memory: uuid.UUID) -> tuple[float, str]:
@@ -79,20 +87,14 @@ async def test_plain_sql_gets_the_same_importance_as_the_api(
 ) -> None:
     for agent in ("api", "sql"):
         await history(engine, agent, t0)
-    through_api = await engine.add("episode", agent_id="api", content=TEXTS["particular"])
-    await engine.add("vector", agent_id="api", content=TEXTS["particular"],
-                     embedding=VECTORS["particular"], source_type="episode",
-                     source_id=through_api)  # fmt: skip
+    through_api = await engine.add("episode", agent_id="api", content=TEXTS["particular"],
+                                   embedding=VECTORS["particular"])  # fmt: skip
     async with conn.transaction():
         in_sql = await conn.fetchval(
             "INSERT INTO episodic_traces (agent_id, content) VALUES ('sql', $1) RETURNING id",
             TEXTS["particular"],
         )
-        await conn.execute(
-            """INSERT INTO memory_vectors (agent_id, content, embedding, source_type, source_id)
-               VALUES ('sql', $1, $2::text::vector, 'episodic_traces', $3)""",
-            TEXTS["particular"], str(VECTORS["particular"]), in_sql,
-        )  # fmt: skip
+        await embed(conn, "sql", in_sql, VECTORS["particular"])
     assert await importance(conn, in_sql) == await importance(conn, through_api)
     assert (await importance(conn, in_sql))[0] > 0.8
 
@@ -115,14 +117,11 @@ async def test_only_a_memory_as_its_insert_left_it_is_tiered_again(
                              created_at=t0, policy="standard")  # fmt: skip
     twice = await engine.add("episode", agent_id="ada", content="sierra tango uniform",
                              created_at=t0)  # fmt: skip
-    await engine.add("vector", agent_id="ada", content="first", embedding=VECTORS["typical"],
-                     source_type="episode", source_id=twice)  # fmt: skip
+    await embed(conn, "ada", twice, VECTORS["typical"])
     memories = (swept, used, given, named, twice)
     before = {m: await importance(conn, m) for m in memories}
     for i, memory in enumerate(memories):
-        await engine.add("vector", agent_id="ada", content=f"v{i}",
-                         embedding=at_cosine(COMMON, 0.4, 50 + i), source_type="episode",
-                         source_id=memory)  # fmt: skip
+        await embed(conn, "ada", memory, at_cosine(COMMON, 0.4, 50 + i), field="again")
     assert {m: await importance(conn, m) for m in memories} == before
 
 
@@ -132,11 +131,9 @@ async def test_a_vector_unlike_everything_before_it_tiers_without_overflow(
     """Ten times the same vector: the agent's mean has length 1 (within float4), and
     the next, different vector is as particular as can be."""
     for i in range(10):
-        episode = await engine.add("episode", agent_id="ada", content=f"ok {i}", created_at=t0)
-        await engine.add("vector", agent_id="ada", content=f"ok {i}", embedding=COMMON,
-                         source_type="episode", source_id=episode)  # fmt: skip
+        await engine.add("episode", agent_id="ada", content=f"ok {i}", created_at=t0,
+                         embedding=COMMON)  # fmt: skip
     long = " ".join(f"word{i}x" for i in range(200))
-    memory = await engine.add("episode", agent_id="ada", content=long, created_at=t0)
-    await engine.add("vector", agent_id="ada", content=long, embedding=unit(99),
-                     source_type="episode", source_id=memory)  # fmt: skip
+    memory = await engine.add("episode", agent_id="ada", content=long, created_at=t0,
+                              embedding=unit(99))  # fmt: skip
     assert await importance(conn, memory) == (1.0, "long_term")

@@ -77,14 +77,14 @@ async def test_a_warm_vector_that_tiers_its_source_plans_nothing(
     conn: asyncpg.Connection,
 ) -> None:
     common = unit(7)
-    pair = """WITH episode AS (INSERT INTO episodic_traces (agent_id, content)
-                              VALUES ('a', $1) RETURNING id)
-              INSERT INTO memory_vectors (agent_id, content, embedding, source_type, source_id)
-              SELECT 'a', $1, $2::text::vector, 'episodic_traces', id FROM episode"""
+    episode = "INSERT INTO episodic_traces (agent_id, content) VALUES ('a', $1) RETURNING id"
+    embed = """SELECT ethos_embed('episodic_traces', 'a', ARRAY[$1::uuid], ARRAY['$'],
+                                  ARRAY[$2::text::vector], NULL)"""
     for i in range(12 + WARM):  # the agent's first 10 vectors tier nothing yet
-        await conn.execute(pair, SHORT.format(i), str(at_cosine(common, 0.9, i)))
-    last = SHORT.format("last")
-    assert await plannings(conn, pair, last, str(at_cosine(common, 0.3, 99))) == 0
+        memory = await conn.fetchval(episode, SHORT.format(i))
+        await conn.execute(embed, memory, str(at_cosine(common, 0.9, i)))
+    last = await conn.fetchval(episode, SHORT.format("last"))
+    assert await plannings(conn, embed, last, str(at_cosine(common, 0.3, 99))) == 0
     assert await conn.fetchval(
-        "SELECT auto_particularity > 1 FROM episodic_traces WHERE content = $1", last
+        "SELECT auto_particularity > 1 FROM episodic_traces WHERE id = $1", last
     )

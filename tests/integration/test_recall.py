@@ -97,9 +97,9 @@ async def test_a_provider_writes_vectors_and_makes_recall_hybrid(
             dogs = await engine.recall("a", "puppy", k=1)
             assert [h.id for h in dogs] == [vector]
         embedded = await conn.fetchrow(
-            "SELECT agent_id, content, source_type FROM memory_vectors WHERE source_id = $1", car
+            "SELECT agent_id, field, source_table FROM memory_embeddings WHERE source_id = $1", car
         )
-        assert tuple(embedded) == ("a", "Bob drives an automobile", "semantic_facts")
+        assert tuple(embedded) == ("a", "$", "semantic_facts")
         env = {"ETHOS_DATABASE__URL": database_url, "ETHOS_EMBEDDING__PROVIDER": "openai",
                "ETHOS_EMBEDDING__URL": url, "ETHOS_EMBEDDING__MODEL": "test"}  # fmt: skip
         added = cli("add", "episode", "--agent", "a", "--content", "saw matcha", "--json", env=env)
@@ -176,7 +176,7 @@ async def test_provider_failures_are_one_line_and_write_nothing_half(
             assert made.by_table == {"episodic_traces": 0, "semantic_facts": 1}
             made = await engine.embed_missing()
             assert made.by_table == {"episodic_traces": 0, "semantic_facts": 0}
-        assert await count(conn, "memory_vectors") == 2  # the CLI's fact, and this one
+        assert await count(conn, "memory_embeddings") == 2  # the CLI's fact, and this one
 
 
 async def test_a_text_config_the_database_lacks_names_the_key(database_url: str) -> None:

@@ -4,7 +4,6 @@ way through that a review found, tried again."""
 
 from __future__ import annotations
 
-import json
 import os
 import uuid
 from collections.abc import AsyncIterator
@@ -22,7 +21,7 @@ from ethos.settings import (
     Settings,
     with_statement_timeout,
 )
-from tests.conftest import Cli, template_copy
+from tests.conftest import template_copy
 from tests.integration.test_roles import (
     AGENT,
     AGENT_B,
@@ -292,78 +291,54 @@ async def test_one_refused_event_does_not_take_another_agents_from_a_flush(
     assert await as_sql(house, APP, kinds, bad) == ["retrieval", "wrong"]
 
 
-# --- a vector's source ----------------------------------------------------------------
+# --- an embedding's memory ------------------------------------------------------------
+
+# An embedding of memory $2 (an episode) of agent $3, in plain SQL.
+EMBED = """SELECT ethos_embed('episodic_traces', $3, ARRAY[$2::uuid], ARRAY['$'],
+                             ARRAY[$1::text::vector], NULL)"""
 
 
-async def test_a_vectors_source_is_a_memory_of_its_own_agent(house: House, cli: Cli) -> None:
-    """A vector of b naming a's episode re-tiered it (to `working`: pruned within
-    hours), returned its text in b's search, and b's retrievals reinforced it."""
-    theirs = await owner_adds(house, "a")
+async def test_an_embedding_is_of_a_memory_of_its_own_agent(house: House) -> None:
+    """An embedding of b naming a's episode would re-tier it, return its text in b's
+    search, and b's retrievals would reinforce it: none is written."""
+    theirs = uuid.UUID(await owner_adds(house, "a"))
     episode = "SELECT policy, auto_importance FROM episodic_traces WHERE id = $1"
-    before = tuple(await one_row(house, episode, uuid.UUID(theirs)))
-    add = ("INSERT INTO memory_vectors (agent_id, content, embedding, source_type, source_id)"
-           " VALUES ('b', 'x', $1::vector, 'episodic_traces', $2)")  # fmt: skip
+    before = tuple(await one_row(house, episode, theirs))
     for role in (AGENT_B, APP):
-        with pytest.raises(asyncpg.ForeignKeyViolationError, match="not a memory of agent b"):
-            await as_sql(house, role, add, str(unit(3)), uuid.UUID(theirs))
-    async with owner(house) as engine:
-        with pytest.raises(DatabaseError, match="not a memory of agent b"):
-            await engine.add("vector", agent_id="b", content="x", embedding=unit(3),
-                             source_type="episode", source_id=theirs)  # fmt: skip
-        own = await engine.add("vector", agent_id="b", content="mine", embedding=unit(4))
-    # nor by moving a vector of its own onto it
-    with pytest.raises(asyncpg.ForeignKeyViolationError, match="not a memory of agent b"):
-        await as_sql(house, AGENT_B, "UPDATE memory_vectors SET source_type = 'episodic_traces',"
-                     " source_id = $1 WHERE id = $2", uuid.UUID(theirs), own)  # fmt: skip
-    assert tuple(await one_row(house, episode, uuid.UUID(theirs))) == before
-    env = {"ETHOS_DATABASE__URL": house.owner_url}
-    done = cli("add", "vector", "--agent", "b", "--content", "x", "--embedding",
-               json.dumps(unit(3)), "--source-type", "episode",
-               "--source-id", theirs, env=env)  # fmt: skip
-    assert done.returncode != 0 and "not a memory of agent b" in done.stderr
-    assert len(done.stderr.strip().splitlines()) == 1
+        assert await as_sql(house, role, EMBED, str(unit(3)), theirs, "b") == 0
+    assert tuple(await one_row(house, episode, theirs)) == before
+    count = "SELECT count(*) FROM memory_embeddings WHERE source_id = $1"
+    assert await as_sql(house, APP, count, theirs) == 0
 
 
-async def test_the_source_check_does_not_tell_an_agent_what_another_holds(
+async def test_an_embedding_does_not_tell_an_agent_what_another_holds(house: House) -> None:
+    """a's role embedding memories of agent b writes none, whether b holds the id or
+    not: it sees no memory of b's (row security), and the answer is the same."""
+    held, not_held = await owner_adds(house, "b"), await owner_adds(house, "a")
+    for source in (held, not_held, str(uuid.uuid4())):
+        assert await as_sql(house, AGENT, EMBED, str(unit(3)), uuid.UUID(source), "b") == 0
+    with pytest.raises(Refused, match="row-level security"):  # nor by hand
+        await as_sql(house, AGENT, "INSERT INTO memory_embeddings (agent_id, source_id,"
+                     " source_table, embedding) VALUES ('b', $1, 'episodic_traces', $2::vector)",
+                     uuid.UUID(held), str(unit(3)))  # fmt: skip
+    # its own agent's: b's id is no memory of a, and gets none
+    assert await as_sql(house, AGENT, EMBED, str(unit(3)), uuid.UUID(held), "a") == 0
+    assert await as_sql(house, AGENT, EMBED, str(unit(3)), uuid.UUID(not_held), "a") == 1
+
+
+async def test_an_embedding_left_pointing_at_another_agent_shows_nothing_of_it(
     house: House,
 ) -> None:
-    """a's role adding a vector of agent b got "is not a memory of agent b" for an id b
-    does not hold, and the row policy's refusal for one b holds: the source check ran
-    first, and told a which ids b holds. Both are now the row policy's refusal."""
-    held, not_held = await owner_adds(house, "b"), await owner_adds(house, "a")
-    add = ("INSERT INTO memory_vectors (agent_id, content, embedding, source_type, source_id)"
-           " VALUES ('b', 'x', $1::vector, 'episodic_traces', $2)")  # fmt: skip
-    answers = []
-    for source in (held, not_held, str(uuid.uuid4())):
-        with pytest.raises(Refused) as refused:
-            await as_sql(house, AGENT, add, str(unit(3)), uuid.UUID(source))
-        answers.append(str(refused.value))
-    assert len(set(answers)) == 1 and "row-level security" in answers[0], answers
-    # its own agent's vector: the source check answers as before
-    with pytest.raises(asyncpg.ForeignKeyViolationError, match="not a memory of agent a"):
-        await as_sql(house, AGENT, add.replace("'b'", "'a'"), str(unit(3)), uuid.UUID(held))
-    assert await as_sql(house, APP, "SELECT count(*) FROM memory_vectors WHERE content = 'x'") == 0
-
-
-async def test_a_vector_left_pointing_at_another_agent_shows_nothing_of_it(house: House) -> None:
-    """A vector stored before the check (here: with the check switched off) is read as
-    having no live source: b's search shows neither a's text nor its salience."""
+    """An embedding of b written by hand naming a's episode is read as having no live
+    memory: b's search shows neither a's text nor its salience."""
     theirs = await owner_adds(house, "a")
     conn = await asyncpg.connect(house.owner_url)
     try:
         await conn.execute(
-            "INSERT INTO memory_vectors (agent_id, content, embedding, policy)"
-            " VALUES ('b', 'old', $1::vector, 'permanent')",
-            str(unit(5)),
-        )
-        await conn.execute("SET citus.enable_unsafe_triggers = on")  # as above
-        await conn.execute("ALTER TABLE memory_vectors DISABLE TRIGGER memory_vectors_write")
-        await conn.execute(
-            "UPDATE memory_vectors SET source_type = 'episodic_traces', source_id = $1"
-            " WHERE agent_id = 'b' AND content = 'old'",
-            uuid.UUID(theirs),
-        )
-        await conn.execute("ALTER TABLE memory_vectors ENABLE TRIGGER memory_vectors_write")
+            "INSERT INTO memory_embeddings (agent_id, source_id, source_table, embedding)"
+            " VALUES ('b', $1, 'episodic_traces', $2::vector)",
+            uuid.UUID(theirs), str(unit(5)),
+        )  # fmt: skip
     finally:
         await conn.close()
     async with owner(house) as engine:

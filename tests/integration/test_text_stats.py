@@ -23,7 +23,7 @@ SELECT coalesce(jsonb_object_agg(agent_id, jsonb_build_array(docs, length))
 COUNTED = """
 WITH m AS (SELECT agent_id, content_tsv FROM episodic_traces
            UNION ALL SELECT agent_id, content_tsv FROM semantic_facts
-           UNION ALL SELECT agent_id, content_tsv FROM memory_vectors WHERE source_id IS NULL)
+           UNION ALL SELECT agent_id, content_tsv FROM memory_vectors)
 SELECT coalesce(jsonb_object_agg(k, n), '{}') FROM (
     SELECT m.agent_id || ':' || w AS k, count(*) AS n
     FROM m, unnest(tsvector_to_array(m.content_tsv)) AS w
@@ -39,7 +39,7 @@ SELECT coalesce(jsonb_object_agg(agent_id, jsonb_build_array(n, len)), '{}') FRO
 BOUNDS = """
 WITH m AS (SELECT agent_id, content_tsv FROM episodic_traces
            UNION ALL SELECT agent_id, content_tsv FROM semantic_facts
-           UNION ALL SELECT agent_id, content_tsv FROM memory_vectors WHERE source_id IS NULL),
+           UNION ALL SELECT agent_id, content_tsv FROM memory_vectors),
 actual AS (
     SELECT m.agent_id, w.lexeme, max(coalesce(array_length(w.positions, 1), 1)) AS max_tf,
            min(ethos_text_length(m.content_tsv)) AS min_length
@@ -116,12 +116,9 @@ async def test_stats_follow_inserts_updates_deletes_and_truncates(
     await conn.execute("UPDATE episodic_traces SET pruned = true, salience = 0.01")  # no change
     await assert_exact(conn)
     await conn.execute("DELETE FROM episodic_traces WHERE content LIKE '%home'")
-    source = await conn.fetchval("SELECT id FROM semantic_facts WHERE agent_id = 'b' LIMIT 1")
     await conn.execute(
-        "INSERT INTO memory_vectors (agent_id, content, embedding, source_type, source_id)"
-        " VALUES ('b', 'cats sleep', array_fill(0.1, ARRAY[384])::vector, 'semantic_facts', $1),"
-        " ('b', 'owls hunt', array_fill(0.1, ARRAY[384])::vector, NULL, NULL)",
-        source,
+        "INSERT INTO memory_vectors (agent_id, content, embedding)"
+        " VALUES ('b', 'owls hunt', array_fill(0.1, ARRAY[384])::vector)"
     )
     await assert_exact(conn)
     await truncate(conn, "episodic_traces")

@@ -21,8 +21,8 @@ from ethos.settings import Settings
 
 # What `add` passes on, by flag (each table's subcommand takes some of them).
 ADD_FIELDS = (
-    "salience", "emotional_tone", "confidence", "embedding", "source_type", "source_id",
-    "created_at", "expires_at", "pinned", "policy", "importance",
+    "salience", "emotional_tone", "confidence", "embedding", "created_at", "expires_at",
+    "pinned", "policy", "importance",
 )  # fmt: skip
 
 
@@ -198,7 +198,7 @@ async def cmd_record_retrieval(args: argparse.Namespace, settings: Settings) -> 
     stats = engine.ltp.stats
     text = (
         f"{stats.applied} applied, {stats.skipped} skipped (unknown or pruned),"
-        f" {stats.reinforced} sources reinforced, {stats.dropped} dropped"
+        f" {stats.dropped} dropped"
     )
     emit(args, stats.as_dict(), text)
     return ltp_exit(stats.dropped)

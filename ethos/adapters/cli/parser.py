@@ -179,19 +179,16 @@ def _tables(p: argparse.ArgumentParser, what: str = "repeatable; default: all") 
 
 # The flags of `add` that only some tables take, by the fact of TableSpec that gives them.
 def _add_flags(p: argparse.ArgumentParser, spec: TableSpec) -> None:
+    p.add_argument(
+        "--embedding", help="a JSON array of numbers: its vector (default: the embedding"
+        " provider's, of --content)",
+    )  # fmt: skip
     if spec.emotion_column:
         p.add_argument(
             "--emotional-tone", type=float, help="0..1: how charged it was (lives longer)"
         )
     if spec.has_confidence:
         p.add_argument("--confidence", type=float, help="0..1: how sure (its own curve)")
-    if spec.has_embedding:
-        p.add_argument(
-            "--embedding", help="a JSON array of numbers (default: the provider's, of --content)"
-        )
-    if spec.has_source:
-        p.add_argument("--source-type", type=_table, help="episode|fact: the memory it embeds")
-        p.add_argument("--source-id", help="the id of the memory it embeds")
     if spec.has_expiry:
         p.add_argument("--expires-at", type=_time("expires-at"), help="pruned then, used or not")
 

@@ -138,8 +138,7 @@ def mem0_hit(found: Hit) -> dict[str, Any]:
         "updated_at": found.updated_at.isoformat() if found.updated_at else created,
         **{key: ids.get(key) for key in IDS},
         "role": ids.get("role"),
-        "ethos": {key: hit.get(key) for key in parts}
-        | {"source": hit.get("source"), "matched": found.matched},
+        "ethos": {key: hit.get(key) for key in parts} | {"matched": found.matched},
     }
 
 

@@ -129,6 +129,7 @@ BEGIN
     GRANT SELECT, INSERT, UPDATE, DELETE ON lexeme_stats, agent_text_stats, agent_vector_stats
         TO ethos_definer;
     GRANT SELECT, INSERT, DELETE ON memory_revisions TO ethos_definer;
+    GRANT SELECT, DELETE ON memory_embeddings TO ethos_definer;
     IF NOT EXISTS (SELECT FROM pg_policies WHERE tablename = 'ethos_agent_roles'
                                              AND policyname = 'ethos_definer') THEN
         CREATE POLICY ethos_definer ON ethos_agent_roles FOR SELECT TO ethos_definer
@@ -142,6 +143,7 @@ BEGIN
     ALTER FUNCTION ethos_write_row() OWNER TO ethos_definer;
     ALTER FUNCTION ethos_rows_added() OWNER TO ethos_definer;
     ALTER FUNCTION ethos_rows_removed() OWNER TO ethos_definer;
+    ALTER FUNCTION ethos_embeddings_written() OWNER TO ethos_definer;
     IF current_setting('server_version_num')::int >= 170000 THEN
         EXECUTE 'GRANT MAINTAIN ON lexeme_stats, agent_text_stats TO ethos_definer';
         ALTER FUNCTION ethos_text_stats_analyze() OWNER TO ethos_definer;

@@ -109,7 +109,8 @@ CREATE FUNCTION ethos_vector_stats_rebuild() RETURNS void
     DELETE FROM agent_vector_stats;
     INSERT INTO agent_vector_stats (agent_id, vectors, total)
     SELECT agent_id, count(*), sum(l2_normalize(embedding))
-    FROM memory_vectors
+    FROM (SELECT agent_id, embedding FROM memory_vectors
+          UNION ALL SELECT agent_id, embedding FROM memory_embeddings) AS v
     GROUP BY agent_id;
 $$;
 REVOKE ALL ON FUNCTION ethos_vector_stats_rebuild() FROM PUBLIC;

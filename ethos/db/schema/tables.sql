@@ -277,8 +277,9 @@ CREATE INDEX semantic_facts_id_idx ON semantic_facts USING btree (id);
 CREATE INDEX semantic_facts_live_id_idx ON semantic_facts USING btree (id) WHERE (NOT pruned);
 CREATE INDEX semantic_facts_pruned_at_idx ON semantic_facts USING btree (pruned_at) WHERE pruned;
 
--- A content and its embedding, searched by similarity; a vector of an episode or fact
--- (source_type, source_id) lives with that memory.
+-- A memory whose content is a vector: a content and its embedding, searched by
+-- similarity, with a decay of its own. (An episode's or fact's vector is no memory:
+-- memory_embeddings.)
 CREATE TABLE memory_vectors (
     id uuid DEFAULT ethos_uuid_v7() NOT NULL,
     agent_id text NOT NULL,
@@ -296,8 +297,6 @@ CREATE TABLE memory_vectors (
     metadata jsonb DEFAULT '{}'::jsonb NOT NULL,
     embedding vector({dimension}) NOT NULL,
     expires_at timestamp with time zone,
-    source_type text,
-    source_id uuid,
     policy text NOT NULL,
     importance double precision,
     due_at timestamp with time zone DEFAULT '-infinity'::timestamp with time zone,
@@ -316,7 +315,6 @@ CREATE TABLE memory_vectors (
     reinforcement double precision DEFAULT 0 NOT NULL,
     CONSTRAINT memory_vectors_anchor_at_1900_to_2199 CHECK (((anchor_at >= '1900-01-01 00:00:00+00'::timestamp with time zone) AND (anchor_at < '2200-01-01 00:00:00+00'::timestamp with time zone))),
     CONSTRAINT memory_vectors_auto_importance_check CHECK (((auto_importance >= (0)::double precision) AND (auto_importance <= (1)::double precision))),
-    CONSTRAINT memory_vectors_check CHECK (((source_type IS NULL) = (source_id IS NULL))),
     CONSTRAINT memory_vectors_created_at_1900_to_2199 CHECK (((created_at >= '1900-01-01 00:00:00+00'::timestamp with time zone) AND (created_at < '2200-01-01 00:00:00+00'::timestamp with time zone))),
     CONSTRAINT memory_vectors_expires_at_1900_to_2199 CHECK (((expires_at >= '1900-01-01 00:00:00+00'::timestamp with time zone) AND (expires_at < '2200-01-01 00:00:00+00'::timestamp with time zone))),
     CONSTRAINT memory_vectors_importance_check CHECK (((importance >= (0)::double precision) AND (importance <= (1)::double precision))),
@@ -326,7 +324,6 @@ CREATE TABLE memory_vectors (
     CONSTRAINT memory_vectors_retrieval_count_at_most_1e9 CHECK ((retrieval_count <= 1000000000)),
     CONSTRAINT memory_vectors_retrieval_count_check CHECK ((retrieval_count >= 0)),
     CONSTRAINT memory_vectors_salience_check CHECK (((salience >= (0)::double precision) AND (salience <= (1)::double precision))),
-    CONSTRAINT memory_vectors_source_type_check CHECK ((source_type = ANY (ARRAY['episodic_traces'::text, 'semantic_facts'::text]))),
     CONSTRAINT memory_vectors_strength_check CHECK (((strength >= (0)::double precision) AND (strength <= (1)::double precision))),
     CONSTRAINT memory_vectors_surfaced_count_at_most_1e9 CHECK ((surfaced_count <= 1000000000)),
     CONSTRAINT memory_vectors_surfaced_count_check CHECK ((surfaced_count >= 0)),
@@ -342,14 +339,33 @@ ALTER TABLE ONLY memory_vectors
     ADD CONSTRAINT memory_vectors_policy_fkey FOREIGN KEY (policy) REFERENCES decay_policies(name);
 CREATE UNIQUE INDEX memory_vectors_client_key_idx ON memory_vectors USING btree (agent_id, client_key) WHERE ((client_key IS NOT NULL) AND (NOT pruned));
 CREATE INDEX memory_vectors_content_key_idx ON memory_vectors USING btree (agent_id, content_key) WHERE (NOT pruned);
--- (text recall skips a vector of an episode or fact: its source is found in its own table)
-CREATE INDEX memory_vectors_content_tsv_idx ON memory_vectors USING gin (content_tsv) WHERE ((NOT pruned) AND (source_id IS NULL));
+CREATE INDEX memory_vectors_content_tsv_idx ON memory_vectors USING gin (content_tsv) WHERE (NOT pruned);
 CREATE INDEX memory_vectors_embedding_hnsw ON memory_vectors USING hnsw (embedding vector_cosine_ops) WHERE (NOT pruned);
 -- a memory by its id alone, live or pruned (the key leads with the agent)
 CREATE INDEX memory_vectors_id_idx ON memory_vectors USING btree (id);
 CREATE INDEX memory_vectors_live_id_idx ON memory_vectors USING btree (id) WHERE (NOT pruned);
 CREATE INDEX memory_vectors_pruned_at_idx ON memory_vectors USING btree (pruned_at) WHERE pruned;
-CREATE INDEX memory_vectors_source_idx ON memory_vectors USING btree (source_type, source_id) WHERE (source_id IS NOT NULL);
+
+-- The embeddings of episodes and facts, searched by similarity: one per text embedded
+-- (`field`: '$' the memory's text; a LangGraph item, each text of its index's fields).
+-- No memory: no decay state, policy, hints or trigger. A row is written once and never
+-- updated (a new text writes new ones in place of the old), so the heap is packed full.
+-- It is live exactly while its source is: a search reads the source's state, never a
+-- copy of it. Its source's hard delete takes it (ethos_rows_removed), as does a
+-- source's rewrite.
+CREATE TABLE memory_embeddings (
+    agent_id text NOT NULL,
+    source_id uuid NOT NULL,
+    field text DEFAULT '$'::text NOT NULL,
+    source_table text NOT NULL,
+    embedding vector({dimension}) NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT memory_embeddings_source_table_check CHECK ((source_table = ANY (ARRAY['episodic_traces'::text, 'semantic_facts'::text])))
+)
+WITH (fillfactor='100');
+ALTER TABLE ONLY memory_embeddings
+    ADD CONSTRAINT memory_embeddings_pkey PRIMARY KEY (agent_id, source_id, field);  -- a memory's: one range
+CREATE INDEX memory_embeddings_embedding_hnsw ON memory_embeddings USING hnsw (embedding vector_cosine_ops);
 
 -- ========================================================================================
 -- What hangs off a memory: links between memories, earlier contents

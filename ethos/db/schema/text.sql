@@ -168,7 +168,7 @@ CREATE FUNCTION ethos_text_stats_rebuild() RETURNS void
     SELECT ethos_text_stats_add(array_agg(agent_id), array_agg(content_tsv), array_agg(1))
     FROM (SELECT agent_id, content_tsv FROM episodic_traces
           UNION ALL SELECT agent_id, content_tsv FROM semantic_facts
-          UNION ALL SELECT agent_id, content_tsv FROM memory_vectors WHERE source_id IS NULL
+          UNION ALL SELECT agent_id, content_tsv FROM memory_vectors
          ) AS m;
 $$;
 REVOKE ALL ON FUNCTION ethos_text_stats_rebuild() FROM PUBLIC;

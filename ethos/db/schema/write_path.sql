@@ -7,15 +7,16 @@
 --                    ethos_rows_added(): what is done for many rows at once.
 --   <table>_removed  AFTER DELETE, once a statement, over the rows it deleted (purge,
 --                    erase, a DELETE by hand): ethos_rows_removed().
---   <table>_pruned   (episodes and facts) AFTER UPDATE, once a statement, over the rows
---                    whose pruned changed: ethos_source_pruned(): a memory's vectors
---                    are pruned and recovered with it.
 --
 --   <table>_due_made BEFORE INSERT on a table's hints, each row: ethos_hint_made().
 --
+--   memory_embeddings_added/_removed: ethos_embeddings_written(), what an embedding
+--                    written or deleted derives (the agent's centre, its memory's
+--                    importance). An embedding follows its memory by no trigger: a
+--                    search reads whether the memory is live.
+--
 -- A sweep's or LTP's UPDATE writes none of the columns the first trigger names: the
--- frequent writes pay for no row trigger, and for one call of <table>_pruned a
--- statement (a batch), which finds no row whose pruned changed. Each trigger passes its
+-- frequent writes pay for no trigger. Each trigger passes its
 -- table's name as the argument, so a function never reads TG_TABLE_NAME (on a Citus
 -- shard that is the shard's name).
 --
@@ -59,14 +60,13 @@ $$;
 -- The policy a new memory gets, and its automatic importance (NULL where none was
 -- measured): the importance given, else one measured from its words, picks a tier
 -- (ethos_importance_tier); without either, the agent's policy, else the default.
--- `measured`: false for a vector of an episode or fact (its source was measured).
 -- The words are the agent's (ethos_informative_words) blended with the language's
 -- (ethos_prior_words) by ethos_prior_share of the words it has written; an emotional
 -- `tone` raises the importance as a second reason to keep it (1 - (1 - i)(1 - tone));
 -- a memory the caller `stated` is measured only to live longer: never shorter than the
 -- default policy (decision 0023).
 CREATE FUNCTION ethos_new_policy(memory_table text, agent text, id uuid, importance float8,
-                                 tsv tsvector, measured boolean, content text,
+                                 tsv tsvector, content text,
                                  stated boolean, tone float8,
                                  OUT policy text, OUT auto_importance float8,
                                  OUT auto_answer float8)
@@ -84,7 +84,7 @@ DECLARE
     floor float8;  -- the default policy's tier: a stated memory's least importance
 BEGIN
     SELECT * INTO s FROM ethos_settings;
-    IF importance IS NULL AND agent_policy IS NULL AND measured AND s.auto_importance THEN
+    IF importance IS NULL AND agent_policy IS NULL AND s.auto_importance THEN
         SELECT * INTO stats FROM agent_text_stats AS t WHERE t.agent_id = agent;
         share := ethos_prior_share(stats.length);
         -- (the length too: a young agent's average is the prior's 10 words as much)
@@ -129,18 +129,10 @@ CREATE FUNCTION ethos_write_row() RETURNS trigger
 DECLARE
     memory_table text := TG_ARGV[0];
     vectors boolean := TG_ARGV[0] = 'memory_vectors';
-    -- a vector of an episode or fact counts in neither the text statistics nor its
-    -- agent's importance: its source does
-    counted_old boolean := true;
-    counted_new boolean := true;
     rewritten boolean;  -- a new row, or its content or agent changed
     tone float8;  -- an episode's emotional tone
     stated boolean := false;  -- a fact the caller states
 BEGIN
-    IF vectors THEN
-        counted_old := TG_OP = 'UPDATE' AND OLD.source_id IS NULL;
-        counted_new := NEW.source_id IS NULL;
-    END IF;
     rewritten := TG_OP = 'INSERT' OR NEW.content IS DISTINCT FROM OLD.content
                  OR NEW.agent_id IS DISTINCT FROM OLD.agent_id;
 
@@ -159,14 +151,7 @@ BEGIN
                 octet_length(NEW.content) USING ERRCODE = 'check_violation';
         END IF;
         NEW.content_key := ethos_content_key(NEW.content);
-    END IF;
-    --    The words: none for a vector of an episode or fact, which text recall never
-    --    reads (it finds the source in its own table).
-    IF rewritten OR counted_new <> counted_old THEN
-        NEW.content_tsv := CASE WHEN counted_new
-                                THEN ethos_text_vector(ethos_text_config(), NEW.agent_id,
-                                                       NEW.content)
-                                ELSE ''::tsvector END;
+        NEW.content_tsv := ethos_text_vector(ethos_text_config(), NEW.agent_id, NEW.content);
     END IF;
 
     -- 2. A vector has a direction: with none in float32 (all zeros, or 1e-30s whose
@@ -180,53 +165,7 @@ BEGIN
         END IF;
     END IF;
 
-    -- 3. A vector of an episode or fact is a memory of that memory's own agent and lives
-    --    with it: the never-decaying policy, never due to a sweep (no hint is made for
-    --    it), pruned and recovered with its source (ethos_source_pruned); a move to a
-    --    curve of its own is refused.
-    IF vectors THEN
-        IF NEW.source_id IS NOT NULL THEN
-            IF TG_OP = 'INSERT' OR (NEW.source_type, NEW.source_id, NEW.agent_id)
-                                   IS DISTINCT FROM (OLD.source_type, OLD.source_id, OLD.agent_id)
-            THEN
-                -- An agent role's vector of another agent: refused as the row policy
-                -- (which runs after this trigger) refuses it, before the source is read:
-                -- whether that agent holds the source is not for this one to know.
-                IF NOT NEW.agent_id = ANY (ethos_role_agents(
-                        coalesce(nullif(current_setting('role'), 'none'), session_user)))
-                THEN
-                    RAISE EXCEPTION
-                        'new row violates row-level security policy for table "memory_vectors"'
-                        USING ERRCODE = 'insufficient_privilege';
-                END IF;
-                -- (a read of one table by its key, no subquery: where a statement on a
-                -- node names the shard itself, as a merge's does, Citus plans the read
-                -- with the trigger's values as parameters, which it can only so)
-                IF NEW.source_type = 'episodic_traces' THEN
-                    PERFORM FROM episodic_traces
-                    WHERE agent_id = NEW.agent_id AND id = NEW.source_id;
-                ELSE
-                    PERFORM FROM semantic_facts
-                    WHERE agent_id = NEW.agent_id AND id = NEW.source_id;
-                END IF;
-                IF NOT FOUND THEN
-                    RAISE EXCEPTION 'the vector''s source % % is not a memory of agent %',
-                        NEW.source_type, NEW.source_id, NEW.agent_id
-                        USING ERRCODE = 'foreign_key_violation';
-                END IF;
-                NEW.policy := 'permanent';
-                IF TG_OP = 'INSERT' THEN
-                    NEW.due_at := NULL;
-                    NEW.prune_at := NULL;
-                END IF;
-            ELSIF NEW.policy <> 'permanent' THEN
-                RAISE EXCEPTION 'the vector % follows its source (% %): move the source instead',
-                    NEW.id, NEW.source_type, NEW.source_id USING ERRCODE = 'check_violation';
-            END IF;
-        END IF;
-    END IF;
-
-    -- 4. A new memory's decay state: its curve starts at its salience when it is
+    -- 3. A new memory's decay state: its curve starts at its salience when it is
     --    written; its policy, where not given, from its importance or its agent.
     IF TG_OP = 'INSERT' THEN
         NEW.strength := coalesce(NEW.strength, NEW.salience);
@@ -243,13 +182,13 @@ BEGIN
             SELECT p.policy, p.auto_importance, p.auto_answer
             INTO NEW.policy, NEW.auto_importance, NEW.auto_answer
             FROM ethos_new_policy(memory_table, NEW.agent_id, NEW.id, NEW.importance,
-                                  NEW.content_tsv, counted_new, NEW.content, stated,
+                                  NEW.content_tsv, NEW.content, stated,
                                   tone) AS p;
         END IF;
         RETURN NEW;
     END IF;
 
-    -- 5. A text or metadata replaced: the one before is kept (memory_revisions).
+    -- 4. A text or metadata replaced: the one before is kept (memory_revisions).
     IF NEW.content IS DISTINCT FROM OLD.content OR NEW.metadata IS DISTINCT FROM OLD.metadata
     THEN
         INSERT INTO memory_revisions (table_name, memory_id, agent_id, content, metadata,
@@ -257,15 +196,10 @@ BEGIN
         VALUES (memory_table, OLD.id, OLD.agent_id, OLD.content, OLD.metadata, session_user);
     END IF;
 
-    -- 6. The statistics follow the words (and, for vectors, the direction) that changed.
-    IF NEW.content_tsv <> OLD.content_tsv OR counted_old <> counted_new THEN
-        PERFORM ethos_text_stats_add(
-            array_remove(ARRAY[CASE WHEN counted_old THEN OLD.agent_id END,
-                               CASE WHEN counted_new THEN NEW.agent_id END], NULL),
-            array_remove(ARRAY[CASE WHEN counted_old THEN OLD.content_tsv END,
-                               CASE WHEN counted_new THEN NEW.content_tsv END], NULL),
-            array_remove(ARRAY[CASE WHEN counted_old THEN -1 END,
-                               CASE WHEN counted_new THEN 1 END], NULL));
+    -- 5. The statistics follow the words (and, for vectors, the direction) that changed.
+    IF NEW.content_tsv <> OLD.content_tsv THEN
+        PERFORM ethos_text_stats_add(ARRAY[OLD.agent_id, NEW.agent_id],
+                                     ARRAY[OLD.content_tsv, NEW.content_tsv], ARRAY[-1, 1]);
     END IF;
     IF vectors THEN
         IF NEW.embedding <> OLD.embedding OR NEW.agent_id <> OLD.agent_id THEN
@@ -306,10 +240,7 @@ CREATE FUNCTION ethos_rows_added() RETURNS trigger
 DECLARE
     memory_table text := TG_ARGV[0];
     r record;  -- the rows added: their agents, each once; ids and agents of the live
-               -- ones a sweep may find due (not those never due, as a vector of an
-               -- episode or fact)
-    k float8;  -- how much particularity raises an importance (vectors only)
-    v record;  -- vectors of episodes or facts: their sources, and how particular each is
+               -- ones a sweep may find due
     written record;
 BEGIN
     SELECT array_agg(DISTINCT a.agent_id) AS agents,
@@ -322,56 +253,7 @@ BEGIN
         RETURN NULL;          -- a statement about no agent Citus cannot route
     END IF;
 
-    -- 1. A vector of an episode or fact raises its source's automatic importance by how
-    --    far it lies from its agent's other vectors (before they count it), once, while
-    --    the source is as its insert left it. (Episodes and facts read no setting.) The
-    --    new policy comes with the values (Citus refuses a STABLE function of the row
-    --    written inside an UPDATE); the conditions hold on the row written.
-    IF memory_table = 'memory_vectors' THEN
-        k := (SELECT s.auto_importance_particularity FROM ethos_settings AS s);
-    END IF;
-    IF k > 0 THEN
-        SELECT array_agg(a.source_type) AS types, array_agg(a.source_id) AS ids,
-               array_agg(a.agent_id) AS agents,
-               array_agg(ethos_particularity(a.agent_id, a.embedding)) AS ps
-        INTO v FROM added AS a WHERE a.source_id IS NOT NULL;
-        IF 'episodic_traces' = ANY (v.types) THEN
-            UPDATE episodic_traces AS m
-            SET auto_importance = n.importance, auto_particularity = n.p, policy = n.policy
-            FROM (SELECT s.agent_id, s.id, s.auto_importance AS before, s.policy AS was, u.p,
-                         i.importance,
-                         ethos_importance_tier(i.importance) AS policy
-                  FROM unnest(v.types, v.ids, v.agents, v.ps) AS u (type, id, agent, p)
-                  JOIN episodic_traces AS s ON s.agent_id = u.agent AND s.id = u.id
-                  CROSS JOIN LATERAL (SELECT ethos_importance_raised(s.auto_importance, u.p, k)
-                                             AS importance) AS i
-                  WHERE u.type = 'episodic_traces' AND u.p IS NOT NULL
-                    AND s.agent_id = ANY (v.agents)
-                    AND s.policy = ethos_importance_tier(s.auto_importance)) AS n
-            WHERE m.agent_id = n.agent_id AND m.id = n.id AND m.agent_id = ANY (v.agents)
-              AND m.auto_importance = n.before AND m.policy = n.was AND m.auto_particularity IS NULL
-              AND NOT m.pruned AND m.retrieval_count = 0 AND m.due_at = '-infinity';
-        END IF;
-        IF 'semantic_facts' = ANY (v.types) THEN
-            UPDATE semantic_facts AS m
-            SET auto_importance = n.importance, auto_particularity = n.p, policy = n.policy
-            FROM (SELECT s.agent_id, s.id, s.auto_importance AS before, s.policy AS was, u.p,
-                         i.importance,
-                         ethos_importance_tier(i.importance) AS policy
-                  FROM unnest(v.types, v.ids, v.agents, v.ps) AS u (type, id, agent, p)
-                  JOIN semantic_facts AS s ON s.agent_id = u.agent AND s.id = u.id
-                  CROSS JOIN LATERAL (SELECT ethos_importance_raised(s.auto_importance, u.p, k)
-                                             AS importance) AS i
-                  WHERE u.type = 'semantic_facts' AND u.p IS NOT NULL
-                    AND s.agent_id = ANY (v.agents)
-                    AND s.policy = ethos_importance_tier(s.auto_importance)) AS n
-            WHERE m.agent_id = n.agent_id AND m.id = n.id AND m.agent_id = ANY (v.agents)
-              AND m.auto_importance = n.before AND m.policy = n.was AND m.auto_particularity IS NULL
-              AND NOT m.pruned AND m.retrieval_count = 0 AND m.due_at = '-infinity';
-        END IF;
-    END IF;
-
-    -- 2. Hints: the sweep looks at once at the live rows added that may fall due (their
+    -- 1. Hints: the sweep looks at once at the live rows added that may fall due (their
     --    physical places, which the statement's rows do not carry, read back by a probe
     --    by key for each: a join could hash the whole table where an ANALYZE during a
     --    bulk load left the planner sure it is empty), in one statement: a statement's
@@ -407,14 +289,10 @@ BEGIN
         CROSS JOIN LATERAL ethos_new_hints(p.ids, p.places) AS h;
     END IF;
 
-    -- 3. The statistics count the rows added, in one pass (and how many there were);
-    --    vectors of episodes or facts alone count no words, and call for none.
+    -- 2. The statistics count the rows added, in one pass (and how many there were).
     IF memory_table = 'memory_vectors' THEN
-        SELECT CASE WHEN bool_or(source_id IS NULL) THEN
-                   ethos_text_stats_add(array_agg(agent_id) FILTER (WHERE source_id IS NULL),
-                                        array_agg(content_tsv) FILTER (WHERE source_id IS NULL),
-                                        array_agg(1) FILTER (WHERE source_id IS NULL))
-               END AS added,
+        SELECT ethos_text_stats_add(array_agg(agent_id), array_agg(content_tsv), array_agg(1))
+                   AS added,
                ethos_vector_stats_add(array_agg(agent_id), array_agg(embedding), 1) AS centred,
                count(*) AS n
         INTO written FROM added;
@@ -436,7 +314,7 @@ $$;
 REVOKE ALL ON FUNCTION ethos_rows_added() FROM PUBLIC;
 
 -- Each statement's rows deleted (purge, erase, a DELETE by hand), at once: their
--- revisions and their share of the statistics go with them. As in ethos_rows_added, the
+-- revisions, embeddings and their share of the statistics go with them. As in ethos_rows_added, the
 -- rows are read into arrays first and every statement names their agents. (A row at a
 -- time, each statement planned again by Citus on a shard, a DELETE of 500 rows took
 -- 2.3 s there; on one server an erase took 0.9 ms a row.)
@@ -460,68 +338,146 @@ BEGIN
     WHERE v.agent_id = ANY (r.agents) AND v.table_name = memory_table
       AND v.agent_id = d.agent AND v.memory_id = d.id;
 
-    -- (a vector of an episode or fact counts no words: its source does)
+    PERFORM ethos_text_stats_add(array_agg(d.agent_id), array_agg(d.content_tsv),
+                                 array_agg(-1))
+    FROM removed AS d;
     IF memory_table = 'memory_vectors' THEN
-        PERFORM ethos_text_stats_add(array_agg(d.agent_id), array_agg(d.content_tsv),
-                                     array_agg(-1))
-        FROM removed AS d WHERE d.source_id IS NULL HAVING count(*) > 0;
         PERFORM ethos_vector_stats_add(array_agg(d.agent_id), array_agg(d.embedding), -1)
         FROM removed AS d;
-    ELSE
-        PERFORM ethos_text_stats_add(array_agg(d.agent_id), array_agg(d.content_tsv),
-                                     array_agg(-1))
-        FROM removed AS d;
+    ELSE  -- (no key to cascade on: the embeddings name their source's table in a column)
+        DELETE FROM memory_embeddings AS e
+        USING unnest(r.ids, r.owners) AS d (id, agent)
+        WHERE e.agent_id = ANY (r.agents) AND e.agent_id = d.agent AND e.source_id = d.id;
     END IF;
     RETURN NULL;
 END
 $$;
 REVOKE ALL ON FUNCTION ethos_rows_removed() FROM PUBLIC;
 
--- Memories pruned or recovered by a statement: their vectors follow them, in one UPDATE.
--- A trigger with transition tables takes no column list, so this one runs after every
--- UPDATE of the table (a sweep's batch, an LTP flush) and returns at once unless some
--- row's pruned changed. Row by row (an UPDATE of the vectors a source), pruning 500
--- facts took 106 ms on one server against 27, and 238 ms against 21 on a Citus cluster.
--- As in ethos_rows_added, the rows are read into arrays first and the UPDATE names
--- their agents.
-CREATE FUNCTION ethos_source_pruned() RETURNS trigger
+-- The embeddings of `agent`'s memories `ids` in `memory_table`, a row each of ids,
+-- fields and embeddings (what ethos writes them with), where the memory has none under
+-- that field; first, all those of the memories `cleared` give way (a new text's take
+-- their place). An id that is not the caller's memory of the agent there gets none (an
+-- agent role sees its own agents' alone). Returns how many were written.
+CREATE FUNCTION ethos_embed(memory_table text, agent text, ids uuid[], fields text[],
+                            embeddings vector[], cleared uuid[]) RETURNS integer
     LANGUAGE plpgsql
+    SET plan_cache_mode TO 'force_generic_plan'
+    AS $$
+#variable_conflict use_variable
+DECLARE
+    found uuid[];  -- the ids that are the agent's memories in memory_table
+    written integer;
+BEGIN
+    IF memory_table = 'episodic_traces' THEN
+        found := ARRAY(SELECT m.id FROM episodic_traces AS m
+                       WHERE m.agent_id = agent AND m.id = ANY (ids));
+    ELSIF memory_table = 'semantic_facts' THEN
+        found := ARRAY(SELECT m.id FROM semantic_facts AS m
+                       WHERE m.agent_id = agent AND m.id = ANY (ids));
+    ELSE
+        RAISE EXCEPTION 'no embeddings of %: only of episodic_traces or semantic_facts',
+            memory_table USING ERRCODE = 'check_violation';
+    END IF;
+    IF cleared IS NOT NULL THEN
+        DELETE FROM memory_embeddings AS e
+        WHERE e.agent_id = agent AND e.source_id = ANY (cleared);
+    END IF;
+    INSERT INTO memory_embeddings (agent_id, source_id, field, source_table, embedding)
+    SELECT agent, u.id, u.field, memory_table, u.embedding
+    FROM unnest(ids, fields, embeddings) AS u (id, field, embedding)
+    WHERE u.id = ANY (found)
+    ON CONFLICT (agent_id, source_id, field) DO NOTHING;
+    GET DIAGNOSTICS written = ROW_COUNT;
+    RETURN written;
+END
+$$;
+
+-- Each statement's embeddings written or deleted, at once (on a Citus shard, where the
+-- agent's other tables are: what the write derives is written there, as for memories).
+-- The agent's centre counts them. An insert first raises each memory's automatic
+-- importance by how far its first embedding lies from the agent's other vectors (before
+-- they count it), once, while the memory is as its insert left it. The new policy comes
+-- with the values (Citus refuses a STABLE function of the row written inside an
+-- UPDATE); the conditions hold on the row written.
+CREATE FUNCTION ethos_embeddings_written() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO '$user', 'public', 'pg_temp'
+    SET plan_cache_mode TO 'force_generic_plan'
     AS $$
 DECLARE
-    r record;  -- the rows whose pruned changed: ids, agents (each agent once), new state
+    k float8;  -- how much particularity raises an importance
+    r record;  -- the rows: their agents (each once, and each row's), directions
+    v record;  -- each memory's first embedding: its table, id, agent, particularity
 BEGIN
-    -- (most UPDATEs, a put's or LTP's, touch live memories only: 0.035 ms less a statement)
-    IF NOT EXISTS (SELECT FROM became WHERE pruned UNION ALL SELECT FROM was WHERE pruned) THEN
+    SELECT array_agg(DISTINCT e.agent_id) AS agents, array_agg(e.agent_id) AS owners,
+           array_agg(e.embedding) AS embeddings
+    INTO r FROM rows AS e;
+    IF r.agents IS NULL THEN
         RETURN NULL;
     END IF;
-    -- (grouped, not joined: the plan is kept across calls, and a nested loop chosen for
-    -- a batch of 500 rows would compare every pair of an UPDATE of 100,000)
-    SELECT array_agg(c.id) AS ids, array_agg(c.agent_id) AS owners,
-           array_agg(DISTINCT c.agent_id) AS agents, array_agg(c.pruned) AS pruned,
-           array_agg(c.pruned_at) AS pruned_at, array_agg(c.prune_reason) AS reasons
-    INTO r
-    FROM (SELECT u.agent_id, u.id, bool_or(u.pruned) FILTER (WHERE u.new) AS pruned,
-                 max(u.pruned_at) FILTER (WHERE u.new) AS pruned_at,
-                 max(u.prune_reason) FILTER (WHERE u.new) AS prune_reason
-          FROM (SELECT agent_id, id, pruned, pruned_at, prune_reason, true AS new
-                FROM became
-                UNION ALL
-                SELECT agent_id, id, pruned, NULL, NULL, false FROM was) AS u
-          GROUP BY u.agent_id, u.id
-          HAVING bool_or(u.pruned) <> bool_and(u.pruned)) AS c;
-    IF r.ids IS NULL THEN
+    IF TG_OP = 'DELETE' THEN
+        PERFORM ethos_vector_stats_add(r.owners, r.embeddings, -1);
         RETURN NULL;
     END IF;
-
-    UPDATE memory_vectors AS v
-    SET pruned = s.pruned, pruned_at = s.pruned_at, prune_reason = s.reason
-    FROM unnest(r.ids, r.owners, r.pruned, r.pruned_at, r.reasons)
-         AS s (id, agent, pruned, pruned_at, reason)
-    WHERE v.agent_id = ANY (r.agents) AND v.source_type = TG_ARGV[0]
-      AND v.agent_id = s.agent AND v.source_id = s.id AND v.pruned <> s.pruned;
+    k := (SELECT s.auto_importance_particularity FROM ethos_settings AS s);
+    IF k > 0 THEN
+        SELECT array_agg(f.source_table) AS types, array_agg(f.source_id) AS ids,
+               array_agg(f.agent_id) AS agents,
+               array_agg(ethos_particularity(f.agent_id, f.embedding)) AS ps
+        INTO v
+        FROM (SELECT DISTINCT ON (e.agent_id, e.source_id) e.*
+              FROM rows AS e ORDER BY e.agent_id, e.source_id, e.field) AS f;
+    END IF;
+    PERFORM ethos_vector_stats_add(r.owners, r.embeddings, 1);
+    IF NOT k > 0 THEN
+        RETURN NULL;
+    END IF;
+    IF 'episodic_traces' = ANY (v.types) THEN
+        UPDATE episodic_traces AS m
+        SET auto_importance = n.importance, auto_particularity = n.p, policy = n.policy
+        FROM (SELECT s.agent_id, s.id, s.auto_importance AS before, s.policy AS was, u.p,
+                     i.importance,
+                     ethos_importance_tier(i.importance) AS policy
+              FROM unnest(v.types, v.ids, v.agents, v.ps) AS u (type, id, agent, p)
+              JOIN episodic_traces AS s ON s.agent_id = u.agent AND s.id = u.id
+              CROSS JOIN LATERAL (SELECT ethos_importance_raised(s.auto_importance, u.p, k)
+                                         AS importance) AS i
+              WHERE u.type = 'episodic_traces' AND u.p IS NOT NULL
+                AND s.agent_id = ANY (v.agents)
+                AND s.policy = ethos_importance_tier(s.auto_importance)) AS n
+        WHERE m.agent_id = n.agent_id AND m.id = n.id AND m.agent_id = ANY (v.agents)
+          AND m.auto_importance = n.before AND m.policy = n.was AND m.auto_particularity IS NULL
+          AND NOT m.pruned AND m.retrieval_count = 0 AND m.due_at = '-infinity';
+    END IF;
+    IF 'semantic_facts' = ANY (v.types) THEN
+        UPDATE semantic_facts AS m
+        SET auto_importance = n.importance, auto_particularity = n.p, policy = n.policy
+        FROM (SELECT s.agent_id, s.id, s.auto_importance AS before, s.policy AS was, u.p,
+                     i.importance,
+                     ethos_importance_tier(i.importance) AS policy
+              FROM unnest(v.types, v.ids, v.agents, v.ps) AS u (type, id, agent, p)
+              JOIN semantic_facts AS s ON s.agent_id = u.agent AND s.id = u.id
+              CROSS JOIN LATERAL (SELECT ethos_importance_raised(s.auto_importance, u.p, k)
+                                         AS importance) AS i
+              WHERE u.type = 'semantic_facts' AND u.p IS NOT NULL
+                AND s.agent_id = ANY (v.agents)
+                AND s.policy = ethos_importance_tier(s.auto_importance)) AS n
+        WHERE m.agent_id = n.agent_id AND m.id = n.id AND m.agent_id = ANY (v.agents)
+          AND m.auto_importance = n.before AND m.policy = n.was AND m.auto_particularity IS NULL
+          AND NOT m.pruned AND m.retrieval_count = 0 AND m.due_at = '-infinity';
+    END IF;
     RETURN NULL;
 END
 $$;
+REVOKE ALL ON FUNCTION ethos_embeddings_written() FROM PUBLIC;
+
+CREATE TRIGGER memory_embeddings_added
+    AFTER INSERT ON memory_embeddings REFERENCING NEW TABLE AS rows
+    FOR EACH STATEMENT EXECUTE FUNCTION ethos_embeddings_written();
+CREATE TRIGGER memory_embeddings_removed
+    AFTER DELETE ON memory_embeddings REFERENCING OLD TABLE AS rows
+    FOR EACH STATEMENT EXECUTE FUNCTION ethos_embeddings_written();
 
 CREATE TRIGGER episodic_traces_write
     BEFORE INSERT OR UPDATE OF content, agent_id, metadata, content_tsv
@@ -532,9 +488,6 @@ CREATE TRIGGER episodic_traces_added
 CREATE TRIGGER episodic_traces_removed
     AFTER DELETE ON episodic_traces REFERENCING OLD TABLE AS removed
     FOR EACH STATEMENT EXECUTE FUNCTION ethos_rows_removed('episodic_traces');
-CREATE TRIGGER episodic_traces_pruned
-    AFTER UPDATE ON episodic_traces REFERENCING OLD TABLE AS was NEW TABLE AS became
-    FOR EACH STATEMENT EXECUTE FUNCTION ethos_source_pruned('episodic_traces');
 
 CREATE TRIGGER semantic_facts_write
     BEFORE INSERT OR UPDATE OF content, agent_id, metadata, content_tsv
@@ -545,14 +498,10 @@ CREATE TRIGGER semantic_facts_added
 CREATE TRIGGER semantic_facts_removed
     AFTER DELETE ON semantic_facts REFERENCING OLD TABLE AS removed
     FOR EACH STATEMENT EXECUTE FUNCTION ethos_rows_removed('semantic_facts');
-CREATE TRIGGER semantic_facts_pruned
-    AFTER UPDATE ON semantic_facts REFERENCING OLD TABLE AS was NEW TABLE AS became
-    FOR EACH STATEMENT EXECUTE FUNCTION ethos_source_pruned('semantic_facts');
 
 CREATE TRIGGER memory_vectors_write
     BEFORE INSERT
-        OR UPDATE OF content, agent_id, metadata, content_tsv, embedding, source_type,
-                     source_id, policy
+        OR UPDATE OF content, agent_id, metadata, content_tsv, embedding
     ON memory_vectors FOR EACH ROW EXECUTE FUNCTION ethos_write_row('memory_vectors');
 CREATE TRIGGER memory_vectors_added
     AFTER INSERT ON memory_vectors REFERENCING NEW TABLE AS added

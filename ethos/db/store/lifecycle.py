@@ -18,13 +18,13 @@ from ethos.db.store.sql.lifecycle import (
     ERASE_AGENT_LINKS,
     ERASE_AGENT_POLICY,
     FINISH_CONSOLIDATION_RUN,
+    NEAR_DUPLICATE_EMBEDDINGS,
     NEAR_DUPLICATE_SEARCH_SETTINGS,
     NEAR_DUPLICATES,
     RECORD_RECOVERY,
     RECOVERIES_OF,
     START_CONSOLIDATION_RUN,
     UNDELETABLE_TABLES,
-    VECTOR_SOURCES,
     build_drop_agent_hints_query,
     build_duplicate_groups_query,
     build_erase_batch_query,
@@ -60,29 +60,28 @@ class LifecycleStore(StoreCore):
         )
 
     async def near_duplicates(
-        self, agent: str | None, after: uuid.UUID, limit: int, threshold: float
+        self, spec: TableSpec, agent: str | None, after: uuid.UUID, limit: int, threshold: float
     ) -> list[Row]:
-        """The next `limit` vectors after `after`, each with its near duplicates. On a
-        Citus cluster each shard group's on its node (Citus refuses the statement's
-        lateral join on the distributed table; an agent's vectors are all in one group),
-        the first `limit` of all of them kept, in id order, as one server's batch."""
-        values = {"agent": agent, "after": after, "limit": limit, "threshold": threshold}
+        """The next `limit` live memories of `spec` after `after`, each with its near
+        duplicates by their vectors (an episode's or fact's: embeddings). On a Citus
+        cluster each shard group's on its node (Citus refuses the statement's lateral join
+        on the distributed table; an agent's rows are all in one group), the first `limit`
+        of all of them kept, in id order, as one server's batch."""
+        values = {"agent": agent, "after": after, "limit": limit, "threshold": threshold,
+                  "table": spec.name}  # fmt: skip
+        query = NEAR_DUPLICATES if spec.has_embedding else NEAR_DUPLICATE_EMBEDDINGS
         if not await self.distributed():
             async with self._transaction() as tx:
                 await tx.execute_literal(NEAR_DUPLICATE_SEARCH_SETTINGS)
-                return await tx.fetch(NEAR_DUPLICATES, **values)
+                return await tx.fetch(query, **values)
         found: list[Row] = []
         for group in await self._shard_groups(agent):
             async with self._group_transaction(*await self._group_node(group)) as tx:
                 await tx.execute_literal(NEAR_DUPLICATE_SEARCH_SETTINGS)
-                found += await tx.fetch(NEAR_DUPLICATES, **values)
+                found += await tx.fetch(query, **values)
         kept = sorted({row["id"] for row in found})[:limit]
         last, chosen = (kept[-1] if kept else None), set(kept)
         return [{**row, "last_id": last} for row in found if row["id"] in chosen]
-
-    async def vector_sources(self, agent: str, ids: list[uuid.UUID]) -> list[Row]:
-        """The sources that these vectors of `agent` embed."""
-        return await self._fetch_of(VECTOR_SOURCES, agent=agent, ids=ids)
 
     async def merge(
         self, spec: TableSpec, groups: Sequence[tuple[str, Sequence[uuid.UUID]]], now: datetime

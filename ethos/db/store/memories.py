@@ -11,12 +11,11 @@ from typing import Any, Literal
 
 from ethos.db.store.core import Row, StoreCore, Transaction, shared_id
 from ethos.db.store.query import embedding_binds, terms
-from ethos.db.store.sql.fragments import build_insert_source_vectors_query
+from ethos.db.store.sql.fragments import EMBED
 from ethos.db.store.sql.memories import (
     AGENT_COUNTS,
     AGENT_HOLDS_MEMORIES,
     AUTO_HALF,
-    FIRST_MISSING_SOURCE,
     IMPORTANCE_TIER,
     KNOWN_AGENTS,
     LOCK_CONTENT,
@@ -85,12 +84,6 @@ class MemoryStore(StoreCore):
     ) -> tuple[uuid.UUID, Row | None]:
         spec = memory.table
         columns = memory.columns()
-        if memory.source is not None:
-            source, source_id = memory.source
-            # (of any agent: the write path refuses another agent's, in its words)
-            query = build_fetch_memory_query(source, by_agent=False)
-            if await tx.fetchval(query, id=source_id) is None:
-                raise NotFoundError(f"no {source.name} row with id {source_id}")
         if dedup_near is not None:
             existing = await tx.fetchval(
                 build_find_duplicate_query(spec),
@@ -108,18 +101,16 @@ class MemoryStore(StoreCore):
         assert row is not None  # an INSERT … VALUES returns its row
         new_id: uuid.UUID = row["id"]
         if embedded is not None:
-            await tx.fetch(
-                build_insert_source_vectors_query(spec),
-                agent=memory.agent_id,
-                ids=[new_id],
-                **embedding_binds([embedded]),
-            )
+            await tx.fetchval(
+                EMBED, table=spec.name, agent=memory.agent_id, ids=[new_id], fields=["$"],
+                cleared=None, **embedding_binds([embedded]),
+            )  # fmt: skip
         return new_id, row
 
     async def insert_set(self, memories: Sequence[MemoryInput]) -> None:
         """Memories written as a set, in one transaction: one statement per table and
         set of columns given, through the write path as any insert. No duplicate is
-        looked for, and a vector's source is not read first (first_missing_source)."""
+        looked for."""
         groups: dict[tuple[TableSpec, tuple[str, ...]], list[dict[str, Any]]] = {}
         for memory in memories:
             columns = memory.columns()
@@ -132,19 +123,6 @@ class MemoryStore(StoreCore):
                 if "embedding" in binds:
                     binds.update(embedding_binds(binds.pop("embedding")))
                 await tx.fetch(build_insert_set_query(spec, names), **binds)
-
-    async def first_missing_source(
-        self, sources: Sequence[tuple[TableSpec, uuid.UUID, str]]
-    ) -> int | None:
-        """The place (from 0) of the first (table, id, agent) that is no memory of that
-        agent, as a vector's source must be; None: each is."""
-        place: int | None = await self._fetchval(
-            FIRST_MISSING_SOURCE,
-            types=[spec.name for spec, _, _ in sources],
-            ids=[memory_id for _, memory_id, _ in sources],
-            agents=[agent for _, _, agent in sources],
-        )
-        return None if place is None else place - 1
 
     async def raise_repeat(self, memory: MemoryInput, memory_id: uuid.UUID) -> Row:
         """Give the memory what its repeat asks for beyond it (pin, metadata keys,
@@ -256,21 +234,29 @@ class MemoryStore(StoreCore):
         *,
         content: str | None,
         metadata: str | None,
-        embedding: str | None,
+        embedding: list[float] | None,
         now: datetime,
         expires_at: datetime | Literal["keep"] | None = "keep",
         agent: str | None = None,
     ) -> None:
         """A live memory's (of `agent`; where none is named, of the one agent that holds
         the id) text and metadata replaced (None: kept), and its expiry (None: none); one
-        line if it is pruned or unknown."""
+        line if it is pruned or unknown. `embedding`: the new text's (an episode's or
+        fact's takes the place of its embeddings)."""
         await self.check_table(spec)
         owner = await self.live_owner(spec, memory_id, agent)
-        found = owner is not None and await self._fetchval(
-            build_update_memory_query(spec), id=memory_id, agent=owner, content=content,
-            metadata=metadata, embedding=embedding, now=now,
-            expire=expires_at != "keep", expires_at=None if expires_at == "keep" else expires_at,
-        )  # fmt: skip
+        async with self._transaction() as tx:
+            found = owner is not None and await tx.fetchval(
+                build_update_memory_query(spec), id=memory_id, agent=owner, content=content,
+                metadata=metadata, embedding=embedding if spec.has_embedding else None, now=now,
+                expire=expires_at != "keep",
+                expires_at=None if expires_at == "keep" else expires_at,
+            )  # fmt: skip
+            if found and embedding is not None and not spec.has_embedding:
+                await tx.fetchval(
+                    EMBED, table=spec.name, agent=owner, ids=[memory_id], fields=["$"],
+                    cleared=[memory_id], **embedding_binds([embedding]),
+                )  # fmt: skip
         if not found:
             raise await self.missing(spec, memory_id, agent)
 

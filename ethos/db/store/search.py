@@ -11,7 +11,7 @@ from typing import Any
 
 from ethos.db.store.core import Row, StoreCore
 from ethos.db.store.query import embedding_binds, terms
-from ethos.db.store.sql.fragments import build_insert_source_vectors_query
+from ethos.db.store.sql.fragments import EMBED
 from ethos.db.store.sql.items import (
     GET_ITEM,
     ITEM_NAMESPACES,
@@ -120,7 +120,7 @@ class SearchStore(StoreCore):
         now: datetime,
     ) -> list[int]:
         """Puts and deletes of items (a value None deletes), one an item, with the
-        vectors of those `embedded` ((position from 1, text, embedding) each), in one
+        vectors of those `embedded` ((position from 1, field, embedding) each), in one
         statement: the positions of those that made an item or deleted one."""
         given: dict[str, dict[str, str]] = {}
         for agent, key, policy in zip(agents, keys, policies, strict=True):
@@ -131,7 +131,6 @@ class SearchStore(StoreCore):
             puts=any(value is not None for value in values),
             deletes=None in values,
             embeds=any(embedded),
-            vectors=bool(vectors),
             # (one item's rows, the live one and its new version, make no cycle)
             locks_first=len(agents) > 1 and not await self.distributed(),
         )
@@ -140,7 +139,7 @@ class SearchStore(StoreCore):
             expires_at=expires_at, policies=policies, embedded=embedded, now=now,
             given_policies=json.dumps(given),
             vector_items=[n for n, _, _ in vectors],
-            vector_contents=[text for _, text, _ in vectors],
+            vector_fields=[field for _, field, _ in vectors],
             **embedding_binds([embedding for _, _, embedding in vectors]),
         )  # fmt: skip
         return [row["n"] for row in rows]
@@ -195,7 +194,7 @@ class SearchStore(StoreCore):
     async def insert_source_vectors(
         self, spec: TableSpec, memories: list[Row], embeddings: list[list[float]]
     ) -> int:
-        """Vectors embedding these memories (rows of missing_vectors), where none does yet:
+        """The embeddings of these memories (rows of missing_vectors), where none is yet:
         how many were made. One statement an agent (on a Citus cluster, on its shard)."""
         agents: dict[str, list[tuple[uuid.UUID, list[float]]]] = {}
         for memory, embedding in zip(memories, embeddings, strict=True):
@@ -203,12 +202,11 @@ class SearchStore(StoreCore):
         made = 0
         async with self._transaction() as tx:
             for agent, pairs in agents.items():
-                rows = await tx.fetch(
-                    build_insert_source_vectors_query(spec), agent=agent,
-                    ids=[memory_id for memory_id, _ in pairs],
-                    **embedding_binds([embedding for _, embedding in pairs]),
+                made += await tx.fetchval(
+                    EMBED, table=spec.name, agent=agent,
+                    ids=[memory_id for memory_id, _ in pairs], fields=["$"] * len(pairs),
+                    cleared=None, **embedding_binds([embedding for _, embedding in pairs]),
                 )  # fmt: skip
-                made += len(rows)
         return made
 
     async def build_vector_index(self) -> None:

@@ -76,7 +76,7 @@ class StoredItem:
 @dataclass(frozen=True)
 class ItemPut:
     """A put of `agent`'s item `key`: its `value` (a JSON object; None deletes the item)
-    and its text `content`. `vectors`: (text, embedding) of each of its indexed fields,
+    and its text `content`. `vectors`: (field, embedding) of each text of its indexed fields,
     in place of those it had (none: not embedded); None leaves them as they are. With
     `ttl_minutes`, it expires that long after the put or the last read that refreshes.
     `policy` names its decay policy (a replaced item takes it too); without it, a new
@@ -133,9 +133,9 @@ class ItemEngine(EngineCore):
             policies=[item.policy for item in items],
             embedded=[item.vectors is not None for item in items],
             vectors=[
-                (position, text, embedding)
+                (position, field, embedding)
                 for position, item in enumerate(items, 1)
-                for text, embedding in item.vectors or ()
+                for field, embedding in item.vectors or ()
             ],
             now=now,
         )

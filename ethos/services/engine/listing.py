@@ -22,7 +22,6 @@ from ethos.domain.inputs import (
     metadata_json,
     named_agent,
     parse_id,
-    vector_literal,
 )
 from ethos.domain.policies import Policy
 from ethos.domain.tables import SOURCE_TABLES, TableSpec, table_spec
@@ -250,8 +249,7 @@ class ListingEngine(EngineCore):
         embedding = None
         if content is not None and (spec.has_embedding or spec in SOURCE_TABLES):
             if self.embedder is not None:
-                vector = await self._embed(content, spec, required=spec.has_embedding)
-                embedding = vector_literal(vector) if vector is not None else None
+                embedding = await self._embed(content, spec, required=spec.has_embedding)
             elif spec.has_embedding:
                 raise InputError("a vector's text changes with its embedding: set a provider")
         await self.store.update_memory(

@@ -20,6 +20,7 @@ from ethos.domain.inputs import (
     MemoryInput,
     at_most,
     content_text,
+    embedding,
     first_words,
     import_line,
     metadata_json,
@@ -218,14 +219,9 @@ class MemoryEngine(RetrievalEngine):
             raise InputError(f"batch_size must be from 1 to {MAX_IMPORT_BATCH:,}")
         watch = watch or Watch()
         total = 0
-        sources: list[tuple[TableSpec, uuid.UUID, str]] = []
-        at: list[int] = []  # the line of each source
         for number, memory in self._import_read(lines):
             total += 1
             await self._not_ahead_line(number, memory.created_at, allow_future)
-            if memory.source is not None:
-                sources.append((*memory.source, memory.agent_id))
-                at.append(number)
             if total % _CHECKED_BETWEEN_SIGNALS == 0:
                 await asyncio.sleep(0)  # a Ctrl-C now stops the import before it writes
                 if watch.stop.is_set():
@@ -233,13 +229,6 @@ class MemoryEngine(RetrievalEngine):
         written = dict.fromkeys((spec.name for spec in MEMORY_TABLES), 0)
         if watch.stopping():
             return Imported(written, 0)
-        missing = await self.store.first_missing_source(sources) if sources else None
-        if missing is not None:
-            spec, source_id, agent = sources[missing]
-            raise InputError(
-                f"line {at[missing]}: the vector's source {spec.name} {source_id} is not a"
-                f" memory of agent {agent}"
-            )
         watch.start(total)
         read, done = self._import_read(lines), 0
         while (
@@ -299,7 +288,10 @@ class MemoryEngine(RetrievalEngine):
         self._check_settled(fields)
         content = content_text(content)  # before a provider is asked to embed it
         embedded = None
-        if self.embedder is not None:
+        if spec in SOURCE_TABLES and fields.get("embedding") is not None:
+            # an episode's or fact's embedding is no column of it (memory_embeddings)
+            embedded = embedding(fields.pop("embedding"), self.settings.embedding.dimension)
+        elif self.embedder is not None:
             if spec.has_embedding and fields.get("embedding") is None:
                 fields["embedding"] = await self._embed(content, spec, required=True)
             elif spec in SOURCE_TABLES:

@@ -4,14 +4,14 @@ scripts/baseline.py: the revision is the start of baseline.sql's SHA-256, so a d
 made from an earlier baseline, or stamped by a migration folded into this one, is refused
 in one line (decision 0025).
 
-Revision ID: ff2d0b10b5b3
+Revision ID: fc7298c729ac
 Revises: none
 """
 
 from ethos.db.migrations import execute_frozen, execute_script
 from ethos.db.schema import word_prior_seed
 
-revision = "ff2d0b10b5b3"
+revision = "fc7298c729ac"
 down_revision = None
 branch_labels = None
 depends_on = None

@@ -14,8 +14,8 @@ STATEMENTS = statements(__file__)
 # migration 0057). The rest stay on the coordinator: the audit and daemon tables, flush
 # receipts and dead letters.
 DISTRIBUTED = (
-    "episodic_traces", "semantic_facts", "memory_vectors", "memory_links", "memory_revisions",
-    "agent_policies", "lexeme_stats", "agent_text_stats", "agent_vector_stats",
+    "episodic_traces", "semantic_facts", "memory_vectors", "memory_embeddings", "memory_links",
+    "memory_revisions", "agent_policies", "lexeme_stats", "agent_text_stats", "agent_vector_stats",
     "episodic_traces_due", "semantic_facts_due", "memory_vectors_due", "retrieval_queue",
 )  # fmt: skip
 # ethos_agent_roles too: the row policies of `ethos roles` read it on the workers, where

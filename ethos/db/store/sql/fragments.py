@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import fields
-from functools import cache
 
-from ethos.db.store.query import Query, sql
+from ethos.db.store.query import sql
 from ethos.domain.decay import (
     MAX_EXPONENT,
     POWER_RETENTION_AT_TAU,
@@ -442,19 +441,15 @@ def embedding_at(position: str) -> str:
     )
 
 
-@cache
-def build_insert_source_vectors_query(spec: TableSpec) -> Query:
-    """Vectors of memories %(ids)s of agent %(agent)s, the embeddings in their order
-    (embedding_at): their agent, content and creation, embedding them; none where one
-    appeared meanwhile."""
-    return sql(f"""
-    INSERT INTO memory_vectors (agent_id, content, embedding, source_type, source_id,
-                                created_at)
-    SELECT m.agent_id, m.content, {embedding_at("e.k")}, '{spec.name}', m.id, m.created_at
-    FROM unnest(%(ids)s::uuid[]) WITH ORDINALITY AS e (id, k)
-    JOIN {spec.name} AS m ON m.agent_id = %(agent)s AND m.id = e.id
-    WHERE NOT EXISTS (SELECT 1 FROM memory_vectors AS v
-                      WHERE v.agent_id = %(agent)s AND v.source_type = '{spec.name}'
-                        AND v.source_id = m.id)
-    RETURNING id
+# The embeddings of memories %(ids)s of agent %(agent)s in %(table)s, one each of
+# %(fields)s (the LangGraph index field of its text; '$': the whole text) and the
+# embeddings in their order (embedding_at), where the memory has none of that field; first
+# those of the memories %(cleared)s are removed (a new text's take their place).
+# ethos_embed writes them, and raises a memory's importance by its first one's
+# particularity: how many were written.
+EMBED = sql(f"""
+    SELECT ethos_embed(%(table)s, %(agent)s, %(ids)s::uuid[], %(fields)s::text[],
+                       ARRAY(SELECT {embedding_at("k")}
+                             FROM generate_series(1, cardinality(%(fields)s::text[])) AS k),
+                       %(cleared)s::uuid[])
     """)

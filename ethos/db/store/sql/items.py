@@ -135,19 +135,22 @@ put_item AS MATERIALIZED (
     FROM put AS p JOIN item AS i ON i.agent = p.agent_id AND i.key = p.client_key
 )"""
 
-_PUT_ITEMS_REPLACED = """replaced AS (
-    DELETE FROM memory_vectors AS v
-    USING put_item AS p
-    WHERE p.embedded AND v.source_type = 'semantic_facts' AND v.source_id = p.id
-      AND v.agent_id = p.agent_id
-)"""
-
-_PUT_ITEMS_VECTORED = f"""vectored AS (
-    INSERT INTO memory_vectors (agent_id, content, embedding, source_type, source_id)
-    SELECT p.agent_id, e.content, {embedding_at("e.k")}, 'semantic_facts', p.id
-    FROM unnest(%(vector_items)s::bigint[], %(vector_contents)s::text[])
-         WITH ORDINALITY AS e (n, content, k)
-    JOIN put_item AS p ON p.n = e.n
+# Each put item whose vectors are given: its embeddings, in place of those it had (one a
+# text of its indexed fields, %(vector_fields)s: its field's path), an agent at a time.
+# (ethos_embed, VOLATILE, sees the items this statement has put: `put_item` is read whole
+# before it is called.)
+_PUT_ITEMS_EMBEDDED = f"""embedded AS (
+    SELECT ethos_embed('semantic_facts', c.agent_id, coalesce(v.ids, '{{}}'),
+                       coalesce(v.fields, '{{}}'), coalesce(v.embeddings, '{{}}'), c.cleared)
+    FROM (SELECT agent_id, array_agg(id) AS cleared FROM put_item WHERE embedded
+          GROUP BY agent_id) AS c
+    LEFT JOIN (SELECT p.agent_id, array_agg(p.id ORDER BY e.k) AS ids,
+                      array_agg(e.field ORDER BY e.k) AS fields,
+                      array_agg({embedding_at("e.k")} ORDER BY e.k) AS embeddings
+               FROM unnest(%(vector_items)s::bigint[], %(vector_fields)s::text[])
+                    WITH ORDINALITY AS e (n, field, k)
+               JOIN put_item AS p ON p.n = e.n
+               GROUP BY p.agent_id) AS v ON v.agent_id = c.agent_id
 )"""
 
 _PUT_ITEMS_DELETED = f"""deleted AS (  -- a soft delete, reason manual, recoverable
@@ -162,7 +165,7 @@ _PUT_ITEMS_DELETED = f"""deleted AS (  -- a soft delete, reason manual, recovera
 
 @cache
 def build_put_items_query(
-    *, one: bool, puts: bool, deletes: bool, embeds: bool, vectors: bool, locks_first: bool
+    *, one: bool, puts: bool, deletes: bool, embeds: bool, locks_first: bool
 ) -> Query:
     """A batch of puts, in one statement (one round trip, one transaction). The items:
     one row each of the arrays %(agents)s, %(keys)s, %(contents)s, %(values)s (JSON;
@@ -172,7 +175,7 @@ def build_put_items_query(
     their rows are to be locked in. %(given_policies)s: the policies given, as JSON
     {agent: {key: policy}}, where a replaced item reads its own (excluded.policy is the
     trigger's choice, and Citus plans no subquery in DO UPDATE). Their vectors:
-    %(vector_items)s (an item's position, from 1), %(vector_contents)s, and their
+    %(vector_items)s (an item's position, from 1), %(vector_fields)s, and their
     numbers %(embeddings)s, %(dimension)s each (embedding_binds). `one`: the batch is one
     item (its statement is planned once a connection, not at each put). Each put item
     whose vectors are given gets them in place of those it had (one per text of its
@@ -180,8 +183,8 @@ def build_put_items_query(
     nearest). Returns the position of each put that made an item or deleted one.
 
     Only the parts a batch needs are in its statement: `puts` (some value is put),
-    `deletes` (some is None), `embeds` (some put's vectors are given), `vectors` (there
-    are some): an INSERT fires its table's statement trigger even when it adds no row.
+    `deletes` (some is None), `embeds` (some put's vectors are given): an INSERT fires
+    its table's statement trigger even when it adds no row.
     `locks_first`: the live items are locked first, in id order (_PUT_ITEMS_LOCKED; not
     on a Citus cluster, which locks rows of one shard alone, and where a batch of
     several agents' items is a statement on several: there a batch that loses a
@@ -189,20 +192,18 @@ def build_put_items_query(
 
     The CTEs share one snapshot, so order is forced where it matters: `expired` runs
     before any insert (the insert reads its count), so a put over an expired item finds
-    its key free and makes a new item, as a put after an expiry would; `replaced` cannot
-    see the vectors `vectored` inserts (rows of this statement), only those they
-    replace."""
+    its key free and makes a new item, as a put after an expiry would."""
     ctes, results = [_put_items_input(one=one)], []
     if locks_first:
         ctes.append(_PUT_ITEMS_LOCKED)
     after_locking = _AFTER_LOCKING if locks_first else ""
     if puts:
         ctes.append(_PUT_ITEMS_PUT.format(after_locking=after_locking))
+        created = "SELECT n FROM put_item WHERE created"
         if embeds:
-            ctes.append(_PUT_ITEMS_REPLACED)
-        if vectors:
-            ctes.append(_PUT_ITEMS_VECTORED)
-        results.append("SELECT n FROM put_item WHERE created")
+            ctes.append(_PUT_ITEMS_EMBEDDED)
+            created += " AND (SELECT count(*) FROM embedded) >= 0"
+        results.append(created)
     if deletes:
         ctes.append(_PUT_ITEMS_DELETED.format(after_locking=after_locking))
         results.append("SELECT n FROM deleted")
@@ -247,9 +248,8 @@ def build_search_items_query(*, ranked_by: str | None, everywhere: bool = False)
     salience = prior(salience_expr(FACTS))
     if ranked_by in ITEM_SCORES:
         join = f"""LEFT JOIN LATERAL (
-                 SELECT max({ITEM_SCORES[ranked_by]}) AS score FROM memory_vectors AS v
-                 WHERE v.source_type = 'semantic_facts' AND v.source_id = m.id
-                   AND v.agent_id = m.agent_id AND NOT v.pruned) AS v ON true"""
+                 SELECT max({ITEM_SCORES[ranked_by]}) AS score FROM memory_embeddings AS v
+                 WHERE v.agent_id = m.agent_id AND v.source_id = m.id) AS v ON true"""
         score = "v.score"
         rank = prior_on(score, salience_expr(FACTS))
     elif ranked_by == "text":  # BM25 as recall ranks, each item among its own agent's

@@ -8,7 +8,6 @@ from functools import cache
 from ethos.db.store.query import Query, of_agent, sql, statements
 from ethos.db.store.sql.fragments import (
     COUNT_CAP,
-    SOURCE_SPECS,
     emotion_of,
     hint_all,
     hint_both_at,
@@ -152,11 +151,9 @@ def build_duplicate_groups_query(spec: TableSpec, *, by_agent: bool) -> Query:
 
 
 NEAR_DUPLICATES = STATEMENTS["near_duplicates"]
+NEAR_DUPLICATE_EMBEDDINGS = STATEMENTS["near_duplicate_embeddings"]
 
 NEAR_DUPLICATE_SEARCH_SETTINGS = "SET LOCAL hnsw.ef_search = 20"
-
-
-VECTOR_SOURCES = STATEMENTS["vector_sources"]
 
 
 @cache
@@ -167,8 +164,8 @@ def build_merge_query(spec: TableSpec) -> Query:
     retrieval count (and surfaced, useful, wrong counts) becomes the sum of the group's,
     and its curve that of the member with the highest salience now, re-anchored now (its
     strength then, its policy). The others are pruned, reason 'merged', merged_into the
-    survivor. Vectors that embedded a merged memory embed the survivor; the merged
-    memories' links move to it. The survivor is pinned if any member was. The survivor
+    survivor (its embeddings stay its own, dead with it); the merged memories' links move
+    to it. The survivor is pinned if any member was. The survivor
     is due at once (the next pass schedules it). Members of different identities
     (fragments.identity) are never one memory."""
     fact_best = ", m.confidence_strength AS conf" if spec.has_confidence else ""
@@ -183,18 +180,6 @@ def build_merge_query(spec: TableSpec) -> Query:
         f"""confidence_strength = g.confidence_strength,
             confidence = {salience_call("g.confidence_strength", emotion="0", **new_state)},"""
         if spec.has_confidence
-        else ""
-    )
-    repoint = (
-        f"""
-    repointed AS (
-        UPDATE memory_vectors AS v SET source_id = merged.merged_into
-        FROM merged
-        WHERE v.agent_id = merged.agent_id AND v.source_type = '{spec.name}'
-          AND v.source_id = merged.id
-        RETURNING 1
-    ),"""
-        if spec in SOURCE_SPECS
         else ""
     )
     return sql(f"""
@@ -259,7 +244,7 @@ def build_merge_query(spec: TableSpec) -> Query:
         FROM ranked AS r
         WHERE m.agent_id = r.agent_id AND m.id = r.id AND r.id <> r.survivor AND r.size > 1
         RETURNING m.id, m.agent_id, m.merged_into
-    ),{repoint}
+    ),
     moved AS (
         INSERT INTO memory_links AS l (agent_id, a_table, a_id, b_table, b_id, weight,
                                        weighted_at, co_retrievals, useful_count, wrong_count,

@@ -34,10 +34,38 @@ LEFT JOIN LATERAL (
     WHERE 1 - c.distance >= %(threshold)s::float8
 ) AS n ON true;
 
--- name: vector_sources
--- The sources (episode or fact) that vectors %(ids)s of agent %(agent)s embed.
-SELECT id, source_type, source_id FROM memory_vectors
-WHERE agent_id = %(agent)s AND id = ANY(%(ids)s::uuid[]) AND source_id IS NOT NULL;
+-- name: near_duplicate_embeddings
+-- As near_duplicates, of the live memories of %(table)s (an episode's or fact's) by
+-- their embeddings: the next %(limit)s embeddings after the memory %(after)s, each with
+-- its memory's id and agent and the memories of that agent whose embedding is among its
+-- nearest and at least %(threshold)s cosine-similar.
+WITH batch AS MATERIALIZED (
+    SELECT e.source_id AS id, e.agent_id, e.embedding FROM memory_embeddings AS e
+    WHERE e.source_table = %(table)s AND e.source_id > %(after)s
+      AND (%(agent)s::text IS NULL OR e.agent_id = %(agent)s)
+      AND (EXISTS (SELECT FROM episodic_traces AS s
+                   WHERE s.agent_id = e.agent_id AND s.id = e.source_id AND NOT s.pruned)
+           OR EXISTS (SELECT FROM semantic_facts AS s
+                      WHERE s.agent_id = e.agent_id AND s.id = e.source_id AND NOT s.pruned))
+    ORDER BY e.source_id LIMIT %(limit)s
+)
+SELECT v.id, v.agent_id, n.id AS other, (SELECT max(id::text)::uuid FROM batch) AS last_id
+FROM batch AS v
+LEFT JOIN LATERAL (
+    SELECT c.id FROM (
+        SELECT c.source_id AS id, c.embedding <=> v.embedding AS distance
+        FROM memory_embeddings AS c
+        WHERE c.agent_id = v.agent_id AND c.source_table = %(table)s AND c.source_id <> v.id
+          AND (EXISTS (SELECT FROM episodic_traces AS s
+                       WHERE s.agent_id = c.agent_id AND s.id = c.source_id AND NOT s.pruned)
+               OR EXISTS (SELECT FROM semantic_facts AS s
+                          WHERE s.agent_id = c.agent_id AND s.id = c.source_id
+                            AND NOT s.pruned))
+        ORDER BY c.embedding <=> v.embedding
+        LIMIT 3
+    ) AS c
+    WHERE 1 - c.distance >= %(threshold)s::float8
+) AS n ON true;
 
 -- name: undeletable_tables
 -- The tables of `tables` the current role may not delete from.

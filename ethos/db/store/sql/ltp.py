@@ -80,7 +80,6 @@ def build_ltp_query(spec: TableSpec, *, by_agent: bool) -> Query:
         fact_new = "x.confidence_strength, x.stored_confidence, "
         deciding = "stored_confidence"
     pruned = f"(h.w > 0 AND NOT (m.pinned OR x.never_decays) AND x.{deciding} < x.prune_threshold)"
-    source = ", m.source_type, m.source_id" if spec.has_source else ""
     agent = of_agent(by_agent, "m")
     before_agent = of_agent(by_agent, "before")
     return sql(f"""
@@ -141,7 +140,7 @@ def build_ltp_query(spec: TableSpec, *, by_agent: bool) -> Query:
         WHERE m.id = h.id AND m.agent_id = before.agent_id AND NOT m.pruned {agent}
         RETURNING m.id, m.agent_id, h.n, h.at, m.pruned, before.policy AS old_policy, m.policy,
                   m.due_at, m.prune_at, before.due_at AS old_due,
-                  before.prune_at AS old_prune, m.ctid AS place{source}
+                  before.prune_at AS old_prune, m.ctid AS place
     ),
     -- A hint for each moment set to the retrieval's, and for a moment earlier than the
     -- one the row had (whose hint stands for a later one). `before` may be older than

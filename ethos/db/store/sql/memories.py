@@ -6,7 +6,6 @@ from functools import cache
 
 from ethos.db.store.query import Query, of_agent, sql, statements
 from ethos.db.store.sql.fragments import (
-    SOURCE_SPECS,
     UNEXPIRED,
     above_threshold,
     embedding_at,
@@ -36,7 +35,6 @@ def build_insert_query(spec: TableSpec, columns: tuple[str, ...]) -> Query:
 _BULK_TYPES = {
     "agent_id": ("text", ""), "content": ("text", ""), "salience": ("float8", ""),
     "emotional_tone": ("float8", ""), "confidence": ("float8", ""),
-    "source_type": ("text", ""), "source_id": ("uuid", ""),
     "created_at": ("timestamptz", ""), "expires_at": ("timestamptz", ""),
     "pinned": ("boolean", ""), "policy": ("text", ""), "importance": ("float8", ""),
     "stated": ("boolean", ""), "metadata": ("text", "::jsonb"),
@@ -204,7 +202,6 @@ PRUNED_BY_REASON = STATEMENTS["pruned_by_reason"]
 RARE_WORDS = STATEMENTS["rare_words"]
 AUTO_HALF = STATEMENTS["auto_half"]
 IMPORTANCE_TIER = STATEMENTS["importance_tier"]
-FIRST_MISSING_SOURCE = STATEMENTS["first_missing_source"]
 REVISIONS_OF = STATEMENTS["revisions_of"]
 
 
@@ -213,23 +210,13 @@ def build_update_memory_query(spec: TableSpec) -> Query:
     """A live memory's (of %(agent)s) text %(content)s and metadata %(metadata)s (each
     kept when NULL), and where the table has one, its expiry %(expires_at)s (when
     %(expire)s), updated at %(now)s; its curve and history stay. %(embedding)s, when
-    given, is the new text's: a vector's own, or that of the vector made from an episode
-    or fact."""
+    given, is a vector's new text's (an episode's or fact's: store.memories, EMBED)."""
     embedding = ""
     if spec.has_embedding:
         embedding = "embedding = coalesce(%(embedding)s::vector, embedding),"
     expiry = ""
     if spec.has_expiry:
         expiry = "expires_at = CASE WHEN %(expire)s THEN %(expires_at)s ELSE expires_at END,"
-    revector = ""
-    if spec in SOURCE_SPECS:
-        revector = f""",
-    revectored AS (
-        UPDATE memory_vectors AS v SET content = u.content, embedding = %(embedding)s::vector
-        FROM updated AS u
-        WHERE %(embedding)s::vector IS NOT NULL AND v.source_type = '{spec.name}'
-          AND v.source_id = u.id AND v.agent_id = u.agent_id AND NOT v.pruned
-    )"""
     return sql(f"""
     WITH updated AS (
         UPDATE {spec.name}
@@ -237,6 +224,6 @@ def build_update_memory_query(spec: TableSpec) -> Query:
             metadata = coalesce(%(metadata)s::jsonb, metadata), updated_at = %(now)s
         WHERE agent_id = %(agent)s AND id = %(id)s AND NOT pruned
         RETURNING id, agent_id, content
-    ){revector}
+    )
     SELECT id FROM updated
     """)

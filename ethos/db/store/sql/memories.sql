@@ -70,16 +70,3 @@ ORDER BY revised_at, id;
 -- The policy an importance picks, as a new memory's is picked (ethos_importance_tier: the
 -- tiers the database keeps).
 SELECT ethos_importance_tier(%(importance)s::float8) AS policy;
-
--- name: first_missing_source
--- Of the sources vectors name (%(types)s, %(ids)s, each of agent %(agents)s), the place
--- (from 1) of the first that is no memory of that agent: the write path would refuse
--- its vector. NULL: every one is.
-SELECT u.k FROM unnest(%(types)s::text[], %(ids)s::uuid[], %(agents)s::text[])
-                WITH ORDINALITY AS u (type, id, agent, k)
-WHERE NOT CASE u.type
-          WHEN 'episodic_traces' THEN EXISTS (SELECT FROM episodic_traces AS e
-                                              WHERE e.agent_id = u.agent AND e.id = u.id)
-          ELSE EXISTS (SELECT FROM semantic_facts AS f
-                       WHERE f.agent_id = u.agent AND f.id = u.id) END
-ORDER BY u.k LIMIT 1;

@@ -103,12 +103,10 @@ TEXT_CONFIG_EXISTS = STATEMENTS["text_config_exists"]
 
 @cache
 def build_reindex_text_query(spec: TableSpec) -> Query:
-    """Every memory's text again, in a new text search configuration (a vector of an
-    episode or fact has no words: its source has them)."""
-    sourced = " WHERE source_id IS NULL" if spec.has_source else ""
+    """Every memory's text again, in a new text search configuration."""
     return sql(f"""
     UPDATE {spec.name} SET content_tsv = ethos_text_vector(%(config)s::regconfig, agent_id, content)
-    {sourced}""")
+    """)
 
 
 REPLACE_IMPORTANCE_TIERS = STATEMENTS["replace_importance_tiers"]

@@ -14,7 +14,7 @@ from ethos.db.store.sql.fragments import (
     salience_expr,
     unexpired,
 )
-from ethos.domain.tables import EPISODES, FACTS, MEMORY_TABLES, SOURCE_TABLES, VECTORS, TableSpec
+from ethos.domain.tables import MEMORY_TABLES, SOURCE_TABLES, VECTORS, TableSpec
 
 # The plain statements, in the .sql file of the same name beside this one.
 STATEMENTS = statements(__file__)
@@ -44,35 +44,43 @@ def prior_on(relevance: str, salience: str) -> str:
 TIE_BREAK = "salience DESC, created_at DESC, id"
 
 
-def _source_of(spec: TableSpec, vector: str) -> str:
-    """The FROM and WHERE of the live source in `spec` of the vector `vector` of agent
-    %(agent)s (alias s, its policy sp): a vector with a source has no life of its own
-    (decision record 0014). The agent is the value, not the vector's column, so that
-    Citus routes the whole statement to the agent's shard."""
+def _live_source(spec: TableSpec, embedding: str) -> str:
+    """The embedding `embedding`'s source is a live memory of `spec` of agent %(agent)s
+    at %(now)s holding one of mem0's terms %(matching)s: an embedding has no life of its
+    own, it is read from its source's (decision record 0014). The agent is the value,
+    not the embedding's column, so that Citus routes the whole statement to the agent's
+    shard."""
     expiry = f" AND {unexpired('s')}" if spec.has_expiry else ""
-    return f"""FROM {spec.name} AS s JOIN decay_policies AS sp ON sp.name = s.policy
-               WHERE {vector}.source_type = '{spec.name}' AND s.id = {vector}.source_id
-                 AND s.agent_id = %(agent)s
-                 AND NOT s.pruned{expiry} AND {above_threshold(spec, alias="s", policy="sp")}"""
+    return f"""EXISTS (
+                   SELECT FROM {spec.name} AS s JOIN decay_policies AS sp ON sp.name = s.policy
+                   WHERE {embedding}.source_table = '{spec.name}' AND s.agent_id = %(agent)s
+                     AND s.id = {embedding}.source_id AND NOT s.pruned{expiry}
+                     AND {above_threshold(spec, alias="s", policy="sp")}
+                     AND {held("s.metadata", "s.agent_id")})"""
 
 
-def _alive(vector: str) -> str:
-    """The vector `vector` (of agent %(agent)s) is its own, or its source is live at
-    %(now)s; and it (its source, which it stands for) holds one of mem0's terms
-    %(matching)s."""
-    sources = " OR ".join(
-        f"EXISTS (SELECT {_source_of(spec, vector)} AND {held('s.metadata', 's.agent_id')})"
-        for spec in SOURCE_TABLES
-    )
-    own = held(f"{vector}.metadata", f"{vector}.agent_id")
-    return f"({vector}.source_id IS NULL AND {own} OR {sources})"
+def _by_source(spec: TableSpec) -> str:
+    """The candidate embeddings of `spec`'s memories as those memories, each once (by
+    its nearest embedding: a LangGraph item has one a field), with its salience."""
+    return f"""SELECT DISTINCT ON (s.id) '{spec.name}' AS table_name, s.id, s.content,
+               s.metadata, s.created_at, s.updated_at,
+               1 - (c.embedding <=> %(embedding)s::vector) AS similarity,
+               1 - c.distance AS relevance,
+               {salience_expr(spec, alias="s", policy="sp")} AS salience
+        FROM embedded AS c
+        JOIN {spec.name} AS s ON s.agent_id = %(agent)s AND s.id = c.source_id
+        JOIN decay_policies AS sp ON sp.name = s.policy
+        WHERE c.source_table = '{spec.name}'
+        ORDER BY s.id, c.distance"""
 
 
 def build_nearest_query(*, exact: bool) -> Query:
-    """The nearest live vectors of one agent (none below its prune threshold; a vector of
-    an episode or fact lives while its source does, with its source's salience) holding
-    one of mem0's terms %(matching)s (any when NULL) to the query centred on the agent's
-    vectors, re-ranked by that closeness × the salience prior.
+    """The nearest live memories of one agent by their vectors (none below its prune
+    threshold) holding one of mem0's terms %(matching)s (any when NULL) to the query
+    centred on the agent's vectors, re-ranked by that closeness × the salience prior: the
+    agent's vectors (memory_vectors) and its episodes and facts, by their embeddings
+    (memory_embeddings: an embedding is live while its source is, and a hit is its source,
+    with its source's salience).
 
     Centred: the query less search.vector_centering × the mean direction of the agent's
     vectors (migration 0030). What every memory of the agent shares (its speakers, its
@@ -82,13 +90,17 @@ def build_nearest_query(*, exact: bool) -> Query:
     related than the agent's average memory). A query that is the mean itself is not
     centred.
 
-    Through the HNSW index, the scan is bounded (hnsw.max_scan_tuples): an agent with
-    few memories near the query can leave it short of k. `exact` then scans that
-    agent's vectors through its b-tree index instead; `+ 0` keeps the planner from
+    Through the HNSW indexes, the scans are bounded (hnsw.max_scan_tuples): an agent with
+    few memories near the query can leave them short of k. `exact` then scans that
+    agent's rows through their b-tree indexes instead; `+ 0` keeps the planner from
     using the HNSW ordering for it.
     """
     distance = "m.embedding <=> (SELECT centred FROM query)"
     order = f"({distance}) + 0" if exact else distance
+    sources = " OR ".join(_live_source(spec, "m") for spec in SOURCE_TABLES)
+    by_source = "\n        UNION ALL\n        ".join(
+        f"({_by_source(spec)})" for spec in SOURCE_TABLES
+    )
     return sql(f"""
     WITH query AS MATERIALIZED (
         SELECT CASE WHEN vector_norm(c.centred) > 1e-6 THEN c.centred ELSE q.raw END AS centred
@@ -100,36 +112,30 @@ def build_nearest_query(*, exact: bool) -> Query:
                    )::vector AS centred
         ) AS c
     ),
-    candidates AS MATERIALIZED (
+    own AS MATERIALIZED (
         SELECT m.*, {distance} AS distance
         FROM memory_vectors AS m
         WHERE m.agent_id = %(agent)s AND NOT m.pruned AND {UNEXPIRED}
           AND (SELECT {above_threshold(VECTORS, policy="ap")}
                FROM decay_policies AS ap WHERE ap.name = m.policy)
-          AND {_alive("m")}
+          AND {held()}
         ORDER BY {order}
         LIMIT %(candidates)s
     ),
-    ranked AS (  -- a vector of an episode or fact has its source's salience (its own is constant)
-        SELECT c.id, c.content, c.metadata, c.source_type, c.source_id, c.created_at,
-               c.updated_at,
-               1 - (c.embedding <=> %(embedding)s::vector) AS similarity,
-               1 - c.distance AS relevance,
-               CASE c.source_type
-                   WHEN 'episodic_traces' THEN {salience_expr(EPISODES, alias="e", policy="ep")}
-                   WHEN 'semantic_facts' THEN {salience_expr(FACTS, alias="f", policy="fp")}
-                   ELSE {salience_expr(VECTORS, alias="c")}
-               END AS salience,
-               coalesce(e.content, f.content) AS source_content
-        FROM candidates AS c
-        JOIN decay_policies AS p ON p.name = c.policy
-        LEFT JOIN episodic_traces AS e
-               ON c.source_type = 'episodic_traces' AND e.id = c.source_id
-              AND e.agent_id = %(agent)s
-        LEFT JOIN decay_policies AS ep ON ep.name = e.policy
-        LEFT JOIN semantic_facts AS f
-               ON c.source_type = 'semantic_facts' AND f.id = c.source_id AND f.agent_id = %(agent)s
-        LEFT JOIN decay_policies AS fp ON fp.name = f.policy
+    embedded AS MATERIALIZED (
+        SELECT m.source_table, m.source_id, m.embedding, {distance} AS distance
+        FROM memory_embeddings AS m
+        WHERE m.agent_id = %(agent)s AND ({sources})
+        ORDER BY {order}
+        LIMIT %(candidates)s
+    ),
+    ranked AS (
+        SELECT '{VECTORS.name}' AS table_name, c.id, c.content, c.metadata, c.created_at,
+               c.updated_at, 1 - (c.embedding <=> %(embedding)s::vector) AS similarity,
+               1 - c.distance AS relevance, {salience_expr(VECTORS, alias="c")} AS salience
+        FROM own AS c JOIN decay_policies AS p ON p.name = c.policy
+        UNION ALL
+        {by_source}
     )
     SELECT r.*, {prior_on("r.relevance", "r.salience")} AS score
     FROM ranked AS r
@@ -270,7 +276,6 @@ def _scored(spec: TableSpec, matches: str, where: str = "", *, split: bool = Tru
     """The %(candidates)s best live rows of one agent in `spec`'s table among those whose
     text holds the tsquery `matches` (and `where`), by BM25 and the tie-breaks: every
     row scored in full (the reference the faster recall is tested against)."""
-    only = " AND m.source_id IS NULL" if spec.has_source else ""
     live = f" AND {UNEXPIRED}" if spec.has_expiry else ""
     words = ", split AS s" if split else ""
     return f"""SELECT '{spec.name}' AS table_name, m.id, m.content, m.metadata,
@@ -278,7 +283,7 @@ def _scored(spec: TableSpec, matches: str, where: str = "", *, split: bool = Tru
                 {salience_expr(spec)} AS salience
          FROM {spec.name} AS m JOIN decay_policies AS p ON p.name = m.policy, q{words}
          WHERE m.content_tsv @@ ({matches} && q.agent) AND m.agent_id = %(agent)s{where}
-           AND NOT m.pruned{only}{live} AND {held()} AND {above_threshold(spec)}
+           AND NOT m.pruned{live} AND {held()} AND {above_threshold(spec)}
          ORDER BY {_ORDER}
          LIMIT %(candidates)s"""
 
@@ -287,12 +292,11 @@ def _ranked(spec: TableSpec, matches: str, where: str = "") -> str:
     """Where each live row of one agent in `spec`'s table whose text holds the tsquery
     `matches` (and `where`) is (its ctid: the row version this statement sees), and its
     BM25; nothing else is computed for it."""
-    only = " AND m.source_id IS NULL" if spec.has_source else ""
     live = f" AND {UNEXPIRED}" if spec.has_expiry else ""
     return f"""SELECT m.ctid AS at, {bm25("m.content_tsv")} AS text_rank
          FROM {spec.name} AS m, q, split AS s
          WHERE m.content_tsv @@ ({matches} && q.agent) AND m.agent_id = %(agent)s{where}
-           AND NOT m.pruned{only}{live} AND {held()}"""
+           AND NOT m.pruned{live} AND {held()}"""
 
 
 def _best(spec: TableSpec, ranked: str) -> str:
@@ -412,9 +416,8 @@ def build_recall_query(
     salience prior.
 
     Each table gives its %(candidates)s best by BM25, found through its GIN index (the
-    agent's lexeme intersected with the words); vectors that embed an episode or fact
-    stand for it and are left out, as are expired ones. With `split` (MaxScore, above)
-    the rows of each level are scored only when they could be among a table's
+    agent's lexeme intersected with the words); expired ones are left out. With `split`
+    (MaxScore, above) the rows of each level are scored only when they could be among a table's
     candidates, and a row's salience is computed only for the best by BM25
     (`_best`); without it, every matching row is scored in full (the same result,
     slower: the tests' reference).
@@ -479,13 +482,12 @@ def build_recall_query(
 
 
 def _missing(spec: TableSpec, *, by_agent: bool) -> str:
-    """The live memories of `spec` (of %(agent)s: `by_agent`) that no vector embeds."""
+    """The live memories of `spec` (of %(agent)s: `by_agent`) with no embedding."""
     return f"""
     FROM {spec.name} AS m
     WHERE NOT m.pruned {of_agent(by_agent, "m")}
-      AND NOT EXISTS (SELECT 1 FROM memory_vectors AS v
-                      WHERE v.source_type = '{spec.name}' AND v.source_id = m.id
-                        AND v.agent_id = m.agent_id)"""
+      AND NOT EXISTS (SELECT 1 FROM memory_embeddings AS e
+                      WHERE e.agent_id = m.agent_id AND e.source_id = m.id)"""
 
 
 @cache
