@@ -107,13 +107,14 @@ def test_bad_config_file_names_the_file(tmp_path: Path, cli: Cli) -> None:
 
 async def test_add_and_bad_input(database_url: str, conn: asyncpg.Connection, cli: Cli) -> None:
     env = {"ETHOS_DATABASE__URL": database_url}
-    added = cli("add", "episode", "--agent", "a1", "--content", "met Ada", "--json", env=env)
-    assert added.returncode == 0, added.stderr
-    episode = json.loads(added.stdout)["id"]
-    vector = cli(
-        "add", "vector", "--agent", "a1", "--content", "v", "--embedding", EMBEDDING,
-        "--source-type", "episode", "--source-id", episode, env=env,
+    added = cli(
+        "add", "episode", "--agent", "a1", "--content", "met Ada", "--embedding", EMBEDDING,
+        env=env,
     )  # fmt: skip
+    assert added.returncode == 0, added.stderr
+    vector = cli(
+        "add", "vector", "--agent", "a1", "--content", "v", "--embedding", EMBEDDING, env=env
+    )
     assert vector.returncode == 0, vector.stderr
     bad = {
         "3 dimensions, expected 384": ["vector", "--embedding", "[1, 2, 3]"],
@@ -129,10 +130,7 @@ async def test_add_and_bad_input(database_url: str, conn: asyncpg.Connection, cl
         "bad expires-at '9999-12-31T00:00:00+00:00'": [
             "fact", "--expires-at", "9999-12-31T00:00:00Z",
         ],
-        "no episodic_traces row": [
-            "vector", "--embedding", EMBEDDING, "--source-type", "episode",
-            "--source-id", "00000000-0000-0000-0000-000000000001",
-        ],
+        "embedding has 3 dimensions": ["episode", "--embedding", "[1, 2, 3]"],
     }  # fmt: skip
     for message, args in bad.items():
         result = cli("add", *args[:1], "--agent", "a1", "--content", "x", *args[1:], env=env)
@@ -140,9 +138,9 @@ async def test_add_and_bad_input(database_url: str, conn: asyncpg.Connection, cl
     assert "--agent" in one_line_error(cli("add", "episode", "--content", "x", env=env))
     counts = [
         await conn.fetchval(f"SELECT count(*) FROM {t}")
-        for t in ("episodic_traces", "memory_vectors", "semantic_facts")
+        for t in ("episodic_traces", "memory_vectors", "semantic_facts", "memory_embeddings")
     ]
-    assert counts == [1, 1, 0]
+    assert counts == [1, 1, 0, 1]
     meant = cli(
         "add", "fact", "--agent", "a1", "--content", "x", "--created-at", FUTURE,
         "--allow-future", env=env,

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import json
 
-from ethos.services.engine import Engine, migrate
+from ethos.services.engine import Engine
 from ethos.settings import DatabaseSettings, Settings
-from tests.citus.cluster import AGENTS, direction, distribute
+from tests.citus.cluster import AGENTS, DISTRIBUTED, MIGRATED, Copy, direction
 from tests.citus.test_write_path import written
 
 LINES = [
@@ -26,12 +26,8 @@ LINES = [
 ]  # fmt: skip
 
 
-async def test_an_import_writes_what_it_writes_on_one_server(
-    single: str, citus_database: str
-) -> None:
-    for url in (single, citus_database):
-        await migrate(Settings(database=DatabaseSettings(url=url)), url)
-    await distribute(citus_database)
+async def test_an_import_writes_what_it_writes_on_one_server(cluster_copy: Copy) -> None:
+    single, citus_database = await cluster_copy(MIGRATED), await cluster_copy(DISTRIBUTED)
     for url in (single, citus_database):
         settings = Settings(database=DatabaseSettings(url=url))
         async with Engine(settings, url=url, check_settings=False) as engine:

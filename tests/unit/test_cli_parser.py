@@ -55,13 +55,17 @@ def test_each_tables_add_takes_its_own_flags_alone() -> None:
         "--emotional-tone": {"episode"},
         "--confidence": {"fact"},
         "--expires-at": {"fact", "vector"},
-        "--embedding": {"vector"},
-        "--source-type": {"vector"},
-        "--source-id": {"vector"},
     }
     for table in ("episode", "fact", "vector"):
         taken = flags(add[f"ethos add {table}"])
-        assert {"--agent", "--content", "--policy", "--importance", "--json"} <= taken
+        assert {
+            "--agent",
+            "--content",
+            "--embedding",
+            "--policy",
+            "--importance",
+            "--json",
+        } <= taken
         assert {flag for flag, tables in only.items() if table in tables} == taken & set(only)
 
 

@@ -23,6 +23,7 @@ from ethos.db.store.sql.memories import (
     RARE_WORDS,
     REVISIONS_OF,
     STATS,
+    WORDS_OF,
     build_count_live_query,
     build_count_memories_query,
     build_fetch_memory_query,
@@ -209,8 +210,11 @@ class MemoryStore(StoreCore):
     async def rare_words(self, agent: str, tsv: str, content: str, n: int = 5) -> list[str]:
         """The lexemes of `tsv` that count most in its automatic importance, now, each as
         `content` writes it."""
-        rows = await self._fetch(RARE_WORDS, agent=agent, tsv=tsv, content=content, n=n)
-        return [row["word"] for row in rows]
+        rows = await self._fetch(RARE_WORDS, agent=agent, tsv=tsv, n=n)
+        lexemes = [row["lexeme"] for row in rows]
+        return [
+            row["word"] for row in await self._fetch(WORDS_OF, lexemes=lexemes, content=content)
+        ]
 
     async def importance_tier(self, importance: float) -> str:
         """The policy `importance` picks, as the write path picks a new memory's."""

@@ -36,13 +36,8 @@ WHERE pruned AND (%(agent)s::text IS NULL OR agent_id = %(agent)s)
 GROUP BY table_name, prune_reason ORDER BY table_name, prune_reason;
 
 -- name: rare_words
--- The words that count most in a text's automatic importance (ethos_informative_words),
--- each as %(content)s first writes it (a lexeme is a stem: 'alic' is "Alice"), or as the
--- lexeme where no word of it makes that lexeme now.
-SELECT coalesce((SELECT d.token
-                 FROM ts_debug(ethos_text_config(), %(content)s) WITH ORDINALITY AS d
-                 WHERE w.lexeme = ANY (d.lexemes)
-                 ORDER BY d.ordinality LIMIT 1), w.lexeme) AS word
+-- The lexemes that count most in a text's automatic importance (ethos_informative_words).
+SELECT w.lexeme
 FROM (SELECT coalesce((SELECT docs FROM agent_text_stats WHERE agent_id = %(agent)s), 0)
              AS docs) AS n
 CROSS JOIN unnest(tsvector_to_array(%(tsv)s::tsvector)) AS w (lexeme)
@@ -50,6 +45,18 @@ LEFT JOIN lexeme_stats AS l ON l.agent_id = %(agent)s AND l.lexeme = w.lexeme
 WHERE w.lexeme <> ethos_agent_lexeme(%(agent)s)
 ORDER BY ethos_word_weight(w.lexeme, n.docs, coalesce(l.docs, 0)) DESC, w.lexeme
 LIMIT %(n)s;
+
+-- name: words_of
+-- Each of %(lexemes)s as %(content)s first writes it (a lexeme is a stem: 'alic' is
+-- "Alice"), or the lexeme where no word of it makes that lexeme now. (Apart from
+-- rare_words: on Citus that one runs on the agent's shard, where a function reading
+-- ethos_settings, as ethos_text_config, may not run.)
+SELECT coalesce((SELECT d.token
+                 FROM ts_debug(ethos_text_config(), %(content)s) WITH ORDINALITY AS d
+                 WHERE w.lexeme = ANY (d.lexemes)
+                 ORDER BY d.ordinality LIMIT 1), w.lexeme) AS word
+FROM unnest(%(lexemes)s::text[]) WITH ORDINALITY AS w (lexeme, k)
+ORDER BY w.k;
 
 -- name: auto_half
 -- The informative words that make an automatic importance of 0.5 for an agent now, and
