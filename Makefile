@@ -48,8 +48,8 @@ format: install
 typecheck: install
 	$(BIN)/mypy
 
-baseline: install  ## until the first release: the baseline migration a copy of ethos/db/schema, unreleased migrations folded in (decision 0025)
-	$(BIN)/python scripts/baseline.py
+baseline: install  ## until the first release: unreleased migrations folded into the baseline (the schema); FREEZE=1 at the release copies it (decision 0025)
+	$(BIN)/python scripts/baseline.py $(if $(FREEZE),--freeze)
 
 bench: install  ## ROWS=1000000 VECTORS=100000 by default; smaller: make bench ROWS=100000
 	$(BIN)/python bench/bench.py --rows $(or $(ROWS),1000000) --vectors $(or $(VECTORS),100000)

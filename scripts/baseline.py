@@ -1,51 +1,46 @@
-"""Writes the baseline migration from ethos/db/schema, and folds the unreleased migrations
-into it (decision 0025): `make baseline`.
+"""Folds the unreleased migrations into the baseline, and at the first release freezes it
+(decision 0025): `make baseline`, `make baseline FREEZE=1`.
 
-    python scripts/baseline.py
+    python scripts/baseline.py [--freeze]
 
-Until ethos's first release a schema change is an edit of ethos/db/schema and a rerun of
-this: versions/baseline.sql becomes a copy of the schema's files in their order,
-versions/baseline.py names it by the start of that copy's SHA-256 (a database made from
-an earlier baseline is then refused in one line, not taken for this one), and every other
-migration in versions/ goes, its change being in the schema already (the schema's
-equality test held them equal). Once CHANGELOG.md names a release the baseline is frozen:
-this refuses, and a migration named by the next release carries a change.
+Until ethos's first release the baseline reads ethos/db/schema itself (versions/
+baseline.py), so a schema change is an edit of the schema alone; this deletes every other
+migration in versions/, its change being in the schema already (the schema's equality
+test held them equal). With --freeze, at the release, versions/baseline.sql becomes a copy
+of the schema's files in their order and versions/baseline.py runs that copy, named by
+the start of its SHA-256. Once CHANGELOG.md names a release the baseline is frozen: this
+refuses, and a migration named by the next release carries a change.
 """
 
 from __future__ import annotations
 
-import hashlib
 import re
 import sys
 from pathlib import Path
 
 from ethos.db.migrations import VERSIONS
-from ethos.db.schema import definition
+from ethos.db.schema import definition, revision_of
 
 CHANGELOG = Path(__file__).resolve().parent.parent / "CHANGELOG.md"
 RELEASE = re.compile(r"^## \[?(\d+\.\d+[^\] ]*)", re.MULTILINE)
 
 SQL_HEADER = """\
--- The baseline: ethos/db/schema as `make baseline` (scripts/baseline.py) last copied it,
--- the files in the order ethos/db/schema/__init__.py gives. Not edited by hand: until the
--- first release the schema is edited and this copy written again; from the first release
--- on it is frozen, and a migration named by the release carries a database on
--- (decision 0025).
+-- The baseline: ethos/db/schema as `make baseline FREEZE=1` (scripts/baseline.py) copied
+-- it at the first release, the files in the order ethos/db/schema/__init__.py gives.
+-- Frozen: a migration named by a later release carries a database on (decision 0025).
 
 """
 
 PY_TEMPLATE = '''\
-"""The baseline: the database ethos/db/schema defined when `make baseline` last copied
-it (baseline.sql), and the word prior seeded from its list. Written by
-scripts/baseline.py: the revision is the start of baseline.sql's SHA-256, so a database
-made from an earlier baseline, or stamped by a migration folded into this one, is refused
-in one line (decision 0025).
+"""The baseline: the database ethos/db/schema defined at the first release (baseline.sql,
+frozen by scripts/baseline.py --freeze), and the word prior seeded from its list. The
+revision is the start of baseline.sql's SHA-256 (decision 0025).
 
 Revision ID: {revision}
 Revises: none
 """
 
-from ethos.db.migrations import execute_frozen, execute_script
+from ethos.db.migrations import VERSIONS, execute_definition, execute_script
 from ethos.db.schema import word_prior_seed
 
 revision = "{revision}"
@@ -55,14 +50,9 @@ depends_on = None
 
 
 def upgrade() -> None:
-    execute_frozen("baseline.sql")
+    execute_definition((VERSIONS / "baseline.sql").read_text())
     execute_script(word_prior_seed())
 '''
-
-
-def revision_of(sql: str) -> str:
-    """The baseline's revision: the start of its SQL's SHA-256."""
-    return hashlib.sha256(sql.encode()).hexdigest()[:12]
 
 
 def released(changelog: str) -> str | None:
@@ -71,7 +61,7 @@ def released(changelog: str) -> str | None:
     return found.group(1) if found else None
 
 
-def main() -> int:
+def main(freeze: bool) -> int:
     release = released(CHANGELOG.read_text())
     if release is not None:
         print(
@@ -84,12 +74,15 @@ def main() -> int:
         for path in (folded, folded.with_suffix(".sql")):
             path.unlink(missing_ok=True)
         print(f"folded into the baseline: {folded.stem}")
-    sql = SQL_HEADER + definition()
-    (VERSIONS / "baseline.sql").write_text(sql)
-    (VERSIONS / "baseline.py").write_text(PY_TEMPLATE.format(revision=revision_of(sql)))
-    print(f"baseline {revision_of(sql)}: {sql.count(chr(10))} lines from ethos/db/schema")
+    if freeze:
+        sql = SQL_HEADER + definition()
+        (VERSIONS / "baseline.sql").write_text(sql)
+        (VERSIONS / "baseline.py").write_text(PY_TEMPLATE.format(revision=revision_of(sql)))
+        print(f"baseline {revision_of(sql)} frozen: {sql.count(chr(10))} lines of the schema")
+    else:
+        print(f"baseline {revision_of(definition())}: ethos/db/schema as it is")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(freeze=sys.argv[1:] == ["--freeze"]))

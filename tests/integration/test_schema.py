@@ -14,10 +14,8 @@ from alembic.script import ScriptDirectory
 
 from ethos import db
 from ethos.db import store
-from ethos.db.migrations import VERSIONS
 from ethos.domain.errors import ConfigError
 from ethos.settings import Settings
-from scripts.baseline import revision_of
 from tests.conftest import database_uri
 from tests.later_migration import migrate_later
 
@@ -117,13 +115,6 @@ async def test_the_comparison_sees_a_migration_that_differs_from_the_schema(
     # the template takes no connection)
     found = differences(schema_dump(pg_data_dir, database_url), schema_dump(pg_data_dir, migrated))
     assert [line for line in found if not line.startswith(("---", "+++", "@@"))] == differs
-
-
-def test_the_baseline_is_named_by_its_text() -> None:
-    """`make baseline` names the baseline by its SQL: one edited by hand, or written again
-    without its revision, would let a database of an earlier baseline pass for it."""
-    base = ScriptDirectory.from_config(db.alembic_config(Settings())).get_base()
-    assert base == revision_of((VERSIONS / "baseline.sql").read_text())
 
 
 @pytest.mark.parametrize("revision", ["0059", "0123456789ab"])

@@ -1,7 +1,7 @@
 """ethos's Alembic migrations (shipped inside the package as ethos.db.migrations): the
 baseline, and the frozen deltas after it that carry a database made earlier up to
-ethos/db/schema; before the first release the baseline is a copy of the schema (`make
-baseline`) and there are none after it (decision 0025). A fresh database is made from
+ethos/db/schema; before the first release the baseline is the schema itself and there
+are none after it (decision 0025). A fresh database is made from
 ethos/db/schema itself (env.py)."""
 
 from __future__ import annotations
@@ -58,9 +58,8 @@ def execute_script(script: str, connection: Connection | None = None) -> None:
         await_only(driver.execute(statement))
 
 
-def execute_frozen(name: str) -> None:
-    """Run the frozen SQL file `name` of versions/, its vectors of the configured
-    dimension."""
+def execute_definition(text: str) -> None:
+    """Run a schema definition (the schema's, or a frozen copy of it), its vectors of the
+    configured dimension."""
     dimension = context.config.attributes["settings"].embedding.dimension
-    text = (VERSIONS / name).read_text()
     execute_script(text.replace("{dimension}", str(int(dimension))))

@@ -1,8 +1,8 @@
 """The database as it is today, defined once: the SQL files of this folder, read in
 ORDER. A fresh database is created from them; migrations only carry a database made
-earlier up to them, from the baseline on, a copy of these files that `make baseline`
-writes until the first release (decision 0025; tests/integration/test_schema.py holds
-the two equal).
+earlier up to them, from the baseline on; until the first release the baseline is these
+files themselves, and a copy of them from it on (decision 0025;
+tests/integration/test_schema.py holds the two equal).
 
 Reading order: the tables of memories and policies (and the one function their defaults
 call), those of ethos's own work (the retrieval queue, runs and audit, daemons, agent
@@ -12,6 +12,7 @@ functions and the triggers that call them), access for agent roles, the monitori
 
 from __future__ import annotations
 
+import hashlib
 from importlib import resources
 
 ORDER = (
@@ -30,6 +31,11 @@ def definition() -> str:
     """The files in ORDER as one script, its vectors' dimension left as {dimension}."""
     folder = resources.files(__name__)
     return "\n".join(folder.joinpath(name).read_text() for name in ORDER)
+
+
+def revision_of(sql: str) -> str:
+    """A baseline's revision: the start of its SQL's SHA-256 (decision 0025)."""
+    return hashlib.sha256(sql.encode()).hexdigest()[:12]
 
 
 def script(dimension: int) -> str:
