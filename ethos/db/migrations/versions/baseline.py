@@ -1,22 +1,23 @@
-"""The baseline: the database ethos/db/schema defined when `make baseline` last copied
-it (baseline.sql), and the word prior seeded from its list. Written by
-scripts/baseline.py: the revision is the start of baseline.sql's SHA-256, so a database
-made from an earlier baseline, or stamped by a migration folded into this one, is refused
-in one line (decision 0025).
+"""The baseline: until ethos's first release, the database ethos/db/schema defines, read
+from it (the schema is the one text; no copy of it here), and the word prior seeded from
+its list. Its revision is the start of the schema's SHA-256, so a database made from an
+earlier schema, or stamped by a migration folded into it, is refused in one line. At the
+first release `make baseline FREEZE=1` freezes it: baseline.sql, a copy of the schema
+then, named here by its own revision (decision 0025).
 
-Revision ID: fc7298c729ac
+Revision ID: the schema's (ethos.db.schema.revision_of)
 Revises: none
 """
 
-from ethos.db.migrations import execute_frozen, execute_script
-from ethos.db.schema import word_prior_seed
+from ethos.db.migrations import execute_definition, execute_script
+from ethos.db.schema import definition, revision_of, word_prior_seed
 
-revision = "fc7298c729ac"
+revision = revision_of(definition())
 down_revision = None
 branch_labels = None
 depends_on = None
 
 
 def upgrade() -> None:
-    execute_frozen("baseline.sql")
+    execute_definition(definition())
     execute_script(word_prior_seed())
