@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from functools import cache
@@ -294,6 +294,31 @@ class StoreCore:
             return
         async with self._group_transaction(*await self._agent_node(agent)) as tx:
             yield tx
+
+    async def _agent_sessions(
+        self, agents: Iterable[str]
+    ) -> AsyncIterator[tuple[list[str], Transaction]]:
+        """Where a statement about these agents' memories runs: on one server, one
+        transaction for all of them (the sorted unique agents); on a distributed Citus
+        cluster, one transaction an agent, agents in sorted order, each on the node
+        holding its shard group against its shards (_transaction_of). A statement is
+        written once, as one server would write it, naming its agents
+        (`agent_id = ANY (%(agents)s)`): `async for group, tx in ...: tx.fetch(Q,
+        agents=group)`. A transaction commits when the loop moves past it; an error in
+        the loop's body rolls it back (the generator is closed at its yield)."""
+        group = sorted(set(agents))
+        if not group:
+            return
+        if not await self.distributed():
+            async with self._transaction() as tx:
+                yield group, tx
+            return
+        # Citus runs a transaction on one node at a time here: an agent's shard group is
+        # on one node, two agents' may not be (the coordinator would plan each
+        # statement as a distributed one, and refuse some: see query.on_shard).
+        for agent in group:
+            async with self._transaction_of(agent) as tx:
+                yield [agent], tx
 
     async def close(self) -> None:
         await self.release_leader_lock()
