@@ -104,20 +104,20 @@ ORDER BY g.shardid;
 -- The audit rows left `running` by processes that are gone, marked `interrupted`: a
 -- row's owner is the application_name of the process that wrote it, and no session
 -- with that name means the process is gone (killed: it never finished the row).
-WITH sweeps_gone AS (
-    UPDATE sweep_runs AS r
-    SET status = 'interrupted', finished_at = clock_timestamp(),
-        error = coalesce(r.error, 'its process ended while it ran')
-    WHERE r.status = 'running' AND r.owner IS NOT NULL
-      AND NOT EXISTS (SELECT 1 FROM pg_stat_activity AS a WHERE a.application_name = r.owner)
-    RETURNING 1
+WITH gone AS (
+    SELECT o.owner
+    FROM (SELECT owner FROM sweep_runs WHERE status = 'running'
+          UNION SELECT owner FROM lifecycle_runs WHERE status = 'running') AS o
+    WHERE NOT EXISTS (SELECT 1 FROM pg_stat_activity AS a WHERE a.application_name = o.owner)
 ),
-lifecycles_gone AS (
-    UPDATE lifecycle_runs AS r
-    SET status = 'interrupted', finished_at = clock_timestamp(),
-        error = coalesce(r.error, 'its process ended while it ran')
-    WHERE r.status = 'running' AND r.owner IS NOT NULL
-      AND NOT EXISTS (SELECT 1 FROM pg_stat_activity AS a WHERE a.application_name = r.owner)
-    RETURNING 1
+sweeps AS (
+    UPDATE sweep_runs SET status = 'interrupted', finished_at = clock_timestamp(),
+                          error = coalesce(error, 'its process ended while it ran')
+    WHERE status = 'running' AND owner IN (SELECT owner FROM gone) RETURNING 1
+),
+lifecycles AS (
+    UPDATE lifecycle_runs SET status = 'interrupted', finished_at = clock_timestamp(),
+                              error = coalesce(error, 'its process ended while it ran')
+    WHERE status = 'running' AND owner IN (SELECT owner FROM gone) RETURNING 1
 )
-SELECT (SELECT count(*) FROM sweeps_gone) + (SELECT count(*) FROM lifecycles_gone);
+SELECT (SELECT count(*) FROM sweeps) + (SELECT count(*) FROM lifecycles);
