@@ -392,6 +392,8 @@ class StoreCore:
         former = {r["role"] for r in await self._fetch(AGENT_ROLES_NOW, group=roles.agents_group)}
         database = await self._fetchval(CURRENT_DATABASE)
         statements = plan(roles, database, columns, existing, former)
+        # Citus truly differs: a new row reaches its shard with the coordinator's
+        # defaults, which the shards must grant the agents' group too (shard_grants).
         on_shards = shard_grants(roles) if await self.distributed() else []
         if dry_run:
             return statements + on_shards
