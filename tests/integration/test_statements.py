@@ -143,7 +143,6 @@ _SUBQUERY = re.compile(r"\s*(?:SELECT|WITH|VALUES|UPDATE|DELETE|INSERT)\b", re.I
 _ACROSS_AGENTS = {
     # Which agent holds an id: the lookups that find the agent the next statement names,
     # or say that an id is unknown or pruned (read only).
-    "search.build_locate_memories_query",  # without an agent: which agents hold it
     "core.build_id_states_query",
     "memories.build_fetch_memory_query",  # without an agent, an id of several is refused
     # The operator's selectors over every agent's pruned memories (ethos recover without
