@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from functools import cache
@@ -19,7 +19,7 @@ from typing import Any, Self
 import asyncpg
 import structlog
 
-from ethos.db.store.query import NamedStatements, Query, of_agent, on_shard, sql
+from ethos.db.store.query import NamedStatements, Query, on_shard, sql
 from ethos.db.store.sessions import (
     NODE_READ_SETTINGS,
     NODE_SESSION_SETTINGS,
@@ -78,12 +78,13 @@ AGENT_ROLES_NOW = STATEMENTS["agent_roles_now"]
 
 
 @cache
-def build_id_states_query(spec: TableSpec, *, by_agent: bool) -> Query:
-    """Whether memories %(ids)s are pruned, and whose they are (of %(agent)s alone:
-    by_agent)."""
+def build_id_states_query(spec: TableSpec, *, of_one_agent: bool) -> Query:
+    """Whether memories %(ids)s are pruned, and whose they are: of %(agent)s alone
+    (`of_one_agent`, run in the agent's session: StoreCore._fetch_of), or of any agent
+    (which agents hold an id). A builder: the table varies."""
+    agent = "AND agent_id = %(agent)s" if of_one_agent else ""
     return sql(
-        f"SELECT id, agent_id, pruned FROM {spec.name} WHERE id = ANY(%(ids)s::uuid[])"
-        f" {of_agent(by_agent)}"
+        f"SELECT id, agent_id, pruned FROM {spec.name} WHERE id = ANY(%(ids)s::uuid[]) {agent}"
     )
 
 
@@ -93,26 +94,7 @@ LEADER_LOCK_KEY = 0x45_54_48_4F_01
 TRY_LEADER_LOCK = STATEMENTS["try_leader_lock"]
 
 
-def _interrupt_orphans(table: str) -> str:
-    # A row's owner is the application_name of the process that wrote it; no session
-    # with that name means the process is gone (killed: it never finished the row).
-    return f"""
-    {table}_gone AS (
-        UPDATE {table} AS r
-        SET status = 'interrupted', finished_at = clock_timestamp(),
-            error = coalesce(r.error, 'its process ended while it ran')
-        WHERE r.status = 'running' AND r.owner IS NOT NULL
-          AND NOT EXISTS (SELECT 1 FROM pg_stat_activity AS a
-                          WHERE a.application_name = r.owner)
-        RETURNING 1
-    )"""
-
-
-INTERRUPT_ORPHANED_RUNS = sql(f"""
-WITH {_interrupt_orphans("sweep_runs")},
-{_interrupt_orphans("lifecycle_runs")}
-SELECT (SELECT count(*) FROM sweep_runs_gone) + (SELECT count(*) FROM lifecycle_runs_gone)
-""")
+INTERRUPT_ORPHANED_RUNS = STATEMENTS["interrupt_orphaned_runs"]
 
 
 log = structlog.get_logger("ethos.db.store")
@@ -270,30 +252,64 @@ class StoreCore:
             async with pool.acquire() as conn, conn.transaction():
                 yield Transaction(conn, names)
 
-    async def _fetch_of(self, query: Query, **values: Any) -> list[Row]:
-        """A read of one agent's memories (`agent`, as the statement names it). On a
-        Citus cluster it runs on the node that holds the agent's shard group, against
-        its shards by name: there it is planned once a session, as on one server, where
-        through the coordinator Citus planned it at every call, on the coordinator and
-        again on the node."""
+    async def _agent_place(self, agent: str) -> tuple[asyncpg.Pool, dict[str, str]] | None:
+        """Where a statement about the agent's memories runs, if not through this store's
+        pool (None): on a distributed Citus cluster, the node that holds the agent's
+        shard group, with the names of its tables there. The one place that asks."""
         if not await self.distributed():
+            return None
+        return await self._agent_node(agent)
+
+    async def _fetch_of(self, query: Query, **values: Any) -> list[Row]:
+        """A statement about one agent's memories (`agent`, as the statement names it),
+        a read or a write, a transaction of its own. On a Citus cluster it runs on the
+        node that holds the agent's shard group, against its shards by name: there it is
+        planned once a session, as on one server, where through the coordinator Citus
+        planned it at every call, on the coordinator and again on the node."""
+        place = await self._agent_place(values["agent"])
+        if place is None:
             return await self._fetch(query, **values)
-        pool, names = await self._agent_node(values["agent"])
-        placed = on_shard(query, names)
-        with translated():
-            rows: list[Row] = await pool.fetch(placed.text, *placed.args(values))
-            return rows
+        pool, names = place
+        rows: list[Row] = await self._statement(pool.fetch, on_shard(query, names), values)
+        return rows
 
     @asynccontextmanager
     async def _transaction_of(self, agent: str) -> AsyncIterator[Transaction]:
-        """A transaction of reads of one agent's memories: on a Citus cluster, on the node
-        that holds the agent's shard group, against its shards (_fetch_of)."""
-        if not await self.distributed():
+        """A transaction of statements about one agent's memories, reads or writes: on a
+        Citus cluster, on the node that holds the agent's shard group, against its
+        shards (_fetch_of)."""
+        place = await self._agent_place(agent)
+        if place is None:
             async with self._transaction() as tx:
                 yield tx
             return
-        async with self._group_transaction(*await self._agent_node(agent)) as tx:
+        async with self._group_transaction(*place) as tx:
             yield tx
+
+    async def _agent_sessions(
+        self, agents: Iterable[str]
+    ) -> AsyncIterator[tuple[list[str], Transaction]]:
+        """Where a statement about these agents' memories runs: on one server, one
+        transaction for all of them (the sorted unique agents); on a distributed Citus
+        cluster, one transaction an agent, agents in sorted order, each on the node
+        holding its shard group against its shards (_transaction_of). A statement is
+        written once, as one server would write it, naming its agents
+        (`agent_id = ANY (%(agents)s)`): `async for group, tx in ...: tx.fetch(Q,
+        agents=group)`. A transaction commits when the loop moves past it; an error in
+        the loop's body rolls it back (the generator is closed at its yield)."""
+        group = sorted(set(agents))
+        if not group:
+            return
+        if not await self.distributed():
+            async with self._transaction() as tx:
+                yield group, tx
+            return
+        # Citus runs a transaction on one node at a time here: an agent's shard group is
+        # on one node, two agents' may not be (the coordinator would plan each
+        # statement as a distributed one, and refuse some: see query.on_shard).
+        for agent in group:
+            async with self._transaction_of(agent) as tx:
+                yield [agent], tx
 
     async def close(self) -> None:
         await self.release_leader_lock()
@@ -417,8 +433,8 @@ class StoreCore:
         the statements about them to name. Two agents may hold one id: such an id is
         refused, and the agent must be named."""
         held: dict[uuid.UUID, list[str]] = {}
-        query = build_id_states_query(spec, by_agent=False)
-        for row in await self._fetch(query, ids=list(ids), agent=None):
+        query = build_id_states_query(spec, of_one_agent=False)
+        for row in await self._fetch(query, ids=list(ids)):
             if not row["pruned"]:
                 held.setdefault(row["id"], []).append(row["agent_id"])
         for memory_id, agents in sorted(held.items()):
@@ -452,8 +468,11 @@ class StoreCore:
         """id -> pruned, for the ids that exist (as memories of `agent`, where one is
         named)."""
         await self.check_table(spec)
-        query = build_id_states_query(spec, by_agent=agent is not None)
-        rows = await self._fetch(query, ids=list(ids), agent=agent)
+        if agent is None:
+            rows = await self._fetch(build_id_states_query(spec, of_one_agent=False), ids=list(ids))
+        else:
+            query = build_id_states_query(spec, of_one_agent=True)
+            rows = await self._fetch_of(query, ids=list(ids), agent=agent)
         return {row["id"]: row["pruned"] for row in rows}
 
     async def interrupt_orphaned_runs(self) -> int:

@@ -17,6 +17,7 @@ from ethos.db.store.sql.daemon import (
     STATUS_DAEMONS,
     STATUS_LAST_SWEEP,
 )
+from ethos.domain.tables import MEMORY_TABLES
 
 
 class DaemonStore(StoreCore):
@@ -24,7 +25,7 @@ class DaemonStore(StoreCore):
 
     async def row_estimates(self) -> list[Row]:
         """Live and pruned rows per memory table, from the planner's statistics."""
-        return await self._fetch(ROW_ESTIMATES)
+        return await self._fetch(ROW_ESTIMATES, tables=[spec.name for spec in MEMORY_TABLES])
 
     async def is_idle(self, idle_seconds: float) -> bool:
         idle: bool = await self._fetchval(IS_IDLE, seconds=idle_seconds)

@@ -160,8 +160,8 @@ class SweepStore(StoreCore):
 
     async def count_due(self, spec: TableSpec, now: datetime, *, prune: bool) -> int:
         await self.check_table(spec)
-        query = self._placed(build_count_due_query(spec, prune=prune))
-        count: int = await self._fetchval(query, now=now)
+        query = self._placed(build_count_due_query(spec))
+        count: int = await self._fetchval(query, now=now, prune=prune)
         return count
 
     async def rehint(self, spec: TableSpec, now: datetime) -> int:

@@ -99,3 +99,25 @@ WHERE g.logicalrelid = 'episodic_traces'::regclass
        OR g.shardid = get_shard_id_for_distribution_column('episodic_traces', %(agent)s::text))
 GROUP BY g.shardid, n.nodename, n.nodeport
 ORDER BY g.shardid;
+
+-- name: interrupt_orphaned_runs
+-- The audit rows left `running` by processes that are gone, marked `interrupted`: a
+-- row's owner is the application_name of the process that wrote it, and no session
+-- with that name means the process is gone (killed: it never finished the row).
+WITH sweeps_gone AS (
+    UPDATE sweep_runs AS r
+    SET status = 'interrupted', finished_at = clock_timestamp(),
+        error = coalesce(r.error, 'its process ended while it ran')
+    WHERE r.status = 'running' AND r.owner IS NOT NULL
+      AND NOT EXISTS (SELECT 1 FROM pg_stat_activity AS a WHERE a.application_name = r.owner)
+    RETURNING 1
+),
+lifecycles_gone AS (
+    UPDATE lifecycle_runs AS r
+    SET status = 'interrupted', finished_at = clock_timestamp(),
+        error = coalesce(r.error, 'its process ended while it ran')
+    WHERE r.status = 'running' AND r.owner IS NOT NULL
+      AND NOT EXISTS (SELECT 1 FROM pg_stat_activity AS a WHERE a.application_name = r.owner)
+    RETURNING 1
+)
+SELECT (SELECT count(*) FROM sweeps_gone) + (SELECT count(*) FROM lifecycles_gone);

@@ -45,3 +45,13 @@ SELECT id, trigger, mode, status, started_at, finished_at, swept_at, scanned, up
        tables, daemon_id,
        round(extract(epoch FROM finished_at - started_at) * 1000) AS duration_ms
 FROM sweep_runs WHERE mode <> 'prune' ORDER BY started_at DESC LIMIT 1;
+
+-- name: row_estimates
+-- Live and pruned rows of each memory table %(tables)s, without counting: the planner's
+-- row estimates of the partial indexes over live rows (id WHERE NOT pruned) and pruned
+-- rows (pruned_at WHERE pruned), as of the last ANALYZE or VACUUM.
+SELECT t.table_name, i.state, c.reltuples::bigint AS estimate
+FROM unnest(%(tables)s::text[]) WITH ORDINALITY AS t (table_name, k)
+CROSS JOIN (VALUES ('live', '_live_id_idx'), ('pruned', '_pruned_at_idx')) AS i (state, suffix)
+JOIN pg_class AS c ON c.relname = t.table_name || i.suffix
+ORDER BY t.k, i.state;

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from ethos.db.store.query import Query, of_agent, sql, statements
+from ethos.db.store.query import Query, sql, statements
 from ethos.db.store.sql.fragments import (
     confidence_expr,
     emotion_of,
@@ -126,7 +126,9 @@ def build_sweep_batch_query(
     # written and scheduled anew even where its values have not drifted: a full sweep
     # leaves every live row it read scheduled for later than its moment.
     drift += " OR old_due <= %(now)s OR old_prune <= %(now)s"
-    agent = of_agent(by_agent, "m")
+    # a sweep of one agent (`ethos sweep --agent`): its rows alone, and it hints only what
+    # it wrote (a sweep of the whole table hints every row it read)
+    agent = "AND m.agent_id = %(agent)s" if by_agent else ""
     # (The rows to write are read from the batch, not from a CTE of their own: that
     # would copy every due row once more.)
     due = "(SELECT * FROM batch WHERE is_due) AS due"
@@ -298,13 +300,13 @@ def build_due_batch_query(spec: TableSpec, *, prune: bool, batch_size: int) -> Q
 
 
 @cache
-def build_count_due_query(spec: TableSpec, *, prune: bool) -> Query:
-    """Rows hinted at or before %(now)s (a row may be in more than one hint, and a
-    group's rows after its first may be due later): the work ahead, at most."""
+def build_count_due_query(spec: TableSpec) -> Query:
+    """Rows hinted at or before %(now)s, for a sweep (%(prune)s false) or a prune pass (a
+    row may be in more than one hint, and a group's rows after its first may be due
+    later): the work ahead, at most. A builder: the table varies."""
     return sql(
         f"SELECT coalesce(sum(n), 0) FROM {spec.due_table}"
-        f" WHERE prune = {str(prune).lower()}"
-        " AND at <= %(now)s"
+        " WHERE prune = %(prune)s AND at <= %(now)s"
     )
 
 
