@@ -59,6 +59,8 @@ class LtpStore(StoreCore):
         """The transaction that applies the oldest `limit` queued events (of agents not
         in `held`): they are deleted in it, so they are applied exactly when it commits.
         On a Citus cluster, those of the agent of the oldest event (its shard's)."""
+        # Where Citus differs: it locks rows FOR UPDATE on one shard only, so a drain
+        # there pops one agent's events (the pop names it), where one server pops any.
         distributed = await self.distributed()
         async with self._transaction() as tx:
             await self._bound_lock_waits(tx)
@@ -84,6 +86,9 @@ class LtpStore(StoreCore):
         transaction."""
         values = {"agent": agent, "ids": ids, "at": at, "kind": kind, "grp": group,
                   "call": receipt}  # fmt: skip
+        # Where Citus differs: beside the coordinator's write of the receipt it would COPY
+        # the events through the coordinator (refused under row security); one server
+        # writes both in one statement, one round trip.
         if not await self.distributed():
             await self._fetchval(build_enqueue_query(spec, receipt=True), **values)
             return
