@@ -280,9 +280,10 @@ def one_router_task(plan: str) -> bool:
 async def citus_plans(
     url: str, sent: list[tuple[str, tuple[Any, ...]]], agent: str
 ) -> tuple[list[tuple[str, str]], int]:
-    """Of the statements sent with `agent` among their values: the plans of those Citus
-    plans (reads and writes of distributed tables), and how many were sent to a node
-    (search), which must name only the agent's shard group there."""
+    """Of the statements sent with `agent` among their values (alone, or as a group of
+    one: `agent_id = ANY (%(agents)s)`): the plans of those Citus plans (reads and
+    writes of distributed tables), and how many were sent to a node (search), which
+    must name only the agent's shard group there."""
     conn = await asyncpg.connect(url)
     try:
         await init_connection(conn)  # the vector codec ethos's connections have
@@ -290,7 +291,8 @@ async def citus_plans(
         plans, on_shards = [], 0
         for query, args in sent:
             verb = query.lstrip().split(None, 1)[0].upper()
-            if agent not in args or verb not in ("SELECT", "WITH", "UPDATE"):
+            named = any(value in (agent, [agent]) for value in args)  # alone, or as a group
+            if not named or verb not in ("SELECT", "WITH", "UPDATE"):
                 continue
             shards = set(re.findall(r"\b[a-z_]+_\d{6,}\b", query))
             if shards:  # sent to a node, against the agent's shard group there
