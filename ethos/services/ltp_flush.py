@@ -83,6 +83,7 @@ class Group:
 # Buffered: (table, id, agent) -> {moment: Events}.
 Pending = dict[Key, dict[datetime, Events]]
 Rows = dict[Member, dict[datetime, Events]]
+OwnRows = dict[tuple[uuid.UUID, str], dict[datetime, Events]]  # each with its agent named
 
 
 @dataclass
@@ -422,57 +423,33 @@ def group_of(keys: Iterable[Key], at: datetime, kind: str, settings: Settings) -
 
 
 async def _apply_rounds(flush: LtpFlush, spec: TableSpec, rows: Rows) -> list[Row]:
-    """The rows' rounds (_apply_agent_rounds): all at once, or on a Citus cluster one
-    agent's at a time, agents in order (two flushes lock them alike): there a statement
-    names one agent, which routes it to the agent's shard. The agents of ids recorded
-    with none are looked up there (live rows only: the others are skipped as anywhere),
-    and on one server those of an id also recorded with its agent, whose memory would
-    be written twice in a round."""
-    routed = await flush.routed()
-    unnamed = [memory_id for memory_id, agent in rows if agent is None]
-    if routed:
-        lookup = set(unnamed)
-    else:
-        named = {memory_id for memory_id, agent in rows if agent is not None}
-        lookup = named.intersection(unnamed) if named else set()
-    merged = rows
-    if lookup:
-        # an id looked up and not found (none live) stands for no memory
-        owners: dict[uuid.UUID, list[str]] = {memory_id: [] for memory_id in lookup}
-        owners |= await flush.agents(spec, sorted(lookup))
-        merged = {}
-        for (memory_id, agent), moments in rows.items():
-            for member in _members(memory_id, agent, owners):
-                _add(merged, member, moments)
-    if not routed:
-        return await _apply_agent_rounds(flush, spec, merged, None)
-    by_agent: dict[str | None, Rows] = defaultdict(dict)  # every one named: all looked up
-    for member, moments in merged.items():
-        by_agent[member[1]][member] = moments
+    """The rows' rounds (_apply_agent_rounds), a group of agents at a time
+    (LtpFlush.agent_groups), each statement naming the agents it writes. The agents of
+    ids recorded with none are looked up first (live rows only: an id none holds live
+    stands for no memory, and its events are skipped as any unknown row's)."""
+    unnamed = sorted({memory_id for memory_id, agent in rows if agent is None})
+    owners = await flush.agents(spec, unnamed) if unnamed else {}
+    owned: OwnRows = {}
+    for (memory_id, agent), moments in rows.items():
+        for owner in owners.get(memory_id, []) if agent is None else [agent]:
+            _add(owned, (memory_id, owner), moments)
     returned: list[Row] = []
-    for agent, theirs in sorted(by_agent.items(), key=lambda item: item[0] or ""):
-        returned += await _apply_agent_rounds(flush, spec, theirs, agent)
+    for agents in await flush.agent_groups(agent for _, agent in owned):
+        group = set(agents)
+        theirs = {member: moments for member, moments in owned.items() if member[1] in group}
+        returned += await _apply_agent_rounds(flush, spec, theirs, agents)
     return returned
 
 
-def _members(
-    memory_id: uuid.UUID, agent: str | None, owners: dict[uuid.UUID, list[str]]
-) -> list[Member]:
-    """The memories an event recorded for (memory_id, agent) is for: with no agent, each
-    memory of the id that was looked up, else (not looked up) every one."""
-    if agent is None and memory_id in owners:
-        return [(memory_id, owner) for owner in owners[memory_id]]
-    return [(memory_id, agent)]
-
-
 async def _apply_agent_rounds(
-    flush: LtpFlush, spec: TableSpec, rows: Rows, agent: str | None
+    flush: LtpFlush, spec: TableSpec, rows: OwnRows, agents: list[str]
 ) -> list[Row]:
     """Round i holds the i-th moment of every row whose curve changes, so a row is
     written in time order, exactly as one event after another. Hits that only count
-    (no curve change) are added up in one statement. All of them are locked first."""
-    members = sorted(rows, key=lambda m: (m[0], m[1] or ""))
-    held = await flush.lock(spec, sorted({memory_id for memory_id, _ in members}), agent)
+    (no curve change) are added up in one statement. All of them are locked first. The
+    rows are of `agents` (each member names one)."""
+    members = sorted(rows)
+    held = await flush.lock(spec, sorted({memory_id for memory_id, _ in members}), agents)
     if held:
         raise RowsHeld(spec, held)
     ordered = {
@@ -485,13 +462,13 @@ async def _apply_agent_rounds(
         returned += await flush.strengthen(
             spec,
             ids=[memory_id for (memory_id, _), _ in level],
-            agents=[owner for (_, owner), _ in level],
+            owners=[owner for (_, owner), _ in level],
             counts=[e.retrievals for _, (_, e) in level],
             useful=[e.useful for _, (_, e) in level],
             wrong=[e.wrong for _, (_, e) in level],
             surfaced=[e.surfaced for _, (_, e) in level],
             moments=[at for _, (at, _) in level],
-            agent=agent,
+            agents=agents,
         )
     only_counted = {
         member: sum(e.surfaced for e in rows[member].values() if not e.changes_curve)
@@ -506,25 +483,17 @@ async def _apply_agent_rounds(
                 [memory_id for memory_id, _ in only_counted],
                 [owner for _, owner in only_counted],
                 list(only_counted.values()),
-                agent,
+                agents,
             )
         ]
     return returned
 
 
-def _add(rows: Rows, member: Member, moments: dict[datetime, Events]) -> None:
+def _add(rows: OwnRows, member: tuple[uuid.UUID, str], moments: dict[datetime, Events]) -> None:
     """A member's events added to those rows holds for it."""
     target = rows.setdefault(member, {})
     for at, events in moments.items():
         target.setdefault(at, Events()).add(events)
-
-
-def _merge(a: Rows, b: Rows) -> Rows:
-    merged: Rows = {}
-    for rows in (a, b):
-        for member, moments in rows.items():
-            _add(merged, member, moments)
-    return merged
 
 
 def _account(result: LtpResult, spec: TableSpec, own: Rows, returned: list[Row]) -> None:
@@ -564,17 +533,26 @@ async def _apply_links(flush: LtpFlush, groups: list[Group], learning_rate: floa
     groups = [g for g in groups if learning_rate > 0 or g.kind == "wrong"]
     if not groups:
         return 0
-    # Owners looked up once a table; on Citus by the agent named with them, where one
-    # is (a read of its shard), as _apply_rounds does.
-    routed = await flush.routed()
-    members: dict[tuple[TableSpec, str | None], set[uuid.UUID]] = defaultdict(set)
+    # The owners of the live memories, looked up once a table: of the agents named with
+    # them, a group of them at a time, and of any agent for the ids named with none.
+    named: dict[TableSpec, dict[str, set[uuid.UUID]]] = defaultdict(lambda: defaultdict(set))
+    unnamed: dict[TableSpec, set[uuid.UUID]] = defaultdict(set)
     for group in groups:
         for spec, memory_id, agent in group.members:
-            members[(spec, agent if routed else None)].add(memory_id)
+            if agent is None:
+                unnamed[spec].add(memory_id)
+            else:
+                named[spec][agent].add(memory_id)
     owners: dict[tuple[TableSpec, uuid.UUID], set[str]] = defaultdict(set)
-    for (spec, agent), ids in members.items():
-        for memory_id, agents in (await flush.agents(spec, sorted(ids), agent)).items():
-            owners[(spec, memory_id)].update(agents)
+    lookups: list[tuple[TableSpec, set[uuid.UUID], list[str] | None]]
+    lookups = [(spec, ids, None) for spec, ids in unnamed.items()]
+    for spec, theirs in named.items():
+        for group_agents in await flush.agent_groups(theirs):
+            ids = set().union(*(theirs[agent] for agent in group_agents))
+            lookups.append((spec, ids, group_agents))
+    for spec, ids, of in lookups:
+        for memory_id, found in (await flush.agents(spec, sorted(ids), of)).items():
+            owners[(spec, memory_id)].update(found)
     # (agent, a, b, moment) -> [co, useful, wrong]; a before b by id.
     counts: dict[tuple[str, Owned, Owned, datetime], list[int]] = {}
     for group in groups:

@@ -143,8 +143,6 @@ _SUBQUERY = re.compile(r"\s*(?:SELECT|WITH|VALUES|UPDATE|DELETE|INSERT)\b", re.I
 _ACROSS_AGENTS = {
     # Which agent holds an id: the lookups that find the agent the next statement names,
     # or say that an id is unknown or pruned (read only).
-    "search.build_locate_memories_query",  # without an agent: which agents hold it
-    "ltp.build_agents_query",
     "core.build_id_states_query",
     "memories.build_fetch_memory_query",  # without an agent, an id of several is refused
     # The operator's selectors over every agent's pruned memories (ethos recover without
@@ -158,9 +156,6 @@ _ACROSS_AGENTS = {
     "lifecycle.build_rehint_rows_query",
     # The sweep: every agent's due rows, found through hints by their places.
     "sweep.build_due_batch_query",
-    # An LTP flush's lock of its rows on one server (of the agents its events name): it
-    # locks, the statements that write name their agents.
-    "ltp.build_lock_query",
 }
 
 

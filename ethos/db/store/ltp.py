@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import uuid
 from collections import defaultdict
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -59,6 +59,8 @@ class LtpStore(StoreCore):
         """The transaction that applies the oldest `limit` queued events (of agents not
         in `held`): they are deleted in it, so they are applied exactly when it commits.
         On a Citus cluster, those of the agent of the oldest event (its shard's)."""
+        # Where Citus differs: it locks rows FOR UPDATE on one shard only, so a drain
+        # there pops one agent's events (the pop names it), where one server pops any.
         distributed = await self.distributed()
         async with self._transaction() as tx:
             await self._bound_lock_waits(tx)
@@ -84,6 +86,9 @@ class LtpStore(StoreCore):
         transaction."""
         values = {"agent": agent, "ids": ids, "at": at, "kind": kind, "grp": group,
                   "call": receipt}  # fmt: skip
+        # Where Citus differs: beside the coordinator's write of the receipt it would COPY
+        # the events through the coordinator (refused under row security); one server
+        # writes both in one statement, one round trip.
         if not await self.distributed():
             await self._fetchval(build_enqueue_query(spec, receipt=True), **values)
             return
@@ -167,24 +172,33 @@ class LtpFlush:
         self._store = store
 
     async def distribution_changed(self) -> bool:
-        """Whether `ethos distribute` ran since this flush decided how to route (its
-        statements, written for one server, may be refused on the cluster)."""
+        """Whether `ethos distribute` ran since this flush grouped its agents (its
+        statements, grouped for one server, may be refused on the cluster)."""
         return await self._store.distribution_changed()
 
-    async def routed(self) -> bool:
-        """Whether each statement must name one agent (a Citus cluster: it routes the
-        statement to the agent's shard, and refuses to lock rows across shards)."""
-        return await self._store.distributed()
+    async def agent_groups(self, agents: Iterable[str]) -> list[list[str]]:
+        """The agents whose memories one statement of this flush writes together, each
+        group sorted, the groups in agent order (two flushes lock rows alike): on one
+        server all of them at once. On a distributed Citus cluster one agent a group:
+        Citus routes a statement that names one agent to the agent's shard, and refuses
+        to lock rows across shards. (Not the store's agent sessions, one transaction an
+        agent on its node: a flush's statements stay in its one transaction through the
+        coordinator, where its receipt commits with its writes, exactly once.)"""
+        group = sorted(set(agents))
+        if not group:
+            return []
+        if await self._store.distributed():
+            return [[agent] for agent in group]
+        return [group]
 
     async def lock(
-        self, spec: TableSpec, ids: list[uuid.UUID], agent: str | None
+        self, spec: TableSpec, ids: list[uuid.UUID], agents: list[str]
     ) -> list[tuple[uuid.UUID, str]]:
-        """Lock the rows the flush writes in `spec` (of `agent`, where one is named), in
-        id order, before it writes them; those another transaction holds are not waited
-        for: returned, (id, agent)."""
+        """Lock the rows of `agents` the flush writes in `spec`, in id order, before it
+        writes them; those another transaction holds are not waited for: returned,
+        (id, agent)."""
         await self._store.check_table(spec)
-        by_agent = agent is not None
-        held = await self._tx.fetch(build_lock_query(spec, by_agent=by_agent), ids=ids, agent=agent)
+        held = await self._tx.fetch(build_lock_query(spec), ids=ids, agents=agents)
         return [(row["id"], row["agent_id"]) for row in held]
 
     async def strengthen(
@@ -192,30 +206,29 @@ class LtpFlush:
         spec: TableSpec,
         *,
         ids: list[uuid.UUID],
-        agents: list[str | None],
+        owners: list[str],
         counts: list[int],
         useful: list[int],
         wrong: list[int],
         surfaced: list[int],
         moments: list[datetime],
-        agent: str | None,
+        agents: list[str],
     ) -> list[Row]:
-        """One round: each memory (ids[i] of agents[i], or of every agent where that is
-        None) at most once, with what happened to it at moments[i] (retrievals, useful,
-        wrong, surfaced); all of `agent`, where one is named. Returns the rows written
-        (unknown and pruned ids are not among them), with their policy before and
-        after."""
+        """One round: each memory (ids[i] of owners[i]) at most once, with what happened
+        to it at moments[i] (retrievals, useful, wrong, surfaced); the owners among
+        `agents`, a group of agent_groups. Returns the rows written (unknown and pruned
+        ids are not among them), with their policy before and after."""
         await self._store.check_table(spec)
         settings = self._store.settings
         return await self._tx.fetch(
-            build_ltp_query(spec, by_agent=agent is not None),
-            agent=agent,
+            build_ltp_query(spec),
+            agents=agents,
             boost=settings.ltp.boost(spec),
             tolerance=settings.decay.refresh_tolerance,
             confidence_bonus=settings.ltp.fact_confidence_bonus,
             wrong_factor=settings.feedback.wrong_factor,
             ids=ids,
-            agents=agents,
+            owners=owners,
             counts=counts,
             useful=useful,
             wrong=wrong,
@@ -243,23 +256,22 @@ class LtpFlush:
         )  # fmt: skip
 
     async def surface(
-        self, spec: TableSpec, ids: list[uuid.UUID], agents: list[str | None],
-        counts: list[int], agent: str | None,
+        self, spec: TableSpec, ids: list[uuid.UUID], owners: list[str], counts: list[int],
+        agents: list[str],
     ) -> list[Row]:  # fmt: skip
-        """Search hits that only count: surfaced_count + counts[i] (ids and agents as
-        strengthen's)."""
+        """Search hits that only count: surfaced_count + counts[i] (ids, owners and
+        agents as strengthen's)."""
         await self._store.check_table(spec)
-        query = build_surfaced_query(spec, by_agent=agent is not None)
-        return await self._tx.fetch(query, ids=ids, agents=agents, counts=counts, agent=agent)
+        query = build_surfaced_query(spec)
+        return await self._tx.fetch(query, ids=ids, owners=owners, counts=counts, agents=agents)
 
     async def agents(
-        self, spec: TableSpec, ids: list[uuid.UUID], agent: str | None = None
+        self, spec: TableSpec, ids: list[uuid.UUID], agents: list[str] | None = None
     ) -> dict[uuid.UUID, list[str]]:
         """The agents of the live memories among `ids`, by id (an id may be two agents');
-        of `agent` alone, where one is named."""
+        of `agents` alone (a group of agent_groups), where they are named."""
         found: dict[uuid.UUID, list[str]] = defaultdict(list)
-        query = build_agents_query(spec, by_agent=agent is not None)
-        for row in await self._tx.fetch(query, ids=ids, agent=agent):
+        for row in await self._tx.fetch(build_agents_query(spec), ids=ids, agents=agents):
             found[row["id"]].append(row["agent_id"])
         return dict(found)
 

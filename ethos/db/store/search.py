@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from ethos.db.store.core import Row, StoreCore
-from ethos.db.store.query import embedding_binds, terms
+from ethos.db.store.query import Query, embedding_binds, terms
 from ethos.db.store.sql.fragments import EMBED
 from ethos.db.store.sql.items import (
     GET_ITEM,
@@ -22,10 +22,10 @@ from ethos.db.store.sql.items import (
 from ethos.db.store.sql.search import (
     BUILD_VECTOR_INDEX,
     INDEX_BUILD_MEMORY,
+    LOCATE_MEMORIES,
     SEARCH_VECTORS,
     SEARCH_VECTORS_EXACT,
     build_count_missing_vectors_query,
-    build_locate_memories_query,
     build_missing_vectors_query,
     build_recall_query,
 )
@@ -99,9 +99,15 @@ class SearchStore(StoreCore):
 
     async def locate(self, ids: list[uuid.UUID], agent: str | None = None) -> list[Row]:
         """The table and agent of each of these memories that exists (of `agent`, where
-        one is named)."""
-        query = build_locate_memories_query(by_agent=agent is not None)
-        return await self._fetch(query, ids=ids, agent=agent)
+        one is named: in its session)."""
+        return await self._fetch_of_any(LOCATE_MEMORIES, ids=ids, agent=agent)
+
+    async def _fetch_of_any(self, query: Query, **values: Any) -> list[Row]:
+        """A statement of agent `agent` in its session (_fetch_of), or (None) of every
+        agent's memories through this store's pool."""
+        if values["agent"] is None:
+            return await self._fetch(query, **values)
+        return await self._fetch_of(query, **values)
 
     async def get_item(self, agent: str, key: str, now: datetime) -> Row | None:
         return await self._fetchrow(GET_ITEM, agent=agent, key=key, now=now)
@@ -180,15 +186,14 @@ class SearchStore(StoreCore):
         self, spec: TableSpec, agent: str | None, after: uuid.UUID, limit: int
     ) -> list[Row]:
         await self.check_table(spec)
-        return await self._fetch(
-            build_missing_vectors_query(spec, by_agent=agent is not None),
-            agent=agent, after=after, limit=limit,
-        )  # fmt: skip
+        return await self._fetch_of_any(
+            build_missing_vectors_query(spec), agent=agent, after=after, limit=limit
+        )
 
     async def count_missing_vectors(self, spec: TableSpec, agent: str | None) -> int:
         await self.check_table(spec)
-        query = build_count_missing_vectors_query(spec, by_agent=agent is not None)
-        count: int = await self._fetchval(query, agent=agent)
+        rows = await self._fetch_of_any(build_count_missing_vectors_query(spec), agent=agent)
+        count: int = rows[0]["count"]
         return count
 
     async def insert_source_vectors(

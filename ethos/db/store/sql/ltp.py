@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from ethos.db.store.query import Query, of_agent, sql, statements
+from ethos.db.store.query import Query, sql, statements
 from ethos.db.store.sql.fragments import (
     COUNT_CAP,
     above_threshold,
@@ -30,7 +30,7 @@ STATEMENTS = statements(__file__)
 
 
 @cache
-def build_ltp_query(spec: TableSpec, *, by_agent: bool) -> Query:
+def build_ltp_query(spec: TableSpec) -> Query:
     """One round of what happened to rows of spec's table, each id at most once, at its
     moment `at`: n retrievals (reinforcing: searches, record_retrieval, useful feedback),
     u of them useful, w wrong (long-term depression), c surfaced. Computed from the
@@ -60,9 +60,9 @@ def build_ltp_query(spec: TableSpec, *, by_agent: bool) -> Query:
     row as that write left it. `before` is the row as this statement first saw it: only
     to report what it had.
 
-    Each id is that of agents[i]'s memory, or (NULL) of every agent's memory of the id:
-    a memory is in one round once. `by_agent`: the ids are all of agent %(agent)s, and
-    the statement says so (on a Citus cluster that routes it to the agent's shard).
+    Each id is that of owners[i]'s memory, a memory in one round once; the owners are
+    among the agents %(agents)s the statement names (LtpFlush.agent_groups). A builder:
+    the table varies, and a fact's confidence is written beside its strength.
     """
     at = {"anchor": "h.at", "n": "m.reinforcement + s.gain", "at": "h.at", "policy": "np"}
     depress = "power(%(wrong_factor)s::float8, h.w)"
@@ -80,8 +80,6 @@ def build_ltp_query(spec: TableSpec, *, by_agent: bool) -> Query:
         fact_new = "x.confidence_strength, x.stored_confidence, "
         deciding = "stored_confidence"
     pruned = f"(h.w > 0 AND NOT (m.pinned OR x.never_decays) AND x.{deciding} < x.prune_threshold)"
-    agent = of_agent(by_agent, "m")
-    before_agent = of_agent(by_agent, "before")
     return sql(f"""
     WITH strengthened AS (
         UPDATE {spec.name} AS m
@@ -131,13 +129,14 @@ def build_ltp_query(spec: TableSpec, *, by_agent: bool) -> Query:
             anchor_at = greatest(m.anchor_at, h.at),
             last_retrieved_at = CASE WHEN h.n > 0 THEN greatest(m.last_retrieved_at, h.at)
                                      ELSE m.last_retrieved_at END
-        FROM unnest(%(ids)s::uuid[], %(agents)s::text[], %(counts)s::int[], %(useful)s::int[],
+        FROM unnest(%(ids)s::uuid[], %(owners)s::text[], %(counts)s::int[], %(useful)s::int[],
                     %(wrong)s::int[], %(surfaced)s::int[], %(moments)s::timestamptz[])
                  AS h(id, agent, n, u, w, c, at)
         JOIN {spec.name} AS before
-          ON before.id = h.id AND before.agent_id = coalesce(h.agent, before.agent_id)
-             {before_agent}
-        WHERE m.id = h.id AND m.agent_id = before.agent_id AND NOT m.pruned {agent}
+          ON before.agent_id = h.agent AND before.id = h.id
+             AND before.agent_id = ANY(%(agents)s::text[])
+        WHERE m.agent_id = before.agent_id AND m.id = h.id AND NOT m.pruned
+          AND m.agent_id = ANY(%(agents)s::text[])
         RETURNING m.id, m.agent_id, h.n, h.at, m.pruned, before.policy AS old_policy, m.policy,
                   m.due_at, m.prune_at, before.due_at AS old_due,
                   before.prune_at AS old_prune, m.ctid AS place
@@ -155,45 +154,48 @@ def build_ltp_query(spec: TableSpec, *, by_agent: bool) -> Query:
 
 
 @cache
-def build_lock_query(spec: TableSpec, *, by_agent: bool) -> Query:
-    """A flush's rows of one table (of agent %(agent)s: by_agent), locked in id order
+def build_lock_query(spec: TableSpec) -> Query:
+    """A flush's rows %(ids)s of agents %(agents)s in one table, locked in id order
     before any is written: its rounds and its counted hits write them in several
     statements, and a writer of several rows (a sweep batch, a search moving TTLs) locks
     in id order too, so neither can hold a row the other waits for while it waits for
     one the other holds. Rows another transaction holds are skipped, not waited for (an
     agent role may hold its own rows as long as it likes: decision 0022): the statement
-    returns them, and the flush leaves their agents' events for a later one."""
-    agent = of_agent(by_agent)
+    returns them, and the flush leaves their agents' events for a later one. A builder:
+    the table varies."""
+    rows = f"""SELECT id, agent_id FROM {spec.name}
+        WHERE agent_id = ANY(%(agents)s::text[]) AND id = ANY(%(ids)s::uuid[])"""
     return sql(f"""
     WITH locked AS (
-        SELECT id, agent_id FROM {spec.name} WHERE id = ANY(%(ids)s::uuid[]) {agent}
+        {rows}
         ORDER BY id FOR NO KEY UPDATE SKIP LOCKED
     )
-    SELECT id, agent_id FROM {spec.name} WHERE id = ANY(%(ids)s::uuid[]) {agent}
+    {rows}
     EXCEPT ALL SELECT id, agent_id FROM locked
     """)
 
 
 @cache
-def build_surfaced_query(spec: TableSpec, *, by_agent: bool) -> Query:
+def build_surfaced_query(spec: TableSpec) -> Query:
     """Search hits that only count (ltp.on_search = "count"): the row's curve is left
-    alone. Agents as build_ltp_query's."""
-    agent = of_agent(by_agent, "m")
+    alone. Owners and agents as build_ltp_query's; a builder: the table varies."""
     return sql(f"""
     UPDATE {spec.name} AS m SET surfaced_count = least(m.surfaced_count + h.c, {COUNT_CAP})
-    FROM unnest(%(ids)s::uuid[], %(agents)s::text[], %(counts)s::int[]) AS h(id, agent, c)
-    WHERE m.id = h.id AND m.agent_id = coalesce(h.agent, m.agent_id) AND NOT m.pruned {agent}
+    FROM unnest(%(ids)s::uuid[], %(owners)s::text[], %(counts)s::int[]) AS h(id, agent, c)
+    WHERE m.agent_id = h.agent AND m.id = h.id AND NOT m.pruned
+      AND m.agent_id = ANY(%(agents)s::text[])
     RETURNING m.id, m.agent_id
     """)
 
 
 @cache
-def build_agents_query(spec: TableSpec, *, by_agent: bool = False) -> Query:
-    """The agents of the live memories with these ids (an id may be two agents'); with
-    `by_agent`, those of %(agent)s alone (on Citus, a read of the agent's shard)."""
+def build_agents_query(spec: TableSpec) -> Query:
+    """The agents of the live memories with these ids (an id may be two agents'): of
+    the agents %(agents)s, or (NULL) of any agent, for the statements that follow to
+    name. A builder: the table varies."""
     return sql(
         f"SELECT id, agent_id FROM {spec.name} WHERE id = ANY(%(ids)s::uuid[]) AND NOT pruned"
-        f" {of_agent(by_agent)}"
+        " AND (agent_id = ANY(%(agents)s::text[]) OR %(agents)s::text[] IS NULL)"
     )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from ethos.db.store.query import Query, of_agent, sql, statements
+from ethos.db.store.query import Query, sql, statements
 from ethos.db.store.sql.fragments import (
     TEXT_CONFIG,
     UNEXPIRED,
@@ -14,7 +14,7 @@ from ethos.db.store.sql.fragments import (
     salience_expr,
     unexpired,
 )
-from ethos.domain.tables import MEMORY_TABLES, SOURCE_TABLES, VECTORS, TableSpec
+from ethos.domain.tables import SOURCE_TABLES, VECTORS, TableSpec
 
 # The plain statements, in the .sql file of the same name beside this one.
 STATEMENTS = statements(__file__)
@@ -481,20 +481,23 @@ def build_recall_query(
     """)
 
 
-def _missing(spec: TableSpec, *, by_agent: bool) -> str:
-    """The live memories of `spec` (of %(agent)s: `by_agent`) with no embedding."""
+def _missing(spec: TableSpec) -> str:
+    """The live memories of `spec` of %(agent)s (NULL: of every agent) with no
+    embedding. An agent's runs in its session (StoreCore._fetch_of), which on a Citus
+    cluster holds the agent's shards alone."""
     return f"""
     FROM {spec.name} AS m
-    WHERE NOT m.pruned {of_agent(by_agent, "m")}
+    WHERE NOT m.pruned AND (m.agent_id = %(agent)s OR %(agent)s::text IS NULL)
       AND NOT EXISTS (SELECT 1 FROM memory_embeddings AS e
                       WHERE e.agent_id = m.agent_id AND e.source_id = m.id)"""
 
 
 @cache
-def build_missing_vectors_query(spec: TableSpec, *, by_agent: bool) -> Query:
-    """The next %(limit)s live memories after %(after)s that no vector embeds."""
+def build_missing_vectors_query(spec: TableSpec) -> Query:
+    """The next %(limit)s live memories after %(after)s that no vector embeds. A
+    builder: the table varies."""
     return sql(f"""
-    SELECT m.id, m.agent_id, m.content {_missing(spec, by_agent=by_agent)}
+    SELECT m.id, m.agent_id, m.content {_missing(spec)}
       AND m.id > %(after)s
     ORDER BY m.id
     LIMIT %(limit)s
@@ -502,20 +505,10 @@ def build_missing_vectors_query(spec: TableSpec, *, by_agent: bool) -> Query:
 
 
 @cache
-def build_count_missing_vectors_query(spec: TableSpec, *, by_agent: bool) -> Query:
-    """How many live memories no vector embeds: `embed --missing`'s total."""
-    return sql(f"SELECT count(*) {_missing(spec, by_agent=by_agent)}")
+def build_count_missing_vectors_query(spec: TableSpec) -> Query:
+    """How many live memories no vector embeds: `embed --missing`'s total. A builder:
+    the table varies."""
+    return sql(f"SELECT count(*) {_missing(spec)}")
 
 
-@cache
-def build_locate_memories_query(*, by_agent: bool) -> Query:
-    """Which table each of %(ids)s is in (ids are unique across the memory tables but
-    not across agents: their keys lead with the agent), and whose: of agent %(agent)s
-    alone (`by_agent`), else of any agent, for the caller to say which."""
-    return sql(
-        "\nUNION ALL\n".join(
-            f"SELECT '{spec.name}' AS table_name, id, agent_id FROM {spec.name}"
-            f" WHERE id = ANY(%(ids)s::uuid[]) {of_agent(by_agent)}"
-            for spec in MEMORY_TABLES
-        )
-    )
+LOCATE_MEMORIES = STATEMENTS["locate_memories"]
