@@ -182,21 +182,12 @@ class LifecyclePort(IdStates, Protocol):
 class RecoveryPort(IdStates, Protocol):
     """Bringing pruned memories back, and the recovery's audit row."""
 
-    async def distributed(self) -> bool: ...
     async def recovery_count(self, spec: TableSpec, selector: Mapping[str, Any]) -> int: ...
-    async def recovery_agents(self, spec: TableSpec, selector: Mapping[str, Any]) -> list[str]: ...
     async def recovery_candidates(
         self, spec: TableSpec, selector: Mapping[str, Any], after: uuid.UUID | None, limit: int
     ) -> list[Row]: ...
     async def recover_batch(
-        self,
-        spec: TableSpec,
-        selector: Mapping[str, Any],
-        *,
-        after: uuid.UUID | None,
-        limit: int,
-        strength: float,
-        now: datetime,
+        self, spec: TableSpec, rows: Sequence[Row], *, strength: float, now: datetime
     ) -> list[uuid.UUID]: ...
     async def record_recovery(
         self,

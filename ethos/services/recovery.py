@@ -107,15 +107,7 @@ async def recover(
     watch = watch or Watch()
     watch.start(await store.recovery_count(spec, selector.binds()))
     try:
-        agents: list[str | None] = [selector.agent]
-        if selector.agent is None and await store.distributed():
-            # On a Citus cluster a statement that locks rows names their agent (Citus
-            # routes it to the agent's shard, and refuses to lock rows across shards): the
-            # agents whose pruned rows match, one after another.
-            agents = list(await store.recovery_agents(spec, selector.binds()))
-        for agent in agents:
-            binds = selector.binds() | {"agent": agent}
-            await _recover_rows(store, settings, spec, binds, report, watch)
+        await _recover_rows(store, settings, spec, selector.binds(), report, watch)
         if watch.interrupted:
             report.status = "interrupted"
     except BaseException as exc:
@@ -175,7 +167,7 @@ async def _recover_rows(
             # The UPDATE locks and re-checks its rows: what a concurrent recovery
             # already brought back is neither changed again nor reported.
             recovered = await store.recover_batch(
-                spec, binds, after=after, limit=limit, strength=report.strength, now=report.now
+                spec, batch, strength=report.strength, now=report.now
             )
             done = {str(i) for i in recovered}
             rows = [row for row in rows if row["id"] in done]

@@ -128,7 +128,58 @@ async def test_an_agents_reads_and_forget_run_on_one_shard(
     for query, plan in plans:
         assert one_router_task(plan), f"{query}\n{plan}"
     assert len(plans) >= 3 and on_shards >= 2
-    assert sum(query.lstrip().startswith("UPDATE") for query, _ in plans) == 1  # the forget
+    forgets = [q for q, _ in sent if q.lstrip().startswith("UPDATE") and MEMORIES.search(q)]
+    assert len(forgets) == 1 and on_node(forgets[0]), forgets  # in alice's session
+
+
+# A statement about memories: naming a memory table, or its shard on a node.
+MEMORIES = re.compile(r"\b(?:episodic_traces|semantic_facts|memory_vectors)(?:_\d{6,})?\b")
+
+
+def on_node(query: str) -> bool:
+    """Whether a statement was sent to a node against a shard group's tables."""
+    return bool(re.search(r"\b[a-z_]+_\d{6,}\b", query))
+
+
+async def test_an_agents_lifecycle_runs_in_its_session(
+    distributed: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One agent's listing, counts, merge, forgetting, recovery and purge's count run in
+    the agent's session: each statement about its memories is sent to the node that
+    holds its shard group, against its shards, as one server's statement (planned once a
+    session there). Before, each went through the coordinator, which planned it at every
+    call (and again on the node), and a recovery naming no agent was split by agent
+    above the store."""
+    sent = recorded(monkeypatch)
+    await distributed.memories("alice")
+    await distributed.count_memories("alice")
+    await distributed.count_live("episodic_traces", "alice")
+    await distributed.merge(agent="alice")
+    await distributed.forget_agent("alice")
+    named = await distributed.recover("episodic_traces", Selector(agent="alice"))
+    await distributed.purge(await distributed.now(), agent="alice", dry_run=True)
+    purged = await distributed.purge(
+        await distributed.now(), agent="alice", tables=["memory_vectors"]
+    )
+    await distributed.forget_agent("alice")
+    unnamed = await distributed.recover("episodic_traces", Selector(reason="manual"))
+    monkeypatch.undo()
+    episodes = [f"alice sailed the lake, day {i}" for i in range(3)]
+    assert sorted(row["content"] for row in named.rows) == episodes
+    assert purged.counts == {"memory_vectors": {"manual": 3}}
+    assert sorted(row["content"] for row in unnamed.rows) == episodes
+    about = [
+        query for query, args in sent
+        if "alice" in args and MEMORIES.search(query) and query != SHARD_GROUPS.text
+    ]  # fmt: skip
+    # but a hard delete, which the coordinator routes (on a node its trigger would reach
+    # the other nodes as the definer role, which may not log in)
+    deletes = [query for query in about if "DELETE FROM" in query]
+    assert len(about) > 10 and len(deletes) == 1 and not on_node(deletes[0])
+    assert [query for query in about if not on_node(query) and query not in deletes] == []
+    # a recovery naming no agent: its batch written in the session of the agents it holds
+    written = [query for query, args in sent if ["alice"] in args and "recovered AS" in query]
+    assert len(written) == 2 and all(map(on_node, written)), written
 
 
 async def test_an_agents_queued_events_are_applied_on_its_node(

@@ -144,13 +144,6 @@ _ACROSS_AGENTS = {
     # Which agent holds an id: the lookups that find the agent the next statement names,
     # or say that an id is unknown or pruned (read only).
     "core.build_id_states_query",
-    "memories.build_fetch_memory_query",  # without an agent, an id of several is refused
-    # The operator's selectors over every agent's pruned memories (ethos recover without
-    # --agent); the rows they write are named by agent and id.
-    "lifecycle.build_recovery_candidates_query",
-    "lifecycle.build_recovery_count_query",
-    "lifecycle.build_recovery_agents_query",
-    "lifecycle.build_recover_batch_query",
     # Schedule hints (derived data) made anew for the rows a dropped hint held, of any
     # agent: they write no memory.
     "lifecycle.build_rehint_rows_query",

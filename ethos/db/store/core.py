@@ -265,13 +265,22 @@ class StoreCore:
         a read or a write, a transaction of its own. On a Citus cluster it runs on the
         node that holds the agent's shard group, against its shards by name: there it is
         planned once a session, as on one server, where through the coordinator Citus
-        planned it at every call, on the coordinator and again on the node."""
-        place = await self._agent_place(values["agent"])
+        planned it at every call, on the coordinator and again on the node. No agent
+        named (None): a statement about every agent's, through the pool (on Citus, the
+        coordinator's)."""
+        agent = values["agent"]
+        place = None if agent is None else await self._agent_place(agent)
         if place is None:
             return await self._fetch(query, **values)
         pool, names = place
         rows: list[Row] = await self._statement(pool.fetch, on_shard(query, names), values)
         return rows
+
+    async def _fetchval_of(self, query: Query, **values: Any) -> Any:
+        """The first value of the first row of a statement about one agent's memories
+        (_fetch_of)."""
+        rows = await self._fetch_of(query, **values)
+        return next(iter(rows[0].values())) if rows else None
 
     @asynccontextmanager
     async def _transaction_of(self, agent: str) -> AsyncIterator[Transaction]:

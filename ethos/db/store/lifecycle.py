@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -35,7 +35,6 @@ from ethos.db.store.sql.lifecycle import (
     build_purge_batch_query,
     build_purge_count_query,
     build_recover_batch_query,
-    build_recovery_agents_query,
     build_recovery_candidates_query,
     build_recovery_count_query,
     build_rehint_rows_query,
@@ -50,8 +49,8 @@ class LifecycleStore(StoreCore):
         self, spec: TableSpec, agent: str | None, after: tuple[str, uuid.UUID, str], limit: int
     ) -> list[Row]:
         await self.check_table(spec)
-        return await self._fetch(
-            build_duplicate_groups_query(spec, by_agent=agent is not None),
+        return await self._fetch_of(
+            build_duplicate_groups_query(spec),
             agent=agent,
             after_agent=after[0],
             after_key=after[1],
@@ -87,22 +86,14 @@ class LifecycleStore(StoreCore):
         self, spec: TableSpec, groups: Sequence[tuple[str, Sequence[uuid.UUID]]], now: datetime
     ) -> Row:
         """Merge groups of memories (each its agent and its members' ids): the groups,
-        the merged and the links moved. On a Citus cluster one agent's groups at a time,
-        on the agent's node against its shard group: Citus refuses the statement's lock
-        of rows across shards."""
+        the merged and the links moved. In the agents' sessions (on a Citus cluster one
+        agent's groups at a time, on its node: Citus refuses the statement's lock of rows
+        across shards)."""
         await self.check_table(spec)
-        query = build_merge_query(spec)
-        if not await self.distributed():
-            row = await self._fetchrow(query, **_members(groups), now=now)
-            assert row is not None
-            return row
-        by_agent: dict[str, list[tuple[str, Sequence[uuid.UUID]]]] = defaultdict(list)
-        for group in groups:
-            by_agent[group[0]].append(group)
         done: Counter[str] = Counter(groups=0, merged=0, links_moved=0)
-        for owner, own in sorted(by_agent.items()):
-            async with self._transaction_of(owner) as tx:
-                row = await tx.fetchrow(query, **_members(own), now=now)
+        async for agents, tx in self._agent_sessions(agent for agent, _ in groups):
+            own = [group for group in groups if group[0] in agents]
+            row = await tx.fetchrow(build_merge_query(spec), **_members(own), now=now)
             assert row is not None
             done.update(dict(row))
         return done
@@ -111,7 +102,7 @@ class LifecycleStore(StoreCore):
         self, spec: TableSpec, ids: list[uuid.UUID], now: datetime, agent: str
     ) -> list[uuid.UUID]:
         await self.check_table(spec)
-        rows = await self._fetch(build_forget_query(spec), ids=ids, now=now, agent=agent)
+        rows = await self._fetch_of(build_forget_query(spec), ids=ids, now=now, agent=agent)
         return [row["id"] for row in rows]
 
     async def purge(
@@ -119,17 +110,19 @@ class LifecycleStore(StoreCore):
     ) -> dict[str, int]:
         """What a purge deletes (dry_run: would delete), by reason; a batch at a time."""
         await self.check_table(spec)
-        by_agent = selector["agent"] is not None
-        query = (
-            build_purge_count_query(spec, by_agent=by_agent)
-            if dry_run
-            else build_purge_batch_query(spec, limit, by_agent=by_agent)
-        )
-        return {row["reason"]: row["n"] for row in await self._fetch(query, **selector)}
+        if dry_run:
+            rows = await self._fetch_of(build_purge_count_query(spec), **selector)
+        else:
+            # Where the server routes it (on Citus, the coordinator): on a node, a hard
+            # delete's trigger reaches the other nodes as the definer role, which may not
+            # log in there.
+            query = build_purge_batch_query(spec, of_one_agent=selector["agent"] is not None)
+            rows = await self._fetch(query, **selector, limit=limit)
+        return {row["reason"]: row["n"] for row in rows}
 
     async def erase_count(self, spec: TableSpec, agent: str) -> int:
         await self.check_table(spec)
-        count: int = await self._fetchval(build_erase_count_query(spec), agent=agent)
+        count: int = await self._fetchval_of(build_erase_count_query(spec), agent=agent)
         return count
 
     async def undeletable(self, tables: Sequence[str]) -> list[str]:
@@ -144,7 +137,7 @@ class LifecycleStore(StoreCore):
         audit row run_id counts them in the same transaction."""
         await self.check_table(spec)
         row = await self._fetchrow(
-            build_erase_batch_query(spec, limit), agent=agent, after=after, run_id=run_id
+            build_erase_batch_query(spec), agent=agent, after=after, limit=limit, run_id=run_id
         )
         assert row is not None
         return row["n"], row["last_id"]
@@ -200,53 +193,43 @@ class LifecycleStore(StoreCore):
 
     async def forget_agent(self, spec: TableSpec, agent: str, now: datetime) -> int:
         await self.check_table(spec)
-        count: int = await self._fetchval(build_forget_agent_query(spec), agent=agent, now=now)
+        count: int = await self._fetchval_of(build_forget_agent_query(spec), agent=agent, now=now)
         return count
 
     async def recovery_candidates(
         self, spec: TableSpec, selector: Mapping[str, Any], after: uuid.UUID | None, limit: int
     ) -> list[Row]:
+        """The next `limit` pruned memories `selector` matches after id `after` (of its
+        agent, where it names one: in the agent's session)."""
         await self.check_table(spec)
-        return await self._fetch(
-            build_recovery_candidates_query(spec, limit, by_agent=selector["agent"] is not None),
+        return await self._fetch_of(
+            build_recovery_candidates_query(spec),
             **selector,
             after=after or uuid.UUID(NIL_ID),
+            limit=limit,
         )
 
     async def recovery_count(self, spec: TableSpec, selector: Mapping[str, Any]) -> int:
         await self.check_table(spec)
-        count: int = await self._fetchval(
-            build_recovery_count_query(spec, by_agent=selector["agent"] is not None),
-            **selector,
-            after=uuid.UUID(NIL_ID),
-        )
+        count: int = await self._fetchval_of(build_recovery_count_query(spec), **selector)
         return count
 
-    async def recovery_agents(self, spec: TableSpec, selector: Mapping[str, Any]) -> list[str]:
-        rows = await self._fetch(
-            build_recovery_agents_query(spec), **selector, after=uuid.UUID(NIL_ID)
-        )
-        return [row["agent_id"] for row in rows]
-
     async def recover_batch(
-        self,
-        spec: TableSpec,
-        selector: Mapping[str, Any],
-        *,
-        after: uuid.UUID | None,
-        limit: int,
-        strength: float,
-        now: datetime,
+        self, spec: TableSpec, rows: Sequence[Row], *, strength: float, now: datetime
     ) -> list[uuid.UUID]:
-        rows = await self._fetch(
-            build_recover_batch_query(spec, limit, by_agent=selector["agent"] is not None),
-            **selector,
-            after=after or uuid.UUID(NIL_ID),
-            strength=strength,
-            now=now,
-            tolerance=self.settings.decay.refresh_tolerance,
-        )
-        return sorted(row["id"] for row in rows)
+        """Bring back the pruned memories `rows` (recovery_candidates': each its agent and
+        id) that are still pruned: their ids. In their agents' sessions (on a Citus
+        cluster one agent at a time, on its node: Citus refuses the statement's lock of
+        rows across shards)."""
+        owners = [row["agent_id"] for row in rows]
+        ids = [row["id"] for row in rows]
+        values = {"owners": owners, "ids": ids, "strength": strength, "now": now,
+                  "tolerance": self.settings.decay.refresh_tolerance}  # fmt: skip
+        recovered: list[uuid.UUID] = []
+        async for agents, tx in self._agent_sessions(owners):
+            back = await tx.fetch(build_recover_batch_query(spec), agents=agents, **values)
+            recovered += [row["id"] for row in back]
+        return sorted(recovered)
 
     async def record_recovery(
         self,

@@ -142,12 +142,10 @@ class MemoryStore(StoreCore):
     async def fetch(
         self, spec: TableSpec, memory_id: uuid.UUID, *, agent: str | None = None
     ) -> Row:
-        """A memory by id (of `agent`, where the caller knows it: on a Citus cluster,
-        read on its shard alone; where it does not, an id of several agents' memories is
-        refused)."""
+        """A memory by id (of `agent`, where the caller knows it: read in the agent's
+        session; where it does not, an id of several agents' memories is refused)."""
         await self.check_table(spec)
-        query = build_fetch_memory_query(spec, by_agent=agent is not None)
-        rows = await self._fetch(query, id=memory_id, agent=agent)
+        rows = await self._fetch_of(build_fetch_memory_query(spec), id=memory_id, agent=agent)
         if not rows:
             raise NotFoundError(unknown_ids(f"{spec.name} row", str(memory_id), agent))
         if len(rows) > 1:
@@ -156,8 +154,7 @@ class MemoryStore(StoreCore):
 
     async def count_live(self, spec: TableSpec, agent: str | None) -> int:
         await self.check_table(spec)
-        query = build_count_live_query(spec, by_agent=agent is not None)
-        count: int = await self._fetchval(query, agent=agent)
+        count: int = await self._fetchval_of(build_count_live_query(spec), agent=agent)
         return count
 
     async def list_memories(
@@ -172,7 +169,7 @@ class MemoryStore(StoreCore):
         matching: Sequence[Mapping[str, Any]] | None = None,
     ) -> list[Row]:
         await self.check_table(spec)
-        return await self._fetch(
+        return await self._fetch_of(
             build_list_memories_query(spec, pruned=pruned), agent=agent, limit=limit,
             offset=offset, now=now, matching=terms(matching),
         )  # fmt: skip
@@ -188,7 +185,7 @@ class MemoryStore(StoreCore):
     ) -> int:
         """How many memories list_memories holds in all, over its pages."""
         await self.check_table(spec)
-        count: int = await self._fetchval(
+        count: int = await self._fetchval_of(
             build_count_memories_query(spec, pruned=pruned), agent=agent, now=now,
             matching=terms(matching),
         )  # fmt: skip
@@ -198,7 +195,7 @@ class MemoryStore(StoreCore):
         return await self._fetch(AGENT_COUNTS)
 
     async def agent_holds_memories(self, agent: str) -> bool:
-        held: bool = await self._fetchval(AGENT_HOLDS_MEMORIES, agent=agent)
+        held: bool = await self._fetchval_of(AGENT_HOLDS_MEMORIES, agent=agent)
         return held
 
     async def known_agents(self, most: int) -> list[str]:
@@ -229,7 +226,7 @@ class MemoryStore(StoreCore):
         return row
 
     async def revisions_of(self, spec: TableSpec, memory_id: uuid.UUID, agent: str) -> list[Row]:
-        return await self._fetch(REVISIONS_OF, table=spec.name, id=memory_id, agent=agent)
+        return await self._fetch_of(REVISIONS_OF, table=spec.name, id=memory_id, agent=agent)
 
     async def update_memory(
         self,

@@ -181,13 +181,12 @@ class PolicyStore(StoreCore):
         self, spec: TableSpec, memory_id: uuid.UUID, policy: str, now: datetime, agent: str | None
     ) -> Row:
         """Move a live memory (of `agent`; where none is named, of the one agent that
-        holds the id) to `policy`, re-anchored at `now`. Its statements name its agent
-        (on a Citus cluster, they run on the agent's shard)."""
+        holds the id) to `policy`, re-anchored at `now`, in the agent's session."""
         await self.check_table(spec)
         owner = await self.live_owner(spec, memory_id, agent)
         row = None
         if owner is not None:
-            async with self._transaction() as tx:
+            async with self._transaction_of(owner) as tx:
                 await tx.fetchval(build_lock_rows_query(spec), agent=owner, ids=[memory_id])
                 row = await tx.fetchrow(
                     build_move_query(spec),

@@ -33,12 +33,7 @@ def item_agent(alias: str = "m") -> str:
     return f'{alias}.agent_id COLLATE "C"'
 
 
-GET_ITEM = sql(f"""
-SELECT m.id, m.agent_id, m.client_key, m.metadata, m.created_at,
-       coalesce(m.updated_at, m.created_at) AS updated_at, m.expires_at
-FROM semantic_facts AS m
-WHERE {item_agent()} = %(agent)s AND m.client_key = %(key)s AND {_ITEM_LIVE}
-""")
+GET_ITEM = STATEMENTS["get_item"]
 
 
 @cache

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from ethos.db.store.query import Query, of_agent, sql, statements
+from ethos.db.store.query import Query, sql, statements
 from ethos.db.store.sql.fragments import (
     COUNT_CAP,
     emotion_of,
@@ -22,58 +22,55 @@ from ethos.db.store.sql.fragments import (
 )
 from ethos.domain.tables import TableSpec
 
-# The plain statements, in the .sql file of the same name beside this one.
+# The plain statements, in the .sql file of the same name beside this one. Each builder
+# below makes a memory table's (its name, and the columns only some tables have, vary).
 STATEMENTS = statements(__file__)
 
+# The agent a statement is of: %(agent)s, or any when NULL (in the agent's session: on
+# Citus, on its node); %(agent)s alone, which a Citus coordinator routes to its shard.
+_ANY_AGENT = "(%(agent)s::text IS NULL OR agent_id = %(agent)s)"
+_ONE_AGENT = "agent_id = %(agent)s"
 
-def _recovery_filter(*, by_agent: bool) -> str:
-    """Pruned rows matching a selector, each other part NULL when not given; `by_agent`:
-    of %(agent)s (of_agent)."""
-    agent = of_agent(by_agent)
+
+def _recovery_filter() -> str:
+    """Pruned rows matching a selector, each part NULL when not given (the agent too: in
+    the agent's session, on Citus on its shard, the statement is of its rows alone)."""
     return f"""
     pruned
     AND (%(ids)s::uuid[] IS NULL OR id = ANY(%(ids)s))
-    {agent}
+    AND {_ANY_AGENT}
     AND (%(since)s::timestamptz IS NULL OR pruned_at >= %(since)s)
     AND (%(until)s::timestamptz IS NULL OR pruned_at < %(until)s)
     AND (%(reason)s::text IS NULL OR prune_reason = %(reason)s)
-    AND id > %(after)s
 """
 
 
 @cache
-def build_recovery_candidates_query(spec: TableSpec, batch_size: int, *, by_agent: bool) -> Query:
+def build_recovery_candidates_query(spec: TableSpec) -> Query:
+    """The next %(limit)s pruned rows a selector matches after id %(after)s, in id order:
+    a recovery's batch."""
     return sql(f"""
     SELECT id, agent_id, left(content, 80) AS content, pruned_at, prune_reason
     FROM {spec.name}
-    WHERE {_recovery_filter(by_agent=by_agent)}
-    ORDER BY id LIMIT {int(batch_size)}
+    WHERE {_recovery_filter()} AND id > %(after)s
+    ORDER BY id LIMIT %(limit)s
     """)
 
 
 @cache
-def build_recovery_count_query(spec: TableSpec, *, by_agent: bool) -> Query:
-    """How many pruned rows a selector matches: a recovery's total, shown as it goes;
-    `by_agent`: of %(agent)s."""
-    return sql(f"SELECT count(*) FROM {spec.name} WHERE {_recovery_filter(by_agent=by_agent)}")
+def build_recovery_count_query(spec: TableSpec) -> Query:
+    """How many pruned rows a selector matches: a recovery's total, shown as it goes."""
+    return sql(f"SELECT count(*) FROM {spec.name} WHERE {_recovery_filter()}")
 
 
 @cache
-def build_recovery_agents_query(spec: TableSpec) -> Query:
-    """The agents with pruned rows matching a selector that names none, in order."""
-    return sql(
-        f"SELECT DISTINCT agent_id FROM {spec.name} WHERE {_recovery_filter(by_agent=False)}"
-        " ORDER BY 1"
-    )
-
-
-@cache
-def build_recover_batch_query(spec: TableSpec, batch_size: int, *, by_agent: bool) -> Query:
-    """Bring a batch back with a fresh start: %(strength)s anchored at %(now)s, and its
-    values stored as they are then; content, embedding, policy, retrieval count and
-    history stay. An expired row loses its expiry, or the next sweep would prune it again
-    at once. It is scheduled anew. `by_agent`: of %(agent)s, each part saying so (on
-    Citus, one statement on the agent's shard)."""
+def build_recover_batch_query(spec: TableSpec) -> Query:
+    """Bring back the memories %(owners)s, %(ids)s (each its agent and id: a batch of
+    build_recovery_candidates_query) of agents %(agents)s that are still pruned, with a
+    fresh start: %(strength)s anchored at %(now)s, and its values stored as they are
+    then; content, embedding, policy, retrieval count and history stay. An expired row
+    loses its expiry, or the next sweep would prune it again at once. It is scheduled
+    anew."""
     at = {"anchor": "b.anchor_at", "n": "b.n", "at": "b.anchor_at", "alias": "b"}
     fact_values = fact_set = ""
     if spec.has_confidence:
@@ -92,8 +89,9 @@ def build_recover_batch_query(spec: TableSpec, batch_size: int, *, by_agent: boo
                {kept_expiry}
                %(strength)s::float8 AS strength, %(now)s::timestamptz AS anchor_at
         FROM {spec.name}
-        WHERE {_recovery_filter(by_agent=by_agent)}
-        ORDER BY id LIMIT {int(batch_size)}
+        WHERE agent_id = ANY (%(agents)s::text[]) AND pruned
+          AND (agent_id, id) IN (SELECT * FROM unnest(%(owners)s::text[], %(ids)s::uuid[]))
+        ORDER BY id
         FOR UPDATE
     ),
     fresh AS (
@@ -116,7 +114,7 @@ def build_recover_batch_query(spec: TableSpec, batch_size: int, *, by_agent: boo
             strength = r.strength, salience = r.stored_salience, anchor_at = r.anchor_at,
             due_at = r.due_at, prune_at = r.prune_at
         FROM fresh AS r
-        WHERE m.agent_id = r.agent_id AND m.id = r.id {of_agent(by_agent, "m")}
+        WHERE m.agent_id = r.agent_id AND m.id = r.id
         RETURNING m.id, m.ctid AS place, m.agent_id, m.due_at, m.prune_at
     ),
     hinted AS ({hint_all(spec, "recovered")})
@@ -128,13 +126,12 @@ RECORD_RECOVERY = STATEMENTS["record_recovery"]
 
 
 @cache
-def build_duplicate_groups_query(spec: TableSpec, *, by_agent: bool) -> Query:
-    """The next %(limit)s groups of live memories of one agent with one normalised
-    content and one identity (fragments.identity: an item's key, its mem0 owners;
-    vectors: and one embedding), after the key %(after_agent)s, %(after_key)s,
-    %(after_identity)s: each group's ids, the earliest first. Read through the
-    (agent_id, content_key) index, in key order, a batch at a time."""
-    agent = of_agent(by_agent)
+def build_duplicate_groups_query(spec: TableSpec) -> Query:
+    """The next %(limit)s groups of live memories of one agent (of %(agent)s; any when
+    NULL) with one normalised content and one identity (fragments.identity: an item's
+    key, its mem0 owners; vectors: and one embedding), after the key %(after_agent)s,
+    %(after_key)s, %(after_identity)s: each group's ids, the earliest first. Read through
+    the (agent_id, content_key) index, in key order, a batch at a time."""
     embedding = ", embedding" if spec.has_embedding else ""
     return sql(f"""
     SELECT agent_id, content_key, {identity()} AS identity,
@@ -142,7 +139,8 @@ def build_duplicate_groups_query(spec: TableSpec, *, by_agent: bool) -> Query:
     FROM {spec.name} AS m
     WHERE NOT pruned AND (agent_id, content_key) >= (%(after_agent)s, %(after_key)s)
       AND (agent_id, content_key, {identity()})
-          > (%(after_agent)s, %(after_key)s, %(after_identity)s::jsonb) {agent}
+          > (%(after_agent)s, %(after_key)s, %(after_identity)s::jsonb)
+      AND {_ANY_AGENT}
     GROUP BY agent_id, content_key, {identity()}{embedding}
     HAVING count(*) > 1
     ORDER BY agent_id, content_key, {identity()}
@@ -302,54 +300,58 @@ def build_forget_query(spec: TableSpec) -> Query:
     """)
 
 
-def _purge_filter(*, by_agent: bool) -> str:
-    """Pruned rows a purge selects, the reason NULL when not given; `by_agent`: of
-    %(agent)s (of_agent)."""
-    agent = of_agent(by_agent)
+def _purge_filter(agent: str) -> str:
+    """Pruned rows a purge selects, of the agent `agent` says, the reason NULL when not
+    given."""
     return f"""
-    pruned AND pruned_at < %(before)s {agent}
+    pruned AND pruned_at < %(before)s AND {agent}
     AND (%(reason)s::text IS NULL OR prune_reason = %(reason)s)
 """
 
 
 @cache
-def build_purge_count_query(spec: TableSpec, *, by_agent: bool) -> Query:
+def build_purge_count_query(spec: TableSpec) -> Query:
     """What a purge would delete, by reason (a dry run)."""
     return sql(f"""
     SELECT prune_reason AS reason, count(*) AS n FROM {spec.name}
-    WHERE {_purge_filter(by_agent=by_agent)} GROUP BY prune_reason
+    WHERE {_purge_filter(_ANY_AGENT)} GROUP BY prune_reason
     """)
 
 
-def _unlink(rows: str, *, by_agent: bool = False) -> str:
-    """CTEs deleting the links of the memories of CTE `rows` (id, agent_id): one index
+def _unlink(rows: str, *, of_one_agent: bool = False) -> str:
+    """CTEs deleting the links of the memories of CTE `rows` (id, agent_id), of their
+    agents (`of_one_agent`: of %(agent)s, as a Citus coordinator routes it): one index
     each way (arrays, so that the planner, which cannot know how many rows there are,
-    probes the indexes; a link's agent is its memories'): of %(agent)s (`by_agent`), else
-    of the agents of `rows`."""
+    probes the indexes; a link's agent is its memories')."""
     agents = (
-        of_agent(by_agent) or f"AND agent_id = ANY (ARRAY(SELECT DISTINCT agent_id FROM {rows}))"
+        _ONE_AGENT
+        if of_one_agent
+        else f"agent_id = ANY (ARRAY(SELECT DISTINCT agent_id FROM {rows}))"
     )
     return f"""
     unlinked_a AS (DELETE FROM memory_links
-                   WHERE a_id = ANY (ARRAY(SELECT id FROM {rows})) {agents}),
+                   WHERE a_id = ANY (ARRAY(SELECT id FROM {rows})) AND {agents}),
     unlinked_b AS (DELETE FROM memory_links
-                   WHERE b_id = ANY (ARRAY(SELECT id FROM {rows})) {agents})"""
+                   WHERE b_id = ANY (ARRAY(SELECT id FROM {rows})) AND {agents})"""
 
 
 @cache
-def build_purge_batch_query(spec: TableSpec, batch_size: int, *, by_agent: bool) -> Query:
-    """Hard-delete a batch of pruned rows selected by _purge_filter (through the pruned_at
-    index, oldest first), with their links: the reasons of what was deleted. Their due
-    hints are left to drop out when popped (a hint without a row is skipped). A row is
-    its agent and id: another agent's memory of the same id stays. With `by_agent`, each
-    DELETE names the agent (on Citus, the agent's shard alone)."""
+def build_purge_batch_query(spec: TableSpec, *, of_one_agent: bool) -> Query:
+    """Hard-delete a batch of %(limit)s pruned rows selected by _purge_filter (through the
+    pruned_at index, oldest first), with their links: the reasons of what was deleted.
+    Their due hints are left to drop out when popped (a hint without a row is skipped).
+    A row is its agent and id: another agent's memory of the same id stays.
+    `of_one_agent`: of %(agent)s, each DELETE naming it. A hard delete runs through the
+    server's pool (store.lifecycle's purge), on Citus the coordinator, which routes a
+    statement to one shard only by such an equality (it varies for that alone)."""
+    agent = _ONE_AGENT if of_one_agent else "true"
     return sql(f"""
     WITH gone AS (
         DELETE FROM {spec.name} WHERE (agent_id, id) IN (
-            SELECT agent_id, id FROM {spec.name} WHERE {_purge_filter(by_agent=by_agent)}
-            ORDER BY pruned_at LIMIT {int(batch_size)}) {of_agent(by_agent)}
+            SELECT agent_id, id FROM {spec.name} WHERE {_purge_filter(agent)}
+            ORDER BY pruned_at LIMIT %(limit)s) AND {agent}
         RETURNING id, agent_id, prune_reason
-    ),{_unlink("gone", by_agent=by_agent)}
+    ),{_unlink("gone", of_one_agent=of_one_agent)}
     SELECT prune_reason AS reason, count(*) AS n FROM gone GROUP BY prune_reason
     """)
 
@@ -360,17 +362,19 @@ def build_erase_count_query(spec: TableSpec) -> Query:
 
 
 @cache
-def build_erase_batch_query(spec: TableSpec, batch_size: int) -> Query:
-    """Hard-delete the next batch of an agent's memories (live or pruned) after id
-    %(after)s, and their links: how many, and the last id (hints drop out as above).
-    Each DELETE names the agent: on Citus, each runs on the agent's shard alone."""
+def build_erase_batch_query(spec: TableSpec) -> Query:
+    """Hard-delete the next %(limit)s of an agent's memories (live or pruned) after id
+    %(after)s, and their links: how many, and the last id (hints drop out as above); the
+    audit row %(run_id)s counts them (_tally: its key is the table's name). It runs where
+    the audit row is, on a Citus coordinator: there the DELETE's own `agent_id =` (not its
+    subquery's) routes it to the agent's shard."""
     return sql(f"""
     WITH gone AS (
         DELETE FROM {spec.name} WHERE (agent_id, id) IN (
             SELECT agent_id, id FROM {spec.name} WHERE agent_id = %(agent)s AND id > %(after)s
-            ORDER BY id LIMIT {int(batch_size)}) {of_agent(True)}
+            ORDER BY id LIMIT %(limit)s) AND {_ONE_AGENT}
         RETURNING id, agent_id
-    ),{_unlink("gone", by_agent=True)},{_tally(spec.name)}
+    ),{_unlink("gone", of_one_agent=True)},{_tally(spec.name)}
     SELECT count(*) AS n, (SELECT id FROM gone ORDER BY id DESC LIMIT 1) AS last_id FROM gone
     """)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from ethos.db.store.query import Query, of_agent, sql, statements
+from ethos.db.store.query import Query, sql, statements
 from ethos.db.store.sql.fragments import (
     UNEXPIRED,
     above_threshold,
@@ -15,7 +15,8 @@ from ethos.db.store.sql.fragments import (
 from ethos.domain.explain import lifetime_columns
 from ethos.domain.tables import TableSpec
 
-# The plain statements, in the .sql file of the same name beside this one.
+# The plain statements, in the .sql file of the same name beside this one. Each builder
+# below makes a memory table's (its name, the columns given, the parts only some tables have, vary).
 STATEMENTS = statements(__file__)
 
 
@@ -60,60 +61,30 @@ def build_insert_set_query(spec: TableSpec, columns: tuple[str, ...]) -> Query:
 
 
 @cache
-def build_fetch_memory_query(spec: TableSpec, *, by_agent: bool) -> Query:
-    return sql(f"SELECT * FROM {spec.name} WHERE id = %(id)s {of_agent(by_agent)}")
+def build_fetch_memory_query(spec: TableSpec) -> Query:
+    """Memory %(id)s of %(agent)s (of any agent when NULL: the caller refuses an id
+    several hold), a table's."""
+    return sql(f"""
+    SELECT * FROM {spec.name}
+    WHERE id = %(id)s AND (%(agent)s::text IS NULL OR agent_id = %(agent)s)
+    """)
 
 
 @cache
-def build_count_live_query(spec: TableSpec, *, by_agent: bool) -> Query:
-    agent = of_agent(by_agent)
-    return sql(f"SELECT count(*) FROM {spec.name} WHERE NOT pruned {agent}")
+def build_count_live_query(spec: TableSpec) -> Query:
+    """A table's live memories, of %(agent)s (every agent's when NULL)."""
+    return sql(f"""
+    SELECT count(*) FROM {spec.name}
+    WHERE NOT pruned AND (%(agent)s::text IS NULL OR agent_id = %(agent)s)
+    """)
 
 
-# %(agent)s: one agent, or NULL for all.
+# The dashboard's and `ethos stats`' figures, by name (the .sql file's stats_<name>).
 STATS = {
-    "counts": sql("""
-        SELECT table_name, sum(live)::bigint AS live, sum(pruned)::bigint AS pruned,
-               sum(pinned)::bigint AS pinned
-        FROM ethos_agent_counts
-        WHERE %(agent)s::text IS NULL OR agent_id = %(agent)s
-        GROUP BY table_name ORDER BY table_name
-    """),
-    "salience_by_age": sql("""
-        SELECT table_name, age_bucket, avg(salience) AS avg_salience, count(*) AS count
-        FROM ethos_memories
-        WHERE NOT pruned AND (%(agent)s::text IS NULL OR agent_id = %(agent)s)
-        GROUP BY table_name, age_bucket ORDER BY table_name, min(created_at) DESC
-    """),
-    "at_risk": sql("""
-        SELECT table_name, count(*) AS count FROM ethos_at_risk
-        WHERE %(agent)s::text IS NULL OR agent_id = %(agent)s
-        GROUP BY table_name ORDER BY table_name
-    """),
-    "most_retrieved": sql("""
-        SELECT table_name, id, agent_id, content, retrieval_count, salience
-        FROM ethos_most_retrieved WHERE %(agent)s::text IS NULL OR agent_id = %(agent)s LIMIT 5
-    """),
-    # One agent's view shows only its own sweeps, and no daemons (their ids name hosts).
-    "recent_sweeps": sql("""
-        SELECT id, trigger, status, started_at, duration_ms, scanned, updated, pruned,
-               rows_per_second
-        FROM ethos_sweep_history WHERE %(agent)s::text IS NULL OR agent_id = %(agent)s LIMIT 5
-    """),
-    "ltp": sql("""
-        SELECT daemon_id, role, ltp_backlog, ltp_dropped FROM ethos_ltp
-        WHERE %(agent)s::text IS NULL
-    """),
-    "policies": sql("""
-        SELECT table_name, policy,
-               count(*) FILTER (WHERE NOT pruned) AS live,
-               count(*) FILTER (WHERE pruned) AS pruned,
-               avg(salience) FILTER (WHERE NOT pruned) AS avg_salience
-        FROM ethos_memories
-        WHERE %(agent)s::text IS NULL OR agent_id = %(agent)s
-        GROUP BY table_name, policy ORDER BY table_name, policy
-    """),
-}
+    name: STATEMENTS[f"stats_{name}"]
+    for name in ("counts", "salience_by_age", "at_risk", "most_retrieved", "recent_sweeps",
+                 "ltp", "policies")
+}  # fmt: skip
 
 
 LOCK_CONTENT = STATEMENTS["lock_content"]

@@ -77,3 +77,46 @@ ORDER BY revised_at, id;
 -- The policy an importance picks, as a new memory's is picked (ethos_importance_tier: the
 -- tiers the database keeps).
 SELECT ethos_importance_tier(%(importance)s::float8) AS policy;
+
+-- name: stats_counts
+-- The figures of `ethos stats` and the dashboard (memories.py's STATS, stats_*), each of
+-- %(agent)s: one agent, or NULL for all.
+SELECT table_name, sum(live)::bigint AS live, sum(pruned)::bigint AS pruned,
+       sum(pinned)::bigint AS pinned
+FROM ethos_agent_counts
+WHERE %(agent)s::text IS NULL OR agent_id = %(agent)s
+GROUP BY table_name ORDER BY table_name;
+
+-- name: stats_salience_by_age
+SELECT table_name, age_bucket, avg(salience) AS avg_salience, count(*) AS count
+FROM ethos_memories
+WHERE NOT pruned AND (%(agent)s::text IS NULL OR agent_id = %(agent)s)
+GROUP BY table_name, age_bucket ORDER BY table_name, min(created_at) DESC;
+
+-- name: stats_at_risk
+SELECT table_name, count(*) AS count FROM ethos_at_risk
+WHERE %(agent)s::text IS NULL OR agent_id = %(agent)s
+GROUP BY table_name ORDER BY table_name;
+
+-- name: stats_most_retrieved
+SELECT table_name, id, agent_id, content, retrieval_count, salience
+FROM ethos_most_retrieved WHERE %(agent)s::text IS NULL OR agent_id = %(agent)s LIMIT 5;
+
+-- name: stats_recent_sweeps
+-- One agent's view shows only its own sweeps, and no daemons (their ids name hosts).
+SELECT id, trigger, status, started_at, duration_ms, scanned, updated, pruned,
+       rows_per_second
+FROM ethos_sweep_history WHERE %(agent)s::text IS NULL OR agent_id = %(agent)s LIMIT 5;
+
+-- name: stats_ltp
+SELECT daemon_id, role, ltp_backlog, ltp_dropped FROM ethos_ltp
+WHERE %(agent)s::text IS NULL;
+
+-- name: stats_policies
+SELECT table_name, policy,
+       count(*) FILTER (WHERE NOT pruned) AS live,
+       count(*) FILTER (WHERE pruned) AS pruned,
+       avg(salience) FILTER (WHERE NOT pruned) AS avg_salience
+FROM ethos_memories
+WHERE %(agent)s::text IS NULL OR agent_id = %(agent)s
+GROUP BY table_name, policy ORDER BY table_name, policy;

@@ -17,7 +17,8 @@ from ethos.db.store.sql.fragments import (
 )
 from ethos.domain.tables import TableSpec
 
-# The plain statements, in the .sql file of the same name beside this one.
+# The plain statements, in the .sql file of the same name beside this one. Each builder
+# below makes a memory table's (its name, and the columns only some tables have, vary).
 STATEMENTS = statements(__file__)
 
 
