@@ -19,9 +19,9 @@ from typing import Any
 
 import structlog
 
+from ethos.db.store import Store
 from ethos.domain.errors import DatabaseError, InputError, unknown_ids
 from ethos.domain.tables import MEMORY_TABLES, PRUNE_REASONS, SOURCE_TABLES, VECTORS, TableSpec
-from ethos.services.ports import LifecyclePort
 from ethos.services.progress import Watch, ended_by
 from ethos.settings import Settings
 
@@ -55,7 +55,7 @@ class LifecycleReport:
 
 @asynccontextmanager
 async def audited(
-    store: LifecyclePort,
+    store: Store,
     report: LifecycleReport,
     trigger: str,
     selector: dict[str, Any],
@@ -90,7 +90,7 @@ async def audited(
 
 
 async def merge_duplicates(
-    store: LifecyclePort,
+    store: Store,
     settings: Settings,
     *,
     now: datetime,
@@ -130,7 +130,7 @@ Member = tuple[str, uuid.UUID]
 
 
 async def _merge_exact(
-    store: LifecyclePort,
+    store: Store,
     spec: TableSpec,
     agent: str | None,
     now: datetime,
@@ -161,7 +161,7 @@ async def _merge_exact(
 
 
 async def _merge_groups(
-    store: LifecyclePort,
+    store: Store,
     spec: TableSpec,
     groups: Sequence[Group],
     now: datetime,
@@ -175,7 +175,7 @@ async def _merge_groups(
 
 
 async def _merge_near(
-    store: LifecyclePort, settings: Settings, agent: str | None, now: datetime, dry_run: bool
+    store: Store, settings: Settings, agent: str | None, now: datetime, dry_run: bool
 ) -> dict[str, int]:
     """Near-duplicate vectors (cosine >= dedup.near_threshold), found batch by batch
     through the HNSW index, grouped (a chain of near pairs is one group) and merged; then
@@ -198,7 +198,7 @@ async def _merge_near(
 
 
 async def _merge_batches(
-    store: LifecyclePort, spec: TableSpec, groups: list[Group], now: datetime,
+    store: Store, spec: TableSpec, groups: list[Group], now: datetime,
     counts: dict[str, int],
 ) -> None:  # fmt: skip
     for start in range(0, len(groups), MERGE_BATCH):
@@ -206,7 +206,7 @@ async def _merge_batches(
 
 
 async def _near_groups(
-    store: LifecyclePort, spec: TableSpec, agent: str | None, threshold: float
+    store: Store, spec: TableSpec, agent: str | None, threshold: float
 ) -> list[Group]:
     """The live memories of `spec` whose vectors (an episode's or fact's: embeddings)
     are near duplicates, in groups of one agent's (a chain of near pairs is one)."""
@@ -239,7 +239,7 @@ async def _near_groups(
 
 
 async def forget(
-    store: LifecyclePort,
+    store: Store,
     spec: TableSpec,
     ids: Sequence[uuid.UUID],
     *,
@@ -268,9 +268,7 @@ async def forget(
     return report
 
 
-async def forget_agent(
-    store: LifecyclePort, agent: str, *, now: datetime, trigger: str
-) -> LifecycleReport:
+async def forget_agent(store: Store, agent: str, *, now: datetime, trigger: str) -> LifecycleReport:
     """Soft-delete every live memory of one agent on request: reason 'manual',
     recoverable (`recover --agent`). An agent with none forgets nothing."""
     report = LifecycleReport("forget", now, False)
@@ -281,7 +279,7 @@ async def forget_agent(
 
 
 async def purge(
-    store: LifecyclePort,
+    store: Store,
     settings: Settings,
     *,
     pruned_before: datetime,
@@ -325,7 +323,7 @@ async def purge(
 
 
 async def erase(
-    store: LifecyclePort,
+    store: Store,
     settings: Settings,
     agent: str,
     *,

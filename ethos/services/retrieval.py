@@ -27,14 +27,13 @@ from typing import Any, TypeVar
 
 import structlog
 
-from ethos.db.store import Row
+from ethos.db.store import Row, Store
 from ethos.domain import inputs
 from ethos.domain.errors import InputError
 from ethos.domain.moments import named_moment
 from ethos.domain.tables import VECTORS, TableSpec, table_spec
 from ethos.services.embedding import Embedder, ProviderUnavailable, embed
 from ethos.services.ltp import LtpBuffer
-from ethos.services.ports import RetrievalPort
 from ethos.settings import Settings
 
 log = structlog.get_logger("ethos.services.retrieval")
@@ -82,7 +81,7 @@ class Hit:
 
 
 async def nearest(
-    store: RetrievalPort,
+    store: Store,
     ltp: LtpBuffer | None,
     settings: Settings,
     *,
@@ -121,7 +120,7 @@ async def nearest(
 
 
 async def _neighbours(
-    store: RetrievalPort, hits: list[Hit], agent: str, now: datetime, weight: float
+    store: Store, hits: list[Hit], agent: str, now: datetime, weight: float
 ) -> list[Hit]:
     """Memories linked to the hits (not hits themselves): spreading activation, scored
     hit score × link weight × their salience × search.link_weight. A memory linked to
@@ -161,7 +160,7 @@ async def _neighbours(
 
 
 async def recall(
-    store: RetrievalPort,
+    store: Store,
     ltp: LtpBuffer | None,
     settings: Settings,
     embedder: Embedder | None,
