@@ -1,5 +1,6 @@
 """Consolidation beyond decay: merging duplicates, forgetting on request, purging old
-tombstones, erasing an agent. Each of these loses information, so each is explicit,
+tombstones, erasing an agent (a forget by id is the engine's: it finds the ids, then
+runs in `audited`). Each of these loses information, so each is explicit,
 audited in lifecycle_runs (counts only, never content), previewable with a dry run,
 and done in set-based batches, each its own transaction (an interrupted merge, erase or
 purge resumes where it stopped when run again). A caller's Watch follows them batch by
@@ -20,7 +21,7 @@ from typing import Any
 import structlog
 
 from ethos.db.store import Store
-from ethos.domain.errors import DatabaseError, InputError, unknown_ids
+from ethos.domain.errors import DatabaseError, InputError
 from ethos.domain.tables import MEMORY_TABLES, PRUNE_REASONS, SOURCE_TABLES, VECTORS, TableSpec
 from ethos.services.progress import Watch, ended_by
 from ethos.settings import Settings
@@ -236,36 +237,6 @@ async def _near_groups(
     for member in parent:
         members[root(member)].append(member[1])
     return [(owner, sorted(ids)) for (owner, _), ids in members.items() if len(ids) > 1]
-
-
-async def forget(
-    store: Store,
-    spec: TableSpec,
-    ids: Sequence[uuid.UUID],
-    *,
-    now: datetime,
-    trigger: str,
-    agent: str | None = None,
-) -> LifecycleReport:
-    """Soft-delete on request: reason 'manual', recoverable. Every id must be a live
-    memory of the table (of `agent`, where one is named: no other agent's memory is
-    touched, whatever its id; where none is, of one agent, each forgotten as its
-    agent's), or nothing changes."""
-    states = await store.id_states(spec, list(ids), agent)
-    unknown = [str(i) for i in ids if i not in states]
-    if unknown:
-        raise InputError(unknown_ids(f"{spec.name} row", ", ".join(unknown), agent))
-    gone = [str(i) for i in ids if states[i]]
-    if gone:
-        raise InputError(f"already pruned: {', '.join(gone)}")
-    owners = {agent: list(ids)} if agent is not None else await store.live_owners(spec, ids)
-    report = LifecycleReport("forget", now, False)
-    async with audited(store, report, trigger, {"table": spec.name, "count": len(ids)}):
-        report.counts[spec.name] = {"manual": 0}
-        for owner, own in sorted(owners.items()):
-            forgotten = await store.forget(spec, own, now, owner)
-            report.counts[spec.name]["manual"] += len(forgotten)
-    return report
 
 
 async def forget_agent(store: Store, agent: str, *, now: datetime, trigger: str) -> LifecycleReport:

@@ -98,8 +98,8 @@ class SearchStore(StoreCore):
         )
 
     async def locate(self, ids: list[uuid.UUID], agent: str | None = None) -> list[Row]:
-        """The table and agent of each of these memories that exists (of `agent`, where
-        one is named)."""
+        """The table, agent and pruned state of each of these memories that exists (of
+        `agent`, where one is named)."""
         query = build_locate_memories_query(by_agent=agent is not None)
         return await self._fetch(query, ids=ids, agent=agent)
 

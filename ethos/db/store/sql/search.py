@@ -510,11 +510,12 @@ def build_count_missing_vectors_query(spec: TableSpec, *, by_agent: bool) -> Que
 @cache
 def build_locate_memories_query(*, by_agent: bool) -> Query:
     """Which table each of %(ids)s is in (ids are unique across the memory tables but
-    not across agents: their keys lead with the agent), and whose: of agent %(agent)s
-    alone (`by_agent`), else of any agent, for the caller to say which."""
+    not across agents: their keys lead with the agent), whose: of agent %(agent)s alone
+    (`by_agent`), else of any agent, for the caller to say which; and whether it is
+    pruned (what a forget checks, in the same look)."""
     return sql(
         "\nUNION ALL\n".join(
-            f"SELECT '{spec.name}' AS table_name, id, agent_id FROM {spec.name}"
+            f"SELECT '{spec.name}' AS table_name, id, agent_id, pruned FROM {spec.name}"
             f" WHERE id = ANY(%(ids)s::uuid[]) {of_agent(by_agent)}"
             for spec in MEMORY_TABLES
         )
