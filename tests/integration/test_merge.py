@@ -305,6 +305,34 @@ async def test_forget_is_a_recoverable_prune_and_unknown_ids_change_nothing(
     assert keep
 
 
+async def test_a_forget_by_id_alone_looks_once_and_is_one_run_across_tables(
+    engine: Engine, conn: asyncpg.Connection, days: Days, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """By id alone (no table: as HTTP, MCP and mem0's DELETE ask), the ids are found
+    wherever they are in one look that says whose and whether live, then forgotten under
+    one audit row counting each table; a pruned id among them changes nothing."""
+    episode = await engine.add("episode", agent_id="a", content="rain on the lake")
+    fact, kept = [await engine.add("fact", agent_id="a", content=c) for c in ("tea", "cake")]
+    looks: list[list[uuid.UUID]] = []
+    locate = engine.store.locate
+
+    async def looked(ids: list[uuid.UUID], agent: str | None = None) -> list[asyncpg.Record]:
+        looks.append(ids)
+        return await locate(ids, agent)
+
+    monkeypatch.setattr(engine.store, "locate", looked)
+    report = await engine.forget(None, [str(episode), fact], agent="a", now=days(1))
+    assert report.counts == {"episodic_traces": {"manual": 1}, "semantic_facts": {"manual": 1}}
+    assert looks == [[episode, fact]]
+    runs = await conn.fetch("SELECT selector, counts FROM lifecycle_runs WHERE kind = 'forget'")
+    assert [(json.loads(r["selector"]), json.loads(r["counts"])) for r in runs] == [
+        ({"tables": ["episodic_traces", "semantic_facts"], "count": 2}, report.counts)
+    ]
+    with pytest.raises(InputError, match=f"already pruned: {fact}"):
+        await engine.forget(None, [kept, fact], agent="a", now=days(1))
+    assert [r["id"] for r in await live(conn, "semantic_facts", "a")] == [kept]
+
+
 async def test_a_forget_that_names_the_agent_touches_no_other_agents_memory(
     engine: Engine, conn: asyncpg.Connection, cli: Cli, database_url: str
 ) -> None:
