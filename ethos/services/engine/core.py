@@ -132,15 +132,6 @@ class EngineCore:
             return None
         return vector
 
-    async def check_ids(
-        self, table: str | TableSpec, ids: Iterable[str | uuid.UUID], *, agent: str | None = None
-    ) -> None:
-        """Each id names a row of `table` (live or pruned; of `agent`, where one is
-        named), else NotFoundError names the others (and where an id of another table
-        is). record_retrieval and feedback skip unknown ids instead (they must not need
-        the database when called: a blip delays them, it does not refuse them)."""
-        await self.locate(ids, agent=agent, table=table)
-
     def _ids(self, ids: Iterable[str | uuid.UUID]) -> list[uuid.UUID]:
         """The ids of one call: at least one, at most limits.ids."""
         return id_list(ids, self.settings.limits.ids)
