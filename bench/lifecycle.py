@@ -49,10 +49,9 @@ from locomo import Conversation, load
 from bench import WORDS_SQL, fresh_database, percentile
 from ethos import logs
 from ethos.domain.tables import table_spec
-from ethos.services import retrieval
 from ethos.services.embedding import Embedder
 from ethos.services.engine import Engine, migrate
-from ethos.services.engine.core import specs
+from ethos.services.retrieval import Hit
 from ethos.settings import DatabaseSettings, ImportanceSettings, LoggingSettings, Settings
 
 K = 10
@@ -114,6 +113,18 @@ async def sweep(engine: Engine, agent: str, now: datetime) -> None:
     await engine.sweep(now=now, agent=agent)
 
 
+async def looked_up(
+    engine: Engine, embedder: Embedder | None, agent: str, query: str, k: int,
+    tables: list[str] | None, at: datetime,
+) -> list[Hit]:  # fmt: skip
+    """What `engine` recalls with `embedder` (None: by text alone), recording nothing: an
+    engine of its own on the same store (the settings name no provider)."""
+    async with Engine(
+        engine.settings, store=engine.store, embedder=embedder, check_settings=False
+    ) as asking:
+        return await asking.recall(agent, query, k, tables=tables, now=at, record=False)
+
+
 async def add(engine: Engine, config: Config, agent: str, text: str, at: datetime) -> uuid.UUID:
     """A turn added with add-with-recall (what it recalls reinforced, then it is stored);
     for text reinforcement beside vectors, or a floor, the same in three steps."""
@@ -122,10 +133,7 @@ async def add(engine: Engine, config: Config, agent: str, text: str, at: datetim
             "episode", agent_id=agent, content=text, created_at=at, recall=config.recalled
         )
     embedder = engine.embedder if config.reinforce == "hybrid" else None
-    hits = await retrieval.recall(
-        engine.store, None, engine.settings, embedder, agent=agent, query=text,
-        k=config.recalled, tables=specs(None), now=at,
-    )  # fmt: skip
+    hits = await looked_up(engine, embedder, agent, text, config.recalled, None, at)
     floor = config.floor or 0.0
     for table in {h.table for h in hits}:
         chosen = [h.id for h in hits if h.table == table and (h.relevance or 0.0) >= floor]
@@ -182,10 +190,7 @@ async def replay(
             if embedder is not None:
                 asked.append((outcome.hybrid10, embedder))
             for scores, embedded in asked:
-                hits = await retrieval.recall(
-                    engine.store, None, engine.settings, embedded, agent=agent, query=question,
-                    k=K, tables=specs(["episode"]), now=asked_at,
-                )  # fmt: skip
+                hits = await looked_up(engine, embedded, agent, question, K, ["episode"], asked_at)
                 found = {ids.get(str(h.id)) for h in hits}
                 scores.append(len(wanted & found) / len(wanted))
     return outcome

@@ -32,7 +32,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS, CallToolResult, InputRequiredResult, TextContent
 from pydantic import ValidationError
 
-from ethos.adapters import calls, wire
+from ethos.adapters import wire
 from ethos.adapters.door import Door, guarded
 from ethos.domain.errors import EthosError
 from ethos.domain.tables import table_spec
@@ -132,8 +132,7 @@ def build_server(settings: Settings, *, agent: str | None = None) -> MCPServer[A
         }
         server.tool(description=inspect.getdoc(fn))(run)
 
-    for fn in (calls.remember, recall, calls.feedback, calls.forget, calls.recover,
-               calls.explain, calls.stats):  # fmt: skip
+    for fn in (remember, recall, feedback, forget, recover, explain, stats):
         tool(fn)
     return server
 
@@ -220,6 +219,45 @@ async def serve_http(server: MCPServer[Any], host: str, port: int, door: Door) -
     await serve(config, door, "the MCP server (streamable HTTP at /mcp)")
 
 
+# The tools: each takes the server's engine and the agent first (build_server fixes or
+# asks the agent); its docstring is the tool's description, what the client's model reads.
+
+
+async def remember(
+    engine: Engine,
+    agent: str,
+    content: str,
+    kind: Literal["episode", "fact"] = "episode",
+    emotional_tone: float | None = None,
+    confidence: float | None = None,
+    importance: float | None = None,
+    policy: str | None = None,
+    metadata: dict[str, Any] | None = None,
+    recall: int = 0,
+) -> dict[str, Any]:
+    """Store something worth remembering: an episode (what happened; emotional_tone
+    0..1 makes it last longer) or a fact (durable knowledge, with a confidence 0..1).
+    importance 0..1 or a named policy choose how long it lasts (without them, how
+    informative the text is); metadata is kept with it. recall=k first recalls the k
+    memories this text brings back, which are strengthened (what a conversation returns
+    to lives longer) and returned as `recalled`. Returns its id, its policy and when it
+    will be forgotten unless used (prunes_at, forgotten_in; a warning when that is
+    sooner than usual: give a policy or an importance to keep it); a fact the agent
+    already holds is not stored twice (created is false, it is reinforced, and `raised`
+    names what the repeat gave it: a longer-lived policy, a higher importance)."""
+    fields = {"emotional_tone": emotional_tone, "confidence": confidence,
+              "importance": importance, "policy": policy, "metadata": metadata}  # fmt: skip
+    added = await engine.add_detailed(
+        kind, agent_id=agent, content=content, recall=recall,
+        **{name: value for name, value in fields.items() if value is not None},
+    )  # fmt: skip
+    result: dict[str, Any] = {"id": str(added.id), "kind": kind, "created": added.created,
+                              **added.answer()}  # fmt: skip
+    if recall:
+        result["recalled"] = [{"id": str(h.id), "content": h.content} for h in added.recalled]
+    return result if added.created else {**result, "raised": list(added.raised)}
+
+
 async def recall(
     engine: Engine,
     agent: str,
@@ -246,3 +284,35 @@ async def recall(
 
 def _kind(table: str) -> str:
     return table_spec(table).alias
+
+
+async def feedback(
+    engine: Engine, agent: str, ids: list[str], verdict: Literal["useful", "wrong"]
+) -> dict[str, Any]:
+    """Say how recalled memories served: "useful" strengthens them (and links them to
+    each other), "wrong" weakens them (a fact also loses confidence) until they are
+    forgotten."""
+    await engine.feedback(None, ids, verdict, agent=agent)
+    return {"ids": ids, "verdict": verdict}
+
+
+async def forget(engine: Engine, agent: str, ids: list[str]) -> dict[str, Any]:
+    """Forget memories on request (the user asks, or they are obsolete). Recoverable
+    with recover."""
+    await engine.forget(None, ids, agent=agent)
+    return {"forgotten": ids}
+
+
+async def recover(engine: Engine, agent: str, ids: list[str]) -> dict[str, Any]:
+    """Bring forgotten (or faded) memories back, with their content and history."""
+    return {"recovered": [str(i) for i in await engine.recover_ids(ids, agent=agent)]}
+
+
+async def explain(engine: Engine, agent: str, id: str) -> dict[str, Any]:
+    """Why a memory has its salience now, and when it will be forgotten if not used."""
+    return (await engine.explain(None, id, agent=agent)).as_dict()
+
+
+async def stats(engine: Engine, agent: str) -> dict[str, Any]:
+    """How many memories the agent has, live and forgotten, per kind."""
+    return (await engine.stats(agent)).as_dict()

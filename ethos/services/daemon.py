@@ -33,7 +33,6 @@ from ethos.domain.errors import DatabaseError, EthosError, TransientDatabaseErro
 from ethos.services.engine import Engine
 from ethos.services.lifecycle import purge_cutoff
 from ethos.services.ltp import Held, LtpStats
-from ethos.services.ports import DaemonPort
 from ethos.services.sweep import SweepReport
 from ethos.settings import Settings, with_daemon_statement_timeout
 
@@ -61,7 +60,7 @@ class Cycle:
     """What a consolidation step sees."""
 
     engine: Engine
-    store: DaemonPort
+    store: Store
     daemon_id: str
     stop: asyncio.Event
     metrics: SweepObserver | None = None
@@ -316,7 +315,7 @@ class Daemon:
         return max(0.05, min(c.heartbeat_seconds, until_due))
 
     async def _cycle(
-        self, engine: Engine, store: DaemonPort, stop: asyncio.Event, *, overdue: bool
+        self, engine: Engine, store: Store, stop: asyncio.Event, *, overdue: bool
     ) -> None:
         cycle = Cycle(
             engine=engine, store=store, daemon_id=self.id, stop=stop, metrics=self.metrics
@@ -348,7 +347,7 @@ class Daemon:
                 log.warning("prune_pass_failed", error=str(exc))
             await _wait(stop, interval)
 
-    async def _beat_during_cycle(self, engine: Engine, store: DaemonPort) -> None:
+    async def _beat_during_cycle(self, engine: Engine, store: Store) -> None:
         while True:
             await asyncio.sleep(self.settings.daemon.heartbeat_seconds)
             with contextlib.suppress(DatabaseError):
@@ -371,7 +370,7 @@ class Daemon:
             self._engine = engine
         return self._engine, self._store
 
-    async def _hold_lock(self, store: DaemonPort) -> bool:
+    async def _hold_lock(self, store: Store) -> bool:
         """True while this daemon holds the leader lock; tries to take it otherwise."""
         was_leader = self._leader
         self._leader = await store.try_leader_lock()
@@ -396,7 +395,7 @@ class Daemon:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await pruning
 
-    async def _heartbeat(self, engine: Engine, store: DaemonPort, role: str) -> None:
+    async def _heartbeat(self, engine: Engine, store: Store, role: str) -> None:
         await store.heartbeat(
             self.id,
             host=socket.gethostname(),

@@ -1,5 +1,6 @@
 """Consolidation beyond decay: merging duplicates, forgetting on request, purging old
-tombstones, erasing an agent. Each of these loses information, so each is explicit,
+tombstones, erasing an agent (a forget by id is the engine's: it finds the ids, then
+runs in `audited`). Each of these loses information, so each is explicit,
 audited in lifecycle_runs (counts only, never content), previewable with a dry run,
 and done in set-based batches, each its own transaction (an interrupted merge, erase or
 purge resumes where it stopped when run again). A caller's Watch follows them batch by
@@ -19,9 +20,9 @@ from typing import Any
 
 import structlog
 
-from ethos.domain.errors import DatabaseError, InputError, unknown_ids
+from ethos.db.store import Store
+from ethos.domain.errors import DatabaseError, InputError
 from ethos.domain.tables import MEMORY_TABLES, PRUNE_REASONS, SOURCE_TABLES, VECTORS, TableSpec
-from ethos.services.ports import LifecyclePort
 from ethos.services.progress import Watch, ended_by
 from ethos.settings import Settings
 
@@ -55,7 +56,7 @@ class LifecycleReport:
 
 @asynccontextmanager
 async def audited(
-    store: LifecyclePort,
+    store: Store,
     report: LifecycleReport,
     trigger: str,
     selector: dict[str, Any],
@@ -90,7 +91,7 @@ async def audited(
 
 
 async def merge_duplicates(
-    store: LifecyclePort,
+    store: Store,
     settings: Settings,
     *,
     now: datetime,
@@ -130,7 +131,7 @@ Member = tuple[str, uuid.UUID]
 
 
 async def _merge_exact(
-    store: LifecyclePort,
+    store: Store,
     spec: TableSpec,
     agent: str | None,
     now: datetime,
@@ -161,7 +162,7 @@ async def _merge_exact(
 
 
 async def _merge_groups(
-    store: LifecyclePort,
+    store: Store,
     spec: TableSpec,
     groups: Sequence[Group],
     now: datetime,
@@ -175,7 +176,7 @@ async def _merge_groups(
 
 
 async def _merge_near(
-    store: LifecyclePort, settings: Settings, agent: str | None, now: datetime, dry_run: bool
+    store: Store, settings: Settings, agent: str | None, now: datetime, dry_run: bool
 ) -> dict[str, int]:
     """Near-duplicate vectors (cosine >= dedup.near_threshold), found batch by batch
     through the HNSW index, grouped (a chain of near pairs is one group) and merged; then
@@ -198,7 +199,7 @@ async def _merge_near(
 
 
 async def _merge_batches(
-    store: LifecyclePort, spec: TableSpec, groups: list[Group], now: datetime,
+    store: Store, spec: TableSpec, groups: list[Group], now: datetime,
     counts: dict[str, int],
 ) -> None:  # fmt: skip
     for start in range(0, len(groups), MERGE_BATCH):
@@ -206,7 +207,7 @@ async def _merge_batches(
 
 
 async def _near_groups(
-    store: LifecyclePort, spec: TableSpec, agent: str | None, threshold: float
+    store: Store, spec: TableSpec, agent: str | None, threshold: float
 ) -> list[Group]:
     """The live memories of `spec` whose vectors (an episode's or fact's: embeddings)
     are near duplicates, in groups of one agent's (a chain of near pairs is one)."""
@@ -238,39 +239,7 @@ async def _near_groups(
     return [(owner, sorted(ids)) for (owner, _), ids in members.items() if len(ids) > 1]
 
 
-async def forget(
-    store: LifecyclePort,
-    spec: TableSpec,
-    ids: Sequence[uuid.UUID],
-    *,
-    now: datetime,
-    trigger: str,
-    agent: str | None = None,
-) -> LifecycleReport:
-    """Soft-delete on request: reason 'manual', recoverable. Every id must be a live
-    memory of the table (of `agent`, where one is named: no other agent's memory is
-    touched, whatever its id; where none is, of one agent, each forgotten as its
-    agent's), or nothing changes."""
-    states = await store.id_states(spec, list(ids), agent)
-    unknown = [str(i) for i in ids if i not in states]
-    if unknown:
-        raise InputError(unknown_ids(f"{spec.name} row", ", ".join(unknown), agent))
-    gone = [str(i) for i in ids if states[i]]
-    if gone:
-        raise InputError(f"already pruned: {', '.join(gone)}")
-    owners = {agent: list(ids)} if agent is not None else await store.live_owners(spec, ids)
-    report = LifecycleReport("forget", now, False)
-    async with audited(store, report, trigger, {"table": spec.name, "count": len(ids)}):
-        report.counts[spec.name] = {"manual": 0}
-        for owner, own in sorted(owners.items()):
-            forgotten = await store.forget(spec, own, now, owner)
-            report.counts[spec.name]["manual"] += len(forgotten)
-    return report
-
-
-async def forget_agent(
-    store: LifecyclePort, agent: str, *, now: datetime, trigger: str
-) -> LifecycleReport:
+async def forget_agent(store: Store, agent: str, *, now: datetime, trigger: str) -> LifecycleReport:
     """Soft-delete every live memory of one agent on request: reason 'manual',
     recoverable (`recover --agent`). An agent with none forgets nothing."""
     report = LifecycleReport("forget", now, False)
@@ -281,7 +250,7 @@ async def forget_agent(
 
 
 async def purge(
-    store: LifecyclePort,
+    store: Store,
     settings: Settings,
     *,
     pruned_before: datetime,
@@ -325,7 +294,7 @@ async def purge(
 
 
 async def erase(
-    store: LifecyclePort,
+    store: Store,
     settings: Settings,
     agent: str,
     *,

@@ -25,6 +25,7 @@ from typing import Any
 
 import structlog
 
+from ethos.db.store import Store
 from ethos.domain.errors import DatabaseError, InputError, TransientDatabaseError
 from ethos.domain.tables import TableSpec
 from ethos.services.ltp_flush import (
@@ -42,7 +43,6 @@ from ethos.services.ltp_flush import (
     group_of,
     kinds_of,
 )
-from ethos.services.ports import LtpPort
 from ethos.settings import Settings
 
 log = structlog.get_logger("ethos.services.ltp")
@@ -111,7 +111,7 @@ class Held:
 
 
 class LtpBuffer:
-    def __init__(self, store: LtpPort, settings: Settings, *, drains_queue: bool = False) -> None:
+    def __init__(self, store: Store, settings: Settings, *, drains_queue: bool = False) -> None:
         self._store = store
         self._settings = settings
         # Also apply the durable queue every flush interval (the daemon's buffer). A

@@ -20,10 +20,9 @@ from typing import Literal
 
 import structlog
 
-from ethos.db.store import LinkRound, LtpFlush, Row
+from ethos.db.store import LinkRound, LtpFlush, Row, Store
 from ethos.domain.errors import DatabaseError, LockTimeoutError, TransientDatabaseError
 from ethos.domain.tables import TableSpec, table_spec
-from ethos.services.ports import LtpFlushPort
 from ethos.settings import Settings
 
 log = structlog.get_logger("ethos.services.ltp")
@@ -168,7 +167,7 @@ COUNTED = ("applied", "skipped", "promoted", "pruned", "links", "set_aside", "dr
 
 
 async def apply_retrievals(
-    store: LtpFlushPort,
+    store: Store,
     pending: Pending,
     flush_id: uuid.UUID,
     groups: Iterable[Group] = (),
@@ -215,9 +214,7 @@ class _HeldAgents(Exception):
         self.agents = agents
 
 
-async def apply_queued(
-    store: LtpFlushPort, limit: int, held: set[str] | None = None
-) -> LtpResult | None:
+async def apply_queued(store: Store, limit: int, held: set[str] | None = None) -> LtpResult | None:
     """Apply the oldest `limit` events of the durable queue (ethos_record_retrieval,
     durable buffers) in the transaction that deletes them; None if it is empty. Those
     dated ahead of the clock are set aside. The events of agents in `held` stay queued,

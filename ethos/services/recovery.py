@@ -14,9 +14,9 @@ from typing import Any
 
 import structlog
 
+from ethos.db.store import Store
 from ethos.domain.errors import InputError, NotFoundError, unknown_ids
 from ethos.domain.tables import PRUNE_REASONS, TableSpec
-from ethos.services.ports import RecoveryPort
 from ethos.services.progress import Watch, ended_by
 from ethos.settings import Settings
 
@@ -87,7 +87,7 @@ class RecoveryReport:
 
 
 async def recover(
-    store: RecoveryPort,
+    store: Store,
     settings: Settings,
     spec: TableSpec,
     selector: Selector,
@@ -122,7 +122,7 @@ async def recover(
 
 
 async def _record(
-    store: RecoveryPort, spec: TableSpec, selector: Selector, report: RecoveryReport, command: str
+    store: Store, spec: TableSpec, selector: Selector, report: RecoveryReport, command: str
 ) -> None:
     # A recovery of named ids also keeps which it brought back and how each had been
     # pruned: a memory's history (Engine.history) shows that prune and this recovery, and
@@ -149,7 +149,7 @@ async def _record(
 
 
 async def _recover_rows(
-    store: RecoveryPort,
+    store: Store,
     settings: Settings,
     spec: TableSpec,
     binds: dict[str, Any],
@@ -189,7 +189,7 @@ def _describe(row: Mapping[str, Any]) -> dict[str, Any]:
 
 
 async def _check_ids(
-    store: RecoveryPort, spec: TableSpec, ids: tuple[uuid.UUID, ...], agent: str | None
+    store: Store, spec: TableSpec, ids: tuple[uuid.UUID, ...], agent: str | None
 ) -> None:
     """Every id must name a pruned row of this table (of `agent`, where one is named), or
     nothing is changed."""

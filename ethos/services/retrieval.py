@@ -1,5 +1,7 @@
-"""Search: the nearest live vectors of an agent, ranked by similarity × the salience
-prior, and (link-aware) the memories linked to them. Recall: the same by text (BM25 over
+"""What search and recall compute between the store's candidates and the engine's
+answer (the engine runs them: ethos.services.engine.retrieval). Search: the nearest live
+vectors of an agent, ranked by similarity × the salience prior, and (link-aware) the
+memories linked to them. Recall: the same by text (BM25 over
 PostgreSQL's own lexemes, no model needed), or hybrid when an embedding provider is
 configured: text and vector scores, each normalised over its candidates, fused, then ×
 the salience prior. Relevance leads: the prior 1 + w × salience moves a score by a
@@ -20,24 +22,17 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, TypeVar
 
-import structlog
-
-from ethos.db.store import Row
+from ethos.db.store import Row, Store
 from ethos.domain import inputs
 from ethos.domain.errors import InputError
-from ethos.domain.moments import named_moment
 from ethos.domain.tables import VECTORS, TableSpec, table_spec
-from ethos.services.embedding import Embedder, ProviderUnavailable, embed
 from ethos.services.ltp import LtpBuffer
-from ethos.services.ports import RetrievalPort
 from ethos.settings import Settings
-
-log = structlog.get_logger("ethos.services.retrieval")
 
 A = TypeVar("A")
 B = TypeVar("B")
@@ -81,47 +76,8 @@ class Hit:
         return data
 
 
-async def nearest(
-    store: RetrievalPort,
-    ltp: LtpBuffer | None,
-    settings: Settings,
-    *,
-    agent: str,
-    embedding: Any,
-    k: int,
-    now: datetime,
-    expand: bool = False,
-) -> list[Hit]:
-    """The top k hits at `now`, and with `expand` (or search.link_weight > 0) the live
-    memories linked to them; all recorded in `ltp` as surfaced (None: not recorded)."""
-    _check_k(k, settings)
-    inputs.agent_id(agent, "agent")
-    vector = inputs.embedding(embedding, settings.embedding.dimension)
-    rows = await store.nearest(agent=agent, embedding=vector, k=k, now=now)
-    hits = [
-        Hit(
-            id=row["id"],
-            content=row["content"],
-            similarity=row["similarity"],
-            salience=row["salience"],
-            score=row["score"],
-            metadata=json_object(row["metadata"]),
-            table=row["table_name"],
-            relevance=row["relevance"],
-            created_at=row["created_at"],
-            updated_at=row["updated_at"],
-        )
-        for row in rows
-    ]
-    weight = settings.search.link_weight or (1.0 if expand else 0.0)
-    neighbours = await _neighbours(store, hits, agent, now, weight) if weight and hits else []
-    if ltp is not None and hits:
-        await surface(ltp, hits + neighbours, now, agent)
-    return sorted(hits + neighbours, key=_rank)
-
-
-async def _neighbours(
-    store: RetrievalPort, hits: list[Hit], agent: str, now: datetime, weight: float
+async def neighbours(
+    store: Store, hits: list[Hit], agent: str, now: datetime, weight: float
 ) -> list[Hit]:
     """Memories linked to the hits (not hits themselves): spreading activation, scored
     hit score × link weight × their salience × search.link_weight. A memory linked to
@@ -160,62 +116,6 @@ async def _neighbours(
     return found
 
 
-async def recall(
-    store: RetrievalPort,
-    ltp: LtpBuffer | None,
-    settings: Settings,
-    embedder: Embedder | None,
-    *,
-    agent: str,
-    query: str,
-    k: int,
-    tables: tuple[TableSpec, ...],
-    now: datetime,
-    matching: Sequence[Mapping[str, Any]] | None = None,
-) -> list[Hit]:
-    """The agent's k live memories (of `tables`) that best answer `query`: by BM25 × the
-    salience prior; with an embedder, by the fused text and vector relevance × the
-    prior. With `matching` (mem0's filters), only those holding one of its terms, in
-    SQL. Recorded in `ltp` as surfaced, as search is. A provider that is down leaves
-    the text ranking (logged)."""
-    _check_k(k, settings)
-    inputs.agent_id(agent, "agent")
-    inputs.query_text(query, settings.limits.query_words)
-    if not tables:
-        raise InputError("tables is empty: name at least one, or none for every table")
-    vector = None
-    if embedder is not None:
-        try:
-            [vector] = await embed(embedder, [query], settings.embedding, role="query")
-        except ProviderUnavailable as exc:
-            log.warning("recall_text_only", reason=str(exc))
-    depth = max(settings.search.candidates, k)
-    text = store.recall(
-        agent=agent, query=query, tables=tables, k=k if vector is None else depth, now=now,
-        moment=named_moment(query), matching=matching,
-    )  # fmt: skip
-    similar: list[Row] = []
-    if vector is None:
-        rows = await text
-    else:  # the two halves at once, each on its own connection
-        rows, similar = await _both(
-            text, store.nearest(agent=agent, embedding=vector, k=depth, now=now, matching=matching)
-        )
-    hits = [
-        Hit(id=row["id"], content=row["content"], similarity=None, salience=row["salience"],
-            score=row["score"], metadata=json_object(row["metadata"]), table=row["table_name"],
-            text_rank=row["text_rank"], relevance=row["relevance"],
-            created_at=row["created_at"], updated_at=row["updated_at"], matched=row["matched"])
-        for row in rows
-    ]  # fmt: skip
-    if vector is not None:
-        hits = _fuse(settings, hits, similar, tables)
-    hits = sorted(hits, key=_rank)[:k]
-    if ltp is not None:
-        await surface(ltp, hits, now, agent)
-    return hits
-
-
 async def surface(ltp: LtpBuffer, hits: Sequence[Hit], now: datetime, agent: str | None) -> None:
     """Record hits (of `agent`, where one is named) at `now`: those their own words or
     vector matched as surfaced, those of one table together (they learn their links);
@@ -233,7 +133,7 @@ def _by_table(hits: Sequence[Hit]) -> dict[tuple[str, bool], list[uuid.UUID]]:
     return groups
 
 
-def _rank(hit: Hit) -> tuple[float, float, float, str]:
+def rank(hit: Hit) -> tuple[float, float, float, str]:
     """Best first: score, then the more salient, then the newer, then by id."""
     newer = -hit.created_at.timestamp() if hit.created_at else 0.0
     return (-hit.score, -hit.salience, newer, str(hit.id))
@@ -250,7 +150,7 @@ def _normalised(scores: dict[tuple[str, uuid.UUID], float]) -> dict[tuple[str, u
     return {key: (value - low) / span if span > 0 else 1.0 for key, value in scores.items()}
 
 
-def _fuse(
+def fuse(
     settings: Settings, text_hits: list[Hit], rows: list[Row], tables: tuple[TableSpec, ...]
 ) -> list[Hit]:
     """Text and vector candidates, each score normalised over its candidates, fused as
@@ -287,7 +187,7 @@ def _fuse(
     return fused
 
 
-async def _both(first: Awaitable[A], second: Awaitable[B]) -> tuple[A, B]:
+async def both(first: Awaitable[A], second: Awaitable[B]) -> tuple[A, B]:
     """Both results, awaited at once; when one fails the other is cancelled (and
     awaited) before the error goes on, so no query is left running unowned."""
     one, two = asyncio.ensure_future(first), asyncio.ensure_future(second)
@@ -300,7 +200,7 @@ async def _both(first: Awaitable[A], second: Awaitable[B]) -> tuple[A, B]:
         raise
 
 
-def _check_k(k: object, settings: Settings) -> None:
+def check_k(k: object, settings: Settings) -> None:
     if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
         raise InputError(f"k must be a positive integer (got {inputs.shown(k)})")
     inputs.at_most("k", k, settings.limits.k, "limits.k")

@@ -28,10 +28,9 @@ from typing import Any, Literal, TypeVar
 
 import structlog
 
-from ethos.db.store import SLICES, BatchResult, SweepWorker
+from ethos.db.store import SLICES, BatchResult, Store, SweepStore, SweepWorker
 from ethos.domain.errors import TransientDatabaseError
 from ethos.domain.tables import MEMORY_TABLES, TableSpec, table_spec
-from ethos.services.ports import SweepPart, SweepPort
 from ethos.settings import Settings
 
 Mode = Literal["due", "prune", "full"]
@@ -108,7 +107,7 @@ class SweepReport:
 
 
 async def run_sweep(
-    store: SweepPort,
+    store: Store,
     settings: Settings,
     *,
     now: datetime | None = None,
@@ -177,7 +176,7 @@ async def run_sweep(
     return report
 
 
-async def _as_asked(parts: Sequence[SweepPart], report: SweepReport, agent: str | None) -> None:
+async def _as_asked(parts: Sequence[SweepStore], report: SweepReport, agent: str | None) -> None:
     """A dry run reads every live row (it pops no hint); it reports what the sweep asked
     for would do at its moment, so that `sweep --dry-run` and `sweep` agree: a prune
     pass looks only at the rows it prunes, a due sweep only at its due rows (each of
@@ -192,7 +191,7 @@ async def _as_asked(parts: Sequence[SweepPart], report: SweepReport, agent: str 
 
 
 async def _record(
-    store: SweepPort,
+    store: Store,
     report: SweepReport,
     run: tuple[str, Mode, datetime, str | None, str | None],
     error: str | None,
@@ -214,7 +213,7 @@ async def _record(
 
 
 async def _sweep_part(
-    part: SweepPart,
+    part: SweepStore,
     settings: Settings,
     specs: Sequence[TableSpec],
     report: SweepReport,
@@ -252,7 +251,7 @@ async def _sweep_part(
 
 
 async def _sweep_cluster(
-    parts: Sequence[SweepPart],
+    parts: Sequence[SweepStore],
     settings: Settings,
     specs: Sequence[TableSpec],
     report: SweepReport,
@@ -276,7 +275,7 @@ async def _sweep_cluster(
 
     nodes = {part.node: asyncio.Semaphore(settings.sweep.workers) for part in parts}
 
-    async def sweep(part: SweepPart) -> None:
+    async def sweep(part: SweepStore) -> None:
         async with nodes[part.node]:
             if stop is None or not stop.is_set():
                 await _sweep_part(part, settings, specs, report, agent, stop, scanned, 1)
@@ -287,7 +286,7 @@ async def _sweep_cluster(
             progress(spec.name, report.counts[spec].scanned, True)
 
 
-async def _mostly_due(store: SweepPart, spec: TableSpec, now: datetime) -> bool:
+async def _mostly_due(store: SweepStore, spec: TableSpec, now: datetime) -> bool:
     """Whether nearly every live row of a table is due (after a bulk load, an outage, a
     policy edit): then a due sweep takes it whole, in keyset ranges as a full sweep
     does, where its hints would point at every row in an order that costs more to
@@ -302,7 +301,7 @@ async def _mostly_due(store: SweepPart, spec: TableSpec, now: datetime) -> bool:
     return True
 
 
-async def _remove_faded_links(store: SweepPart, settings: Settings, now: datetime) -> int:
+async def _remove_faded_links(store: SweepStore, settings: Settings, now: datetime) -> int:
     """Links are derived data: those that faded are removed, in batches."""
     limit = settings.decay.batch_size
     removed = 0
@@ -335,7 +334,7 @@ def _add(counts: TableCounts, batch: BatchResult) -> None:
 
 
 async def _sweep_table(
-    store: SweepPart,
+    store: SweepStore,
     settings: Settings,
     spec: TableSpec,
     report: SweepReport,
@@ -364,7 +363,7 @@ async def _sweep_table(
 
 
 async def _sweep_range(
-    store: SweepPart,
+    store: SweepStore,
     settings: Settings,
     spec: TableSpec,
     report: SweepReport,
@@ -415,7 +414,7 @@ async def _together(works: Iterable[Awaitable[T]]) -> list[T]:
 
 
 async def _sweep_slices(
-    store: SweepPart,
+    store: SweepStore,
     settings: Settings,
     specs: Sequence[TableSpec],
     report: SweepReport,

@@ -18,7 +18,6 @@ from urllib.parse import urlsplit
 import asyncpg
 import pytest
 
-from ethos.adapters import calls
 from ethos.db.store.core import SHARD_GROUPS, shard_names
 from ethos.db.store.sessions import init_connection
 from ethos.db.store.sql.ltp import build_agents_query, build_enqueue_query
@@ -122,7 +121,7 @@ async def test_an_agents_reads_and_forget_run_on_one_shard(
     await distributed.memories("alice")
     await distributed.stats("alice")
     # by id alone, as mem0's DELETE: found on every shard, then forgotten on alice's
-    await calls.forget(distributed, None, [str(memory.id)])
+    await distributed.forget(None, [str(memory.id)])
     monkeypatch.undo()
     plans, on_shards = await citus_plans(url, sent, "alice")
     for query, plan in plans:

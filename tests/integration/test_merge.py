@@ -37,19 +37,23 @@ async def live(conn: asyncpg.Connection, table: str, agent: str) -> list[asyncpg
 async def test_a_duplicate_add_finds_the_memory_and_retrieves_it(
     engine: Engine, conn: asyncpg.Connection, days: Days
 ) -> None:
-    first, created = await engine.add_memory("fact", agent_id="ada", content="Ada likes tea",
-                                             created_at=days(0))  # fmt: skip
-    again, again_created = await engine.add_memory(
+    first = await engine.add_detailed("fact", agent_id="ada", content="Ada likes tea",
+                                      created_at=days(0))  # fmt: skip
+    again = await engine.add_detailed(
         "fact", agent_id="ada", content=" ada  likes\tTEA ", created_at=days(1)
     )
-    other_agent, other_created = await engine.add_memory(
+    other_agent = await engine.add_detailed(
         "fact", agent_id="bob", content="Ada likes tea", created_at=days(1)
     )
     await engine.ltp.drain(5)
-    assert (created, again, again_created, other_created) == (True, first, False, True)
-    assert other_agent != first
+    assert (first.created, again.id, again.created, other_agent.created) == (
+        True, first.id, False, True,
+    )  # fmt: skip
+    assert other_agent.id != first.id
     [fact] = await live(conn, "semantic_facts", "ada")
-    assert (fact["id"], fact["retrieval_count"], fact["last_retrieved_at"]) == (first, 1, days(1))
+    assert (fact["id"], fact["retrieval_count"], fact["last_retrieved_at"]) == (
+        first.id, 1, days(1),
+    )  # fmt: skip
     # Episodes are not deduplicated by default: one event can happen twice.
     one = await engine.add("episode", agent_id="ada", content="rain")
     two = await engine.add("episode", agent_id="ada", content="Rain")
@@ -120,11 +124,11 @@ async def test_twenty_concurrent_adds_of_one_new_fact_make_one_row(
     engine: Engine, conn: asyncpg.Connection
 ) -> None:
     results = await asyncio.gather(
-        *(engine.add_memory("fact", agent_id="ada", content="Ada likes tea") for _ in range(20))
+        *(engine.add_detailed("fact", agent_id="ada", content="Ada likes tea") for _ in range(20))
     )
     await engine.ltp.drain(5)
-    assert len({memory_id for memory_id, _ in results}) == 1
-    assert sorted(created for _, created in results) == [False] * 19 + [True]
+    assert len({added.id for added in results}) == 1
+    assert sorted(added.created for added in results) == [False] * 19 + [True]
     [fact] = await live(conn, "semantic_facts", "ada")
     assert fact["retrieval_count"] == 19
 
@@ -299,6 +303,34 @@ async def test_forget_is_a_recoverable_prune_and_unknown_ids_change_nothing(
     await engine.recover("fact", Selector(reason="manual"), now=days(2))
     assert len(await live(conn, "semantic_facts", "a")) == 2
     assert keep
+
+
+async def test_a_forget_by_id_alone_looks_once_and_is_one_run_across_tables(
+    engine: Engine, conn: asyncpg.Connection, days: Days, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """By id alone (no table: as HTTP, MCP and mem0's DELETE ask), the ids are found
+    wherever they are in one look that says whose and whether live, then forgotten under
+    one audit row counting each table; a pruned id among them changes nothing."""
+    episode = await engine.add("episode", agent_id="a", content="rain on the lake")
+    fact, kept = [await engine.add("fact", agent_id="a", content=c) for c in ("tea", "cake")]
+    looks: list[list[uuid.UUID]] = []
+    locate = engine.store.locate
+
+    async def looked(ids: list[uuid.UUID], agent: str | None = None) -> list[asyncpg.Record]:
+        looks.append(ids)
+        return await locate(ids, agent)
+
+    monkeypatch.setattr(engine.store, "locate", looked)
+    report = await engine.forget(None, [str(episode), fact], agent="a", now=days(1))
+    assert report.counts == {"episodic_traces": {"manual": 1}, "semantic_facts": {"manual": 1}}
+    assert looks == [[episode, fact]]
+    runs = await conn.fetch("SELECT selector, counts FROM lifecycle_runs WHERE kind = 'forget'")
+    assert [(json.loads(r["selector"]), json.loads(r["counts"])) for r in runs] == [
+        ({"tables": ["episodic_traces", "semantic_facts"], "count": 2}, report.counts)
+    ]
+    with pytest.raises(InputError, match=f"already pruned: {fact}"):
+        await engine.forget(None, [kept, fact], agent="a", now=days(1))
+    assert [r["id"] for r in await live(conn, "semantic_facts", "a")] == [kept]
 
 
 async def test_a_forget_that_names_the_agent_touches_no_other_agents_memory(

@@ -6,9 +6,8 @@ from __future__ import annotations
 import argparse
 import sys
 import uuid
-from collections import Counter
 
-from ethos.adapters.cli.lookups import located, warn_if_absent
+from ethos.adapters.cli.lookups import warn_if_absent
 from ethos.adapters.cli.output import emit
 from ethos.adapters.cli.progress import watched
 from ethos.domain.errors import InputError
@@ -87,17 +86,12 @@ async def cmd_merge(args: argparse.Namespace, settings: Settings) -> int:
 
 async def cmd_forget(args: argparse.Namespace, settings: Settings) -> int:
     async with Engine(settings) as engine:
-        reports = [
-            await engine.forget(spec, ids, now=args.now, trigger="manual", agent=agent)
-            for (spec, agent), ids in (await located(engine, args)).items()
-        ]
-    forgotten: Counter[str] = Counter()
-    for report in reports:
-        forgotten.update({table: n["manual"] for table, n in report.counts.items()})
-    forgot = ", ".join(f"{n} {table} rows" for table, n in forgotten.items())
+        report = await engine.forget(
+            args.table, args.ids, now=args.now, trigger="manual", agent=args.agent
+        )
+    forgot = ", ".join(f"{n['manual']} {table} rows" for table, n in report.counts.items())
     text = f"forgot {forgot} (reason manual; ethos recover undoes it)"
-    counts = {table: {"manual": n} for table, n in forgotten.items()}
-    emit(args, {**reports[0].as_dict(), "counts": counts}, text)
+    emit(args, report.as_dict(), text)
     return 0
 
 

@@ -10,7 +10,6 @@ from typing import Annotated, Any, Literal
 
 from fastapi import FastAPI, Query, Request
 
-from ethos.adapters.calls import lifetime
 from ethos.adapters.http.access import may_write
 from ethos.adapters.http.answers import EngineDep, Writes, route
 from ethos.adapters.http.owners import named, owners_of
@@ -98,7 +97,7 @@ def mem0_routes(app: FastAPI) -> None:
         )  # fmt: skip
         return {"results": [
             {"id": str(a.id), "memory": text, "event": "ADD" if a.created else "NONE",
-             "ethos": {"kind": body.kind, "agent_id": owners.agent, **lifetime(engine, a)}}
+             "ethos": {"kind": body.kind, "agent_id": owners.agent, **a.answer()}}
             for a, text in zip(added, texts, strict=True)
         ]}  # fmt: skip
 
@@ -177,9 +176,9 @@ def mem0_routes(app: FastAPI) -> None:
     async def delete(memory_id: str, engine: EngineDep) -> dict[str, Any]:
         """Forget the memory: pruned (reason manual), recoverable; not a hard delete. A
         memory forgotten already is a 400, even when a concurrent delete took it first."""
-        [((spec, owner), found)] = (await engine.locate([memory_id])).items()
-        if not (await engine.forget(spec, found, agent=owner)).counts[spec.name]["manual"]:
-            raise InputError(f"already pruned: {found[0]}")
+        report = await engine.forget(None, [memory_id])
+        if not any(counts["manual"] for counts in report.counts.values()):
+            raise InputError(f"already pruned: {memory_id}")  # a concurrent delete took it
         return {"message": "Memory deleted successfully", "ethos": {"recoverable": True}}
 
     async def delete_all(

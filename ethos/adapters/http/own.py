@@ -8,7 +8,6 @@ from typing import Annotated, Any
 
 from fastapi import FastAPI, Query, Request
 
-from ethos.adapters import calls
 from ethos.adapters.http.access import may_write
 from ethos.adapters.http.answers import EngineDep, Writes, route
 from ethos.adapters.http.shapes import Feedback, Ids, Kind, Move, Recall
@@ -54,19 +53,22 @@ def ethos_routes(app: FastAPI, settings: Settings) -> None:
 
     async def feedback(body: Feedback, engine: EngineDep) -> dict[str, Any]:
         """useful: reinforced (and linked); wrong: weakened, pruned below the threshold."""
-        return await calls.feedback(engine, body.agent, body.ids, body.verdict)
+        await engine.feedback(None, body.ids, body.verdict, agent=body.agent)
+        return {"ids": body.ids, "verdict": body.verdict}
 
     async def forget(body: Ids, engine: EngineDep) -> dict[str, Any]:
         """Pruned on request (reason manual), recoverable."""
-        return await calls.forget(engine, body.agent, body.ids)
+        await engine.forget(None, body.ids, agent=body.agent)
+        return {"forgotten": body.ids}
 
     async def recover(body: Ids, engine: EngineDep) -> dict[str, Any]:
         """Pruned memories back, with their content and history, and a fresh start."""
-        return await calls.recover(engine, body.agent, body.ids)
+        recovered = await engine.recover_ids(body.ids, agent=body.agent)
+        return {"recovered": [str(i) for i in recovered]}
 
     async def explain(memory_id: str, engine: EngineDep) -> dict[str, Any]:
         """Why it has its salience now, and when it will be pruned if not used."""
-        return await calls.explain(engine, None, memory_id)
+        return (await engine.explain(None, memory_id)).as_dict()
 
     async def move(memory_id: str, body: Move, engine: EngineDep) -> dict[str, Any]:
         """Another policy, re-anchored now (the dashboard's pin: permanent)."""

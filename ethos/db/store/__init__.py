@@ -27,7 +27,7 @@ from ethos.db.store.ltp import LinkRound, LtpFlush, LtpStore
 from ethos.db.store.memories import MemoryStore
 from ethos.db.store.policies import PolicyStore, SettingDifference
 from ethos.db.store.search import SearchStore
-from ethos.db.store.sweep import SLICES, BatchResult, SweepWorker
+from ethos.db.store.sweep import SLICES, BatchResult, SweepStore, SweepWorker
 
 __all__ = [
     "SLICES",
@@ -38,6 +38,7 @@ __all__ = [
     "Row",
     "SettingDifference",
     "Store",
+    "SweepStore",
     "SweepWorker",
     "check_server",
     "ensure_database",

@@ -98,8 +98,8 @@ class SearchStore(StoreCore):
         )
 
     async def locate(self, ids: list[uuid.UUID], agent: str | None = None) -> list[Row]:
-        """The table and agent of each of these memories that exists (of `agent`, where
-        one is named: in its session)."""
+        """The table, agent and pruned state of each of these memories that exists (of
+        `agent`, where one is named: in its session)."""
         return await self._fetch_of_any(LOCATE_MEMORIES, ids=ids, agent=agent)
 
     async def _fetch_of_any(self, query: Query, **values: Any) -> list[Row]:

@@ -132,15 +132,6 @@ class EngineCore:
             return None
         return vector
 
-    async def check_ids(
-        self, table: str | TableSpec, ids: Iterable[str | uuid.UUID], *, agent: str | None = None
-    ) -> None:
-        """Each id names a row of `table` (live or pruned; of `agent`, where one is
-        named), else NotFoundError names the others (and where an id of another table
-        is). record_retrieval and feedback skip unknown ids instead (they must not need
-        the database when called: a blip delays them, it does not refuse them)."""
-        await self.locate(ids, agent=agent, table=table)
-
     def _ids(self, ids: Iterable[str | uuid.UUID]) -> list[uuid.UUID]:
         """The ids of one call: at least one, at most limits.ids."""
         return id_list(ids, self.settings.limits.ids)
@@ -151,6 +142,7 @@ class EngineCore:
         *,
         agent: str | None = None,
         table: str | TableSpec | None = None,
+        live: bool = False,
     ) -> dict[Whose, list[uuid.UUID]]:
         """The memories by table and agent, for callers that know only ids (an id is
         one memory's across the tables), so that what they do next names the agent. An
@@ -158,15 +150,19 @@ class EngineCore:
         agent named, an id that memories of several agents hold (their keys lead with
         the agent: plain SQL can give an id that another agent's memory has). `table`,
         where the caller gives one, is checked: an id of another table is an error
-        saying where it is."""
+        saying where it is. With `live`, a pruned one is an error too (one look at the
+        ids for a forget: where they are, whose, and whether live)."""
         parsed = self._ids(ids)
         spec = None if table is None else table_spec(table)
         held: dict[uuid.UUID, list[Whose]] = {i: [] for i in parsed}
         elsewhere: dict[uuid.UUID, Whose] = {}
+        pruned: set[uuid.UUID] = set()
         for row in await self.store.locate(parsed, agent):
             owner = Whose(table_spec(row["table_name"]), row["agent_id"])
             if spec in (None, owner.spec):
                 held[row["id"]].append(owner)
+                if row["pruned"]:
+                    pruned.add(row["id"])
             else:
                 elsewhere[row["id"]] = owner
         for memory_id, owners in held.items():
@@ -182,6 +178,9 @@ class EngineCore:
                 )
             what = "memory" if spec is None else f"{spec.name} row"
             raise NotFoundError(unknown_ids(what, some(names), agent), names)
+        gone = [str(i) for i in parsed if i in pruned]
+        if live and gone:
+            raise InputError(f"already pruned: {some(gone)}")
         found: dict[Whose, list[uuid.UUID]] = {}
         for memory_id, [owner] in held.items():
             found.setdefault(owner, []).append(memory_id)

@@ -51,6 +51,13 @@ class Added:
     short_lived: bool = False
     raised: tuple[str, ...] = ()
     recalled: tuple[Hit, ...] = ()  # add with recall: what the new text recalled first
+    default_policy: str = ""  # decay.default_policy: what a warning offers
+
+    def answer(self) -> dict[str, Any]:
+        """lifetime() as the API answers it (remember, mem0's add): for a short-lived
+        memory with a warning naming the arguments that keep it."""
+        warning = self.warning(f"give policy={self.default_policy!r} or an importance to keep it")
+        return self.lifetime() | ({"warning": warning} if warning else {})
 
     def lifetime(self) -> dict[str, Any]:
         """The policy and the forgetting, as the doors answer them."""
@@ -112,16 +119,8 @@ class MemoryEngine(RetrievalEngine):
         self, table: str | TableSpec, *, agent_id: str, content: str, **fields: Any
     ) -> uuid.UUID:
         """Insert one memory and return its id (an existing one's if it is a duplicate,
-        see add_memory)."""
-        memory_id, _ = await self.add_memory(table, agent_id=agent_id, content=content, **fields)
-        return memory_id
-
-    async def add_memory(
-        self, table: str | TableSpec, *, agent_id: str, content: str, **fields: Any
-    ) -> tuple[uuid.UUID, bool]:
-        """(its id, whether it was created): see add_detailed."""
-        added = await self.add_detailed(table, agent_id=agent_id, content=content, **fields)
-        return added.id, added.created
+        see add_detailed)."""
+        return (await self.add_detailed(table, agent_id=agent_id, content=content, **fields)).id
 
     async def add_detailed(
         self,
@@ -348,10 +347,11 @@ class MemoryEngine(RetrievalEngine):
         and whether that policy lives shorter than decay.default_policy."""
         name = row["policy"]
         policy = self.settings.policy_table.get(name) or await self.store.policy(name)
-        default = self.settings.policy(self.settings.decay.default_policy)
+        default = self.settings.decay.default_policy
         return Added(
             row["id"], created, name, prunes_at(spec, row, at, policy), at,
-            short_lived=_lives_longer(default, policy), raised=raised, recalled=recalled,
+            short_lived=_lives_longer(self.settings.policy(default), policy), raised=raised,
+            recalled=recalled, default_policy=default,
         )  # fmt: skip
 
     async def _raise_repeat(self, memory: MemoryInput, memory_id: uuid.UUID) -> tuple[str, ...]:

@@ -13,12 +13,12 @@ from typing import Any
 
 from ethos.db.store import Distribution
 from ethos.domain.errors import InputError
-from ethos.domain.inputs import aware, named_agent, parse_id
+from ethos.domain.inputs import aware, named_agent, some
 from ethos.domain.roles import Roles
 from ethos.domain.tables import TableSpec, table_spec
 from ethos.services import lifecycle
 from ethos.services.engine.core import TRIGGER, EngineCore, specs
-from ethos.services.lifecycle import LifecycleReport
+from ethos.services.lifecycle import LifecycleReport, audited
 from ethos.services.ltp import LtpStats
 from ethos.services.progress import Watch
 from ethos.services.recovery import RecoveryReport, Selector, recover
@@ -147,6 +147,28 @@ class OperationsEngine(EngineCore):
             watch=watch,
         )
 
+    async def recover_ids(
+        self,
+        ids: Iterable[str | uuid.UUID],
+        *,
+        agent: str | None = None,
+        now: datetime | None = None,
+        command: str = "api",
+    ) -> list[uuid.UUID]:
+        """Bring back these pruned memories wherever they are (of `agent`, where one is
+        named), each as its agent's: the ids recovered. One still live is an error."""
+        located = await self.locate(ids, agent=named_agent(agent))
+        recovered: list[uuid.UUID] = []
+        for (spec, owner), found in located.items():
+            selector = Selector(ids=tuple(found), agent=owner)  # no other agent's, whatever the id
+            report = await self.recover(spec, selector, now=now, command=command)
+            recovered += [uuid.UUID(row["id"]) for row in report.rows]
+        asked = {i for found in located.values() for i in found}
+        missing = sorted(str(i) for i in asked - set(recovered))
+        if missing:  # live again already (a concurrent recover): nothing to bring back
+            raise InputError(f"not forgotten: {some(missing)}")
+        return recovered
+
     async def merge(
         self,
         tables: Iterable[str | TableSpec] | None = None,
@@ -174,27 +196,28 @@ class OperationsEngine(EngineCore):
 
     async def forget(
         self,
-        table: str | TableSpec,
+        table: str | TableSpec | None,
         ids: Iterable[str | uuid.UUID],
         *,
         now: datetime | None = None,
         trigger: str = TRIGGER,
         agent: str | None = None,
     ) -> LifecycleReport:
-        """Soft-delete memories on request (reason manual; `recover` brings them back);
-        memories of `agent` alone, where one is named."""
-        parsed = [parse_id(i) for i in ids]
-        if not parsed:
-            raise InputError("forget needs at least one id")
-        named_agent(agent)
-        return await lifecycle.forget(
-            self.store,
-            table_spec(table),
-            parsed,
-            now=await self._moment(now),
-            trigger=trigger,
-            agent=agent,
-        )
+        """Soft-delete memories on request (reason manual, recoverable: `recover`
+        brings them back). Every id must be a live memory (of `table`, where given, else
+        wherever it is; of `agent`, where one is named: no other agent's memory is
+        touched, whatever its id; where none is, of one agent, forgotten as that agent's),
+        or nothing changes. One audit row, counted per table."""
+        found = await self.locate(ids, agent=named_agent(agent), table=table, live=True)
+        report = LifecycleReport("forget", await self._moment(now), False)
+        tables = sorted({spec.name for spec, _ in found})
+        count = sum(len(own) for own in found.values())
+        async with audited(self.store, report, trigger, {"tables": tables, "count": count}):
+            for (spec, owner), own in found.items():
+                forgotten = await self.store.forget(spec, own, report.now, owner)
+                counts = report.counts.setdefault(spec.name, {"manual": 0})
+                counts["manual"] += len(forgotten)
+        return report
 
     async def forget_agent(
         self, agent: str, *, now: datetime | None = None, trigger: str = TRIGGER

@@ -7,13 +7,30 @@ import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
+import structlog
+
+from ethos.db.store import Row
+from ethos.domain import inputs
 from ethos.domain.errors import InputError
 from ethos.domain.inputs import named_agent, parse_id
+from ethos.domain.moments import named_moment
 from ethos.domain.tables import TableSpec, table_spec
+from ethos.services.embedding import ProviderUnavailable, embed
 from ethos.services.engine.core import EngineCore, specs
-from ethos.services.retrieval import Hit, nearest, recall, surface
+from ethos.services.retrieval import (
+    Hit,
+    both,
+    check_k,
+    fuse,
+    json_object,
+    neighbours,
+    rank,
+    surface,
+)
+
+log = structlog.get_logger("ethos.services.engine")
 
 
 @dataclass(frozen=True)
@@ -50,16 +67,31 @@ class RetrievalEngine(EngineCore):
 
         Returns at once; the hits are recorded as surfaced (record=False: not at all).
         """
-        return await nearest(
-            self.store,
-            self.ltp if record else None,
-            self.settings,
-            agent=agent_id,
-            embedding=embedding,
-            k=k,
-            now=await self._moment(now),
-            expand=expand,
-        )
+        at = await self._moment(now)
+        check_k(k, self.settings)
+        inputs.agent_id(agent_id, "agent")
+        vector = inputs.embedding(embedding, self.settings.embedding.dimension)
+        rows = await self.store.nearest(agent=agent_id, embedding=vector, k=k, now=at)
+        hits = [
+            Hit(
+                id=row["id"],
+                content=row["content"],
+                similarity=row["similarity"],
+                salience=row["salience"],
+                score=row["score"],
+                metadata=json_object(row["metadata"]),
+                table=row["table_name"],
+                relevance=row["relevance"],
+                created_at=row["created_at"],
+                updated_at=row["updated_at"],
+            )
+            for row in rows
+        ]
+        weight = self.settings.search.link_weight or (1.0 if expand else 0.0)
+        linked = await neighbours(self.store, hits, agent_id, at, weight) if weight and hits else []
+        if record and hits:
+            await surface(self.ltp, hits + linked, at, agent_id)
+        return sorted(hits + linked, key=rank)
 
     async def recall(
         self,
@@ -76,20 +108,47 @@ class RetrievalEngine(EngineCore):
         `query`: by BM25 × the salience prior, or, with an embedding provider, text and
         vector scores normalised and fused, × the prior; with `matching` (mem0's
         filters: an OR of terms, each the owners and metadata a memory holds), only
-        those holding one of them. Returns at once; the hits are recorded as surfaced,
-        as nearest does (record=False: not at all)."""
-        return await recall(
-            self.store,
-            self.ltp if record else None,
-            self.settings,
-            self.embedder,
-            agent=agent_id,
-            query=query,
-            k=k,
-            tables=specs(tables),
-            now=await self._moment(now),
-            matching=matching,
-        )
+        those holding one of them, in SQL. Returns at once; the hits are recorded as
+        surfaced, as nearest does (record=False: not at all). A provider that is down
+        leaves the text ranking (logged)."""
+        chosen, at, settings = specs(tables), await self._moment(now), self.settings
+        check_k(k, settings)
+        inputs.agent_id(agent_id, "agent")
+        inputs.query_text(query, settings.limits.query_words)
+        if not chosen:
+            raise InputError("tables is empty: name at least one, or none for every table")
+        vector = None
+        if self.embedder is not None:
+            try:
+                [vector] = await embed(self.embedder, [query], settings.embedding, role="query")
+            except ProviderUnavailable as exc:
+                log.warning("recall_text_only", reason=str(exc))
+        depth = max(settings.search.candidates, k)
+        text = self.store.recall(
+            agent=agent_id, query=query, tables=chosen, k=k if vector is None else depth,
+            now=at, moment=named_moment(query), matching=matching,
+        )  # fmt: skip
+        similar: list[Row] = []
+        if vector is None:
+            rows = await text
+        else:  # the two halves at once, each on its own connection
+            rows, similar = await both(text, self.store.nearest(
+                agent=agent_id, embedding=vector, k=depth, now=at, matching=matching
+            ))  # fmt: skip
+        hits = [
+            Hit(id=row["id"], content=row["content"], similarity=None, salience=row["salience"],
+                score=row["score"], metadata=json_object(row["metadata"]),
+                table=row["table_name"], text_rank=row["text_rank"], relevance=row["relevance"],
+                created_at=row["created_at"], updated_at=row["updated_at"],
+                matched=row["matched"])
+            for row in rows
+        ]  # fmt: skip
+        if vector is not None:
+            hits = fuse(settings, hits, similar, chosen)
+        hits = sorted(hits, key=rank)[:k]
+        if record:
+            await surface(self.ltp, hits, at, agent_id)
+        return hits
 
     async def surfaced(
         self, hits: Sequence[Hit], *, agent: str | None = None, now: datetime | None = None
@@ -115,7 +174,7 @@ class RetrievalEngine(EngineCore):
 
     async def feedback(
         self,
-        table: str | TableSpec,
+        table: str | TableSpec | None,
         ids: Iterable[str | uuid.UUID],
         kind: str,
         *,
@@ -126,15 +185,22 @@ class RetrievalEngine(EngineCore):
         they were wrong ("wrong": strength, and a fact's confidence, times
         feedback.wrong_factor; pruned with reason feedback below the threshold), of
         `agent` where one is named. Several ids in one call: their links learn too.
-        Applied like LTP, exactly once."""
+        Applied like LTP, exactly once. With no `table` the ids are found first, and
+        each must be a memory (of `agent`), else nothing is recorded; with one, an
+        unknown id is skipped when applied (no database is needed to record it)."""
         if kind not in ("useful", "wrong"):
             raise InputError(f"feedback is 'useful' or 'wrong' (got {kind!r})")
-        spec = table_spec(table)
-        parsed = self._ids(ids)
+        mark: Literal["useful", "wrong"] = "useful" if kind == "useful" else "wrong"
+        if table is not None:
+            parsed = self._ids(ids)
+            await self.ltp.record(
+                table_spec(table), parsed, await self._moment(now), mark, named_agent(agent)
+            )
+            return
+        found = await self.locate(ids, agent=named_agent(agent))
         moment = await self._moment(now)
-        await self.ltp.record(
-            spec, parsed, moment, "useful" if kind == "useful" else "wrong", named_agent(agent)
-        )
+        for (spec, owner), own in found.items():
+            await self.ltp.record(spec, own, moment, mark, owner)
 
     async def links(
         self,
