@@ -144,6 +144,19 @@ async def total_bytes(conn: asyncpg.Connection, schema: str = "public") -> int:
     return int(value)
 
 
+async def relation_bytes(conn: asyncpg.Connection, schema: str = "public") -> dict[str, int]:
+    """Each table, index and TOAST table of the schema: its size."""
+    rows = await conn.fetch(
+        """SELECT c.relname, pg_relation_size(c.oid) AS size FROM pg_class c
+           JOIN pg_namespace n ON n.oid = c.relnamespace
+           LEFT JOIN pg_class t ON t.reltoastrelid = c.oid
+           WHERE (n.nspname = $1 OR t.relnamespace = $1::regnamespace)
+             AND c.relkind IN ('r', 'm', 'p', 'i', 't')""",
+        schema,
+    )
+    return {r["relname"]: int(r["size"]) for r in rows}
+
+
 async def hnsw_indexes(conn: asyncpg.Connection, schema: str = "public") -> list[tuple[str, str]]:
     rows = await conn.fetch(
         """SELECT i.indexrelid::regclass::text AS name, pg_get_indexdef(i.indexrelid) AS def
@@ -451,6 +464,7 @@ async def main(args: argparse.Namespace) -> None:
     async with stores(data_dir, vectors) as (ethos, peer, flat):
         sides = (ethos, peer)
         before = {side.name: await total_bytes(side.conn) for side in sides}
+        parts_before = {side.name: await relation_bytes(side.conn) for side in sides}
         before[flat.name] = await total_bytes(flat.conn, FLAT)
         print(f"ethos vs LangGraph's PostgresStore: {total:,} items in {NAMESPACES} namespaces,"
               f" {DIMS}-dim vectors, one embedded server")  # fmt: skip
@@ -486,6 +500,13 @@ async def main(args: argparse.Namespace) -> None:
         after = {side.name: await total_bytes(side.conn) for side in sides}
         after[flat.name] = await total_bytes(flat.conn, FLAT)
         per_item = {name: (after[name] - before[name]) / total for name in after}
+        parts = {}  # where each store's bytes a memory go
+        for side in sides:
+            sizes = await relation_bytes(side.conn)
+            parts[side.name] = {
+                name: (size - parts_before[side.name].get(name, 0)) / total
+                for name, size in sizes.items()
+            }
         members: dict[tuple[str, ...], list[int]] = {}
         for i in range(total):
             members.setdefault(namespace(i), []).append(i)
@@ -526,6 +547,10 @@ async def main(args: argparse.Namespace) -> None:
     print(f"\n  bytes: ethos {after[ethos.name] - before[ethos.name]:,}, PostgresStore"
           f" {after[peer.name] - before[peer.name]:,} ({per_item[flat.name]:,.0f} a memory"
           f" without its HNSW index) over {total:,} items")  # fmt: skip
+    for name, sizes in parts.items():
+        largest = sorted(sizes.items(), key=lambda kv: -kv[1])
+        shown = ", ".join(f"{relation} {size:,.0f}" for relation, size in largest if size >= 8)
+        print(f"  {name}'s bytes a memory: {shown}")
     print("  HNSW: PostgresStore as shipped (its HNSW index; the namespace filtered after the"
           " index scan);\n  flat: PostgresStore with ann_index_config kind flat (no vector"
           " index: exact).")  # fmt: skip

@@ -5,17 +5,21 @@ text writes a new one."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import asyncpg
+import pytest
 
+from ethos.db.store.sessions import search_server_settings
+from ethos.db.store.sql.search import SEARCH_VECTORS
 from ethos.domain.inputs import vector_literal
 from ethos.services.engine import Engine
 from ethos.services.recovery import Selector
 from ethos.settings import Settings
-from tests.conftest import ConfiguredEngine
-from tests.vectors import unit
+from tests.conftest import DISTRIBUTED, ConfiguredEngine
+from tests.vectors import at_cosine, unit
 
 if TYPE_CHECKING:
     from tests.conftest import Days
@@ -161,3 +165,69 @@ async def test_a_vector_of_its_own_still_decays(engine: Engine, days: Days) -> N
     await engine.add("vector", agent_id="a", content="mine", embedding=unit(3),
                      created_at=days(0), policy="standard")  # fmt: skip
     assert await engine.nearest("a", unit(3), k=1, now=days(40), record=False) == []
+
+
+def cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    dot = sum(x * y for x, y in zip(a, b, strict=True))
+    return dot / math.sqrt(sum(x * x for x in a) * sum(y * y for y in b))
+
+
+async def test_embeddings_are_found_in_half_precision_and_ranked_in_full(
+    engine: Engine, days: Days
+) -> None:
+    # Two facts 1e-4 apart in cosine to the query: half precision (10-bit mantissas)
+    # cannot tell them apart, the full vectors rank them and give the relevance.
+    query = unit(1)
+    near, nearer = at_cosine(query, 0.9, seed=2), at_cosine(query, 0.9001, seed=3)
+    for content, vector in (("near", near), ("nearer", nearer)):
+        await engine.add("fact", agent_id="a", content=content, embedding=vector,
+                         created_at=days(0))  # fmt: skip
+    hits = await engine.nearest("a", query, k=2, now=days(1), record=False)
+    assert [hit.content for hit in hits] == ["nearer", "near"]
+    # relevance: the cosine to the query centred on the agent's mean direction
+    # (centering 1: the query's unit vector less the mean of the facts' unit vectors)
+    centred = [q - (a + b) / 2 for q, a, b in zip(query, near, nearer, strict=True)]
+    for hit, vector in zip(hits, (nearer, near), strict=True):
+        assert hit.relevance == pytest.approx(cosine(vector, centred), abs=1e-6)
+
+
+@pytest.mark.skipif(
+    DISTRIBUTED,
+    reason="on a Citus cluster one agent's search runs on its node (the coordinator's"
+    " EXPLAIN is Citus's)",
+)
+async def test_the_embeddings_index_is_half_precision_and_search_scans_it(
+    engine: Engine, conn: asyncpg.Connection, days: Days
+) -> None:
+    definition = await conn.fetchval(
+        "SELECT indexdef FROM pg_indexes WHERE indexname = 'memory_embeddings_embedding_hnsw'"
+    )
+    assert "halfvec(384)) halfvec_cosine_ops" in definition
+    await conn.execute(
+        """INSERT INTO memory_embeddings (agent_id, source_id, source_table, embedding)
+           SELECT 'agent-' || (g % 4), gen_random_uuid(), 'semantic_facts',
+                  (SELECT array_agg(random() - 0.5)::vector
+                   FROM generate_series(1, 384) WHERE g > 0)
+           FROM generate_series(1, 3000) g"""
+    )
+    await conn.execute("ANALYZE memory_embeddings")
+    search = engine.settings.search
+    # A connection set up as the store sets up its own.
+    pooled = await asyncpg.connect(
+        engine.url,
+        server_settings=search_server_settings(search.candidates, search.max_scan_tuples),
+    )
+    try:
+        await pooled.set_type_codec(
+            "vector", encoder=vector_literal, decoder=str, schema="public", format="text"
+        )
+        values = {
+            "now": days(1), "agent": "agent-1", "embedding": unit(40), "candidates": 40, "k": 10,
+            "salience_weight": 1.0, "centering": 1.0, "matching": None,
+        }  # fmt: skip
+        plan = await pooled.fetchval(
+            "EXPLAIN (FORMAT JSON) " + SEARCH_VECTORS.text, *SEARCH_VECTORS.args(values)
+        )
+    finally:
+        await pooled.close()
+    assert '"Index Name": "memory_embeddings_embedding_hnsw"' in plan

@@ -346,6 +346,13 @@ CREATE INDEX memory_vectors_id_idx ON memory_vectors USING btree (id);
 CREATE INDEX memory_vectors_live_id_idx ON memory_vectors USING btree (id) WHERE (NOT pruned);
 CREATE INDEX memory_vectors_pruned_at_idx ON memory_vectors USING btree (pruned_at) WHERE pruned;
 
+-- An embedding in half precision, as memory_embeddings' index holds it: a statement
+-- orders by ethos_half(e.embedding) <=> ethos_half(query) to scan that index (inlined,
+-- it is the index's expression; the dimension is the schema's alone).
+CREATE FUNCTION ethos_half(embedding vector) RETURNS halfvec
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$ SELECT embedding::halfvec({dimension}) $$;
+
 -- The embeddings of episodes and facts, searched by similarity: one per text embedded
 -- (`field`: '$' the memory's text; a LangGraph item, each text of its index's fields).
 -- No memory: no decay state, policy, hints or trigger. A row is written once and never
@@ -365,7 +372,10 @@ CREATE TABLE memory_embeddings (
 WITH (fillfactor='100');
 ALTER TABLE ONLY memory_embeddings
     ADD CONSTRAINT memory_embeddings_pkey PRIMARY KEY (agent_id, source_id, field);  -- a memory's: one range
-CREATE INDEX memory_embeddings_embedding_hnsw ON memory_embeddings USING hnsw (embedding vector_cosine_ops);
+-- Searched by a half-precision copy of each embedding (half the index, the same
+-- neighbours), the candidates it finds then ranked by their full vectors: the query
+-- names ethos_half(embedding), as the index does.
+CREATE INDEX memory_embeddings_embedding_hnsw ON memory_embeddings USING hnsw ((embedding::halfvec({dimension})) halfvec_cosine_ops);
 
 -- ========================================================================================
 -- What hangs off a memory: links between memories, earlier contents

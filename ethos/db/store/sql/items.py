@@ -132,13 +132,15 @@ put_item AS MATERIALIZED (
 
 # Each put item whose vectors are given: its embeddings, in place of those it had (one a
 # text of its indexed fields, %(vector_fields)s: its field's path), an agent at a time.
+# A new item had none: only the replaced ones' are cleared (an agent of new items alone
+# runs no DELETE, nor the trigger a DELETE fires even when it deletes nothing).
 # (ethos_embed, VOLATILE, sees the items this statement has put: `put_item` is read whole
 # before it is called.)
 _PUT_ITEMS_EMBEDDED = f"""embedded AS (
     SELECT ethos_embed('semantic_facts', c.agent_id, coalesce(v.ids, '{{}}'),
                        coalesce(v.fields, '{{}}'), coalesce(v.embeddings, '{{}}'), c.cleared)
-    FROM (SELECT agent_id, array_agg(id) AS cleared FROM put_item WHERE embedded
-          GROUP BY agent_id) AS c
+    FROM (SELECT agent_id, array_agg(id) FILTER (WHERE NOT created) AS cleared
+          FROM put_item WHERE embedded GROUP BY agent_id) AS c
     LEFT JOIN (SELECT p.agent_id, array_agg(p.id ORDER BY e.k) AS ids,
                       array_agg(e.field ORDER BY e.k) AS fields,
                       array_agg({embedding_at("e.k")} ORDER BY e.k) AS embeddings

@@ -61,7 +61,7 @@ LEFT JOIN LATERAL (
                OR EXISTS (SELECT FROM semantic_facts AS s
                           WHERE s.agent_id = c.agent_id AND s.id = c.source_id
                             AND NOT s.pruned))
-        ORDER BY c.embedding <=> v.embedding
+        ORDER BY ethos_half(c.embedding) <=> ethos_half(v.embedding)  -- the index's
         LIMIT 3
     ) AS c
     WHERE 1 - c.distance >= %(threshold)s::float8

@@ -90,6 +90,9 @@ def build_nearest_query(*, exact: bool) -> Query:
     related than the agent's average memory). A query that is the mean itself is not
     centred.
 
+    An embedding's candidates are found by its index in half precision (ethos_half),
+    then ranked by the full vectors, as the agent's own vectors are.
+
     Through the HNSW indexes, the scans are bounded (hnsw.max_scan_tuples): an agent with
     few memories near the query can leave them short of k. `exact` then scans that
     agent's rows through their b-tree indexes instead; `+ 0` keeps the planner from
@@ -97,6 +100,10 @@ def build_nearest_query(*, exact: bool) -> Query:
     """
     distance = "m.embedding <=> (SELECT centred FROM query)"
     order = f"({distance}) + 0" if exact else distance
+    # the embeddings' index holds them in half precision: their candidates are found by
+    # it, then ranked by their full vectors (`distance`)
+    half = "ethos_half(m.embedding) <=> ethos_half((SELECT centred FROM query))"
+    embedded_order = order if exact else half
     sources = " OR ".join(_live_source(spec, "m") for spec in SOURCE_TABLES)
     by_source = "\n        UNION ALL\n        ".join(
         f"({_by_source(spec)})" for spec in SOURCE_TABLES
@@ -124,10 +131,10 @@ def build_nearest_query(*, exact: bool) -> Query:
     ),
     embedded AS MATERIALIZED (
         SELECT m.source_table, m.source_id, m.embedding, {distance} AS distance
-        FROM memory_embeddings AS m
-        WHERE m.agent_id = %(agent)s AND ({sources})
-        ORDER BY {order}
-        LIMIT %(candidates)s
+        FROM (SELECT m.* FROM memory_embeddings AS m
+              WHERE m.agent_id = %(agent)s AND ({sources})
+              ORDER BY {embedded_order}
+              LIMIT %(candidates)s) AS m
     ),
     ranked AS (
         SELECT '{VECTORS.name}' AS table_name, c.id, c.content, c.metadata, c.created_at,
