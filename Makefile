@@ -25,7 +25,7 @@ demo: install  ## a short walk through simulated days on the embedded database
 	$(BIN)/ethos demo
 
 test: install lint typecheck peers  ## two workers: the suite waits on PostgreSQL and subprocesses
-	$(BIN)/pytest -q -n 2
+	$(BIN)/pytest -q -n 2 --durations=30
 
 peers: install  ## LangGraph's own store suites, pinned sdists from PyPI into .cache/peers
 	$(BIN)/python -m tests.peers.langgraph_upstream

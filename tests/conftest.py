@@ -100,7 +100,22 @@ def admin_uri(request: pytest.FixtureRequest) -> str:
     Citus coordinator's own tables)."""
     if url := os.environ.get("TEST_ADMIN_URL"):
         return url
-    return db.embedded_uri(request.getfixturevalue("pg_data_dir"), "postgres")
+    uri = db.embedded_uri(request.getfixturevalue("pg_data_dir"), "postgres")
+    asyncio.run(_not_durable(uri))
+    return uri
+
+
+async def _not_durable(admin_uri: str) -> None:
+    """The tests' own server is thrown away after the session, so nothing is flushed to
+    disk: every test's DROP DATABASE forces a checkpoint, and every commit a WAL flush,
+    each an fsync a busy disk makes wait (as scripts/citus.sh's nodes)."""
+    conn = await asyncpg.connect(admin_uri)
+    try:
+        for setting in ("fsync", "full_page_writes"):
+            await conn.execute(f"ALTER SYSTEM SET {setting} = off")
+        await conn.execute("SELECT pg_reload_conf()")
+    finally:
+        await conn.close()
 
 
 async def _drop_database(admin_uri: str, name: str) -> None:

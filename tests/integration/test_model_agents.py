@@ -27,7 +27,7 @@ from ethos.settings import DatabaseSettings, Settings
 from tests.machines import TIMEOUT, Counts, Loop, budget
 
 T = TypeVar("T")
-BUDGET = budget(examples=15, steps=40)
+BUDGET = budget(examples=10, steps=30)
 
 AGENTS = st.sampled_from(["a", "b", "c"])
 KINDS = st.sampled_from(["episode", "fact"])

@@ -29,7 +29,7 @@ from ethos.settings import DatabaseSettings, Settings
 from tests.machines import TIMEOUT, Counts, budget
 
 T = TypeVar("T")
-BUDGET = budget(examples=30, steps=50)
+BUDGET = budget(examples=15, steps=40)
 
 # Each example's namespaces under a root of its own ("e3", ...): one database, one store
 # for the run, and an example sees only what it wrote.

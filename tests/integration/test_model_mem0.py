@@ -37,7 +37,7 @@ from tests.machines import TIMEOUT, Counts, Loop, budget
 from tests.servers import TOKEN, free_port
 
 T = TypeVar("T")
-BUDGET = budget(examples=15, steps=40)
+BUDGET = budget(examples=10, steps=30)
 # Read by mem0 when it is imported: no telemetry.
 os.environ.setdefault("MEM0_TELEMETRY", "False")
 
