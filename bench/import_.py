@@ -28,7 +28,7 @@ from datetime import datetime
 from pathlib import Path
 
 import asyncpg
-from locomo import load
+from locomo import load_all
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -47,11 +47,7 @@ EMPTY = (
 
 def memories(data: Path, rows: int) -> list[tuple[str, str, datetime]]:
     """`rows` (agent, content, created_at): the conversations' turns, repeated."""
-    turns = [
-        (c.name, text, at)
-        for c in (load(path) for path in sorted(data.glob("*.json")))
-        for text, at in c.turns.values()
-    ]
+    turns = [(c.name, text, at) for c in load_all(data) for text, at in c.turns.values()]
     return [
         (f"{name}-{i // len(turns)}", text, at)
         for i, (name, text, at) in ((i, turns[i % len(turns)]) for i in range(rows))

@@ -44,7 +44,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import asyncpg
-from locomo import Conversation, load
+from locomo import Conversation, load_all
 
 from bench import WORDS_SQL, fresh_database, percentile
 from ethos import logs
@@ -430,4 +430,4 @@ if __name__ == "__main__":
     parser.add_argument("--particularity", type=float, nargs="*", default=[],
                         help="with --hybrid: also with this auto_particularity")  # fmt: skip
     arguments = parser.parse_args()
-    asyncio.run(main(arguments, [load(p) for p in sorted(Path(arguments.data).glob("*.json"))]))
+    asyncio.run(main(arguments, load_all(arguments.data)))

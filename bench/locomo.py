@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -31,6 +32,19 @@ class Conversation:
     def evidence(self) -> set[str]:
         """Every turn some question asks about."""
         return set().union(*(evidence for _, _, evidence in self.questions))
+
+
+def files(folder: str | Path) -> list[Path]:
+    """The conversations' files in `folder`, in name order. None is an error, not a
+    table of "0 of 0": a mistyped --data would otherwise pass for a result."""
+    found = sorted(Path(folder).glob("*.json"))
+    if not found:
+        sys.exit(f"no LoCoMo conversation (*.json) in {Path(folder).resolve()}: pass --data FOLDER")
+    return found
+
+
+def load_all(folder: str | Path) -> list[Conversation]:
+    return [load(path) for path in files(folder)]
 
 
 def load(path: Path) -> Conversation:

@@ -37,7 +37,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import asyncpg
-from locomo import Conversation, load
+from locomo import Conversation, files, load
 
 from bench import fresh_database
 from ethos import logs
@@ -263,4 +263,4 @@ if __name__ == "__main__":
     parser.add_argument("--turns", action="store_true",
                         help="also list the short cited turns and the short chatter")  # fmt: skip
     arguments = parser.parse_args()
-    asyncio.run(main(arguments, sorted(Path(arguments.data).glob("*.json"))))
+    asyncio.run(main(arguments, files(arguments.data)))

