@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncpg
 
-from ethos.db.store.core import SHARD_GROUPS
+from ethos.db.store.core import SHARD_GROUPS, Row, Transaction
 from ethos.db.store.query import sql
 from ethos.services.engine import Engine
 from ethos.settings import DatabaseSettings, Settings
@@ -34,10 +34,11 @@ async def test_one_transaction_an_agent_on_its_node(cluster_copy: Copy) -> None:
         await conn.close()
     settings = Settings(database=DatabaseSettings(url=url))
     async with Engine(settings, url=url, check_settings=False) as engine:
-        seen = [
-            (group, await tx.fetchrow(WHERE, agents=group))
-            async for group, tx in engine.store._agent_sessions(["carol", "alice", "bob", "alice"])
-        ]
+
+        async def where(group: list[str], tx: Transaction) -> tuple[list[str], Row | None]:
+            return group, await tx.fetchrow(WHERE, agents=group)
+
+        seen = await engine.store._agent_sessions(["carol", "alice", "bob", "alice"], where)
     assert [group for group, _ in seen] == [["alice"], ["bob"], ["carol"]]
     for (agent,), row in seen:
         assert row is not None

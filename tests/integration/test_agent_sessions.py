@@ -1,14 +1,15 @@
 """Where a statement about agents' memories runs (StoreCore._agent_sessions): on one
-server, one transaction for the sorted unique agents; an error in the loop's body rolls
-its transaction back. tests/citus/test_agent_sessions.py: one an agent on a cluster."""
+server, one transaction for the sorted unique agents; an error in the work rolls its
+transaction back at once, and a driver error there is translated like a statement's.
+tests/citus/test_agent_sessions.py: one an agent on a cluster."""
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 
+from ethos.db.store.core import Row, Transaction
 from ethos.db.store.query import sql
+from ethos.domain.errors import DatabaseError
 from ethos.services.engine import Engine
 
 BACKEND = sql("SELECT pg_backend_pid(), txid_current()")
@@ -21,28 +22,36 @@ OPEN = sql(
 
 
 async def test_one_server_runs_the_sorted_agents_in_one_transaction(engine: Engine) -> None:
-    store = engine.store
-    seen = [
-        (group, tuple(await tx.fetchrow(BACKEND) or ()), tuple(await tx.fetchrow(BACKEND) or ()))
-        async for group, tx in store._agent_sessions(["bob", "alice", "bob"])
-    ]
+    async def twice(group: list[str], tx: Transaction) -> tuple[list[str], Row, Row]:
+        first, second = await tx.fetchrow(BACKEND), await tx.fetchrow(BACKEND)
+        assert first is not None and second is not None
+        return group, first, second
+
+    seen = await engine.store._agent_sessions(["bob", "alice", "bob"], twice)
     assert [group for group, _, _ in seen] == [["alice", "bob"]]
-    assert seen[0][1] == seen[0][2]  # one connection, one transaction
-    assert [s async for s in store._agent_sessions([])] == []
+    assert tuple(seen[0][1]) == tuple(seen[0][2])  # one connection, one transaction
+    assert await engine.store._agent_sessions([], twice) == []
 
 
-async def test_an_error_in_the_body_rolls_the_agents_transaction_back(engine: Engine) -> None:
+async def test_an_error_in_the_work_rolls_the_agents_transaction_back(engine: Engine) -> None:
     store = engine.store
-    with pytest.raises(RuntimeError):
-        async for group, tx in store._agent_sessions(["alice"]):
-            await tx.fetch(WRITE, agent=group[0])
-            raise RuntimeError("the body failed")
-    for _ in range(100):  # the generator's close, a task the event loop runs next
-        if not await store._fetchval(OPEN):
-            break
-        await asyncio.sleep(0.01)
-    assert await store._fetchval(OPEN) == 0  # rolled back, not left open
-    assert await store._fetchval(WRITTEN, agents=["alice"]) == 0
-    async for group, tx in store._agent_sessions(["alice"]):
+
+    async def write(group: list[str], tx: Transaction) -> None:
         await tx.fetch(WRITE, agent=group[0])
+
+    async def write_then_fail(group: list[str], tx: Transaction) -> None:
+        await write(group, tx)
+        raise RuntimeError("the work failed")
+
+    async def write_then_break(group: list[str], tx: Transaction) -> None:
+        await write(group, tx)
+        await tx.fetch(sql("SELECT 1 / 0"))
+
+    with pytest.raises(RuntimeError):
+        await store._agent_sessions(["alice"], write_then_fail)
+    with pytest.raises(DatabaseError, match="division by zero"):  # translated, not asyncpg's
+        await store._agent_sessions(["alice"], write_then_break)
+    assert await store._fetchval(OPEN) == 0  # rolled back at once, not left open
+    assert await store._fetchval(WRITTEN, agents=["alice"]) == 0
+    await store._agent_sessions(["alice"], write)
     assert await store._fetchval(WRITTEN, agents=["alice"]) == 1

@@ -14,7 +14,7 @@ from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from functools import cache
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 
 import asyncpg
 import structlog
@@ -40,6 +40,8 @@ from ethos.domain.roles import DEFINER, Roles, plan, shard_grants
 from ethos.domain.tables import MEMORY_TABLES, TableSpec
 from ethos.logs import redact
 from ethos.settings import Settings
+
+T = TypeVar("T")  # what an agent session's work returns (_agent_sessions)
 
 STATEMENTS = NamedStatements(Path(__file__).parent / "sql" / "core.sql")
 
@@ -296,29 +298,31 @@ class StoreCore:
             yield tx
 
     async def _agent_sessions(
-        self, agents: Iterable[str]
-    ) -> AsyncIterator[tuple[list[str], Transaction]]:
-        """Where a statement about these agents' memories runs: on one server, one
-        transaction for all of them (the sorted unique agents); on a distributed Citus
-        cluster, one transaction an agent, agents in sorted order, each on the node
-        holding its shard group against its shards (_transaction_of). A statement is
-        written once, as one server would write it, naming its agents
-        (`agent_id = ANY (%(agents)s)`): `async for group, tx in ...: tx.fetch(Q,
-        agents=group)`. A transaction commits when the loop moves past it; an error in
-        the loop's body rolls it back (the generator is closed at its yield)."""
+        self, agents: Iterable[str], work: Callable[[list[str], Transaction], Awaitable[T]]
+    ) -> list[T]:
+        """Run `work(group, tx)` where a statement about these agents' memories runs: on
+        one server, once, in one transaction for all of them (the sorted unique agents);
+        on a distributed Citus cluster, once an agent, agents in sorted order, each in a
+        transaction on the node holding its shard group against its shards
+        (_transaction_of). A statement is written once, as one server would write it,
+        naming its agents (`agent_id = ANY (%(agents)s)`, bound to `group`). What each
+        run returned, in order. `work` runs inside its transaction, so an error there
+        rolls it back at once and is translated like any statement's (a callback, not an
+        async generator: an error in a generator's loop body never reaches it)."""
         group = sorted(set(agents))
         if not group:
-            return
+            return []
         if not await self.distributed():
             async with self._transaction() as tx:
-                yield group, tx
-            return
+                return [await work(group, tx)]
         # Citus runs a transaction on one node at a time here: an agent's shard group is
         # on one node, two agents' may not be (the coordinator would plan each
         # statement as a distributed one, and refuse some: see query.on_shard).
+        done = []
         for agent in group:
             async with self._transaction_of(agent) as tx:
-                yield [agent], tx
+                done.append(await work([agent], tx))
+        return done
 
     async def close(self) -> None:
         await self.release_leader_lock()

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from ethos.db.store.core import Row, StoreCore
+from ethos.db.store.core import Row, StoreCore, Transaction
 from ethos.db.store.sql.fragments import NIL_ID
 from ethos.db.store.sql.lifecycle import (
     COUNT_AGENT_LINKS,
@@ -90,11 +90,15 @@ class LifecycleStore(StoreCore):
         agent's groups at a time, on its node: Citus refuses the statement's lock of rows
         across shards)."""
         await self.check_table(spec)
-        done: Counter[str] = Counter(groups=0, merged=0, links_moved=0)
-        async for agents, tx in self._agent_sessions(agent for agent, _ in groups):
+
+        async def merge_of(agents: list[str], tx: Transaction) -> Row:
             own = [group for group in groups if group[0] in agents]
             row = await tx.fetchrow(build_merge_query(spec), **_members(own), now=now)
             assert row is not None
+            return row
+
+        done: Counter[str] = Counter(groups=0, merged=0, links_moved=0)
+        for row in await self._agent_sessions((agent for agent, _ in groups), merge_of):
             done.update(dict(row))
         return done
 
@@ -225,11 +229,12 @@ class LifecycleStore(StoreCore):
         ids = [row["id"] for row in rows]
         values = {"owners": owners, "ids": ids, "strength": strength, "now": now,
                   "tolerance": self.settings.decay.refresh_tolerance}  # fmt: skip
-        recovered: list[uuid.UUID] = []
-        async for agents, tx in self._agent_sessions(owners):
-            back = await tx.fetch(build_recover_batch_query(spec), agents=agents, **values)
-            recovered += [row["id"] for row in back]
-        return sorted(recovered)
+
+        async def recover_of(agents: list[str], tx: Transaction) -> list[Row]:
+            return await tx.fetch(build_recover_batch_query(spec), agents=agents, **values)
+
+        done = await self._agent_sessions(owners, recover_of)
+        return sorted(row["id"] for rows in done for row in rows)
 
     async def record_recovery(
         self,
