@@ -11,7 +11,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -168,20 +168,20 @@ class ConfiguredEngine(Engine):
 
 
 @asynccontextmanager
-async def template_copy(admin_uri: str, name: str) -> AsyncIterator[str]:
-    """A database `name` copied from the migrated template (on every node of the cluster,
-    with TEST_DISTRIBUTED), dropped after: its URL."""
+async def template_copy(admin_uri: str, name: str, template: str = TEMPLATE) -> AsyncIterator[str]:
+    """A database `name` copied from the migrated template, or another (on every node of
+    the cluster, with TEST_DISTRIBUTED), dropped after: its URL."""
     if DISTRIBUTED:
         from tests.citus.cluster import copy_cluster_database, drop_cluster_database
 
         try:
-            yield await copy_cluster_database(admin_uri, TEMPLATE, name)
+            yield await copy_cluster_database(admin_uri, template, name)
         finally:
             await drop_cluster_database(admin_uri, name)
         return
     conn = await asyncpg.connect(admin_uri)
     try:
-        await conn.execute(f'CREATE DATABASE "{name}" TEMPLATE {TEMPLATE}')
+        await conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
         try:
             yield database_uri(admin_uri, name)
         finally:
@@ -190,9 +190,74 @@ async def template_copy(admin_uri: str, name: str) -> AsyncIterator[str]:
         await conn.close()
 
 
+# A test marked `filled(fill)` begins with what `fill(conn)` wrote: thousands of rows
+# through the write path take seconds to minutes, and copying them a second. `fill` runs
+# once a session, in a template of its own copied from the migrated one.
+Fill = Callable[[asyncpg.Connection], Awaitable[object]]
+
+
+@pytest.fixture(scope="session")
+def filled(admin_uri: str) -> Iterator[dict[Fill, str]]:
+    """The session's filled templates, made as tests ask for them: fill -> name."""
+    made: dict[Fill, str] = {}
+    yield made
+    for name in made.values():
+        asyncio.run(_drop_template(admin_uri, name))
+
+
+async def _drop_template(admin_uri: str, name: str) -> None:
+    if DISTRIBUTED:
+        from tests.citus.cluster import drop_cluster_database
+
+        await drop_cluster_database(admin_uri, name)
+    else:
+        await _drop_database(admin_uri, name)
+
+
+async def _filled_template(admin_uri: str, fill: Fill, made: dict[Fill, str]) -> str:
+    if fill in made:
+        return made[fill]
+    name = f"{TEMPLATE}_{fill.__name__}"
+    await _drop_template(admin_uri, name)  # left by a session cut short
+    if DISTRIBUTED:
+        from tests.citus.cluster import copy_cluster_database, freeze_cluster_database
+
+        url = await copy_cluster_database(admin_uri, TEMPLATE, name)
+    else:
+        admin = await asyncpg.connect(admin_uri)
+        try:
+            await admin.execute(f'CREATE DATABASE "{name}" TEMPLATE {TEMPLATE}')
+        finally:
+            await admin.close()
+        url = database_uri(admin_uri, name)
+    try:
+        conn = await asyncpg.connect(url)
+        try:
+            await fill(conn)
+        finally:
+            await conn.close()
+        if DISTRIBUTED:
+            await freeze_cluster_database(admin_uri, name)
+        else:  # (a copy waits for no one then; autovacuum, which may look in, it stops)
+            admin = await asyncpg.connect(admin_uri)
+            try:
+                await admin.execute(f'ALTER DATABASE "{name}" WITH ALLOW_CONNECTIONS false')
+            finally:
+                await admin.close()
+    except BaseException:
+        await _drop_template(admin_uri, name)
+        raise
+    made[fill] = name
+    return name
+
+
 @pytest.fixture
-async def database_url(admin_uri: str, template_uri: str) -> AsyncIterator[str]:
-    async with template_copy(admin_uri, f"test_{os.getpid()}_{next(_counter)}") as url:
+async def database_url(
+    request: pytest.FixtureRequest, admin_uri: str, template_uri: str, filled: dict[Fill, str]
+) -> AsyncIterator[str]:
+    marker = request.node.get_closest_marker("filled")
+    template = await _filled_template(admin_uri, marker.args[0], filled) if marker else TEMPLATE
+    async with template_copy(admin_uri, f"test_{os.getpid()}_{next(_counter)}", template) as url:
         yield url
 
 

@@ -45,7 +45,8 @@ LIVE_ROWS = 20_000  # erased or swept: faster batches
 
 
 async def pruned_rows(conn: asyncpg.Connection) -> None:
-    """ROWS episodes of agent a, pruned (one statement: generate_series)."""
+    """ROWS episodes of agent a, pruned (one statement: generate_series). The tests are
+    marked `filled` with it: the rows are written once, and each test has a copy."""
     await conn.execute(
         "INSERT INTO episodic_traces (agent_id, content)"
         f" SELECT 'a', 'memory ' || g FROM generate_series(1, {ROWS}) g;" + PRUNE_ALL
@@ -89,11 +90,11 @@ def rerun(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[s
     return subprocess.run([ETHOS, *args], env=env, capture_output=True, text=True, timeout=180)
 
 
+@pytest.mark.filled.with_args(pruned_rows)
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
 async def test_an_interrupted_recover_is_recorded_and_a_rerun_finishes_it(
     database_url: str, conn: asyncpg.Connection, sig: int
 ) -> None:
-    await pruned_rows(conn)
     env = environment(database_url)
     args = ["recover", "episodic_traces", "--agent", "a"]
     code, out, err = await stopped(
@@ -125,10 +126,10 @@ async def test_an_interrupted_recover_is_recorded_and_a_rerun_finishes_it(
     ]
 
 
+@pytest.mark.filled.with_args(pruned_rows)
 async def test_a_recover_cut_off_from_the_database_records_what_it_committed(
     database_url: str, conn: asyncpg.Connection
 ) -> None:
-    await pruned_rows(conn)
     env = environment(database_url)
     args = ["recover", "episodic_traces", "--agent", "a"]
     process = await asyncio.create_subprocess_exec(
@@ -152,10 +153,10 @@ async def test_a_recover_cut_off_from_the_database_records_what_it_committed(
     assert await conn.fetchval("SELECT count(*) FROM episodic_traces WHERE pruned") == 0
 
 
+@pytest.mark.filled.with_args(live_rows)
 async def test_an_interrupted_erase_says_how_far_it_got(
     database_url: str, conn: asyncpg.Connection
 ) -> None:
-    await live_rows(conn)
     env = environment(database_url)
     args = ["erase", "--agent", "a", "--yes"]
     code, _, err = await stopped(
@@ -178,10 +179,10 @@ async def test_an_interrupted_erase_says_how_far_it_got(
     assert await conn.fetchval("SELECT count(*) FROM episodic_traces") == 0
 
 
+@pytest.mark.filled.with_args(pruned_rows)
 async def test_an_interrupted_purge_says_how_far_it_got(
     database_url: str, conn: asyncpg.Connection
 ) -> None:
-    await pruned_rows(conn)
     env = environment(database_url)
     an_hour_ago = datetime.now(UTC) - timedelta(hours=1)
     args = ["purge", "--pruned-before", an_hour_ago.isoformat()]
@@ -200,10 +201,10 @@ async def test_an_interrupted_purge_says_how_far_it_got(
     assert await conn.fetchval("SELECT count(*) FROM episodic_traces") == 0
 
 
+@pytest.mark.filled.with_args(live_rows)
 async def test_an_interrupted_sweep_logs_a_warning_and_says_how_far_it_got(
     database_url: str, conn: asyncpg.Connection
 ) -> None:
-    await live_rows(conn)
     env = environment(database_url)
     code, _, err = await stopped(
         ["sweep", "--full"],

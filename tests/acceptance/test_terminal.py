@@ -49,10 +49,10 @@ class Pane:
         subprocess.run([*self.tmux, "kill-server"], capture_output=True, timeout=10)
 
 
+@pytest.mark.filled.with_args(pruned_rows)
 async def test_a_long_recover_on_a_terminal_shows_progress_stops_and_finishes(
     database_url: str, conn: asyncpg.Connection, tmp_path: Path
 ) -> None:
-    await pruned_rows(conn)
     env = f"env ETHOS_DATABASE__URL={shlex.quote(database_url)} ETHOS_DECAY__BATCH_SIZE={BATCH}"
     recover = f"{env} {shlex.quote(ETHOS)} recover episodic_traces --agent a"
     piped = f"{recover} 2> {shlex.quote(str(tmp_path / 'stderr'))} | cat"
