@@ -81,21 +81,24 @@ async def test_an_engine_open_before_distribute_routes_after_it(
     `ethos distribute` kept writing statements for one server, and Citus refused its LTP
     flushes (a lock across shards), whose events were set aside for good. Now it reads
     again (core.DISTRIBUTION_RECHECK_SECONDS), and a flush refused before it has read
-    again is retried, routed."""
+    again (one statement naming two agents, whose rows lie in two shards) is retried,
+    routed."""
     # (no reading again on its own before the flush: the refused flush must see it)
     monkeypatch.setattr(core, "DISTRIBUTION_RECHECK_SECONDS", 3600.0, raising=False)
     citus_database = await cluster_copy(MIGRATED)
     settings = Settings(database=DatabaseSettings(url=citus_database))
     async with Engine(settings) as engine:
         memory = await engine.add("fact", agent_id="alice", content="alice keeps owls")
+        other = await engine.add("fact", agent_id="bob", content="bob keeps bees")
         assert not await engine.store.distributed()
         done = cli("distribute", env={"ETHOS_DATABASE__URL": citus_database}, timeout=300)
         assert done.returncode == 0, done.stderr
         await engine.record_retrieval("fact", [memory], agent="alice")
+        await engine.record_retrieval("fact", [other], agent="bob")
         await engine.feedback("fact", [memory], "useful", agent="alice")
         await engine.ltp.drain(30)
         stats = engine.ltp.stats
-        assert (stats.applied, stats.set_aside, stats.dropped) == (2, 0, 0)
+        assert (stats.applied, stats.set_aside, stats.dropped) == (3, 0, 0)
         assert await engine.store.distributed()
         report = await engine.sweep(mode="full")
         assert report.status == "completed" and report.totals()[0] >= 1
