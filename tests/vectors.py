@@ -1,11 +1,19 @@
 """Unit vectors for tests: random ones, ones at a chosen similarity to another, and
-weighted blends."""
+weighted blends; and the plan of the store's vector search."""
 
 from __future__ import annotations
 
 import math
 import random
 from collections.abc import Sequence
+from datetime import datetime
+
+import asyncpg
+
+from ethos.db.store.sessions import search_server_settings
+from ethos.db.store.sql.search import SEARCH_VECTORS
+from ethos.domain.inputs import vector_literal
+from ethos.services.engine import Engine
 
 
 def unit(seed: int, dimension: int = 384) -> list[float]:
@@ -31,3 +39,27 @@ def mix(*parts: tuple[float, Sequence[float]]) -> list[float]:
     total = [sum(w * v[i] for w, v in parts) for i in range(len(parts[0][1]))]
     norm = math.sqrt(sum(x * x for x in total))
     return [x / norm for x in total]
+
+
+async def search_plan(engine: Engine, now: datetime) -> str:
+    """The plan (EXPLAIN, JSON) of the store's vector search for agent-1 at `now`, on a
+    connection set up as the store sets up its own."""
+    search = engine.settings.search
+    pooled = await asyncpg.connect(
+        engine.url,
+        server_settings=search_server_settings(search.candidates, search.max_scan_tuples),
+    )
+    try:
+        await pooled.set_type_codec(
+            "vector", encoder=vector_literal, decoder=str, schema="public", format="text"
+        )
+        values = {
+            "now": now, "agent": "agent-1", "embedding": unit(40), "candidates": 40, "k": 10,
+            "salience_weight": 1.0, "centering": 1.0, "matching": None,
+        }  # fmt: skip
+        plan: str = await pooled.fetchval(
+            "EXPLAIN (FORMAT JSON) " + SEARCH_VECTORS.text, *SEARCH_VECTORS.args(values)
+        )
+    finally:
+        await pooled.close()
+    return plan

@@ -12,14 +12,12 @@ from typing import TYPE_CHECKING
 import asyncpg
 import pytest
 
-from ethos.db.store.sessions import search_server_settings
-from ethos.db.store.sql.search import SEARCH_VECTORS
 from ethos.domain.inputs import vector_literal
 from ethos.services.engine import Engine
 from ethos.services.recovery import Selector
 from ethos.settings import Settings
 from tests.conftest import DISTRIBUTED, ConfiguredEngine
-from tests.vectors import at_cosine, unit
+from tests.vectors import at_cosine, search_plan, unit
 
 if TYPE_CHECKING:
     from tests.conftest import Days
@@ -211,23 +209,5 @@ async def test_the_embeddings_index_is_half_precision_and_search_scans_it(
            FROM generate_series(1, 3000) g"""
     )
     await conn.execute("ANALYZE memory_embeddings")
-    search = engine.settings.search
-    # A connection set up as the store sets up its own.
-    pooled = await asyncpg.connect(
-        engine.url,
-        server_settings=search_server_settings(search.candidates, search.max_scan_tuples),
-    )
-    try:
-        await pooled.set_type_codec(
-            "vector", encoder=vector_literal, decoder=str, schema="public", format="text"
-        )
-        values = {
-            "now": days(1), "agent": "agent-1", "embedding": unit(40), "candidates": 40, "k": 10,
-            "salience_weight": 1.0, "centering": 1.0, "matching": None,
-        }  # fmt: skip
-        plan = await pooled.fetchval(
-            "EXPLAIN (FORMAT JSON) " + SEARCH_VECTORS.text, *SEARCH_VECTORS.args(values)
-        )
-    finally:
-        await pooled.close()
+    plan = await search_plan(engine, days(1))
     assert '"Index Name": "memory_embeddings_embedding_hnsw"' in plan

@@ -17,12 +17,9 @@ import pytest
 
 from ethos import db
 from ethos.db.store import LtpFlush, Store
-from ethos.db.store.sessions import search_server_settings
-from ethos.db.store.sql.search import SEARCH_VECTORS
 from ethos.domain import decay
 from ethos.domain.errors import DatabaseError, InputError
 from ethos.domain.explain import memory_state
-from ethos.domain.inputs import vector_literal
 from ethos.domain.tables import EPISODES
 from ethos.services.engine import Engine
 from ethos.services.ltp import LtpBuffer
@@ -30,7 +27,7 @@ from ethos.services.ltp_flush import Events, Pending, apply_retrievals
 from ethos.settings import DatabaseSettings, LtpSettings, SearchSettings, Settings
 from tests import reference_decay
 from tests.conftest import DISTRIBUTED, WORDS_IGNORED, ConfiguredEngine
-from tests.vectors import at_cosine, mix, unit
+from tests.vectors import at_cosine, mix, search_plan, unit
 
 if TYPE_CHECKING:
     from tests.conftest import Cli, Days
@@ -297,26 +294,7 @@ async def test_search_uses_the_hnsw_index(
            FROM generate_series(1, 3000) g"""
     )
     await conn.execute("ANALYZE memory_vectors")
-    search = engine.settings.search
-    # A connection set up as the store sets up its own.
-    pooled = await asyncpg.connect(
-        engine.url,
-        server_settings=search_server_settings(search.candidates, search.max_scan_tuples),
-    )
-    try:
-        await pooled.set_type_codec(
-            "vector", encoder=vector_literal, decoder=str, schema="public", format="text"
-        )
-        values = {
-            "now": days(1), "agent": "agent-1", "embedding": unit(40), "candidates": 40, "k": 10,
-            "salience_weight": 1.0, "centering": 1.0, "matching": None,
-        }  # fmt: skip
-        plan = await pooled.fetchval(
-            "EXPLAIN (FORMAT JSON) " + SEARCH_VECTORS.text,
-            *SEARCH_VECTORS.args(values),
-        )
-    finally:
-        await pooled.close()
+    plan = await search_plan(engine, days(1))
     assert '"Index Name": "memory_vectors_embedding_hnsw"' in plan
 
 
