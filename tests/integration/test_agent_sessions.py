@@ -11,6 +11,11 @@ from ethos.db.store.core import Row, Transaction
 from ethos.db.store.query import sql
 from ethos.domain.errors import DatabaseError
 from ethos.services.engine import Engine
+from tests.conftest import DISTRIBUTED
+
+pytestmark = pytest.mark.skipif(
+    DISTRIBUTED, reason="one server's sessions: tests/citus/test_agent_sessions.py, a cluster's"
+)
 
 BACKEND = sql("SELECT pg_backend_pid(), txid_current()")
 WRITE = sql("INSERT INTO ethos_agent_roles (role_name, agent_id) VALUES ('r', %(agent)s)")

@@ -16,7 +16,7 @@ from ethos import db
 from ethos.db import store
 from ethos.domain.errors import ConfigError
 from ethos.settings import Settings
-from tests.conftest import database_uri
+from tests.conftest import DISTRIBUTED, database_uri
 from tests.later_migration import migrate_later
 
 
@@ -90,6 +90,11 @@ AS_THE_SCHEMA = "SELECT half * greatest(coalesce(average, 10), 5) / 10"
 OTHERWISE = "SELECT half"
 
 
+@pytest.mark.skipif(
+    DISTRIBUTED,
+    reason="a cluster's test database is distributed (Citus's extension and settings in its"
+    " dump) where the migrated one is not; the equality test above compares two plain builds",
+)
 @pytest.mark.parametrize(
     ("body", "differs"),
     [(AS_THE_SCHEMA, []), (OTHERWISE, [f"-    {AS_THE_SCHEMA}", f"+    {OTHERWISE}"])],

@@ -481,14 +481,18 @@ class StoreCore:
         self, spec: TableSpec, ids: Sequence[uuid.UUID], agent: str | None = None
     ) -> dict[uuid.UUID, bool]:
         """id -> pruned, for the ids that exist (as memories of `agent`, where one is
-        named)."""
+        named). With no agent named, an id two agents hold is pruned if either's memory
+        of it is (what a recovery by id looks for), whatever order the rows come in."""
         await self.check_table(spec)
         if agent is None:
             rows = await self._fetch(build_id_states_query(spec, of_one_agent=False), ids=list(ids))
         else:
             query = build_id_states_query(spec, of_one_agent=True)
             rows = await self._fetch_of(query, ids=list(ids), agent=agent)
-        return {row["id"]: row["pruned"] for row in rows}
+        states: dict[uuid.UUID, bool] = {}
+        for row in rows:
+            states[row["id"]] = states.get(row["id"], False) or row["pruned"]
+        return states
 
     async def interrupt_orphaned_runs(self) -> int:
         """Mark `interrupted` the audit rows left `running` by processes that are gone."""
