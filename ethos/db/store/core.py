@@ -309,20 +309,26 @@ class StoreCore:
         run returned, in order. `work` runs inside its transaction, so an error there
         rolls it back at once and is translated like any statement's (a callback, not an
         async generator: an error in a generator's loop body never reaches it)."""
+        done = []
+        for group in await self.agent_groups(agents):
+            # A group's agents share one place (one server, or one agent's node).
+            async with self._transaction_of(group[0]) as tx:
+                done.append(await work(group, tx))
+        return done
+
+    async def agent_groups(self, agents: Iterable[str]) -> list[list[str]]:
+        """The agents whose memories one statement names together, each group sorted,
+        the groups in agent order (two writers lock rows alike): on one server all of
+        them at once; on a distributed Citus cluster one agent a group, since an agent's
+        shard group is on one node and two agents' may not be (the coordinator would
+        plan a statement naming both as a distributed one, and refuse some row locks
+        across shards: see query.on_shard)."""
         group = sorted(set(agents))
         if not group:
             return []
-        if not await self.distributed():
-            async with self._transaction() as tx:
-                return [await work(group, tx)]
-        # Citus runs a transaction on one node at a time here: an agent's shard group is
-        # on one node, two agents' may not be (the coordinator would plan each
-        # statement as a distributed one, and refuse some: see query.on_shard).
-        done = []
-        for agent in group:
-            async with self._transaction_of(agent) as tx:
-                done.append(await work([agent], tx))
-        return done
+        if await self.distributed():
+            return [[agent] for agent in group]
+        return [group]
 
     async def close(self) -> None:
         await self.release_leader_lock()
@@ -484,11 +490,8 @@ class StoreCore:
         named). With no agent named, an id two agents hold is pruned if either's memory
         of it is (what a recovery by id looks for), whatever order the rows come in."""
         await self.check_table(spec)
-        if agent is None:
-            rows = await self._fetch(build_id_states_query(spec, of_one_agent=False), ids=list(ids))
-        else:
-            query = build_id_states_query(spec, of_one_agent=True)
-            rows = await self._fetch_of(query, ids=list(ids), agent=agent)
+        query = build_id_states_query(spec, of_one_agent=agent is not None)
+        rows = await self._fetch_of(query, ids=list(ids), agent=agent)
         states: dict[uuid.UUID, bool] = {}
         for row in rows:
             states[row["id"]] = states.get(row["id"], False) or row["pruned"]

@@ -177,19 +177,11 @@ class LtpFlush:
         return await self._store.distribution_changed()
 
     async def agent_groups(self, agents: Iterable[str]) -> list[list[str]]:
-        """The agents whose memories one statement of this flush writes together, each
-        group sorted, the groups in agent order (two flushes lock rows alike): on one
-        server all of them at once. On a distributed Citus cluster one agent a group:
-        Citus routes a statement that names one agent to the agent's shard, and refuses
-        to lock rows across shards. (Not the store's agent sessions, one transaction an
+        """The agents whose memories one statement of this flush writes together
+        (StoreCore.agent_groups). Not the store's agent sessions, one transaction an
         agent on its node: a flush's statements stay in its one transaction through the
-        coordinator, where its receipt commits with its writes, exactly once.)"""
-        group = sorted(set(agents))
-        if not group:
-            return []
-        if await self._store.distributed():
-            return [[agent] for agent in group]
-        return [group]
+        coordinator, where its receipt commits with its writes, exactly once."""
+        return await self._store.agent_groups(agents)
 
     async def lock(
         self, spec: TableSpec, ids: list[uuid.UUID], agents: list[str]

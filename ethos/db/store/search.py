@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from ethos.db.store.core import Row, StoreCore
-from ethos.db.store.query import Query, embedding_binds, terms
+from ethos.db.store.query import embedding_binds, terms
 from ethos.db.store.sql.fragments import EMBED
 from ethos.db.store.sql.items import (
     GET_ITEM,
@@ -100,14 +100,7 @@ class SearchStore(StoreCore):
     async def locate(self, ids: list[uuid.UUID], agent: str | None = None) -> list[Row]:
         """The table, agent and pruned state of each of these memories that exists (of
         `agent`, where one is named: in its session)."""
-        return await self._fetch_of_any(LOCATE_MEMORIES, ids=ids, agent=agent)
-
-    async def _fetch_of_any(self, query: Query, **values: Any) -> list[Row]:
-        """A statement of agent `agent` in its session (_fetch_of), or (None) of every
-        agent's memories through this store's pool."""
-        if values["agent"] is None:
-            return await self._fetch(query, **values)
-        return await self._fetch_of(query, **values)
+        return await self._fetch_of(LOCATE_MEMORIES, ids=ids, agent=agent)
 
     async def get_item(self, agent: str, key: str, now: datetime) -> Row | None:
         return await self._fetchrow(GET_ITEM, agent=agent, key=key, now=now)
@@ -186,14 +179,13 @@ class SearchStore(StoreCore):
         self, spec: TableSpec, agent: str | None, after: uuid.UUID, limit: int
     ) -> list[Row]:
         await self.check_table(spec)
-        return await self._fetch_of_any(
+        return await self._fetch_of(
             build_missing_vectors_query(spec), agent=agent, after=after, limit=limit
         )
 
     async def count_missing_vectors(self, spec: TableSpec, agent: str | None) -> int:
         await self.check_table(spec)
-        rows = await self._fetch_of_any(build_count_missing_vectors_query(spec), agent=agent)
-        count: int = rows[0]["count"]
+        count: int = await self._fetchval_of(build_count_missing_vectors_query(spec), agent=agent)
         return count
 
     async def insert_source_vectors(
