@@ -204,7 +204,7 @@ class Items:
 
 # ethos's load: the writes of its put (ethos/db/store/sql/items.py
 # build_put_items_query: put and embedded) for many rows at once; the same columns, the
-# same triggers, the same ethos_embed (an agent at a time).
+# same triggers, the same ethos_embed (one call a batch).
 ETHOS_LOAD_FACTS = f"""
 INSERT INTO semantic_facts AS m (agent_id, client_key, content, metadata, expires_at,
                                  policy, created_at, updated_at)
@@ -214,10 +214,9 @@ FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS u(a, k, c, v)
 RETURNING m.id, m.agent_id, m.client_key, m.content
 """
 ETHOS_LOAD_VECTORS = """
-SELECT ethos_embed('semantic_facts', a, array_agg(i), array_agg('text'::text), array_agg(e::vector),
-                   NULL)
+SELECT ethos_embed('semantic_facts', array_agg(a), array_agg(i), array_agg('text'::text),
+                   array_agg(e::vector), NULL, NULL)
 FROM unnest($1::uuid[], $2::text[], $3::text[]) AS u(i, a, e)
-GROUP BY a
 """
 
 

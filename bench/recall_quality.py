@@ -176,9 +176,11 @@ async def ingest(
                 continue
             passages = vectors.get(texts, "passage")
             await conn.execute(
-                """SELECT ethos_embed('episodic_traces', $1, $3::uuid[],
+                """SELECT ethos_embed('episodic_traces',
+                                      array_fill($1::text, ARRAY[cardinality($3::uuid[])]),
+                                      $3::uuid[],
                                       array_fill('$'::text, ARRAY[cardinality($3::uuid[])]),
-                                      $2::text[]::vector[], NULL)""",
+                                      $2::text[]::vector[], NULL, NULL)""",
                 agent_prefix + c.name, [json.dumps(v.tolist()) for v in passages],
                 [r["id"] for r in rows],
             )  # fmt: skip

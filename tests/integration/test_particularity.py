@@ -31,8 +31,8 @@ HISTORY = {f"hello there number {i}": at_cosine(COMMON, 0.9, i) for i in range(1
 
 
 # An embedding of an existing episode, in plain SQL (`ethos embed --missing` days on).
-EMBED = """SELECT ethos_embed('episodic_traces', $1, ARRAY[$2::uuid], ARRAY[$3],
-                             ARRAY[$4::text::vector], NULL)"""
+EMBED = """SELECT ethos_embed('episodic_traces', ARRAY[$1], ARRAY[$2::uuid], ARRAY[$3],
+                             ARRAY[$4::text::vector], NULL, NULL)"""
 
 
 async def embed(conn: asyncpg.Connection, agent: str, memory: uuid.UUID, vector: list[float],

@@ -78,8 +78,8 @@ async def test_a_warm_vector_that_tiers_its_source_plans_nothing(
 ) -> None:
     common = unit(7)
     episode = "INSERT INTO episodic_traces (agent_id, content) VALUES ('a', $1) RETURNING id"
-    embed = """SELECT ethos_embed('episodic_traces', 'a', ARRAY[$1::uuid], ARRAY['$'],
-                                  ARRAY[$2::text::vector], NULL)"""
+    embed = """SELECT ethos_embed('episodic_traces', ARRAY['a'], ARRAY[$1::uuid], ARRAY['$'],
+                                  ARRAY[$2::text::vector], NULL, NULL)"""
     for i in range(12 + WARM):  # the agent's first 10 vectors tier nothing yet
         memory = await conn.fetchval(episode, SHORT.format(i))
         await conn.execute(embed, memory, str(at_cosine(common, 0.9, i)))

@@ -294,8 +294,8 @@ async def test_one_refused_event_does_not_take_another_agents_from_a_flush(
 # --- an embedding's memory ------------------------------------------------------------
 
 # An embedding of memory $2 (an episode) of agent $3, in plain SQL.
-EMBED = """SELECT ethos_embed('episodic_traces', $3, ARRAY[$2::uuid], ARRAY['$'],
-                             ARRAY[$1::text::vector], NULL)"""
+EMBED = """SELECT ethos_embed('episodic_traces', ARRAY[$3], ARRAY[$2::uuid], ARRAY['$'],
+                             ARRAY[$1::text::vector], NULL, NULL)"""
 
 
 async def test_an_embedding_is_of_a_memory_of_its_own_agent(house: House) -> None:

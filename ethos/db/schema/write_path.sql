@@ -354,39 +354,46 @@ END
 $$;
 REVOKE ALL ON FUNCTION ethos_rows_removed() FROM PUBLIC;
 
--- The embeddings of `agent`'s memories `ids` in `memory_table`, a row each of ids,
--- fields and embeddings (what ethos writes them with), where the memory has none under
--- that field; first, all those of the memories `cleared` give way (a new text's take
--- their place). An id that is not the caller's memory of the agent there gets none (an
--- agent role sees its own agents' alone). Returns how many were written.
-CREATE FUNCTION ethos_embed(memory_table text, agent text, ids uuid[], fields text[],
-                            embeddings vector[], cleared uuid[]) RETURNS integer
+-- The embeddings of memories in `memory_table`, a row each of owners (their agents),
+-- ids, fields and embeddings (what ethos writes them with), where the memory has none
+-- under that field; first, all those of the memories `cleared` (of `cleared_owners`)
+-- give way (a new text's take their place). One call a statement, whatever agents it
+-- names: a batch of puts is one INSERT of embeddings, one firing of their trigger. An id
+-- that is not its owner's memory there gets none (an agent role sees its own agents'
+-- alone). Returns how many were written.
+CREATE FUNCTION ethos_embed(memory_table text, owners text[], ids uuid[], fields text[],
+                            embeddings vector[], cleared_owners text[], cleared uuid[])
+    RETURNS integer
     LANGUAGE plpgsql
     SET plan_cache_mode TO 'force_generic_plan'
     AS $$
 #variable_conflict use_variable
 DECLARE
-    found uuid[];  -- the ids that are the agent's memories in memory_table
+    -- the memories among (owners, ids) in memory_table: their agents and ids, read first
+    -- (on a Citus cluster a statement beside the INSERT's, which then reads no table)
+    found_agents text[];
+    found_ids uuid[];
     written integer;
 BEGIN
     IF memory_table = 'episodic_traces' THEN
-        found := ARRAY(SELECT m.id FROM episodic_traces AS m
-                       WHERE m.agent_id = agent AND m.id = ANY (ids));
+        SELECT array_agg(m.agent_id), array_agg(m.id) INTO found_agents, found_ids
+        FROM episodic_traces AS m WHERE m.agent_id = ANY (owners) AND m.id = ANY (ids);
     ELSIF memory_table = 'semantic_facts' THEN
-        found := ARRAY(SELECT m.id FROM semantic_facts AS m
-                       WHERE m.agent_id = agent AND m.id = ANY (ids));
+        SELECT array_agg(m.agent_id), array_agg(m.id) INTO found_agents, found_ids
+        FROM semantic_facts AS m WHERE m.agent_id = ANY (owners) AND m.id = ANY (ids);
     ELSE
         RAISE EXCEPTION 'no embeddings of %: only of episodic_traces or semantic_facts',
             memory_table USING ERRCODE = 'check_violation';
     END IF;
-    IF cleared IS NOT NULL THEN
+    IF cardinality(cleared) > 0 THEN
         DELETE FROM memory_embeddings AS e
-        WHERE e.agent_id = agent AND e.source_id = ANY (cleared);
+        WHERE e.agent_id = ANY (cleared_owners) AND e.source_id = ANY (cleared)
+          AND (e.agent_id, e.source_id) IN (SELECT * FROM unnest(cleared_owners, cleared));
     END IF;
     INSERT INTO memory_embeddings (agent_id, source_id, field, source_table, embedding)
-    SELECT agent, u.id, u.field, memory_table, u.embedding
-    FROM unnest(ids, fields, embeddings) AS u (id, field, embedding)
-    WHERE u.id = ANY (found)
+    SELECT u.agent, u.id, u.field, memory_table, u.embedding
+    FROM unnest(owners, ids, fields, embeddings) AS u (agent, id, field, embedding)
+    WHERE (u.agent, u.id) IN (SELECT * FROM unnest(found_agents, found_ids))
     ON CONFLICT (agent_id, source_id, field) DO NOTHING;
     GET DIAGNOSTICS written = ROW_COUNT;
     RETURN written;

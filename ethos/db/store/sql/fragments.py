@@ -448,8 +448,11 @@ def embedding_at(position: str) -> str:
 # ethos_embed writes them, and raises a memory's importance by its first one's
 # particularity: how many were written.
 EMBED = sql(f"""
-    SELECT ethos_embed(%(table)s, %(agent)s, %(ids)s::uuid[], %(fields)s::text[],
+    SELECT ethos_embed(%(table)s, array_fill(%(agent)s::text, ARRAY[cardinality(%(ids)s::uuid[])]),
+                       %(ids)s::uuid[], %(fields)s::text[],
                        ARRAY(SELECT {embedding_at("k")}
                              FROM generate_series(1, cardinality(%(fields)s::text[])) AS k),
+                       array_fill(%(agent)s::text,
+                                  ARRAY[coalesce(cardinality(%(cleared)s::uuid[]), 0)]),
                        %(cleared)s::uuid[])
     """)

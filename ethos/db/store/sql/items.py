@@ -131,23 +131,26 @@ put_item AS MATERIALIZED (
 )"""
 
 # Each put item whose vectors are given: its embeddings, in place of those it had (one a
-# text of its indexed fields, %(vector_fields)s: its field's path), an agent at a time.
-# A new item had none: only the replaced ones' are cleared (an agent of new items alone
-# runs no DELETE, nor the trigger a DELETE fires even when it deletes nothing).
+# text of its indexed fields, %(vector_fields)s: its field's path), all in one call of
+# ethos_embed (a batch is one INSERT of embeddings). A new item had none: only the
+# replaced ones' are cleared (a batch of new items alone runs no DELETE, nor the trigger
+# a DELETE fires even when it deletes nothing).
 # (ethos_embed, VOLATILE, sees the items this statement has put: `put_item` is read whole
 # before it is called.)
 _PUT_ITEMS_EMBEDDED = f"""embedded AS (
-    SELECT ethos_embed('semantic_facts', c.agent_id, coalesce(v.ids, '{{}}'),
-                       coalesce(v.fields, '{{}}'), coalesce(v.embeddings, '{{}}'), c.cleared)
-    FROM (SELECT agent_id, array_agg(id) FILTER (WHERE NOT created) AS cleared
-          FROM put_item WHERE embedded GROUP BY agent_id) AS c
-    LEFT JOIN (SELECT p.agent_id, array_agg(p.id ORDER BY e.k) AS ids,
-                      array_agg(e.field ORDER BY e.k) AS fields,
-                      array_agg({embedding_at("e.k")} ORDER BY e.k) AS embeddings
-               FROM unnest(%(vector_items)s::bigint[], %(vector_fields)s::text[])
-                    WITH ORDINALITY AS e (n, field, k)
-               JOIN put_item AS p ON p.n = e.n
-               GROUP BY p.agent_id) AS v ON v.agent_id = c.agent_id
+    SELECT ethos_embed('semantic_facts', coalesce(v.owners, '{{}}'), coalesce(v.ids, '{{}}'),
+                       coalesce(v.fields, '{{}}'), coalesce(v.embeddings, '{{}}'),
+                       c.owners, c.ids)
+    FROM (SELECT array_agg(agent_id) AS owners, array_agg(id) AS ids
+          FROM put_item WHERE embedded AND NOT created) AS c,
+         (SELECT array_agg(p.agent_id ORDER BY e.k) AS owners,
+                 array_agg(p.id ORDER BY e.k) AS ids,
+                 array_agg(e.field ORDER BY e.k) AS fields,
+                 array_agg({embedding_at("e.k")} ORDER BY e.k) AS embeddings
+          FROM unnest(%(vector_items)s::bigint[], %(vector_fields)s::text[])
+               WITH ORDINALITY AS e (n, field, k)
+          JOIN put_item AS p ON p.n = e.n) AS v
+    WHERE (SELECT count(*) FROM put_item WHERE embedded) > 0
 )"""
 
 _PUT_ITEMS_DELETED = f"""deleted AS (  -- a soft delete, reason manual, recoverable
