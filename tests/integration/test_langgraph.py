@@ -375,6 +375,41 @@ async def test_a_batch_applies_its_puts_in_order_in_one_statement(
     assert made == [False, False, True, False, True]
 
 
+async def test_a_batch_over_namespaces_replaces_each_items_vectors_and_no_others(
+    settings: Settings, conn: asyncpg.Connection
+) -> None:
+    """One batch, items of several namespaces (one call of ethos_embed for all): a
+    replaced item's vectors are its new text's, each field once; a new item gets its
+    own; an item the batch does not name keeps its vectors."""
+    index = {"dims": 384, "embed": embed, "fields": ["text", "note"]}
+    async with AsyncEthosStore(settings, index=index) as store:  # type: ignore[arg-type]
+        await store.aput(("a",), "k", {"text": "old text of a", "note": "a's note"})
+        await store.aput(("b",), "k", {"text": "b keeps this", "note": "b's note"})
+        before_b = await conn.fetch(
+            "SELECT field, embedding FROM memory_embeddings WHERE agent_id = 'b' ORDER BY field"
+        )
+        await store.abatch([
+            PutOp(("a",), "k", {"text": "new text of a"}),  # replaced, one field now
+            PutOp(("c",), "k", {"text": "c is new", "note": "c's note"}),
+            PutOp(("c", "d"), "k", {"text": "d is new"}),
+        ])  # fmt: skip
+        hits = await store.asearch(("a",), query="new text of a")
+        assert [(h.key, h.score) for h in hits] == [("k", pytest.approx(1.0))]
+    rows = await conn.fetch(
+        """SELECT e.agent_id, e.field, e.embedding FROM memory_embeddings AS e
+           JOIN semantic_facts AS f ON f.agent_id = e.agent_id AND f.id = e.source_id
+           WHERE NOT f.pruned ORDER BY e.agent_id, e.field"""
+    )
+    assert [(r["agent_id"], r["field"]) for r in rows] == [
+        ("a", "text"), ("b", "note"), ("b", "text"), ("c", "note"), ("c", "text"),
+        ("c.d", "text"),
+    ]  # fmt: skip
+    assert [r["embedding"] for r in rows if r["agent_id"] == "b"] == [
+        r["embedding"] for r in before_b
+    ]
+    assert await conn.fetchval("SELECT count(*) FROM memory_embeddings") == len(rows)
+
+
 async def test_operations_issued_together_run_as_one_batch(
     settings: Settings, conn: asyncpg.Connection
 ) -> None:
