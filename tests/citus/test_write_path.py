@@ -17,9 +17,17 @@ from typing import Any
 
 import asyncpg
 
-from tests.citus.cluster import DISTRIBUTED, MIGRATED, TABLES, Copy, add_memories
+from tests.citus.cluster import (
+    DISTRIBUTED,
+    MEMORIES,
+    MEMORIES_DISTRIBUTED,
+    MIGRATED,
+    TABLES,
+    Copy,
+    add_memories,
+)
 
-MEMORIES = """SELECT id, agent_id, content, policy, importance, auto_importance, auto_answer,
+MEMORY_ROWS = """SELECT id, agent_id, content, policy, importance, auto_importance, auto_answer,
                      auto_particularity, content_key, content_tsv::text AS words, salience,
                      strength, pruned
               FROM {table} ORDER BY agent_id, content"""
@@ -41,7 +49,7 @@ async def written(url: str) -> dict[str, Any]:
     try:
         found: dict[str, Any] = {}
         for table in TABLES:
-            rows = [dict(r) for r in await conn.fetch(MEMORIES.format(table=table))]
+            rows = [dict(r) for r in await conn.fetch(MEMORY_ROWS.format(table=table))]
             contents = {r.pop("id"): r["content"] for r in rows}
             found[table] = rows
             hints = await conn.fetch(f"SELECT prune, at, ids FROM {table}_due")
@@ -112,3 +120,28 @@ async def test_a_bulk_load_into_one_shard_is_added(cluster_copy: Copy) -> None:
         assert await conn.fetchval("SELECT docs FROM agent_text_stats") == 10000
     finally:
         await conn.close()
+
+
+async def test_a_truncate_and_the_rebuilds_count_what_they_count_on_one_server(
+    cluster_copy: Copy,
+) -> None:
+    """A TRUNCATE by hand and the statistics' rebuilds after it, in one transaction as the
+    owner (runbooks/operations.md): the same statistics as on one server. As SECURITY
+    DEFINER functions the rebuilds failed on the coordinator: Citus connected to the
+    workers as ethos_definer ("not permitted to log in"), or refused it the shards the
+    TRUNCATE had changed ("modified in this transaction by a different user")."""
+    single, citus_database = await cluster_copy(MEMORIES), await cluster_copy(MEMORIES_DISTRIBUTED)
+    counted = []
+    for url in (single, citus_database):
+        conn = await asyncpg.connect(url)
+        try:
+            await conn.execute(
+                "TRUNCATE semantic_facts CASCADE;"
+                " SELECT ethos_text_stats_rebuild(), ethos_vector_stats_rebuild()"
+            )
+            counted.append([[dict(r) for r in await conn.fetch(q)] for q in STATISTICS])
+        finally:
+            await conn.close()
+    assert counted[0] == counted[1]
+    words, texts, vectors, _ = counted[1]
+    assert words and texts and vectors  # (the episodes and vectors are counted again)

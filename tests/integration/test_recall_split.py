@@ -39,7 +39,6 @@ async def _corpus(conn: asyncpg.Connection, rng: random.Random, t0: datetime) ->
             n = rng.randint(0, 70)
             rows = [
                 (
-                    agent,
                     rng.choice(texts) if rng.random() < 0.4 else _text(rng),
                     rng.choice(stamps),
                     rng.choice(POLICIES),
@@ -49,23 +48,42 @@ async def _corpus(conn: asyncpg.Connection, rng: random.Random, t0: datetime) ->
             ]
             vector = ", array_fill(0.1::real, ARRAY[384])::vector" if "vectors" in table else ""
             column = ", embedding" if vector else ""
-            await conn.executemany(
+            # (one statement: on a Citus cluster each is a round trip through the
+            # coordinator, and 25 corpora of rows one by one outlast the test's timeout)
+            await conn.execute(
                 f"""INSERT INTO {table} (agent_id, content, created_at, policy, strength{column})
-                    SELECT $1, $2, $3, $4, $5{vector}""",
-                rows,
+                    SELECT $1, u.content, u.created_at, u.policy, u.strength{vector}
+                    FROM unnest($2::text[], $3::timestamptz[], $4::text[], $5::float8[])
+                         AS u (content, created_at, policy, strength)""",
+                agent,
+                *([row[i] for row in rows] for i in range(4)),
             )
     # Deletes and updates: the kept bounds (max_tf, min_length) are then wider than the
     # memories left need, as they are in use.
-    # (Each row drawn here, by its agent: a Citus cluster refuses random() in a statement
-    # over every shard.)
+    # (Drawn here, and written an agent a statement: a Citus cluster refuses random() in
+    # a statement over every shard.)
     for table in ("episodic_traces", "semantic_facts", "memory_vectors"):
-        for row in await conn.fetch(f"SELECT agent_id, id FROM {table} ORDER BY agent_id, id"):
-            roll, key = rng.random(), (row["agent_id"], row["id"])
-            if roll < 0.15:
-                await conn.execute(f"DELETE FROM {table} WHERE agent_id = $1 AND id = $2", *key)
-            elif roll < 0.3:
-                await conn.execute(f"UPDATE {table} SET content = $3 WHERE agent_id = $1"
-                                   " AND id = $2", *key, _text(rng))  # fmt: skip
+        for agent in ("a", "b"):
+            gone, changed, contents = [], [], []
+            query = f"SELECT id FROM {table} WHERE agent_id = $1 ORDER BY id"
+            for row in await conn.fetch(query, agent):
+                roll = rng.random()
+                if roll < 0.15:
+                    gone.append(row["id"])
+                elif roll < 0.3:
+                    changed.append(row["id"])
+                    contents.append(_text(rng))
+            await conn.execute(
+                f"DELETE FROM {table} WHERE agent_id = $1 AND id = ANY ($2::uuid[])", agent, gone
+            )
+            await conn.execute(
+                f"""UPDATE {table} AS m SET content = u.content
+                    FROM unnest($2::uuid[], $3::text[]) AS u (id, content)
+                    WHERE m.agent_id = $1 AND m.id = u.id""",
+                agent,
+                changed,
+                contents,
+            )
 
 
 async def _recall(conn: asyncpg.Connection, *, split: bool, **values: Any) -> list[tuple[Any, ...]]:

@@ -137,9 +137,7 @@ BEGIN
     END IF;
     ALTER FUNCTION ethos_role_agents(text) OWNER TO ethos_definer;
     ALTER FUNCTION ethos_vector_stats_add(text[], vector[], integer) OWNER TO ethos_definer;
-    ALTER FUNCTION ethos_vector_stats_rebuild() OWNER TO ethos_definer;
     ALTER FUNCTION ethos_text_stats_add(text[], tsvector[], integer[]) OWNER TO ethos_definer;
-    ALTER FUNCTION ethos_text_stats_rebuild() OWNER TO ethos_definer;
     ALTER FUNCTION ethos_write_row() OWNER TO ethos_definer;
     ALTER FUNCTION ethos_rows_added() OWNER TO ethos_definer;
     ALTER FUNCTION ethos_rows_removed() OWNER TO ethos_definer;

@@ -102,9 +102,10 @@ END
 $$;
 REVOKE ALL ON FUNCTION ethos_vector_stats_add(agents text[], embeddings vector[], sign integer) FROM PUBLIC;
 
+-- The owner's, with the owner's rights, as ethos_text_stats_rebuild (and for its
+-- reason): one INSERT ... SELECT by agent, which Citus runs on each shard.
 CREATE FUNCTION ethos_vector_stats_rebuild() RETURNS void
-    LANGUAGE sql SECURITY DEFINER
-    SET search_path TO '$user', 'public', 'pg_temp'
+    LANGUAGE sql
     AS $$
     DELETE FROM agent_vector_stats;
     INSERT INTO agent_vector_stats (agent_id, vectors, total)

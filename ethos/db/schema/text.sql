@@ -95,11 +95,16 @@ END
 $$;
 
 -- PL/pgSQL, for the IF: the deletes' statements, which only a removal (sign -1) needs,
--- cost an insert's trigger as much as an upsert's.
+-- cost an insert's trigger as much as an upsert's. On a Citus cluster it runs on a
+-- shard, in a trigger or in a rebuild's statement there (one agent a call), and writes
+-- the colocated shards of the agents it is given: Citus lets a trigger do so, and the
+-- setting lets the rebuild's call (a distributed query inside a shard's is otherwise
+-- refused).
 CREATE FUNCTION ethos_text_stats_add(agents text[], tsvs tsvector[], signs integer[]) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO '$user', 'public', 'pg_temp'
     SET plan_cache_mode TO 'force_generic_plan'
+    SET citus.allow_nested_distributed_execution TO 'on'
     AS $$
 BEGIN
     INSERT INTO agent_text_stats AS s (agent_id, docs, length)
@@ -159,9 +164,14 @@ END
 $$;
 REVOKE ALL ON FUNCTION ethos_text_stats_analyze() FROM PUBLIC;
 
+-- The statistics counted anew from the memories (after a TRUNCATE, which runs no
+-- trigger), by the owner alone and with the owner's rights. Not SECURITY DEFINER: on a
+-- Citus coordinator a definer's statements connect to the workers as ethos_definer,
+-- who may not log in (nor use the shards its caller's TRUNCATE changed in the same
+-- transaction). Each agent's memories are counted by a call of their own, which Citus
+-- makes on the agent's shard, where ethos_text_stats_add writes as in a trigger.
 CREATE FUNCTION ethos_text_stats_rebuild() RETURNS void
-    LANGUAGE sql SECURITY DEFINER
-    SET search_path TO '$user', 'public', 'pg_temp'
+    LANGUAGE sql
     AS $$
     DELETE FROM lexeme_stats;
     DELETE FROM agent_text_stats;
@@ -169,6 +179,7 @@ CREATE FUNCTION ethos_text_stats_rebuild() RETURNS void
     FROM (SELECT agent_id, content_tsv FROM episodic_traces
           UNION ALL SELECT agent_id, content_tsv FROM semantic_facts
           UNION ALL SELECT agent_id, content_tsv FROM memory_vectors
-         ) AS m;
+         ) AS m
+    GROUP BY agent_id;
 $$;
 REVOKE ALL ON FUNCTION ethos_text_stats_rebuild() FROM PUBLIC;
