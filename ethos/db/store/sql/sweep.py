@@ -50,30 +50,31 @@ def _prune_reason(spec: TableSpec) -> str:
 
 
 def _sweep_write(spec: TableSpec, source: str) -> str:
-    """Write the rows of `source` (`(...) AS due`, with _sweep_columns and `reason`), in
-    id order (as LTP flushes and other sweeps lock them): their values, their prune, and
-    when a sweep must come back to them. Only where the row version is still the one
-    computed from: a retrieval's LTP committed in between is never overwritten (its own
-    write stored its values and schedule already). Rows another transaction holds are
-    skipped, not waited for (an agent role may hold its own for hours: decision 0022);
-    the batch puts their hints back for the next sweep."""
+    """Write the rows of `source` (`(...) AS due`, with _sweep_columns and `reason`):
+    their values, their prune, and when a sweep must come back to them. Only where the
+    row version is still the one computed from: a retrieval's LTP committed in between
+    is never overwritten (its own write stored its values and schedule already). Rows
+    another transaction holds are skipped, not waited for (an agent role may hold its
+    own for hours: decision 0022); the batch puts their hints back for the next sweep.
+    Every row is locked before any is written, so the UPDATE waits on no row, in
+    whatever order it writes them."""
     stored = "salience AS stored_salience" + (
         ", confidence AS stored_confidence" if spec.has_confidence else ""
     )
-    # Only what the UPDATE uses leaves the schedule, in id order: a subquery joined to
-    # an UPDATE's target is carried whole (as a record) for PostgreSQL's recheck of
-    # concurrently updated rows, and sorted whole, so a narrow one costs far less than
-    # every column the schedule computed on.
+    # Only what the UPDATE uses leaves the schedule (OFFSET 0 keeps it a subquery of its
+    # own): a subquery joined to an UPDATE's target is carried whole (as a record) for
+    # PostgreSQL's recheck of concurrently updated rows, so a narrow one costs far less
+    # than every column the schedule computed on.
     confidence = "confidence, " if spec.has_confidence else ""
     rows = f"""SELECT id, row_ctid, row_version, salience, {confidence}reason, due_at, prune_at,
                old_due, old_prune
         FROM ({scheduled(spec, f"SELECT *, {stored} FROM {source}")}) AS s
-        WHERE row_ctid = ANY (ARRAY(
-            SELECT l.ctid FROM {spec.name} AS l
-            WHERE l.ctid = ANY (ARRAY(SELECT due.row_ctid FROM {source}))
-            FOR NO KEY UPDATE SKIP LOCKED))
-        ORDER BY id"""
+        OFFSET 0"""
     set_confidence = "confidence = d.confidence," if spec.has_confidence else ""
+    # The target rows are those the lock took, in one scan of their places, joined to
+    # the schedule by a hash on place and version: a filter of the schedule's rows by the
+    # locked places (`= ANY` of an array) compared every pair, and a join by place
+    # looked each row up again, each look a new scan (500 a batch).
     return f"""
         UPDATE {spec.name} AS m
         SET salience = d.salience, {set_confidence}
@@ -83,7 +84,11 @@ def _sweep_write(spec: TableSpec, source: str) -> str:
             due_at = CASE WHEN d.reason IS NULL THEN d.due_at END,
             prune_at = CASE WHEN d.reason IS NULL THEN d.prune_at END
         FROM ({rows}) AS d
-        WHERE m.ctid = d.row_ctid AND m.xmin = d.row_version
+        WHERE m.ctid = ANY (ARRAY(
+                SELECT l.ctid FROM {spec.name} AS l
+                WHERE l.ctid = ANY (ARRAY(SELECT due.row_ctid FROM {source}))
+                FOR NO KEY UPDATE SKIP LOCKED))
+          AND m.ctid = d.row_ctid AND m.xmin = d.row_version
         RETURNING m.id, m.ctid AS place, m.agent_id, ethos_slice(m.ctid) AS slice, d.reason,
                   m.due_at, m.prune_at, d.old_due, d.old_prune"""
 
