@@ -23,7 +23,9 @@ STATEMENTS = statements(__file__)
 
 def _sweep_columns(spec: TableSpec) -> str:
     """What a sweep reads and computes of a row m, on its policy p, at %(now)s: its
-    values now, what was stored, and what scheduled() needs to schedule it anew."""
+    values now, what was stored, and what scheduled() needs to schedule it anew. What
+    a batch's every look at its rows reads (their key, place and moments) comes first:
+    a row of a CTE is decoded only up to the last column read."""
     fact = (
         f""", {confidence_expr()} AS confidence, m.confidence AS old_confidence,
                m.confidence_strength"""
@@ -31,11 +33,11 @@ def _sweep_columns(spec: TableSpec) -> str:
         else ""
     )
     return f"""m.id, m.ctid AS row_ctid, m.xmin AS row_version, m.agent_id,
+               m.due_at AS old_due, m.prune_at AS old_prune,
                m.pinned OR p.never_decays AS frozen, {policy_columns("p")},
                m.strength, m.anchor_at, m.reinforcement AS n, m.created_at,
                {emotion_of(spec)} AS emotion, %(now)s::timestamptz AS reference,
-               m.salience AS old_salience, m.due_at AS old_due, m.prune_at AS old_prune,
-               {"m.expires_at," if spec.has_expiry else ""}
+               m.salience AS old_salience, {"m.expires_at," if spec.has_expiry else ""}
                {salience_expr(spec)} AS salience{fact}"""
 
 
@@ -180,7 +182,7 @@ def build_sweep_batch_query(
         )
     return sql(f"""
     WITH batch AS (
-        SELECT *, reason IS NOT NULL OR {drift} AS is_due
+        SELECT reason IS NOT NULL OR {drift} AS is_due, *
         FROM (
             SELECT *, {_prune_reason(spec)} AS reason
             FROM (
@@ -282,7 +284,7 @@ def build_due_batch_query(spec: TableSpec, *, prune: bool, batch_size: int) -> Q
           AND m.id IN (SELECT id FROM taken)
     ),
     looked AS MATERIALIZED (
-        SELECT m.*, {_prune_reason(spec)} AS reason, m.{old} <= %(now)s AS is_due
+        SELECT m.{old} <= %(now)s AS is_due, m.*, {_prune_reason(spec)} AS reason
         FROM (
             SELECT * FROM at_place
             UNION ALL
