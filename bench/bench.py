@@ -333,13 +333,18 @@ async def unschedule(conn: asyncpg.Connection) -> None:
 
 
 async def ltp_latency(
-    engine: Engine, ids: list[uuid.UUID], at: datetime, seconds: float
+    engine: Engine,
+    ids: list[uuid.UUID],
+    at: datetime,
+    seconds: float,
+    done: asyncio.Event | None = None,
 ) -> list[float]:
-    """Latencies (ms) of LTP flushes of 50 retrievals, one after another, for `seconds`."""
+    """Latencies (ms) of LTP flushes of 50 retrievals, one after another, for `seconds`
+    (or until `done` is set)."""
     rng = random.Random(5)
     latencies: list[float] = []
     deadline = time.perf_counter() + seconds
-    while time.perf_counter() < deadline:
+    while time.perf_counter() < deadline and not (done is not None and done.is_set()):
         pending: Pending = {
             (EPISODES, memory_id, None): {at: Events(retrievals=1, units=1)}
             for memory_id in rng.sample(ids, 50)
@@ -384,9 +389,15 @@ async def due_bench(engine: Engine, conn: asyncpg.Connection) -> dict[str, float
     ]
 
     async def during(work: Awaitable[tuple[int, float]]) -> tuple[int, float, list[float]]:
-        """`work`, with LTP flushes running for its first 4 seconds."""
-        latencies = asyncio.create_task(ltp_latency(engine, ids, t1, 4))
-        written, seconds = await work
+        """`work`, with LTP flushes running for its first 4 seconds, and no longer than
+        it runs: a retrieval after the sweep leaves its row due (at the retrieval's
+        moment) for the next sweep, which the lines after this one measure."""
+        done = asyncio.Event()
+        latencies = asyncio.create_task(ltp_latency(engine, ids, t1, 4, done))
+        try:
+            written, seconds = await work
+        finally:
+            done.set()
         return written, seconds, await latencies
 
     idle = await ltp_latency(engine, ids, t1, 3)

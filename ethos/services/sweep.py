@@ -11,8 +11,8 @@ Three modes:
   the 16 slices of the rows, each slice held by an advisory lock.
 - prune: the same, for rows due to be pruned only: cheap enough to run every minute.
 - full: every live row in keyset batches (verification and repair; also what a sweep of
-  one agent, or a dry run, does); a whole table's ids are cut into `sweep.workers`
-  ranges swept at once.
+  one agent, or a dry run, does); the tables' ids are cut into ranges that
+  `sweep.workers` connections take in turn.
 """
 
 from __future__ import annotations
@@ -226,10 +226,10 @@ async def _sweep_part(
     mode = report.mode
     whole = specs if mode == "full" else []
     if mode == "due":
-        whole = [spec for spec in specs if await _mostly_due(part, spec, report.now)]
-    for spec in whole:
-        report.counts[spec].whole = True
-        await _sweep_table(part, settings, spec, report, agent, stop, progress, workers)
+        mostly = await _together(_mostly_due(part, spec, report.now) for spec in specs)
+        whole = [spec for spec, due in zip(specs, mostly, strict=True) if due]
+    if whole:
+        await _sweep_tables(part, settings, whole, report, agent, stop, progress, workers)
         if stop is not None and stop.is_set():
             return
     # A table taken whole is drained by its hints too: the rows a concurrent write
@@ -333,33 +333,58 @@ def _add(counts: TableCounts, batch: BatchResult) -> None:
     counts.held += batch.held
 
 
-async def _sweep_table(
+# A sweep of whole tables cuts each into this many ranges a worker, which the workers
+# take in turn: one that finishes early takes the next range, of that table or the
+# next, instead of waiting at the table's end for the slowest (on a busy server one
+# connection may get far less of a core than another).
+RANGES_A_WORKER = 4
+
+
+async def _sweep_tables(
     store: SweepStore,
     settings: Settings,
-    spec: TableSpec,
+    specs: Sequence[TableSpec],
     report: SweepReport,
     agent: str | None,
     stop: asyncio.Event | None,
     progress: Progress | None,
     workers: int,
 ) -> None:
-    """Every live row of one table, in keyset batches; a sweep of the whole table
-    splits its ids into `workers` ranges swept at once. A sweep of the whole
-    table hints every row it reads, and at its end drops the hints it superseded: those
-    written before it began."""
+    """Every live row of `specs`, in keyset batches over ranges of ids that `workers`
+    connections take in turn, table after table. A sweep of a whole table cuts its ids
+    into ranges of about equal size, hints every row it reads, and once every range of
+    the table is through drops the hints it superseded: those written before it began."""
     whole = agent is None and not report.dry_run
+    # (one horizon, before any table is read: an earlier one only drops fewer hints,
+    # and a stale hint costs its next pop a look at rows not due)
     horizon = await store.hint_horizon() if whole else None
-    cuts = await store.split_ids(spec, workers) if whole else []
-    bounds: list[uuid.UUID | None] = [None, *cuts, None]
-    finished = await _together(
-        _sweep_range(store, settings, spec, report, agent, after, upto, stop, progress)
-        for after, upto in itertools.pairwise(bounds)
-    )
-    if all(finished):
-        if progress is not None:
-            progress(spec.name, report.counts[spec].scanned, True)
-        if horizon is not None:
-            await store.drop_hints_before(spec, horizon)
+    parts = workers * RANGES_A_WORKER if whole and workers > 1 else 1
+    cuts = await _together(store.split_ids(spec, parts) for spec in specs)
+    ranges: list[tuple[TableSpec, uuid.UUID | None, uuid.UUID | None]] = []
+    left: dict[TableSpec, int] = {}
+    for spec, table_cuts in zip(specs, cuts, strict=True):
+        report.counts[spec].whole = True
+        bounds: list[uuid.UUID | None] = [None, *table_cuts, None]
+        ranges += [(spec, after, upto) for after, upto in itertools.pairwise(bounds)]
+        left[spec] = len(bounds) - 1
+    queue = iter(ranges)
+
+    async def worker() -> None:
+        for spec, after, upto in queue:
+            if stop is not None and stop.is_set():
+                return
+            if not await _sweep_range(
+                store, settings, spec, report, agent, after, upto, stop, progress
+            ):
+                return
+            left[spec] -= 1
+            if left[spec] == 0:
+                if progress is not None:
+                    progress(spec.name, report.counts[spec].scanned, True)
+                if horizon is not None:
+                    await store.drop_hints_before(spec, horizon)
+
+    await _together(worker() for _ in range(min(workers, len(ranges))))
 
 
 async def _sweep_range(

@@ -23,7 +23,9 @@ STATEMENTS = statements(__file__)
 
 def _sweep_columns(spec: TableSpec) -> str:
     """What a sweep reads and computes of a row m, on its policy p, at %(now)s: its
-    values now, what was stored, and what scheduled() needs to schedule it anew."""
+    values now, what was stored, and what scheduled() needs to schedule it anew. What
+    a batch's every look at its rows reads (their key, place and moments) comes first:
+    a row of a CTE is decoded only up to the last column read."""
     fact = (
         f""", {confidence_expr()} AS confidence, m.confidence AS old_confidence,
                m.confidence_strength"""
@@ -31,11 +33,11 @@ def _sweep_columns(spec: TableSpec) -> str:
         else ""
     )
     return f"""m.id, m.ctid AS row_ctid, m.xmin AS row_version, m.agent_id,
+               m.due_at AS old_due, m.prune_at AS old_prune,
                m.pinned OR p.never_decays AS frozen, {policy_columns("p")},
                m.strength, m.anchor_at, m.reinforcement AS n, m.created_at,
                {emotion_of(spec)} AS emotion, %(now)s::timestamptz AS reference,
-               m.salience AS old_salience, m.due_at AS old_due, m.prune_at AS old_prune,
-               {"m.expires_at," if spec.has_expiry else ""}
+               m.salience AS old_salience, {"m.expires_at," if spec.has_expiry else ""}
                {salience_expr(spec)} AS salience{fact}"""
 
 
@@ -50,30 +52,31 @@ def _prune_reason(spec: TableSpec) -> str:
 
 
 def _sweep_write(spec: TableSpec, source: str) -> str:
-    """Write the rows of `source` (`(...) AS due`, with _sweep_columns and `reason`), in
-    id order (as LTP flushes and other sweeps lock them): their values, their prune, and
-    when a sweep must come back to them. Only where the row version is still the one
-    computed from: a retrieval's LTP committed in between is never overwritten (its own
-    write stored its values and schedule already). Rows another transaction holds are
-    skipped, not waited for (an agent role may hold its own for hours: decision 0022);
-    the batch puts their hints back for the next sweep."""
+    """Write the rows of `source` (`(...) AS due`, with _sweep_columns and `reason`):
+    their values, their prune, and when a sweep must come back to them. Only where the
+    row version is still the one computed from: a retrieval's LTP committed in between
+    is never overwritten (its own write stored its values and schedule already). Rows
+    another transaction holds are skipped, not waited for (an agent role may hold its
+    own for hours: decision 0022); the batch puts their hints back for the next sweep.
+    Every row is locked before any is written, so the UPDATE waits on no row, in
+    whatever order it writes them."""
     stored = "salience AS stored_salience" + (
         ", confidence AS stored_confidence" if spec.has_confidence else ""
     )
-    # Only what the UPDATE uses leaves the schedule, in id order: a subquery joined to
-    # an UPDATE's target is carried whole (as a record) for PostgreSQL's recheck of
-    # concurrently updated rows, and sorted whole, so a narrow one costs far less than
-    # every column the schedule computed on.
+    # Only what the UPDATE uses leaves the schedule (OFFSET 0 keeps it a subquery of its
+    # own): a subquery joined to an UPDATE's target is carried whole (as a record) for
+    # PostgreSQL's recheck of concurrently updated rows, so a narrow one costs far less
+    # than every column the schedule computed on.
     confidence = "confidence, " if spec.has_confidence else ""
     rows = f"""SELECT id, row_ctid, row_version, salience, {confidence}reason, due_at, prune_at,
                old_due, old_prune
         FROM ({scheduled(spec, f"SELECT *, {stored} FROM {source}")}) AS s
-        WHERE row_ctid = ANY (ARRAY(
-            SELECT l.ctid FROM {spec.name} AS l
-            WHERE l.ctid = ANY (ARRAY(SELECT due.row_ctid FROM {source}))
-            FOR NO KEY UPDATE SKIP LOCKED))
-        ORDER BY id"""
+        OFFSET 0"""
     set_confidence = "confidence = d.confidence," if spec.has_confidence else ""
+    # The target rows are those the lock took, in one scan of their places, joined to
+    # the schedule by a hash on place and version: a filter of the schedule's rows by the
+    # locked places (`= ANY` of an array) compared every pair, and a join by place
+    # looked each row up again, each look a new scan (500 a batch).
     return f"""
         UPDATE {spec.name} AS m
         SET salience = d.salience, {set_confidence}
@@ -83,7 +86,11 @@ def _sweep_write(spec: TableSpec, source: str) -> str:
             due_at = CASE WHEN d.reason IS NULL THEN d.due_at END,
             prune_at = CASE WHEN d.reason IS NULL THEN d.prune_at END
         FROM ({rows}) AS d
-        WHERE m.ctid = d.row_ctid AND m.xmin = d.row_version
+        WHERE m.ctid = ANY (ARRAY(
+                SELECT l.ctid FROM {spec.name} AS l
+                WHERE l.ctid = ANY (ARRAY(SELECT due.row_ctid FROM {source}))
+                FOR NO KEY UPDATE SKIP LOCKED))
+          AND m.ctid = d.row_ctid AND m.xmin = d.row_version
         RETURNING m.id, m.ctid AS place, m.agent_id, ethos_slice(m.ctid) AS slice, d.reason,
                   m.due_at, m.prune_at, d.old_due, d.old_prune"""
 
@@ -175,7 +182,7 @@ def build_sweep_batch_query(
         )
     return sql(f"""
     WITH batch AS (
-        SELECT *, reason IS NOT NULL OR {drift} AS is_due
+        SELECT reason IS NOT NULL OR {drift} AS is_due, *
         FROM (
             SELECT *, {_prune_reason(spec)} AS reason
             FROM (
@@ -277,7 +284,7 @@ def build_due_batch_query(spec: TableSpec, *, prune: bool, batch_size: int) -> Q
           AND m.id IN (SELECT id FROM taken)
     ),
     looked AS MATERIALIZED (
-        SELECT m.*, {_prune_reason(spec)} AS reason, m.{old} <= %(now)s AS is_due
+        SELECT m.{old} <= %(now)s AS is_due, m.*, {_prune_reason(spec)} AS reason
         FROM (
             SELECT * FROM at_place
             UNION ALL
