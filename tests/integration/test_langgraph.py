@@ -481,6 +481,12 @@ async def test_a_bad_put_of_an_item_fails_its_own_caller_only(
     assert (await fact(conn, "other")) is not None
 
 
+# Whether another session of this database waits on a lock.
+WAITING_ON_A_LOCK = """SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+                       WHERE datname = current_database() AND pid <> pg_backend_pid()
+                         AND wait_event_type = 'Lock')"""
+
+
 async def test_a_statement_that_loses_a_deadlock_runs_again(
     settings: Settings, conn: asyncpg.Connection
 ) -> None:
@@ -496,7 +502,12 @@ async def test_a_statement_that_loses_a_deadlock_runs_again(
         async with conn.transaction():
             await conn.execute(lock, rows[1]["id"])
             moving = asyncio.create_task(store.engine.store.refresh_item_ttls(rows, TTL_KEY, later))
-            await asyncio.sleep(0.3)  # it holds the first and waits for the second
+            # it holds the first and waits for the second: waiting first, it is the
+            # first to look for a deadlock, and loses (a fixed sleep lost on a busy machine)
+            for _ in range(500):
+                if await conn.fetchval(WAITING_ON_A_LOCK):
+                    break
+                await asyncio.sleep(0.02)
             await conn.execute(lock, rows[0]["id"])  # the cycle: it loses, after 1 s
         await moving  # ran again once this transaction ended
     for row in rows:
