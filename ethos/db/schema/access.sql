@@ -12,17 +12,6 @@ CREATE FUNCTION ethos_own_agents() RETURNS text[]
     SELECT coalesce(array_agg(agent_id), '{}') FROM ethos_agent_roles WHERE role_name = CURRENT_USER
 $$;
 
--- The agents a role may write as: those it speaks for, if it is an agent role (any
--- agent, NULL, if it is not: row security does not restrict it). The vector write
--- trigger asks it of the role its caller runs as (the trigger runs as its owner).
-CREATE FUNCTION ethos_role_agents(role_name text) RETURNS text[]
-    LANGUAGE sql STABLE
-    SET citus.allow_nested_distributed_execution TO 'on'
-    AS $_$
-    SELECT array_agg(r.agent_id) FROM ethos_agent_roles AS r WHERE r.role_name = $1
-$_$;
-REVOKE ALL ON FUNCTION ethos_role_agents(text) FROM PUBLIC;
-
 -- Whether the caller sees a memory of the id (of `agent`'s, where one is named). The
 -- queue's row policy names the event's agent: on a Citus cluster it runs on the queue's
 -- shard, and reads the agent's memories in the colocated shard there (the setting lets a
@@ -121,7 +110,7 @@ BEGIN
     END IF;
     GRANT USAGE, CREATE ON SCHEMA public TO ethos_definer;
     GRANT SELECT ON memory_vectors, ethos_settings, importance_tiers, agent_policies,
-                    ethos_agent_roles, word_prior TO ethos_definer;
+                    word_prior TO ethos_definer;
     GRANT SELECT, UPDATE (auto_importance, auto_particularity, policy)
         ON episodic_traces, semantic_facts TO ethos_definer;
     GRANT SELECT, INSERT ON episodic_traces_due, semantic_facts_due, memory_vectors_due
@@ -130,12 +119,6 @@ BEGIN
         TO ethos_definer;
     GRANT SELECT, INSERT, DELETE ON memory_revisions TO ethos_definer;
     GRANT SELECT, DELETE ON memory_embeddings TO ethos_definer;
-    IF NOT EXISTS (SELECT FROM pg_policies WHERE tablename = 'ethos_agent_roles'
-                                             AND policyname = 'ethos_definer') THEN
-        CREATE POLICY ethos_definer ON ethos_agent_roles FOR SELECT TO ethos_definer
-            USING (true);
-    END IF;
-    ALTER FUNCTION ethos_role_agents(text) OWNER TO ethos_definer;
     ALTER FUNCTION ethos_vector_stats_add(text[], vector[], integer) OWNER TO ethos_definer;
     ALTER FUNCTION ethos_text_stats_add(text[], tsvector[], integer[]) OWNER TO ethos_definer;
     ALTER FUNCTION ethos_write_row() OWNER TO ethos_definer;
