@@ -275,9 +275,9 @@ async def test_refresh_ttl_moves_the_expiry_and_still_reinforces(
     so an item read within its ttl stays; one left alone expires."""
     async with AsyncEthosStore(settings) as store:
         for key in ("read", "found", "left"):
-            await store.aput(("u",), key, {"text": f"{key} item"}, ttl=0.02)  # 1.2 s
-        for _ in range(3):  # 1.8 s in all
-            await asyncio.sleep(0.6)
+            await store.aput(("u",), key, {"text": f"{key} item"}, ttl=0.05)  # 3 s
+        for _ in range(3):  # 4.5 s in all; each read 1.5 s after the last (slack for load)
+            await asyncio.sleep(1.5)
             assert await store.aget(("u",), "read") is not None
             found = await store.asearch(("u",), filter={"text": "found item"})
             assert [i.key for i in found] == ["found"]
