@@ -118,7 +118,7 @@ async def _not_durable(admin_uri: str) -> None:
         await conn.close()
 
 
-async def _drop_database(admin_uri: str, name: str) -> None:
+async def drop_database(admin_uri: str, name: str) -> None:
     conn = await asyncpg.connect(admin_uri)
     try:
         await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
@@ -131,7 +131,7 @@ def template_uri(admin_uri: str) -> str:
     if DISTRIBUTED:
         return asyncio.run(_distributed_template(admin_uri))
     if os.environ.get("TEST_ADMIN_URL"):  # a server that outlives the session: made anew
-        asyncio.run(_drop_database(admin_uri, TEMPLATE))
+        asyncio.run(drop_database(admin_uri, TEMPLATE))
     asyncio.run(store.ensure_database(admin_uri, TEMPLATE))
     uri = database_uri(admin_uri, TEMPLATE)
     asyncio.run(migrate(Settings(), uri))  # as `ethos migrate` leaves it
@@ -211,7 +211,7 @@ async def _drop_template(admin_uri: str, name: str) -> None:
 
         await drop_cluster_database(admin_uri, name)
     else:
-        await _drop_database(admin_uri, name)
+        await drop_database(admin_uri, name)
 
 
 async def _filled_template(admin_uri: str, fill: Fill, made: dict[Fill, str]) -> str:

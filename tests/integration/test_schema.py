@@ -16,7 +16,7 @@ from ethos import db
 from ethos.db import store
 from ethos.domain.errors import ConfigError
 from ethos.settings import Settings
-from tests.conftest import DISTRIBUTED, database_uri
+from tests.conftest import DISTRIBUTED, database_uri, drop_database
 from tests.later_migration import migrate_later
 
 
@@ -49,6 +49,9 @@ FROM word_prior
 
 
 async def built(admin_uri: str, name: str, *, from_baseline: bool) -> str:
+    # (made anew: on a server that outlives the session, a cluster's, the one an earlier
+    # run left is at an earlier schema's revision, which migrate refuses)
+    await drop_database(admin_uri, name)
     await store.ensure_database(admin_uri, name)
     url = database_uri(admin_uri, name)
     await asyncio.to_thread(db.migrate, Settings(), url, from_baseline=from_baseline)
