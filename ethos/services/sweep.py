@@ -371,8 +371,6 @@ async def _sweep_tables(
 
     async def worker() -> None:
         for spec, after, upto in queue:
-            if stop is not None and stop.is_set():
-                return
             if not await _sweep_range(
                 store, settings, spec, report, agent, after, upto, stop, progress
             ):

@@ -21,6 +21,7 @@ from ethos.services.engine import Engine, ItemPut
 from ethos.services.engine.items import TTL_KEY
 from ethos.services.recovery import Selector
 from ethos.settings import Settings
+from tests.acceptance.daemons import wait_for
 from tests.conftest import DISTRIBUTED
 from tests.embedding_server import embed_text
 
@@ -504,10 +505,7 @@ async def test_a_statement_that_loses_a_deadlock_runs_again(
             moving = asyncio.create_task(store.engine.store.refresh_item_ttls(rows, TTL_KEY, later))
             # it holds the first and waits for the second: waiting first, it is the
             # first to look for a deadlock, and loses (a fixed sleep lost on a busy machine)
-            for _ in range(500):
-                if await conn.fetchval(WAITING_ON_A_LOCK):
-                    break
-                await asyncio.sleep(0.02)
+            await wait_for(conn, WAITING_ON_A_LOCK, within=10)
             await conn.execute(lock, rows[0]["id"])  # the cycle: it loses, after 1 s
         await moving  # ran again once this transaction ended
     for row in rows:
