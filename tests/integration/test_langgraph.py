@@ -539,7 +539,7 @@ async def test_a_batch_of_puts_locks_its_items_as_an_ltp_flush_does(
             batch = asyncio.create_task(store.abatch([
                 PutOp(("u",), "a", {"text": "a again"}), PutOp(("u",), "b", {"text": "b again"})
             ]))  # fmt: skip
-            await asyncio.sleep(0.3)  # it waits for b
+            await wait_for(conn, WAITING_ON_A_LOCK, within=10)  # the batch waits for the first
             await conn.execute(lock, by_id[1]["id"])
         assert await batch == [None, None]
         got = [await store.aget(("u",), k, refresh_ttl=False) for k in "ab"]
