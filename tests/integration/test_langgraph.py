@@ -482,10 +482,17 @@ async def test_a_bad_put_of_an_item_fails_its_own_caller_only(
     assert (await fact(conn, "other")) is not None
 
 
-# Whether another session of this database waits on a lock.
-WAITING_ON_A_LOCK = """SELECT EXISTS (SELECT 1 FROM pg_stat_activity
-                       WHERE datname = current_database() AND pid <> pg_backend_pid()
-                         AND wait_event_type = 'Lock')"""
+# Whether another session of this database waits on a lock (on a Citus cluster, on any
+# node: a statement on a shard waits on its worker).
+WAITING_ON_A_LOCK = (
+    """SELECT EXISTS (SELECT 1 FROM citus_stat_activity
+                      WHERE datname = current_database() AND global_pid <> citus_backend_gpid()
+                        AND wait_event_type = 'Lock')"""
+    if DISTRIBUTED
+    else """SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+                           WHERE datname = current_database() AND pid <> pg_backend_pid()
+                             AND wait_event_type = 'Lock')"""
+)
 
 
 async def test_a_statement_that_loses_a_deadlock_runs_again(
