@@ -162,19 +162,35 @@ async def test_a_recover_cut_off_from_the_database_records_what_it_committed(
 ) -> None:
     env = environment(database_url)
     args = ["recover", "episodic_traces", "--agent", "a"]
-    process = await asyncio.create_subprocess_exec(
-        ETHOS, *args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
-    )
-    await wait_for(conn, "SELECT count(*) > 200 FROM episodic_traces WHERE NOT pruned", within=60)
-    # Every connection of the command, cut: the batch in flight is lost with its
-    # transaction, the audit row is written on a new connection.
-    ended = asyncio.ensure_future(process.communicate())
-    await conn.execute(CUT)
-    if DISTRIBUTED:
-        await cut_on_the_workers(database_url, ended)
-    _, err = await asyncio.wait_for(ended, 60)
+    # The batch of the 1000th row (in id order, as recover goes) waits on this lock, so
+    # the command gets that far and no further however fast it runs (on a busy machine
+    # it once got through all 3,000 before a cut meant to land after 200).
+    held = 1000
+    before = (held - 1) // int(BATCH) * int(BATCH)  # the rows of the batches before
+    async with conn.transaction():
+        await conn.execute(
+            # (in a subquery: FOR UPDATE beside OFFSET locks the rows skipped too)
+            "SELECT FROM episodic_traces WHERE agent_id = 'a' AND id = (SELECT id"
+            " FROM episodic_traces WHERE agent_id = 'a' AND pruned ORDER BY id OFFSET $1"
+            " LIMIT 1) FOR UPDATE",
+            held - 1,
+        )
+        process = await asyncio.create_subprocess_exec(
+            ETHOS, *args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        await wait_for(
+            conn, "SELECT count(*) = $1 FROM episodic_traces WHERE NOT pruned", before, within=60
+        )
+        # Every connection of the command, cut: the batch in flight is lost with its
+        # transaction, the audit row is written on a new connection.
+        ended = asyncio.ensure_future(process.communicate())
+        await conn.execute(CUT)
+        if DISTRIBUTED:
+            await cut_on_the_workers(database_url, ended)
+        _, err = await asyncio.wait_for(ended, 60)
     live = await conn.fetchval("SELECT count(*) FROM episodic_traces WHERE NOT pruned")
     rows = await conn.fetch("SELECT recovered, status FROM recoveries ORDER BY id")
+    assert live == before, err
     assert process.returncode == 1, err  # the error, after the line saying how far
     assert [(r["recovered"], r["status"]) for r in rows] == [(live, "interrupted")], err
     assert f"ethos: stopped: recovered {live} of {ROWS} episodic_traces rows" in err.decode()
