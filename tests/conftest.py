@@ -126,14 +126,20 @@ async def drop_database(admin_uri: str, name: str) -> None:
         await conn.close()
 
 
+async def new_database(admin_uri: str, name: str) -> str:
+    """An empty database `name`: its URL. Made anew, as a server that outlives the
+    session (TEST_ADMIN_URL's) keeps the one an earlier run left, at an earlier schema's
+    revision, which migrate refuses."""
+    await drop_database(admin_uri, name)
+    await store.ensure_database(admin_uri, name)
+    return database_uri(admin_uri, name)
+
+
 @pytest.fixture(scope="session")
 def template_uri(admin_uri: str) -> str:
     if DISTRIBUTED:
         return asyncio.run(_distributed_template(admin_uri))
-    if os.environ.get("TEST_ADMIN_URL"):  # a server that outlives the session: made anew
-        asyncio.run(drop_database(admin_uri, TEMPLATE))
-    asyncio.run(store.ensure_database(admin_uri, TEMPLATE))
-    uri = database_uri(admin_uri, TEMPLATE)
+    uri = asyncio.run(new_database(admin_uri, TEMPLATE))
     asyncio.run(migrate(Settings(), uri))  # as `ethos migrate` leaves it
     return uri
 

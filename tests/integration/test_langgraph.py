@@ -484,15 +484,14 @@ async def test_a_bad_put_of_an_item_fails_its_own_caller_only(
 
 # Whether another session of this database waits on a lock (on a Citus cluster, on any
 # node: a statement on a shard waits on its worker).
-WAITING_ON_A_LOCK = (
-    """SELECT EXISTS (SELECT 1 FROM citus_stat_activity
-                      WHERE datname = current_database() AND global_pid <> citus_backend_gpid()
-                        AND wait_event_type = 'Lock')"""
+_ACTIVITY, _OTHER = (
+    ("citus_stat_activity", "global_pid <> citus_backend_gpid()")
     if DISTRIBUTED
-    else """SELECT EXISTS (SELECT 1 FROM pg_stat_activity
-                           WHERE datname = current_database() AND pid <> pg_backend_pid()
-                             AND wait_event_type = 'Lock')"""
+    else ("pg_stat_activity", "pid <> pg_backend_pid()")
 )
+WAITING_ON_A_LOCK = f"""SELECT EXISTS (SELECT 1 FROM {_ACTIVITY}
+                        WHERE datname = current_database() AND {_OTHER}
+                          AND wait_event_type = 'Lock')"""
 
 
 async def test_a_statement_that_loses_a_deadlock_runs_again(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import difflib
+import os
 import subprocess
 from pathlib import Path
 
@@ -13,10 +14,9 @@ import pytest
 from alembic.script import ScriptDirectory
 
 from ethos import db
-from ethos.db import store
 from ethos.domain.errors import ConfigError
 from ethos.settings import Settings
-from tests.conftest import DISTRIBUTED, database_uri, drop_database
+from tests.conftest import DISTRIBUTED, new_database
 from tests.later_migration import migrate_later
 
 
@@ -49,11 +49,7 @@ FROM word_prior
 
 
 async def built(admin_uri: str, name: str, *, from_baseline: bool) -> str:
-    # (made anew: on a server that outlives the session, a cluster's, the one an earlier
-    # run left is at an earlier schema's revision, which migrate refuses)
-    await drop_database(admin_uri, name)
-    await store.ensure_database(admin_uri, name)
-    url = database_uri(admin_uri, name)
+    url = await new_database(admin_uri, name)
     await asyncio.to_thread(db.migrate, Settings(), url, from_baseline=from_baseline)
     return url
 
@@ -113,8 +109,9 @@ async def test_the_comparison_sees_a_migration_that_differs_from_the_schema(
     """A migration after the baseline (none is in the package until the first release)
     that writes one function as the schema does, or otherwise: the comparison of the
     equality test above finds no difference, or that one."""
-    await store.ensure_database(admin_uri, tmp_path.name)
-    migrated = database_uri(admin_uri, tmp_path.name)
+    # (named by the worker too: tmp_path's name is cut to the test's first 30 characters
+    # and numbered in each worker's own folder, so both cases may have the same one)
+    migrated = await new_database(admin_uri, f"{tmp_path.name}_{os.getpid()}")
     later = AUTO_HALF.format(body)
     await asyncio.to_thread(
         migrate_later, Settings(), migrated, tmp_path, later, from_baseline=True
